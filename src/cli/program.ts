@@ -1,0 +1,12 @@
+import { Command } from 'commander';
+
+export function buildProgram(): Command {
+  const program = new Command('docstream')
+    .description('Kafka connector for the Document Analysis API')
+    .version('0.1.0')
+    .showHelpAfterError()
+    .exitOverride((err) => {
+      process.exit(err.exitCode === 0 ? 0 : 2);
+    });
+  return program;
+}
