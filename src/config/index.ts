@@ -1,0 +1,2 @@
+export { loadConfig, redactConfig, configReference, ConfigError, type LoadOptions } from './load.js';
+export { CONFIG_SPEC, envName, type Config } from './spec.js';

@@ -1,0 +1,76 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { ConfigError, configReference, loadConfig, redactConfig } from './load.js';
+
+function tmpFile(name: string, content: string): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'docstream-config-'));
+  const file = path.join(dir, name);
+  fs.writeFileSync(file, content);
+  return file;
+}
+
+describe('loadConfig', () => {
+  it('gives the documented defaults pointing at this machine', () => {
+    const config = loadConfig({ env: {}, files: [] });
+    expect(config.kafka.brokers).toEqual(['localhost:9092']);
+    expect(config.registry.url).toBe('http://localhost:8081/apis/ccompat/v7');
+    expect(config.api.baseUrl).toBe('http://localhost:8080');
+    expect(config.api.clientId).toBe('sandbox-client');
+    expect(config.blobs.fileRoots).toContain(os.tmpdir());
+  });
+
+  it('reads files, then the environment, then overrides', () => {
+    const file = tmpFile('c.json', JSON.stringify({ kafka: { groupId: 'from-file', brokers: ['a:1'] } }));
+    const config = loadConfig({
+      env: { DOCSTREAM_KAFKA_BROKERS: 'b:1, c:2', DOCSTREAM_CONNECTOR_MAX_IN_FLIGHT: '42' },
+      files: [file],
+      overrides: { connector: { withMetadata: true } },
+    });
+    expect(config.kafka.groupId).toBe('from-file');
+    expect(config.kafka.brokers).toEqual(['b:1', 'c:2']);
+    expect(config.connector.maxInFlight).toBe(42);
+    expect(config.connector.withMetadata).toBe(true);
+  });
+
+  it('names an unknown key in a file', () => {
+    const file = tmpFile('c.json', JSON.stringify({ kafka: { brokerz: ['x'] } }));
+    expect(() => loadConfig({ env: {}, files: [file] })).toThrow(/unknown configuration key 'kafka.brokerz'/);
+  });
+
+  it('names an unknown section and an unknown variable', () => {
+    const file = tmpFile('c.json', JSON.stringify({ kafkaa: {} }));
+    expect(() => loadConfig({ env: {}, files: [file] })).toThrow(/unknown configuration section 'kafkaa'/);
+    expect(() => loadConfig({ env: { DOCSTREAM_KAFKA_BROKER: 'x' }, files: [] })).toThrow(
+      /unknown configuration variable DOCSTREAM_KAFKA_BROKER/,
+    );
+  });
+
+  it('names a malformed value', () => {
+    expect(() => loadConfig({ env: { DOCSTREAM_CONNECTOR_MAX_IN_FLIGHT: 'lots' }, files: [] })).toThrow(
+      /DOCSTREAM_CONNECTOR_MAX_IN_FLIGHT: expected an integer/,
+    );
+    expect(() => loadConfig({ env: { DOCSTREAM_LOG_LEVEL: 'loud' }, files: [] })).toThrow(ConfigError);
+    const bad = tmpFile('c.json', '{ not json');
+    expect(() => loadConfig({ env: {}, files: [bad] })).toThrow(/invalid JSON/);
+  });
+
+  it('reads a secret from a file and never shows it', () => {
+    const secretFile = tmpFile('secret', 'top-secret\n');
+    const config = loadConfig({ env: { DOCSTREAM_API_CLIENT_SECRET_FILE: secretFile }, files: [] });
+    expect(config.api.clientSecret).toBe('top-secret');
+    expect(JSON.stringify(redactConfig(config))).not.toContain('top-secret');
+  });
+
+  it('ignores reserved tooling variables', () => {
+    expect(() =>
+      loadConfig({ env: { DOCSTREAM_TEST_STACK: 'reuse', DOCSTREAM_CONFIG: '' }, files: [] }),
+    ).not.toThrow();
+  });
+
+  it('documents every key with its variable', () => {
+    const doc = configReference();
+    expect(doc).toContain('`DOCSTREAM_KAFKA_BROKERS`');
+    expect(doc).toContain('`connector.maxInFlight`');
+  });
+});

@@ -1,0 +1,223 @@
+/**
+ * The configuration, declared once: every key with its type, default and description.
+ * The loader, the validation, the environment-variable names and the reference docs
+ * (`docstream config docs`) are all derived from this table, so they cannot drift apart.
+ */
+import os from 'node:os';
+
+export type FieldKind = 'string' | 'int' | 'number' | 'bool' | 'list' | 'enum' | 'json';
+
+export interface FieldSpec {
+  kind: FieldKind;
+  description: string;
+  /** A value, or a function computing it at load time (e.g. from the working directory). */
+  default: unknown;
+  /** Never printed, never logged; may also be read from a file named by `<VAR>_FILE`. */
+  secret?: boolean;
+  values?: readonly string[];
+  min?: number;
+  max?: number;
+}
+
+const f = {
+  string: (def: string, description: string, extra: Partial<FieldSpec> = {}): FieldSpec => ({
+    kind: 'string',
+    default: def,
+    description,
+    ...extra,
+  }),
+  secret: (def: string, description: string): FieldSpec => ({
+    kind: 'string',
+    default: def,
+    description,
+    secret: true,
+  }),
+  int: (def: number, description: string, min = 0, max = Number.MAX_SAFE_INTEGER): FieldSpec => ({
+    kind: 'int',
+    default: def,
+    description,
+    min,
+    max,
+  }),
+  number: (def: number, description: string, min = 0, max = Number.MAX_VALUE): FieldSpec => ({
+    kind: 'number',
+    default: def,
+    description,
+    min,
+    max,
+  }),
+  bool: (def: boolean, description: string): FieldSpec => ({ kind: 'bool', default: def, description }),
+  list: (
+    def: string[] | (() => string[]),
+    description: string,
+    extra: Partial<FieldSpec> = {},
+  ): FieldSpec => ({
+    kind: 'list',
+    default: def,
+    description,
+    ...extra,
+  }),
+  enum: <T extends string>(values: readonly T[], def: T, description: string): FieldSpec => ({
+    kind: 'enum',
+    values,
+    default: def,
+    description,
+  }),
+  json: (def: unknown, description: string): FieldSpec => ({ kind: 'json', default: def, description }),
+};
+
+export const CONFIG_SPEC = {
+  kafka: {
+    brokers: f.list(['localhost:9092'], 'Kafka bootstrap servers (comma-separated in the environment).'),
+    clientId: f.string('docstream', 'Kafka client id.'),
+    groupId: f.string('docstream', 'Consumer group of the connector; instances sharing it share the input.'),
+    ssl: f.bool(false, 'Connect to Kafka with TLS.'),
+    saslMechanism: f.enum(['none', 'plain', 'scram-sha-256', 'scram-sha-512'], 'none', 'SASL mechanism.'),
+    saslUsername: f.string('', 'SASL user name.'),
+    saslPassword: f.secret('', 'SASL password.'),
+  },
+  topics: {
+    arrived: f.string('documents.arrived', 'Input topic of arrival events.'),
+    fraud: f.string('documents.fraud', 'Output topic of fraud results.'),
+    quality: f.string('documents.quality', 'Output topic of quality results.'),
+    classification: f.string('documents.classification', 'Output topic of classification results.'),
+    decision: f.string('documents.decision', 'Output topic of Adaptive Decision results.'),
+    dlq: f.string('documents.dlq', 'Dead-letter topic: documents that cannot be processed, with the reason.'),
+    feedback: f.string(
+      'documents.feedback',
+      'Input topic of feedback events (submission id + feedback body).',
+    ),
+    state: f.string(
+      'docstream.state',
+      'Compacted state topic, co-partitioned with the input: submission id and progress per event_id.',
+    ),
+    outputPartitions: f.int(
+      3,
+      'Partitions of output topics that docstream creates (existing topics are kept).',
+      1,
+    ),
+    replicationFactor: f.int(1, 'Replication factor of topics that docstream creates.', 1),
+  },
+  registry: {
+    url: f.string('http://localhost:8081/apis/ccompat/v7', 'Confluent-compatible schema registry URL.'),
+    username: f.string('', 'Registry basic-auth user.'),
+    password: f.secret('', 'Registry basic-auth password.'),
+  },
+  api: {
+    cell: f.string(
+      '',
+      'Cell name (eu-1, us-1, ca-1, ap-2, ap-3, testing) resolved through api.cells; overrides baseUrl.',
+    ),
+    baseUrl: f.string(
+      'http://localhost:8080',
+      'Base URL of the Document Analysis API (default: the local sandbox).',
+    ),
+    tokenUrl: f.string('', 'OAuth 2.0 token endpoint; empty means `<baseUrl>/oauth2/token`.'),
+    clientId: f.string('sandbox-client', 'OAuth client id (default: the sandbox client).'),
+    clientSecret: f.secret('sandbox-secret', 'OAuth client secret (default: the public sandbox secret).'),
+    cells: f.json({}, 'Map of cell name to {"baseUrl", "tokenUrl"} for the real service.'),
+    ratePerSecond: f.number(
+      20,
+      'Ceiling of API calls per second for this instance (adaptive below it on 429).',
+      0.1,
+    ),
+    timeoutMs: f.int(30000, 'Timeout of one HTTP request.', 100),
+    retryAttempts: f.int(6, 'Attempts per call for retriable failures (429, 5xx, network).', 1, 50),
+    retryMaxTotalMs: f.int(120000, 'Bound on the total time spent retrying one call.', 100),
+  },
+  connector: {
+    maxInFlight: f.int(
+      500,
+      'Documents processed at once by this instance; partitions pause when full.',
+      1,
+      100000,
+    ),
+    pollInitialMs: f.int(500, 'First delay before polling a result.', 10),
+    pollMaxMs: f.int(15000, 'Largest delay between two polls of one result.', 10),
+    deadlineMs: f.int(
+      900000,
+      'A document whose results are not final by then goes to the dead-letter topic.',
+      1000,
+    ),
+    withMetadata: f.bool(false, 'Ask for indicator metadata (with_metadata=true) on fraud results.'),
+    decisionPolling: f.bool(true, 'Poll for decisions; turn off when webhooks deliver them.'),
+    deleteAfterPublish: f.bool(
+      false,
+      'Delete the submission once its results are published (retried on 409).',
+    ),
+    attachReportUrl: f.bool(false, 'Attach the report download URL to the fraud event (preview feature).'),
+    awaitedResults: f.json(
+      {},
+      'Override of the results awaited per pipeline, e.g. {"FRAUD_ONLY": ["fraud"]}; default per the design.',
+    ),
+    commitIntervalMs: f.int(1000, 'How often safe offsets are committed.', 50),
+    shutdownTimeoutMs: f.int(30000, 'Bound on a graceful shutdown.', 100),
+  },
+  blobs: {
+    fileRoots: f.list(
+      () => [process.cwd(), os.tmpdir()],
+      'Directories file:// blobs may be read from (default: the working directory and the system temp dir).',
+    ),
+    httpHosts: f.list(
+      [],
+      'Host names (or host:port) http(s):// blobs may be fetched from; empty allows none.',
+    ),
+    allowPrivateNetworks: f.bool(
+      false,
+      'Allow http(s) blobs on loopback, private or link-local addresses (metadata endpoints stay refused).',
+    ),
+    s3Buckets: f.list([], 'Buckets s3:// blobs may be read from; empty allows any.'),
+    s3Endpoint: f.string('', 'S3 endpoint URL for an S3-compatible store (empty: AWS).'),
+    s3Region: f.string('us-east-1', 'S3 region.'),
+    s3ForcePathStyle: f.bool(true, 'Use path-style S3 addressing (needed by most S3-compatible stores).'),
+    verifySha256: f.bool(true, 'Verify blob.sha256 when an event gives it.'),
+    maxBytes: f.int(104857600, 'Largest blob accepted; larger ones go to the dead-letter topic.', 1),
+  },
+  webhooks: {
+    enabled: f.bool(false, 'Serve the Adaptive Decision webhook receiver inside `docstream run`.'),
+    host: f.string('127.0.0.1', 'Address the webhook receiver listens on.'),
+    port: f.int(8090, 'Port of the webhook receiver.', 0, 65535),
+    path: f.string('/webhooks/document-analysis', 'Path of the webhook receiver.'),
+    secrets: f.list([], 'Signing secrets (whsec_...), several at once during rotation.', { secret: true }),
+    toleranceSeconds: f.int(300, 'Largest accepted age (and future skew) of webhook-timestamp.', 1),
+    maxBodyBytes: f.int(65536, 'Largest accepted webhook body.', 1),
+  },
+  http: {
+    host: f.string('127.0.0.1', 'Address of the metrics and health server.'),
+    port: f.int(9464, 'Port of /metrics, /healthz and /readyz (0 disables).', 0, 65535),
+  },
+  log: {
+    level: f.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'], 'info', 'Log level.'),
+    format: f.enum(['auto', 'json', 'pretty'], 'auto', 'json, pretty, or auto (pretty on a terminal).'),
+  },
+} as const satisfies Record<string, Record<string, FieldSpec>>;
+
+export type ConfigSpec = typeof CONFIG_SPEC;
+export type SectionName = keyof ConfigSpec;
+
+type ValueOf<F extends FieldSpec> = F['kind'] extends 'string'
+  ? string
+  : F['kind'] extends 'int' | 'number'
+    ? number
+    : F['kind'] extends 'bool'
+      ? boolean
+      : F['kind'] extends 'list'
+        ? string[]
+        : F['kind'] extends 'enum'
+          ? F['values'] extends readonly (infer V)[]
+            ? V
+            : string
+          : unknown;
+
+export type Config = {
+  [S in SectionName]: {
+    [K in keyof ConfigSpec[S]]: ConfigSpec[S][K] extends FieldSpec ? ValueOf<ConfigSpec[S][K]> : never;
+  };
+};
+
+/** Environment variables with this prefix that are not configuration keys (tooling and tests). */
+export const RESERVED_ENV = ['DOCSTREAM_CONFIG', 'DOCSTREAM_TEST_', 'DOCSTREAM_STACK_'];
+
+export function envName(section: string, key: string): string {
+  return `DOCSTREAM_${section.toUpperCase()}_${key.replace(/([a-z0-9])([A-Z])/g, '$1_$2').toUpperCase()}`;
+}
