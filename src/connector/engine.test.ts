@@ -1,0 +1,271 @@
+import { Readable } from 'node:stream';
+import { silentLogger } from '../observability/logger.js';
+import { DocumentEngine, type EngineOptions } from './engine.js';
+import { PollScheduler } from './scheduler.js';
+import {
+  ResultNotReady,
+  type ApiPort,
+  type ArrivalEvent,
+  type Awaitable,
+  type DeadLetter,
+  type DocumentState,
+  type OpenedBlob,
+  type OutputPort,
+  type SourceRecord,
+} from './types.js';
+
+class FakeApi implements ApiPort {
+  calls: string[] = [];
+  notReadyPolls = new Map<Awaitable, number>();
+  createError: (Error & { status?: number; retriable?: boolean }) | null = null;
+  private n = 0;
+  async createSubmission(): Promise<{ submission_id: string; upload_url: string }> {
+    this.calls.push('create');
+    if (this.createError) throw this.createError;
+    this.n += 1;
+    return { submission_id: `sub-${String(this.n).padStart(24, '0')}`, upload_url: 'http://upload/x' };
+  }
+  async upload(): Promise<void> {
+    this.calls.push('upload');
+  }
+  async putCharacteristics(): Promise<void> {
+    this.calls.push('characteristics');
+  }
+  async getResult(kind: Awaitable, id: string): Promise<Record<string, unknown>> {
+    this.calls.push(`get:${kind}`);
+    const left = this.notReadyPolls.get(kind) ?? 0;
+    if (left > 0) {
+      this.notReadyPolls.set(kind, left - 1);
+      throw new ResultNotReady(kind);
+    }
+    return { status: 'SUCCESS', kind, id };
+  }
+  async getReportUrl(): Promise<string> {
+    return 'http://report';
+  }
+  async deleteSubmission(): Promise<void> {
+    this.calls.push('delete');
+  }
+}
+
+class FakeOut implements OutputPort {
+  results: Array<{ kind: Awaitable; submission_id: string; source: string | undefined }> = [];
+  letters: DeadLetter[] = [];
+  states: DocumentState[] = [];
+  async publishResult(
+    kind: Awaitable,
+    doc: { submission_id: string },
+    _body: Record<string, unknown>,
+    extra?: { source?: string },
+  ): Promise<void> {
+    this.results.push({ kind, submission_id: doc.submission_id, source: extra?.source });
+  }
+  async deadLetter(letter: DeadLetter): Promise<void> {
+    this.letters.push(letter);
+  }
+  async writeState(state: DocumentState): Promise<void> {
+    this.states.push(state);
+  }
+}
+
+const blob: OpenedBlob = {
+  open: async () => Readable.from([Buffer.from('%PDF-1.7')]),
+  size: 8,
+  contentType: 'application/pdf',
+  sha256: undefined,
+  cleanup: async () => undefined,
+};
+
+function event(overrides: Partial<ArrivalEvent> = {}): ArrivalEvent {
+  return {
+    event_id: 'evt-1',
+    blob: { url: 'file:///tmp/a.pdf' },
+    query_id: 'q-1',
+    pipeline_configuration: 'FRAUD_ONLY',
+    enable_decision: false,
+    submission_characteristics: null,
+    attributes: { tenant: 'acme' },
+    reprocess: false,
+    ...overrides,
+  };
+}
+
+const source: SourceRecord = {
+  topic: 'documents.arrived',
+  partition: 0,
+  offset: '7',
+  key: null,
+  value: Buffer.from('{}'),
+  traceparent: null,
+};
+
+function setup(options: Partial<EngineOptions> = {}, blobError?: Error & { code?: string }) {
+  const api = new FakeApi();
+  const out = new FakeOut();
+  const scheduler = new PollScheduler();
+  const finished: Array<{ state: DocumentState; outcome: string }> = [];
+  let notify: () => void = () => undefined;
+  const engine = new DocumentEngine(
+    {
+      api,
+      out,
+      scheduler,
+      logger: silentLogger,
+      blobs: {
+        resolve: async () => {
+          if (blobError) throw blobError;
+          return blob;
+        },
+      },
+    },
+    {
+      maxInFlight: 10,
+      pollInitialMs: 5,
+      pollMaxMs: 20,
+      deadlineMs: 60000,
+      decisionPolling: true,
+      deleteAfterPublish: false,
+      attachReportUrl: false,
+      ...options,
+    },
+    {
+      onFinished: (state, outcome) => {
+        finished.push({ state, outcome });
+        notify();
+      },
+    },
+  );
+  const until = (n: number) =>
+    new Promise<void>((resolve) => {
+      const check = () => (finished.length >= n ? resolve() : undefined);
+      notify = check;
+      check();
+    });
+  return { api, out, engine, finished, until, scheduler };
+}
+
+describe('DocumentEngine', () => {
+  it('creates once, records state before uploading, publishes every awaited result, then marks done', async () => {
+    const { api, out, engine, until } = setup();
+    expect(await engine.admit(source, event({ enable_decision: true }), undefined)).toBe('started');
+    expect(out.states[0]?.status).toBe('CREATED');
+    expect(api.calls[0]).toBe('create');
+    await until(1);
+    expect(api.calls.filter((c) => c === 'create')).toHaveLength(1);
+    expect(api.calls).toContain('upload');
+    expect(out.results.map((r) => r.kind).sort()).toEqual(['classification', 'decision', 'fraud', 'quality']);
+    expect(out.states.at(-1)?.status).toBe('DONE');
+    expect(out.states.at(-1)?.pending).toBeUndefined();
+    expect(engine.inFlight).toBe(0);
+  });
+
+  it('sends characteristics before the upload when the event has them', async () => {
+    const { api, engine, until } = setup();
+    await engine.admit(source, event({ submission_characteristics: { customer_case_id: 'c' } }), undefined);
+    await until(1);
+    expect(api.calls.indexOf('characteristics')).toBeLessThan(api.calls.indexOf('upload'));
+  });
+
+  it('keeps polling while a result is not ready', async () => {
+    const { api, engine, until, out } = setup();
+    api.notReadyPolls.set('quality', 3);
+    await engine.admit(source, event({ pipeline_configuration: 'QUALITY_ONLY' }), undefined);
+    await until(1);
+    expect(api.calls.filter((c) => c === 'get:quality')).toHaveLength(4);
+    expect(out.results.map((r) => r.kind)).toEqual(['quality']);
+  });
+
+  it('never submits a recorded document again: done ones are re-emitted, unfinished ones resumed', async () => {
+    const { api, out, engine, until } = setup();
+    await engine.admit(source, event(), undefined);
+    await until(1);
+    const done = out.states.at(-1)!;
+    expect(await engine.admit(source, event(), done)).toBe('replayed');
+    await until(2);
+    expect(api.calls.filter((c) => c === 'create')).toHaveLength(1);
+    expect(out.results.filter((r) => r.kind === 'fraud')).toHaveLength(2);
+
+    const created = { ...out.states[0]!, event_id: 'evt-2' };
+    expect(await engine.admit({ ...source, offset: '8' }, event({ event_id: 'evt-2' }), created)).toBe(
+      'resumed',
+    );
+    await until(3);
+    expect(api.calls.filter((c) => c === 'create')).toHaveLength(1);
+    expect(out.states.filter((s) => s.event_id === 'evt-2').at(-1)?.status).toBe('DONE');
+  });
+
+  it('submits again when the event asks to reprocess', async () => {
+    const { api, out, engine, until } = setup();
+    await engine.admit(source, event(), undefined);
+    await until(1);
+    expect(await engine.admit(source, event({ reprocess: true }), out.states.at(-1))).toBe('started');
+    await until(2);
+    expect(api.calls.filter((c) => c === 'create')).toHaveLength(2);
+  });
+
+  it('dead-letters a blob it may not read, without creating a submission', async () => {
+    const err = Object.assign(new Error('file:///etc/passwd is outside the allowed roots'), {
+      code: 'blob_not_allowed',
+    });
+    const { api, out, engine } = setup({}, err);
+    expect(await engine.admit(source, event(), undefined)).toBe('dead-lettered');
+    expect(api.calls).toEqual([]);
+    expect(out.letters[0]).toMatchObject({
+      stage: 'blob',
+      error_code: 'blob_not_allowed',
+      event_id: 'evt-1',
+    });
+    expect(out.letters[0]?.source?.offset).toBe('7');
+  });
+
+  it('dead-letters a create refused by the API with its status', async () => {
+    const { api, out, engine } = setup();
+    api.createError = Object.assign(new Error('query_id: too long'), { status: 400, retriable: false });
+    expect(await engine.admit(source, event(), undefined)).toBe('dead-lettered');
+    expect(out.letters[0]).toMatchObject({ stage: 'create', error_code: 'api_400', http_status: 400 });
+  });
+
+  it('dead-letters a document whose results miss the deadline and records it as failed', async () => {
+    const { api, out, engine, until } = setup({ deadlineMs: 30 });
+    api.notReadyPolls.set('quality', 1000);
+    await engine.admit(source, event({ pipeline_configuration: 'QUALITY_ONLY' }), undefined);
+    await until(1);
+    expect(out.letters[0]).toMatchObject({ stage: 'poll', error_code: 'deadline_exceeded' });
+    expect(out.states.at(-1)?.status).toBe('FAILED');
+  });
+
+  it('takes a decision from a webhook and does not poll for it', async () => {
+    const { api, out, engine, until } = setup({ decisionPolling: false });
+    await engine.admit(
+      source,
+      event({ pipeline_configuration: 'QUALITY_ONLY', enable_decision: true }),
+      undefined,
+    );
+    const sub = out.states[0]!.submission_id;
+    await new Promise((r) => setTimeout(r, 30));
+    expect(await engine.deliverDecision(sub, { status: 'SUCCESS', decision: 'APPROVED' })).toBe(true);
+    await until(1);
+    expect(api.calls).not.toContain('get:decision');
+    expect(out.results.find((r) => r.kind === 'decision')?.source).toBe('webhook');
+    expect(await engine.deliverDecision('unknown', {})).toBe(false);
+  });
+
+  it('stops a revoked partition without failing its documents', async () => {
+    const { api, out, engine } = setup();
+    api.notReadyPolls.set('quality', 1000);
+    await engine.admit(source, event({ pipeline_configuration: 'QUALITY_ONLY' }), undefined);
+    engine.revoke([0]);
+    expect(engine.inFlight).toBe(0);
+    await new Promise((r) => setTimeout(r, 30));
+    expect(out.letters).toEqual([]);
+    expect(out.states.some((s) => s.status === 'FAILED')).toBe(false);
+  });
+
+  it('deletes the submission after publishing when configured', async () => {
+    const { api, engine, until } = setup({ deleteAfterPublish: true });
+    await engine.admit(source, event({ pipeline_configuration: 'QUALITY_ONLY' }), undefined);
+    await until(1);
+    await new Promise((r) => setTimeout(r, 10));
+    expect(api.calls.at(-1)).toBe('delete');
+  });
+});
