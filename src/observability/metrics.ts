@@ -1,0 +1,98 @@
+/**
+ * Prometheus metrics of one connector instance (prom-client), on its own registry so that several
+ * instances in one process (tests) do not collide. Names follow Prometheus conventions: a
+ * `docstream_` prefix, `_total` for counters, `_seconds` for durations.
+ */
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+export class ConnectorMetrics {
+  readonly registry = new Registry();
+
+  readonly inFlight = new Gauge({
+    name: 'docstream_documents_in_flight',
+    help: 'Documents admitted and not finished on this instance',
+    registers: [this.registry],
+  });
+
+  readonly completed = new Counter({
+    name: 'docstream_documents_completed_total',
+    help: 'Documents whose results were all published (outcome: done or replayed)',
+    labelNames: ['outcome'] as const,
+    registers: [this.registry],
+  });
+
+  readonly failed = new Counter({
+    name: 'docstream_documents_failed_total',
+    help: 'Documents sent to the dead-letter topic, by stage and reason',
+    labelNames: ['stage', 'reason'] as const,
+    registers: [this.registry],
+  });
+
+  readonly resultsPublished = new Counter({
+    name: 'docstream_results_published_total',
+    help: 'Result events published, by result kind',
+    labelNames: ['kind'] as const,
+    registers: [this.registry],
+  });
+
+  readonly stageDuration = new Histogram({
+    name: 'docstream_stage_duration_seconds',
+    help: 'Duration of each stage of a document (blob, create, upload, result wait, end to end)',
+    labelNames: ['stage'] as const,
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300],
+    registers: [this.registry],
+  });
+
+  readonly apiCalls = new Counter({
+    name: 'docstream_api_calls_total',
+    help: 'API calls (each HTTP attempt), by endpoint and status (0 = no response)',
+    labelNames: ['endpoint', 'status'] as const,
+    registers: [this.registry],
+  });
+
+  readonly apiRetries = new Counter({
+    name: 'docstream_api_retries_total',
+    help: 'API call attempts that were retries, by endpoint',
+    labelNames: ['endpoint'] as const,
+    registers: [this.registry],
+  });
+
+  readonly rateLimited = new Counter({
+    name: 'docstream_api_rate_limited_total',
+    help: 'Responses with HTTP 429',
+    registers: [this.registry],
+  });
+
+  readonly limiterRate = new Gauge({
+    name: 'docstream_api_limiter_rate',
+    help: 'Current ceiling of the adaptive API rate limiter, in calls per second',
+    registers: [this.registry],
+  });
+
+  readonly consumerLag = new Gauge({
+    name: 'docstream_consumer_lag',
+    help: 'Records between the committed offset and the end of each assigned input partition',
+    labelNames: ['topic', 'partition'] as const,
+    registers: [this.registry],
+  });
+
+  readonly webhooks = new Counter({
+    name: 'docstream_webhooks_received_total',
+    help: 'Webhook deliveries received, by outcome (accepted, duplicate, refused reason)',
+    labelNames: ['outcome'] as const,
+    registers: [this.registry],
+  });
+
+  constructor(options: { defaultMetrics?: boolean } = {}) {
+    if (options.defaultMetrics !== false)
+      collectDefaultMetrics({ register: this.registry, prefix: 'docstream_' });
+  }
+
+  /** Wires the API client's per-attempt hook to the counters. */
+  recordCall(call: { endpoint: string; status: number | undefined; attempt: number }): void {
+    const status = call.status ?? 0;
+    this.apiCalls.inc({ endpoint: call.endpoint, status: String(status) });
+    if (call.attempt > 1) this.apiRetries.inc({ endpoint: call.endpoint });
+    if (status === 429) this.rateLimited.inc();
+  }
+}
