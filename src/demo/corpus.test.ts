@@ -1,0 +1,35 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { PDFDocument } from 'pdf-lib';
+import { png, writeCorpus } from './corpus.js';
+
+describe('demo corpus', () => {
+  it('writes valid PDFs with the metadata the fraud rules read, a PNG and an unsupported file', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'corpus-'));
+    const samples = await writeCorpus(dir);
+    const byKind = Object.fromEntries(samples.map((s) => [s.kind, s]));
+    const edited = await PDFDocument.load(fs.readFileSync(byKind['edited-pdf']!.file), {
+      updateMetadata: false,
+    });
+    expect(edited.getProducer()).toContain('Photoshop');
+    const backdated = await PDFDocument.load(fs.readFileSync(byKind['backdated-pdf']!.file), {
+      updateMetadata: false,
+    });
+    expect(backdated.getPageCount()).toBe(2);
+    expect(fs.readFileSync(byKind['png-image']!.file).subarray(1, 4).toString()).toBe('PNG');
+    expect(byKind.unsupported!.expectedFileType).toBe('unsupported');
+    for (const s of samples) {
+      expect(s.sha256).toMatch(/^[0-9a-f]{64}$/);
+      expect(fs.statSync(s.file).size).toBe(s.size);
+    }
+    const again = await writeCorpus(fs.mkdtempSync(path.join(os.tmpdir(), 'corpus-')));
+    expect(again.map((s) => s.sha256)).toEqual(samples.map((s) => s.sha256));
+  });
+
+  it('encodes the PNG size in its header', () => {
+    const img = png(3, 2);
+    expect(img.readUInt32BE(16)).toBe(3);
+    expect(img.readUInt32BE(20)).toBe(2);
+  });
+});
