@@ -262,6 +262,17 @@ describe('http(s):// address checks with a controlled resolver', () => {
     }
   });
 
+  it('resolves names with the system resolver too (localhost)', async () => {
+    const local = createBlobSource(policy({ httpHosts: [`localhost:${port}`], allowPrivateNetworks: true }));
+    try {
+      const blob = await local.resolve({ url: `http://localhost:${port}/doc.pdf` });
+      expect(await readAll(await blob.open())).toEqual(content);
+      await blob.cleanup();
+    } finally {
+      local.close();
+    }
+  });
+
   it('refuses names resolving to private addresses unless allowed', async () => {
     const strict = withResolver([{ address: '10.0.0.7', family: 4 }], false);
     try {

@@ -166,7 +166,7 @@ export class HttpBlobReader {
       });
       const response = await new Promise<Response>((resolve, reject) => {
         stream.once('response', resolve);
-        stream.once('error', reject);
+        stream.on('error', reject);
       }).catch((error: unknown) => {
         throw transportError(error, display);
       });
