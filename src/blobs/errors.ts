@@ -1,0 +1,33 @@
+/**
+ * The one error type of blob access. The connector turns a non-retriable one into a
+ * DeadLetter event carrying `code`, so codes are part of the public contract.
+ */
+export type BlobErrorCode =
+  | 'blob_not_allowed'
+  | 'blob_not_found'
+  | 'blob_too_large'
+  | 'sha256_mismatch'
+  | 'blob_unreadable'
+  | 'blob_invalid_url';
+
+export interface BlobErrorOptions {
+  /** Defaults to false: only transport trouble (5xx, timeouts, resets) is worth retrying. */
+  retriable?: boolean;
+  cause?: unknown;
+}
+
+export class BlobError extends Error {
+  override readonly name = 'BlobError';
+  readonly code: BlobErrorCode;
+  readonly retriable: boolean;
+
+  constructor(code: BlobErrorCode, message: string, options: BlobErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.code = code;
+    this.retriable = options.retriable ?? false;
+  }
+}
+
+export function isBlobError(error: unknown): error is BlobError {
+  return error instanceof BlobError;
+}

@@ -1,0 +1,168 @@
+import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { createBlobSource, type BlobSource } from './index.js';
+import { SPOOL_PREFIX } from './spool.js';
+import { blobError, policy, readAll } from './test-helpers.js';
+
+const content = Buffer.from('%PDF-1.4 not really a pdf, but bytes\n');
+const sha = createHash('sha256').update(content).digest('hex');
+
+let base: string;
+let root: string;
+let source: BlobSource;
+const url = (p: string) => pathToFileURL(p).href;
+
+beforeAll(() => {
+  base = fs.mkdtempSync(path.join(os.tmpdir(), 'blobs-file-test-'));
+  root = path.join(base, 'root');
+  fs.mkdirSync(path.join(root, 'sub'), { recursive: true });
+  fs.mkdirSync(path.join(base, 'outside'));
+  fs.writeFileSync(path.join(root, 'doc.pdf'), content);
+  fs.writeFileSync(path.join(root, 'empty.pdf'), '');
+  fs.writeFileSync(path.join(base, 'outside', 'secret.txt'), 'secret');
+  fs.symlinkSync(path.join(base, 'outside', 'secret.txt'), path.join(root, 'link-out'));
+  fs.symlinkSync(path.join(base, 'outside'), path.join(root, 'dir-out'));
+  fs.symlinkSync('doc.pdf', path.join(root, 'link-in'));
+  fs.symlinkSync(root, path.join(base, 'root-alias'));
+  execFileSync('mkfifo', [path.join(root, 'fifo')]);
+  source = createBlobSource(policy({ fileRoots: [root] }));
+});
+
+afterAll(() => {
+  source.close();
+  fs.rmSync(base, { recursive: true, force: true });
+});
+
+describe('file:// blobs', () => {
+  it('reads a file under a root, with its size, as a fresh stream on every open', async () => {
+    const blob = await source.resolve({
+      url: url(path.join(root, 'doc.pdf')),
+      content_type: 'application/pdf',
+    });
+    expect(blob.size).toBe(content.length);
+    expect(blob.contentType).toBe('application/pdf');
+    expect(await readAll(await blob.open())).toEqual(content);
+    expect(await readAll(await blob.open())).toEqual(content);
+    await blob.cleanup();
+    expect((await blobError(blob.open())).code).toBe('blob_unreadable');
+  });
+
+  it('reads an empty file', async () => {
+    const blob = await source.resolve({
+      url: url(path.join(root, 'empty.pdf')),
+      sha256: createHash('sha256').digest('hex'),
+    });
+    expect(blob.size).toBe(0);
+    expect((await readAll(await blob.open())).length).toBe(0);
+    await blob.cleanup();
+  });
+
+  it('refuses .. that leaves the root', async () => {
+    const error = await blobError(source.resolve({ url: `file://${root}/../outside/secret.txt` }));
+    expect(error.code).toBe('blob_not_allowed');
+    expect(error.retriable).toBe(false);
+  });
+
+  it('refuses symlinks pointing out of the root, to a file or through a directory', async () => {
+    expect((await blobError(source.resolve({ url: url(path.join(root, 'link-out')) }))).code).toBe(
+      'blob_not_allowed',
+    );
+    const viaDir = path.join(root, 'dir-out', 'secret.txt');
+    expect((await blobError(source.resolve({ url: url(viaDir) }))).code).toBe('blob_not_allowed');
+  });
+
+  it('follows symlinks that stay inside, and roots that are symlinks themselves', async () => {
+    const inside = await source.resolve({ url: url(path.join(root, 'link-in')) });
+    expect(await readAll(await inside.open())).toEqual(content);
+    await inside.cleanup();
+    const aliased = createBlobSource(policy({ fileRoots: [path.join(base, 'root-alias')] }));
+    try {
+      const blob = await aliased.resolve({ url: url(path.join(base, 'root-alias', 'doc.pdf')) });
+      expect(blob.size).toBe(content.length);
+      await blob.cleanup();
+    } finally {
+      aliased.close();
+    }
+  });
+
+  it('refuses files outside every root, without saying whether they exist', async () => {
+    expect((await blobError(source.resolve({ url: 'file:///etc/passwd' }))).code).toBe('blob_not_allowed');
+    expect((await blobError(source.resolve({ url: 'file:///etc/no-such-file' }))).code).toBe(
+      'blob_not_allowed',
+    );
+    expect((await blobError(source.resolve({ url: url(`${root}-sibling/doc.pdf`) }))).code).toBe(
+      'blob_not_allowed',
+    );
+  });
+
+  it('reports a missing file under a root as not found', async () => {
+    const error = await blobError(source.resolve({ url: url(path.join(root, 'missing.pdf')) }));
+    expect(error.code).toBe('blob_not_found');
+    expect(error.retriable).toBe(false);
+  });
+
+  it('refuses directories and other non-regular files', async () => {
+    expect((await blobError(source.resolve({ url: url(path.join(root, 'sub')) }))).code).toBe(
+      'blob_unreadable',
+    );
+    expect((await blobError(source.resolve({ url: url(path.join(root, 'fifo')) }))).code).toBe(
+      'blob_unreadable',
+    );
+  });
+
+  it('refuses files larger than maxBytes and accepts one of exactly maxBytes', async () => {
+    const tight = createBlobSource(policy({ fileRoots: [root], maxBytes: content.length - 1 }));
+    const exact = createBlobSource(policy({ fileRoots: [root], maxBytes: content.length }));
+    try {
+      const error = await blobError(tight.resolve({ url: url(path.join(root, 'doc.pdf')) }));
+      expect(error.code).toBe('blob_too_large');
+      const blob = await exact.resolve({ url: url(path.join(root, 'doc.pdf')) });
+      expect(blob.size).toBe(content.length);
+      await blob.cleanup();
+    } finally {
+      tight.close();
+      exact.close();
+    }
+  });
+
+  it('verifies sha256 before handing the file out', async () => {
+    const ok = await source.resolve({ url: url(path.join(root, 'doc.pdf')), sha256: sha.toUpperCase() });
+    expect(ok.sha256).toBe(sha);
+    await ok.cleanup();
+    const wrong = await blobError(
+      source.resolve({ url: url(path.join(root, 'doc.pdf')), sha256: 'a'.repeat(64) }),
+    );
+    expect(wrong.code).toBe('sha256_mismatch');
+    expect(wrong.retriable).toBe(false);
+    const garbage = await blobError(source.resolve({ url: url(path.join(root, 'doc.pdf')), sha256: 'xyz' }));
+    expect(garbage.code).toBe('sha256_mismatch');
+  });
+
+  it('skips verification when verifySha256 is off', async () => {
+    const lax = createBlobSource(policy({ fileRoots: [root], verifySha256: false }));
+    try {
+      const blob = await lax.resolve({ url: url(path.join(root, 'doc.pdf')), sha256: 'a'.repeat(64) });
+      expect(blob.sha256).toBeUndefined();
+      await blob.cleanup();
+    } finally {
+      lax.close();
+    }
+  });
+
+  it("refuses docstream's own temp files even under an allowed root", async () => {
+    const spoolDir = fs.mkdtempSync(path.join(os.tmpdir(), SPOOL_PREFIX));
+    const file = path.join(spoolDir, 'other-event.blob');
+    fs.writeFileSync(file, 'someone else');
+    const tmpRooted = createBlobSource(policy({ fileRoots: [os.tmpdir()] }));
+    try {
+      expect((await blobError(tmpRooted.resolve({ url: url(file) }))).code).toBe('blob_not_allowed');
+    } finally {
+      tmpRooted.close();
+      fs.rmSync(spoolDir, { recursive: true, force: true });
+    }
+  });
+});

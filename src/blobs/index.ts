@@ -1,0 +1,86 @@
+/**
+ * Reading the file an arrival event points at, confined by a BlobPolicy: `file://` under the
+ * configured roots, `http(s)://` from configured hosts on checked addresses, `s3://` from
+ * configured buckets. Every refusal or failure is a BlobError with a code for the DeadLetter.
+ */
+import type { S3Client } from '@aws-sdk/client-s3';
+import { silentLogger, type Logger } from '../observability/logger.js';
+import { BlobError } from './errors.js';
+import { openFileBlob } from './file-source.js';
+import { HttpBlobReader, type HostResolver } from './http-source.js';
+import type { BlobPolicy } from './policy.js';
+import { S3BlobReader } from './s3-source.js';
+import { Spool } from './spool.js';
+import type { BlobRef, OpenedBlob } from './types.js';
+import { parseBlobUrl } from './url.js';
+
+export { BlobError, isBlobError, type BlobErrorCode } from './errors.js';
+export type { BlobPolicy } from './policy.js';
+export type { BlobRef, OpenedBlob } from './types.js';
+export { classifyAddress, isAddressAllowed, type AddressClass } from './address.js';
+export { displayUrl, parseBlobUrl } from './url.js';
+
+export interface BlobSourceDeps {
+  s3Client?: S3Client;
+  logger?: Logger;
+  /** Host name resolution for http(s) blobs; the system resolver by default. */
+  resolveHost?: HostResolver;
+}
+
+export interface BlobSource {
+  /** Checks and opens a blob; rejects with a BlobError. */
+  resolve(ref: BlobRef): Promise<OpenedBlob>;
+  /** Releases connections and removes leftover temp files. */
+  close(): void;
+}
+
+export function createBlobSource(policy: BlobPolicy, deps: BlobSourceDeps = {}): BlobSource {
+  const logger = deps.logger ?? silentLogger;
+  const spool = new Spool();
+  const http = new HttpBlobReader(policy, spool, logger, deps.resolveHost);
+  const s3 = new S3BlobReader(policy, spool, logger, deps.s3Client);
+
+  async function resolve(ref: BlobRef): Promise<OpenedBlob> {
+    if (ref === null || typeof ref !== 'object') {
+      throw new BlobError('blob_invalid_url', 'blob must be an object with a url');
+    }
+    const parsed = parseBlobUrl(ref.url);
+    try {
+      let blob: OpenedBlob;
+      switch (parsed.kind) {
+        case 'file':
+          blob = await openFileBlob(parsed.path, parsed.display, ref, policy, logger);
+          break;
+        case 'http':
+          blob = await http.resolve(parsed.url, parsed.display, ref);
+          break;
+        case 's3':
+          blob = await s3.resolve(parsed.bucket, parsed.key, parsed.display, ref);
+          break;
+      }
+      logger.debug(
+        { blob: parsed.display, size: blob.size, verified: blob.sha256 !== undefined },
+        'blob resolved',
+      );
+      return blob;
+    } catch (error) {
+      if (error instanceof BlobError) {
+        logger.debug({ blob: parsed.display, code: error.code, retriable: error.retriable }, 'blob refused');
+        throw error;
+      }
+      throw new BlobError('blob_unreadable', `${parsed.display} could not be read`, {
+        retriable: true,
+        cause: error,
+      });
+    }
+  }
+
+  return {
+    resolve,
+    close() {
+      http.close();
+      s3.close();
+      spool.closeSync();
+    },
+  };
+}

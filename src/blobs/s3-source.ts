@@ -1,0 +1,166 @@
+/**
+ * `s3://bucket/key` blobs through the AWS SDK (credentials from its default chain). Reads are
+ * pinned to the ETag seen by HeadObject, so retried uploads send the object that was checked.
+ */
+import { GetObjectCommand, HeadObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { Readable } from 'node:stream';
+import type { Logger } from '../observability/logger.js';
+import { BlobError } from './errors.js';
+import { guard } from './guard.js';
+import { checkSha256, expectedSha256, Meter } from './meter.js';
+import type { BlobPolicy } from './policy.js';
+import { spooledBlob, type Spool } from './spool.js';
+import type { BlobRef, OpenedBlob } from './types.js';
+
+const NOT_FOUND_NAMES = new Set(['NoSuchKey', 'NotFound', 'NoSuchBucket']);
+
+interface SdkErrorShape {
+  name?: string;
+  $metadata?: { httpStatusCode?: number };
+  $retryable?: unknown;
+}
+
+export function s3Error(error: unknown, display: string): BlobError {
+  if (error instanceof BlobError) return error;
+  const e = (error ?? {}) as SdkErrorShape;
+  const name = e.name ?? 'Error';
+  const status = e.$metadata?.httpStatusCode;
+  if (NOT_FOUND_NAMES.has(name) || status === 404) {
+    return new BlobError('blob_not_found', `${display} does not exist (${name})`);
+  }
+  if (name === 'PreconditionFailed' || status === 412) {
+    return new BlobError('blob_unreadable', `${display} changed after it was checked`, { retriable: true });
+  }
+  if (status === 403 || name === 'AccessDenied') {
+    return new BlobError(
+      'blob_unreadable',
+      `${display} is not readable with these credentials (AccessDenied)`,
+    );
+  }
+  if (
+    status !== undefined &&
+    status >= 400 &&
+    status < 500 &&
+    status !== 408 &&
+    status !== 429 &&
+    !e.$retryable
+  ) {
+    return new BlobError('blob_unreadable', `${display} could not be read (${name}, HTTP ${status})`);
+  }
+  // 5xx, throttling, timeouts, resets, and credentials that could not be fetched right now.
+  const detail = status === undefined ? name : `${name}, HTTP ${status}`;
+  return new BlobError('blob_unreadable', `${display} could not be read (${detail})`, { retriable: true });
+}
+
+export class S3BlobReader {
+  private client: S3Client | undefined;
+  private readonly ownsClient: boolean;
+
+  constructor(
+    private readonly policy: BlobPolicy,
+    private readonly spool: Spool,
+    private readonly logger: Logger,
+    client?: S3Client,
+  ) {
+    this.client = client;
+    this.ownsClient = client === undefined;
+  }
+
+  private s3(): S3Client {
+    this.client ??= new S3Client({
+      region: this.policy.s3Region,
+      endpoint: this.policy.s3Endpoint === '' ? undefined : this.policy.s3Endpoint,
+      forcePathStyle: this.policy.s3ForcePathStyle,
+      requestHandler: { connectionTimeout: 10_000, requestTimeout: 60_000 },
+    });
+    return this.client;
+  }
+
+  private async body(
+    bucket: string,
+    key: string,
+    etag: string | undefined,
+    display: string,
+  ): Promise<Readable> {
+    try {
+      const out = await this.s3().send(new GetObjectCommand({ Bucket: bucket, Key: key, IfMatch: etag }));
+      if (!(out.Body instanceof Readable)) {
+        throw new BlobError('blob_unreadable', `${display} returned no readable body`, { retriable: true });
+      }
+      return out.Body;
+    } catch (error) {
+      throw s3Error(error, display);
+    }
+  }
+
+  async resolve(bucket: string, key: string, display: string, ref: BlobRef): Promise<OpenedBlob> {
+    const { s3Buckets, maxBytes } = this.policy;
+    if (s3Buckets.length > 0 && !s3Buckets.includes(bucket)) {
+      throw new BlobError('blob_not_allowed', `bucket ${bucket} of ${display} is not in blobs.s3Buckets`);
+    }
+    let head;
+    try {
+      head = await this.s3().send(new HeadObjectCommand({ Bucket: bucket, Key: key }));
+    } catch (error) {
+      throw s3Error(error, display);
+    }
+    const size = head.ContentLength;
+    if (size !== undefined && size > maxBytes) {
+      throw new BlobError(
+        'blob_too_large',
+        `${display} has ${size} bytes, more than blobs.maxBytes (${maxBytes})`,
+      );
+    }
+    if (ref.size_bytes != null && size !== undefined && ref.size_bytes !== size) {
+      this.logger.warn(
+        { blob: display, sizeHint: ref.size_bytes, size },
+        'blob.size_bytes differs from the object size',
+      );
+    }
+    const etag = head.ETag;
+    const contentType = ref.content_type ?? head.ContentType ?? undefined;
+    const expected = this.policy.verifySha256 && ref.sha256 ? expectedSha256(ref.sha256) : undefined;
+
+    if (expected !== undefined || size === undefined) {
+      const source = await this.body(bucket, key, etag, display);
+      const file = await this.spool.write(source, maxBytes, display).catch((error: unknown) => {
+        throw s3Error(error, display);
+      });
+      const blob = spooledBlob(file, contentType);
+      if (expected !== undefined) {
+        try {
+          checkSha256(expected, file.sha256, display);
+        } catch (error) {
+          await blob.cleanup();
+          throw error;
+        }
+      }
+      return blob;
+    }
+
+    let closed = false;
+    return {
+      size,
+      contentType,
+      sha256: undefined,
+      open: async () => {
+        if (closed) throw new BlobError('blob_unreadable', `${display} was already cleaned up`);
+        const source = await this.body(bucket, key, etag, display);
+        const changed = () =>
+          new BlobError('blob_unreadable', `${display} did not deliver exactly ${size} bytes`, {
+            retriable: true,
+          });
+        const meter = new Meter({ maxBytes, exactBytes: size, tooMany: changed, tooFew: changed });
+        return guard(source, meter, (error) => s3Error(error, display));
+      },
+      cleanup: async () => {
+        closed = true;
+      },
+    };
+  }
+
+  close(): void {
+    if (this.ownsClient) this.client?.destroy();
+    this.client = undefined;
+  }
+}

@@ -1,0 +1,144 @@
+/**
+ * s3:// blobs against the stack's S3-compatible store (moto server on localhost:9002 unless
+ * DOCSTREAM_BLOBS_S3_ENDPOINT points elsewhere).
+ */
+import {
+  CreateBucketCommand,
+  DeleteBucketCommand,
+  DeleteObjectCommand,
+  PutObjectCommand,
+  S3Client,
+} from '@aws-sdk/client-s3';
+import { createHash, randomBytes } from 'node:crypto';
+import type { Readable } from 'node:stream';
+import { BlobError, createBlobSource, type BlobPolicy, type BlobSource } from '../../src/blobs/index.js';
+
+process.env.AWS_ACCESS_KEY_ID ??= 'test';
+process.env.AWS_SECRET_ACCESS_KEY ??= 'test';
+
+const endpoint = process.env.DOCSTREAM_BLOBS_S3_ENDPOINT ?? 'http://localhost:9002';
+const bucket = `docstream-blobs-it-${Date.now()}-${randomBytes(3).toString('hex')}`;
+const content = randomBytes(300 * 1024);
+const sha = createHash('sha256').update(content).digest('hex');
+const keys = ['docs/sample.pdf', 'docs/with space %.pdf'];
+
+const basePolicy: BlobPolicy = {
+  fileRoots: [],
+  httpHosts: [],
+  allowPrivateNetworks: false,
+  s3Buckets: [bucket],
+  s3Endpoint: endpoint,
+  s3Region: 'us-east-1',
+  s3ForcePathStyle: true,
+  verifySha256: true,
+  maxBytes: 1024 * 1024,
+};
+
+let admin: S3Client;
+let source: BlobSource;
+
+async function readAll(stream: Readable): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of stream) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks);
+}
+
+async function blobError(promise: Promise<unknown>): Promise<BlobError> {
+  try {
+    await promise;
+  } catch (error) {
+    if (error instanceof BlobError) return error;
+    throw error;
+  }
+  throw new Error('expected a BlobError');
+}
+
+beforeAll(async () => {
+  admin = new S3Client({ endpoint, region: 'us-east-1', forcePathStyle: true });
+  await admin.send(new CreateBucketCommand({ Bucket: bucket }));
+  for (const key of keys) {
+    await admin.send(
+      new PutObjectCommand({ Bucket: bucket, Key: key, Body: content, ContentType: 'application/pdf' }),
+    );
+  }
+  source = createBlobSource(basePolicy);
+});
+
+afterAll(async () => {
+  source?.close();
+  for (const key of keys) await admin.send(new DeleteObjectCommand({ Bucket: bucket, Key: key }));
+  await admin.send(new DeleteBucketCommand({ Bucket: bucket }));
+  admin.destroy();
+});
+
+describe('s3:// blobs against the local S3 store', () => {
+  it('streams an object back, with size and type from HeadObject, fresh on every open', async () => {
+    const blob = await source.resolve({ url: `s3://${bucket}/${keys[0]}` });
+    expect(blob.size).toBe(content.length);
+    expect(blob.contentType).toBe('application/pdf');
+    expect((await readAll(await blob.open())).equals(content)).toBe(true);
+    expect((await readAll(await blob.open())).equals(content)).toBe(true);
+    await blob.cleanup();
+  });
+
+  it('takes the key literally, spaces and percent signs included', async () => {
+    const blob = await source.resolve({ url: `s3://${bucket}/${keys[1]}` });
+    expect((await readAll(await blob.open())).equals(content)).toBe(true);
+    await blob.cleanup();
+  });
+
+  it('verifies sha256 before handing the bytes out', async () => {
+    const blob = await source.resolve({ url: `s3://${bucket}/${keys[0]}`, sha256: sha });
+    expect(blob.sha256).toBe(sha);
+    expect((await readAll(await blob.open())).equals(content)).toBe(true);
+    await blob.cleanup();
+    const error = await blobError(
+      source.resolve({ url: `s3://${bucket}/${keys[0]}`, sha256: '0'.repeat(64) }),
+    );
+    expect([error.code, error.retriable]).toEqual(['sha256_mismatch', false]);
+  });
+
+  it('reports a missing key or bucket as not found', async () => {
+    const missingKey = await blobError(source.resolve({ url: `s3://${bucket}/docs/nope.pdf` }));
+    expect([missingKey.code, missingKey.retriable]).toEqual(['blob_not_found', false]);
+    const anyBucket = createBlobSource({ ...basePolicy, s3Buckets: [] });
+    try {
+      const missingBucket = await blobError(anyBucket.resolve({ url: `s3://${bucket}-absent/k.pdf` }));
+      expect(missingBucket.code).toBe('blob_not_found');
+    } finally {
+      anyBucket.close();
+    }
+  });
+
+  it('refuses buckets that are not listed', async () => {
+    const other = createBlobSource({ ...basePolicy, s3Buckets: ['some-other-bucket'] });
+    try {
+      const error = await blobError(other.resolve({ url: `s3://${bucket}/${keys[0]}` }));
+      expect(error.code).toBe('blob_not_allowed');
+    } finally {
+      other.close();
+    }
+  });
+
+  it('refuses to stream an object that was replaced after it was checked', async () => {
+    const key = 'docs/replaced.pdf';
+    keys.push(key);
+    await admin.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: content }));
+    const blob = await source.resolve({ url: `s3://${bucket}/${key}` });
+    await admin.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: randomBytes(content.length) }));
+    const error = await blobError(blob.open());
+    expect([error.code, error.retriable]).toEqual(['blob_unreadable', true]);
+    await blob.cleanup();
+  });
+
+  it('refuses objects larger than maxBytes', async () => {
+    const small = createBlobSource({ ...basePolicy, maxBytes: content.length - 1 });
+    try {
+      expect((await blobError(small.resolve({ url: `s3://${bucket}/${keys[0]}` }))).code).toBe(
+        'blob_too_large',
+      );
+    } finally {
+      small.close();
+    }
+  });
+});
