@@ -1,0 +1,60 @@
+/**
+ * Jest global setup for the integration project: makes sure a real Kafka, schema registry and S3
+ * store are reachable, and exports DOCSTREAM_KAFKA_BROKERS, DOCSTREAM_REGISTRY_URL and
+ * DOCSTREAM_BLOBS_S3_ENDPOINT (plus dummy AWS credentials) to the tests.
+ *
+ * - DOCSTREAM_TEST_STACK=reuse: use the stack those variables describe (defaults: localhost), start nothing.
+ * - otherwise: `stackUp` with the default options (idempotent: a stack already running is reused).
+ *   The teardown stops only what this setup started, unless DOCSTREAM_TEST_KEEP_STACK is set.
+ */
+import type { ServiceName } from '../../src/stack/index.js';
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+
+type StackModule = typeof import('../../src/stack/index.js');
+
+/**
+ * Jest loads globalSetup/globalTeardown outside its module system (no `.js` → `.ts` mapping, so no
+ * relative imports of TypeScript sources): they use the built stack module instead
+ * (`npm run test:integration` builds first).
+ */
+async function loadStack(): Promise<StackModule> {
+  const built = resolve(process.cwd(), 'dist', 'stack', 'index.js');
+  if (!existsSync(built))
+    throw new Error(`${built} is missing: run \`npm run build\` before the integration tests`);
+  // A Function keeps the transpiler from turning import() into require(), which cannot load ESM.
+  const importEsm = new Function('url', 'return import(url)') as (url: string) => Promise<unknown>;
+  return (await importEsm(pathToFileURL(built).href)) as StackModule;
+}
+
+declare global {
+  var __DOCSTREAM_STACK_STARTED__: ServiceName[] | undefined;
+}
+
+function setDefault(name: string, value: string): void {
+  if (!process.env[name]) process.env[name] = value;
+}
+
+export default async function globalSetup(): Promise<void> {
+  const { defaultStackOptions, stackEnv, stackUp } = await loadStack();
+  const opts = defaultStackOptions({ log: (line) => process.stderr.write(`[stack] ${line}\n`) });
+  if (process.env.DOCSTREAM_TEST_STACK === 'reuse') {
+    process.stderr.write(
+      '[stack] DOCSTREAM_TEST_STACK=reuse: using the stack described by the environment\n',
+    );
+    globalThis.__DOCSTREAM_STACK_STARTED__ = [];
+  } else {
+    process.stderr.write('\n[stack] starting (or reusing) the local stack\n');
+    const res = await stackUp(opts);
+    globalThis.__DOCSTREAM_STACK_STARTED__ = res.started;
+    for (const line of stackEnv(opts)) {
+      const m = /^export (\w+)=(.*)$/.exec(line);
+      if (m?.[1] && m[2] !== undefined) process.env[m[1]] = m[2];
+    }
+  }
+  for (const line of stackEnv(opts)) {
+    const m = /^export (\w+)=(.*)$/.exec(line);
+    if (m?.[1] && m[2] !== undefined) setDefault(m[1], m[2]);
+  }
+}
