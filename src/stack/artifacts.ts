@@ -50,7 +50,10 @@ const ESC = String.fromCharCode(27);
 
 /** Removes terminal colour codes (Maven prints them even in batch mode). */
 export function stripAnsi(s: string): string {
-  return s.split(ESC).map((part, i) => (i === 0 ? part : part.replace(/^\[[0-9;]*m/, ''))).join('');
+  return s
+    .split(ESC)
+    .map((part, i) => (i === 0 ? part : part.replace(/^\[[0-9;]*m/, '')))
+    .join('');
 }
 
 /** Which line of a tool's output is worth showing as download progress, reformatted; undefined to hide it. */

@@ -1,8 +1,9 @@
+import type * as StackModuleNs from '../../src/stack/index.js';
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 
-type StackModule = typeof import('../../src/stack/index.js');
+type StackModule = typeof StackModuleNs;
 
 /**
  * Jest loads globalSetup/globalTeardown outside its module system (no `.js` → `.ts` mapping, so no
