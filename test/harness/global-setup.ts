@@ -38,22 +38,35 @@ function setDefault(name: string, value: string): void {
 }
 
 export default async function globalSetup(): Promise<void> {
-  const { defaultStackOptions, stackEnv, stackUp } = await loadStack();
-  const opts = defaultStackOptions({ log: (line) => process.stderr.write(`[stack] ${line}\n`) });
+  const { defaultStackOptions, stackEnv, stackStatus, stackUp } = await loadStack();
+  const log = (line: string) => process.stderr.write(`[stack] ${line}\n`);
+  const opts = defaultStackOptions({ log });
+  globalThis.__DOCSTREAM_STACK_STARTED__ = [];
+  let managed: ServiceName[] = [];
   if (process.env.DOCSTREAM_TEST_STACK === 'reuse') {
-    process.stderr.write(
-      '[stack] DOCSTREAM_TEST_STACK=reuse: using the stack described by the environment\n',
-    );
-    globalThis.__DOCSTREAM_STACK_STARTED__ = [];
+    log('DOCSTREAM_TEST_STACK=reuse: using the stack described by the environment');
   } else {
-    process.stderr.write('\n[stack] starting (or reusing) the local stack\n');
-    const res = await stackUp(opts);
-    globalThis.__DOCSTREAM_STACK_STARTED__ = res.started;
+    log('starting (or reusing) the local stack');
+    // A healthy service on our port that this run dir did not start (e.g. a stack started by hand or
+    // from another run dir) is reused as it is; `stackUp` starts the rest.
+    const { services } = await stackStatus({ ...opts, log: () => undefined });
+    const external = services.filter((s) => s.healthy && s.pid === undefined).map((s) => s.service);
+    for (const s of external)
+      log(
+        `${s}: reusing the healthy service already on port ${services.find((x) => x.service === s)?.ports[0]}`,
+      );
+    managed = services.map((s) => s.service).filter((s) => !external.includes(s));
+    if (managed.length > 0) {
+      const res = await stackUp({ ...opts, services: managed });
+      globalThis.__DOCSTREAM_STACK_STARTED__ = res.started;
+    }
     for (const line of stackEnv(opts)) {
       const m = /^export (\w+)=(.*)$/.exec(line);
       if (m?.[1] && m[2] !== undefined) process.env[m[1]] = m[2];
     }
   }
+  // Which services the default run dir manages, for tests of the `stack` CLI itself.
+  process.env.DOCSTREAM_TEST_STACK_MANAGED = managed.join(',');
   for (const line of stackEnv(opts)) {
     const m = /^export (\w+)=(.*)$/.exec(line);
     if (m?.[1] && m[2] !== undefined) setDefault(m[1], m[2]);
