@@ -134,7 +134,10 @@ export async function stackUp(o: StackOptions): Promise<UpResult> {
         }
       }
     }
-    if (busy.length > 0) throw new StackError(busy.join('\n'));
+    if (busy.length > 0) {
+      busy.push('stop that process, or choose other ports (--kafka-port, ..., or DOCSTREAM_STACK_*_PORT)');
+      throw new StackError(busy.join('\n'));
+    }
 
     if (toStart.length > 0) {
       await withLock(installLockFile(o), Math.max(o.timeoutMs, 600_000), async () => {
