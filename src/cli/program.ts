@@ -1,5 +1,6 @@
 import { Command } from 'commander';
 import { registerConfigCommand } from './commands/config.js';
+import { registerStackCommand } from './commands/stack.js';
 
 export function buildProgram(): Command {
   const program = new Command('docstream')
@@ -10,5 +11,6 @@ export function buildProgram(): Command {
       process.exit(err.exitCode === 0 ? 0 : 2);
     });
   registerConfigCommand(program);
+  registerStackCommand(program);
   return program;
 }

@@ -1,1 +1,74 @@
-export default async function globalSetup(): Promise<void> {}
+/**
+ * Jest global setup for the integration project: makes sure a real Kafka, schema registry and S3
+ * store are reachable, and exports DOCSTREAM_KAFKA_BROKERS, DOCSTREAM_REGISTRY_URL and
+ * DOCSTREAM_BLOBS_S3_ENDPOINT (plus dummy AWS credentials) to the tests.
+ *
+ * - DOCSTREAM_TEST_STACK=reuse: use the stack those variables describe (defaults: localhost), start nothing.
+ * - otherwise: `stackUp` with the default options (idempotent: a stack already running is reused).
+ *   The teardown stops only what this setup started, unless DOCSTREAM_TEST_KEEP_STACK is set.
+ */
+import type { ServiceName } from '../../src/stack/index.js';
+import type * as StackModuleNs from '../../src/stack/index.js';
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+
+type StackModule = typeof StackModuleNs;
+
+/**
+ * Jest loads globalSetup/globalTeardown outside its module system (no `.js` → `.ts` mapping, so no
+ * relative imports of TypeScript sources): they use the built stack module instead
+ * (`npm run test:integration` builds first).
+ */
+async function loadStack(): Promise<StackModule> {
+  const built = resolve(process.cwd(), 'dist', 'stack', 'index.js');
+  if (!existsSync(built))
+    throw new Error(`${built} is missing: run \`npm run build\` before the integration tests`);
+  // A Function keeps the transpiler from turning import() into require(), which cannot load ESM.
+  const importEsm = new Function('url', 'return import(url)') as (url: string) => Promise<unknown>;
+  return (await importEsm(pathToFileURL(built).href)) as StackModule;
+}
+
+declare global {
+  var __DOCSTREAM_STACK_STARTED__: ServiceName[] | undefined;
+}
+
+function setDefault(name: string, value: string): void {
+  if (!process.env[name]) process.env[name] = value;
+}
+
+export default async function globalSetup(): Promise<void> {
+  const { defaultStackOptions, stackEnv, stackStatus, stackUp } = await loadStack();
+  const log = (line: string) => process.stderr.write(`[stack] ${line}\n`);
+  const opts = defaultStackOptions({ log });
+  globalThis.__DOCSTREAM_STACK_STARTED__ = [];
+  let managed: ServiceName[] = [];
+  if (process.env.DOCSTREAM_TEST_STACK === 'reuse') {
+    log('DOCSTREAM_TEST_STACK=reuse: using the stack described by the environment');
+  } else {
+    log('starting (or reusing) the local stack');
+    // A healthy service on our port that this run dir did not start (e.g. a stack started by hand or
+    // from another run dir) is reused as it is; `stackUp` starts the rest.
+    const { services } = await stackStatus({ ...opts, log: () => undefined });
+    const external = services.filter((s) => s.healthy && s.pid === undefined).map((s) => s.service);
+    for (const s of external)
+      log(
+        `${s}: reusing the healthy service already on port ${services.find((x) => x.service === s)?.ports[0]}`,
+      );
+    managed = services.map((s) => s.service).filter((s) => !external.includes(s));
+    if (managed.length > 0) {
+      const res = await stackUp({ ...opts, services: managed });
+      globalThis.__DOCSTREAM_STACK_STARTED__ = res.started;
+    }
+    for (const line of stackEnv(opts)) {
+      const m = /^export (\w+)=(.*)$/.exec(line);
+      if (m?.[1] && m[2] !== undefined) process.env[m[1]] = m[2];
+    }
+  }
+  // Which services the default run dir manages, for tests of the `stack` CLI itself.
+  process.env.DOCSTREAM_TEST_STACK_MANAGED = managed.join(',');
+  for (const line of stackEnv(opts)) {
+    const m = /^export (\w+)=(.*)$/.exec(line);
+    if (m?.[1] && m[2] !== undefined) setDefault(m[1], m[2]);
+  }
+}

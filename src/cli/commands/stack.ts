@@ -1,0 +1,163 @@
+import { InvalidArgumentError, type Command } from 'commander';
+import {
+  DEFAULT_PORTS,
+  defaultStackOptions,
+  SERVICE_NAMES,
+  stackDown,
+  stackEnv,
+  stackInstall,
+  stackStatus,
+  stackUp,
+  type ServiceName,
+  type StackOptions,
+} from '../../stack/index.js';
+
+interface CommonFlags {
+  cacheDir?: string;
+  runDir?: string;
+  kafkaPort?: number;
+  kafkaControllerPort?: number;
+  registryPort?: number;
+  registryManagementPort?: number;
+  s3Port?: number;
+  timeout?: number;
+  services?: ServiceName[];
+  fresh?: boolean;
+}
+
+function parsePort(value: string): number {
+  const n = Number(value);
+  if (!/^\d+$/.test(value) || n < 1 || n > 65535)
+    throw new InvalidArgumentError('must be a port number (1-65535)');
+  return n;
+}
+
+function parseSeconds(value: string): number {
+  const n = Number(value);
+  if (!Number.isFinite(n) || n <= 0) throw new InvalidArgumentError('must be a positive number of seconds');
+  return n;
+}
+
+function parseServices(value: string): ServiceName[] {
+  const list = value
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  const unknown = list.filter((s) => !(SERVICE_NAMES as readonly string[]).includes(s));
+  if (list.length === 0 || unknown.length > 0) {
+    throw new InvalidArgumentError(`expected a comma-separated subset of ${SERVICE_NAMES.join(',')}`);
+  }
+  return list as ServiceName[];
+}
+
+function helpDefaults(): StackOptions {
+  try {
+    return defaultStackOptions();
+  } catch {
+    // A bad DOCSTREAM_STACK_*_PORT must not break the whole CLI; the stack commands report it.
+    return { ...defaultStackOptions({ ports: { ...DEFAULT_PORTS } }), ports: { ...DEFAULT_PORTS } };
+  }
+}
+
+function withCommonOptions(cmd: Command): Command {
+  const d = helpDefaults();
+  return cmd
+    .option('--cache-dir <dir>', 'downloaded artifacts (env DOCSTREAM_STACK_CACHE_DIR)', d.cacheDir)
+    .option('--run-dir <dir>', 'pid files, logs, data, configs (env DOCSTREAM_STACK_RUN_DIR)', d.runDir)
+    .option(
+      '--kafka-port <port>',
+      'Kafka PLAINTEXT listener (env DOCSTREAM_STACK_KAFKA_PORT, ...)',
+      parsePort,
+      d.ports.kafka,
+    )
+    .option(
+      '--kafka-controller-port <port>',
+      'Kafka KRaft controller listener',
+      parsePort,
+      d.ports.kafkaController,
+    )
+    .option('--registry-port <port>', 'schema registry HTTP port', parsePort, d.ports.registry)
+    .option(
+      '--registry-management-port <port>',
+      'schema registry management port',
+      parsePort,
+      d.ports.registryManagement,
+    )
+    .option('--s3-port <port>', 'S3-compatible server port', parsePort, d.ports.s3)
+    .option('--services <list>', `subset of ${SERVICE_NAMES.join(',')}`, parseServices)
+    .option(
+      '--timeout <seconds>',
+      'wait at most this long for each service',
+      parseSeconds,
+      d.timeoutMs / 1000,
+    );
+}
+
+function toOptions(
+  flags: CommonFlags,
+  log: (line: string) => void = (l) => process.stdout.write(l + '\n'),
+): StackOptions {
+  const d = defaultStackOptions();
+  const o: StackOptions = {
+    cacheDir: flags.cacheDir ?? d.cacheDir,
+    runDir: flags.runDir ?? d.runDir,
+    ports: {
+      kafka: flags.kafkaPort ?? d.ports.kafka,
+      kafkaController: flags.kafkaControllerPort ?? d.ports.kafkaController,
+      registry: flags.registryPort ?? d.ports.registry,
+      registryManagement: flags.registryManagementPort ?? d.ports.registryManagement,
+      s3: flags.s3Port ?? d.ports.s3,
+    },
+    timeoutMs: (flags.timeout ?? d.timeoutMs / 1000) * 1000,
+    log,
+  };
+  if (flags.services) o.services = flags.services;
+  if (flags.fresh) o.fresh = true;
+  return o;
+}
+
+/** `docstream stack up|down|status|env|install`: the local Kafka + schema registry + S3 stack. */
+export function registerStackCommand(program: Command): void {
+  const stack = program
+    .command('stack')
+    .description('run a local Kafka, schema registry and S3-compatible store (no Docker needed)');
+
+  withCommonOptions(stack.command('up'))
+    .description('start the stack (idempotent), detached, and wait until healthy')
+    .option('--fresh', 'stop the selected services and wipe their data first')
+    .action(async (flags: CommonFlags) => {
+      const o = toOptions(flags);
+      const res = await stackUp(o);
+      o.log(
+        res.started.length === 0
+          ? 'stack: already running, nothing to start'
+          : `stack: up (${res.started.join(', ')} started${res.alreadyRunning.length ? `; ${res.alreadyRunning.join(', ')} already running` : ''})`,
+      );
+      o.log(`stack: logs and data in ${o.runDir}; \`docstream stack env\` prints the environment to use`);
+    });
+
+  withCommonOptions(stack.command('down'))
+    .description('stop what `stack up` started')
+    .action(async (flags: CommonFlags) => {
+      await stackDown(toOptions(flags));
+    });
+
+  withCommonOptions(stack.command('status'))
+    .description('show each service, pid, port and health (exit 3 when not all are healthy)')
+    .action(async (flags: CommonFlags) => {
+      const { ok } = await stackStatus(toOptions(flags));
+      if (!ok) process.exitCode = 3;
+    });
+
+  withCommonOptions(stack.command('env'))
+    .description('print shell exports pointing docstream at the stack (eval "$(docstream stack env)")')
+    .action((flags: CommonFlags) => {
+      process.stdout.write(stackEnv(toOptions(flags)).join('\n') + '\n');
+    });
+
+  withCommonOptions(stack.command('install'))
+    .description('only download and install the artifacts (for CI caches)')
+    .action(async (flags: CommonFlags) => {
+      await stackInstall(toOptions(flags));
+    });
+}

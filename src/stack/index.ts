@@ -1,0 +1,276 @@
+import { existsSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { waitUntilHealthy } from './health.js';
+import { selectedServices, validateOptions, type ServiceName, type StackOptions } from './options.js';
+import { servicePaths } from './paths.js';
+import {
+  isOurProcess,
+  isPortInUse,
+  readPidFile,
+  removePidFile,
+  spawnDetached,
+  stopProcess,
+  tailFile,
+  withLock,
+  writePidFile,
+  type PidRecord,
+} from './process.js';
+import { registryUrl, SERVICES, type ServiceDef } from './services.js';
+
+export { defaultPorts, defaultStackOptions, DEFAULT_PORTS, SERVICE_NAMES } from './options.js';
+export type { ServiceName, StackOptions, StackPorts } from './options.js';
+export { defaultCacheDir, defaultRunDir, VERSIONS } from './paths.js';
+
+/** A failure with a message meant for the user (no stack trace needed). */
+export class StackError extends Error {
+  override name = 'StackError';
+}
+
+function checkOptions(o: StackOptions): void {
+  const problems = validateOptions(o);
+  if (problems.length > 0) throw new StackError(problems.join('; '));
+}
+
+function lockFile(o: StackOptions): string {
+  return join(o.runDir, '.lock');
+}
+
+function installLockFile(o: StackOptions): string {
+  return join(o.cacheDir, '.install.lock');
+}
+
+/** The pid record of a service if the process it names is ours and alive; clears stale pid files. */
+function runningRecord(o: StackOptions, name: ServiceName): PidRecord | undefined {
+  const file = servicePaths(o.runDir, name).pidFile;
+  const rec = readPidFile(file);
+  if (!rec) return undefined;
+  if (isOurProcess(rec)) return rec;
+  removePidFile(file);
+  return undefined;
+}
+
+/** Whether a running service listens on the ports asked for now. */
+function samePorts(rec: PidRecord, def: ServiceDef, o: StackOptions): boolean {
+  const want = def.ports(o).map((p) => p.port);
+  return want.length === rec.ports.length && want.every((p, i) => p === rec.ports[i]);
+}
+
+function seconds(ms: number): string {
+  return `${(ms / 1000).toFixed(1)}s`;
+}
+
+function failureReport(o: StackOptions, def: ServiceDef, why: string): string {
+  const logs = def.logFiles(o).filter((f) => existsSync(f) && statSync(f).size > 0);
+  const lines = [`${def.name}: ${why}; log: ${logs[0] ?? def.logFiles(o)[0]}`];
+  for (const f of logs) lines.push(`--- last 20 lines of ${f} ---`, tailFile(f, 20));
+  return lines.join('\n');
+}
+
+export interface UpResult {
+  started: ServiceName[];
+  alreadyRunning: ServiceName[];
+}
+
+/**
+ * Starts the selected services that are not running yet (idempotent), detached, and waits until each
+ * is healthy. Fails, naming the service and its log, when one does not come up, and before starting
+ * anything when a port is taken by another process.
+ */
+export async function stackUp(o: StackOptions): Promise<UpResult> {
+  checkOptions(o);
+  return withLock(lockFile(o), o.timeoutMs, async () => {
+    const names = selectedServices(o);
+    const result: UpResult = { started: [], alreadyRunning: [] };
+
+    if (o.fresh) {
+      for (const name of [...names].reverse()) {
+        const rec = runningRecord(o, name);
+        if (rec) {
+          o.log(`${name}: stopping (pid ${rec.pid}) for --fresh`);
+          await stopProcess(rec, 30_000);
+          removePidFile(servicePaths(o.runDir, name).pidFile);
+        }
+        SERVICES[name].wipe(o);
+        o.log(`${name}: data wiped`);
+      }
+    }
+
+    // Services already running from this run dir: make sure they are (or become) healthy.
+    const toStart: ServiceDef[] = [];
+    for (const name of names) {
+      const def = SERVICES[name];
+      const rec = runningRecord(o, name);
+      if (!rec) {
+        toStart.push(def);
+        continue;
+      }
+      if (!samePorts(rec, def, o)) {
+        throw new StackError(
+          `${name}: already running from ${o.runDir} on port(s) ${rec.ports.join(',')} (pid ${rec.pid}), ` +
+            `not ${def
+              .ports(o)
+              .map((p) => p.port)
+              .join(',')}; run \`docstream stack down\` first or use another --run-dir`,
+        );
+      }
+      const health = await waitUntilHealthy(() => def.healthy(o), {
+        timeoutMs: o.timeoutMs,
+        stillRunning: () => isOurProcess(rec),
+      });
+      if (health !== 'healthy') {
+        throw new StackError(failureReport(o, def, `running (pid ${rec.pid}) but not healthy (${health})`));
+      }
+      o.log(`${name}: already running (pid ${rec.pid}, ${def.endpoint(o)})`);
+      result.alreadyRunning.push(name);
+    }
+
+    // Pre-flight: every port of every service to start must be free, before anything starts.
+    const busy: string[] = [];
+    for (const def of toStart) {
+      for (const { label, port } of def.ports(o)) {
+        if (await isPortInUse(port)) {
+          const what = label === def.name ? '' : ` (${label})`;
+          busy.push(`${def.name}: port ${port}${what} is already in use by another process`);
+        }
+      }
+    }
+    if (busy.length > 0) {
+      busy.push('stop that process, or choose other ports (--kafka-port, ..., or DOCSTREAM_STACK_*_PORT)');
+      throw new StackError(busy.join('\n'));
+    }
+
+    if (toStart.length > 0) {
+      await withLock(installLockFile(o), Math.max(o.timeoutMs, 600_000), async () => {
+        for (const def of toStart) await def.install(o);
+      });
+    }
+
+    const pending: Array<{ def: ServiceDef; rec: PidRecord; started: number }> = [];
+    for (const def of toStart) {
+      const spec = await def.prepare(o);
+      const started = Date.now();
+      const pid = spawnDetached(spec);
+      const rec: PidRecord = {
+        service: def.name,
+        pid,
+        argv: [spec.command, ...spec.args],
+        ports: def.ports(o).map((p) => p.port),
+        startedAt: new Date(started).toISOString(),
+      };
+      writePidFile(servicePaths(o.runDir, def.name).pidFile, rec);
+      o.log(`${def.name}: started (pid ${pid}), waiting until healthy`);
+      pending.push({ def, rec, started });
+    }
+
+    const outcomes = await Promise.all(
+      pending.map(async ({ def, rec, started }) => {
+        const health = await waitUntilHealthy(() => def.healthy(o), {
+          timeoutMs: o.timeoutMs,
+          stillRunning: () => isOurProcess(rec),
+        });
+        if (health === 'healthy') {
+          o.log(`${def.name}: healthy in ${seconds(Date.now() - started)} (${def.endpoint(o)})`);
+          result.started.push(def.name);
+          return undefined;
+        }
+        const why =
+          health === 'exited'
+            ? 'exited before becoming healthy'
+            : `not healthy within ${seconds(o.timeoutMs)}; stopped it`;
+        if (health === 'timeout') await stopProcess(rec, 10_000);
+        removePidFile(servicePaths(o.runDir, def.name).pidFile);
+        return failureReport(o, def, why);
+      }),
+    );
+    const failures = outcomes.filter((f): f is string => f !== undefined);
+    if (failures.length > 0) throw new StackError(failures.join('\n'));
+    return result;
+  });
+}
+
+/** Stops what `up` started from this run dir (verified through the pid file and the process's argv). */
+export async function stackDown(o: StackOptions): Promise<void> {
+  checkOptions(o);
+  await withLock(lockFile(o), o.timeoutMs, async () => {
+    for (const name of [...selectedServices(o)].reverse()) {
+      const file = servicePaths(o.runDir, name).pidFile;
+      const rec = readPidFile(file);
+      if (!rec || !isOurProcess(rec)) {
+        removePidFile(file);
+        o.log(`${name}: not running`);
+        continue;
+      }
+      const started = Date.now();
+      const how = await stopProcess(rec, Math.min(o.timeoutMs, 30_000));
+      removePidFile(file);
+      o.log(
+        `${name}: ${how === 'killed' ? 'killed (did not stop on SIGTERM)' : 'stopped'} (pid ${rec.pid}) in ${seconds(Date.now() - started)}`,
+      );
+    }
+  });
+}
+
+export interface ServiceStatus {
+  service: ServiceName;
+  /** Set when the process was started by `up` from this run dir and is alive. */
+  pid?: number;
+  ports: number[];
+  endpoint: string;
+  healthy: boolean;
+}
+
+/** The state of each selected service; prints one line each. `ok` is true when all are healthy. */
+export async function stackStatus(o: StackOptions): Promise<{ ok: boolean; services: ServiceStatus[] }> {
+  checkOptions(o);
+  const services: ServiceStatus[] = [];
+  for (const name of selectedServices(o)) {
+    const def = SERVICES[name];
+    const found = runningRecord(o, name);
+    const elsewhere = found && !samePorts(found, def, o) ? found : undefined;
+    const rec = elsewhere ? undefined : found;
+    const healthy = await def.healthy(o);
+    const st: ServiceStatus = {
+      service: name,
+      ports: def.ports(o).map((p) => p.port),
+      endpoint: def.endpoint(o),
+      healthy,
+    };
+    if (rec) st.pid = rec.pid;
+    services.push(st);
+    let state = healthy
+      ? rec
+        ? 'healthy'
+        : 'healthy (not started from this run dir)'
+      : rec
+        ? 'running, NOT healthy'
+        : 'stopped';
+    if (elsewhere)
+      state += ` (this run dir runs it on port(s) ${elsewhere.ports.join(',')}, pid ${elsewhere.pid})`;
+    o.log(
+      `${name.padEnd(9)} pid ${String(rec?.pid ?? '-').padEnd(8)} port ${st.ports.join(',').padEnd(11)} ${state}`,
+    );
+  }
+  return { ok: services.every((s) => s.healthy), services };
+}
+
+/** Shell `export` lines pointing docstream (and AWS SDKs) at this stack. */
+export function stackEnv(o: Pick<StackOptions, 'ports'>): string[] {
+  return [
+    `export DOCSTREAM_KAFKA_BROKERS=localhost:${o.ports.kafka}`,
+    `export DOCSTREAM_REGISTRY_URL=${registryUrl(o)}`,
+    `export DOCSTREAM_BLOBS_S3_ENDPOINT=http://localhost:${o.ports.s3}`,
+    'export AWS_ACCESS_KEY_ID=test',
+    'export AWS_SECRET_ACCESS_KEY=test',
+    'export AWS_REGION=us-east-1',
+  ];
+}
+
+/** Downloads and installs the artifacts of the selected services (and a Java runtime if needed). */
+export async function stackInstall(o: StackOptions): Promise<void> {
+  checkOptions(o);
+  await withLock(installLockFile(o), Math.max(o.timeoutMs, 600_000), async () => {
+    const started = Date.now();
+    for (const name of selectedServices(o)) await SERVICES[name].install(o);
+    o.log(`install: all artifacts ready in ${o.cacheDir} (${seconds(Date.now() - started)})`);
+  });
+}

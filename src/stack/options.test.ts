@@ -1,0 +1,91 @@
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import {
+  defaultPorts,
+  DEFAULT_PORTS,
+  defaultStackOptions,
+  selectedServices,
+  validateOptions,
+} from './options.js';
+import { defaultCacheDir, defaultRunDir } from './paths.js';
+import { progressLine, stripAnsi } from './artifacts.js';
+import { stackEnv } from './index.js';
+
+describe('directories', () => {
+  test('XDG dirs, explicit overrides, home fallbacks', () => {
+    expect(defaultCacheDir({ XDG_CACHE_HOME: '/xdg/cache' })).toBe('/xdg/cache/docstream');
+    expect(defaultCacheDir({}, '/home/u')).toBe('/home/u/.cache/docstream');
+    expect(defaultCacheDir({ DOCSTREAM_STACK_CACHE_DIR: '/c', XDG_CACHE_HOME: '/x' })).toBe('/c');
+    expect(defaultRunDir({ XDG_STATE_HOME: '/xdg/state' })).toBe('/xdg/state/docstream/stack');
+    expect(defaultRunDir({}, '/home/u')).toBe('/home/u/.local/state/docstream/stack');
+    expect(defaultRunDir({ DOCSTREAM_STACK_RUN_DIR: '/r' })).toBe('/r');
+    expect(defaultRunDir({})).toBe(join(homedir(), '.local/state/docstream/stack'));
+  });
+});
+
+describe('ports', () => {
+  test('defaults and environment overrides', () => {
+    expect(defaultPorts({})).toEqual({
+      kafka: 9092,
+      kafkaController: 9093,
+      registry: 8081,
+      registryManagement: 9001,
+      s3: 9002,
+    });
+    expect(defaultPorts({ DOCSTREAM_STACK_KAFKA_PORT: '19092', DOCSTREAM_STACK_S3_PORT: '' })).toMatchObject({
+      kafka: 19092,
+      s3: 9002,
+    });
+    expect(() => defaultPorts({ DOCSTREAM_STACK_REGISTRY_PORT: '80a' })).toThrow(
+      /DOCSTREAM_STACK_REGISTRY_PORT=80a/,
+    );
+  });
+
+  test('validation: range, duplicates, timeout, services', () => {
+    const ok = defaultStackOptions({ ports: { ...DEFAULT_PORTS } });
+    expect(validateOptions(ok)).toEqual([]);
+    expect(validateOptions({ ...ok, ports: { ...DEFAULT_PORTS, s3: 70000 } })).toEqual([
+      'port s3 must be an integer between 1 and 65535 (got 70000)',
+    ]);
+    expect(validateOptions({ ...ok, ports: { ...DEFAULT_PORTS, registry: 9092 } })).toEqual([
+      'ports kafka and registry are both 9092',
+    ]);
+    expect(validateOptions({ ...ok, timeoutMs: 0 })).toEqual(['timeout must be a positive number']);
+    expect(validateOptions({ ...ok, services: ['kafka', 'zk' as never] })[0]).toMatch(/unknown service 'zk'/);
+  });
+
+  test('service selection keeps the start order', () => {
+    expect(selectedServices({})).toEqual(['kafka', 'registry', 's3']);
+    expect(selectedServices({ services: ['s3', 'kafka'] })).toEqual(['kafka', 's3']);
+  });
+});
+
+test('stackEnv', () => {
+  expect(stackEnv({ ports: { ...DEFAULT_PORTS } })).toEqual([
+    'export DOCSTREAM_KAFKA_BROKERS=localhost:9092',
+    'export DOCSTREAM_REGISTRY_URL=http://localhost:8081/apis/ccompat/v7',
+    'export DOCSTREAM_BLOBS_S3_ENDPOINT=http://localhost:9002',
+    'export AWS_ACCESS_KEY_ID=test',
+    'export AWS_SECRET_ACCESS_KEY=test',
+    'export AWS_REGION=us-east-1',
+  ]);
+});
+
+describe('download progress lines', () => {
+  test('maven and pip downloads are shown, other lines hidden', () => {
+    expect(
+      progressLine(
+        '[INFO] Downloaded from central: https://repo.maven.apache.org/maven2/org/apache/kafka/kafka_2.13/4.1.1/kafka_2.13-4.1.1.jar (6.2 MB at 9 MB/s)',
+      ),
+    ).toBe('downloaded kafka_2.13-4.1.1.jar (6.2 MB at 9 MB/s)');
+    expect(progressLine('  Downloading moto-5.2.5-py3-none-any.whl (7.2 MB)')).toBe(
+      'downloaded moto-5.2.5-py3-none-any.whl (7.2 MB)',
+    );
+    expect(progressLine('[INFO] BUILD SUCCESS')).toBeUndefined();
+    expect(progressLine('Collecting moto==5.2.5')).toBeUndefined();
+  });
+
+  test('stripAnsi', () => {
+    expect(stripAnsi('\u001b[1mBUILD\u001b[m ok')).toBe('BUILD ok');
+  });
+});
