@@ -1,0 +1,322 @@
+/**
+ * Topic and consumer-group administration: idempotent topic creation, descriptions, and the
+ * offset resets behind `replay` (planned first, so a dry run shows exactly what would change).
+ */
+import type { Admin } from 'kafkajs';
+import { KafkaError, wrapKafka } from './errors.js';
+
+/** kafkajs' resource type code for topics in DescribeConfigs (ConfigResourceTypes.TOPIC). */
+const TOPIC_RESOURCE = 2;
+
+export interface TopicSpec {
+  topic: string;
+  numPartitions: number;
+  /** Defaults to 1 (a single-broker cluster); production sets 3. */
+  replicationFactor?: number;
+  /** Topic configs, e.g. `{ 'cleanup.policy': 'compact' }`. */
+  configs?: Record<string, string>;
+}
+
+export interface TopicMismatch {
+  topic: string;
+  problem: string;
+}
+
+export interface EnsureTopicsResult {
+  created: string[];
+  existing: string[];
+  /** Existing topics whose partition count or configs differ from the spec (they are left as they are). */
+  mismatches: TopicMismatch[];
+}
+
+export interface PartitionInfo {
+  partition: number;
+  leader: number;
+  replicas: number[];
+  isr: number[];
+}
+
+export interface TopicDescription {
+  topic: string;
+  partitions: PartitionInfo[];
+  configs: Record<string, string>;
+}
+
+export interface PartitionOffsets {
+  partition: number;
+  /** First offset still stored. */
+  low: string;
+  /** Offset the next record will get (high watermark). */
+  high: string;
+}
+
+export interface GroupDescription {
+  groupId: string;
+  /** Empty, Stable, PreparingRebalance, CompletingRebalance or Dead. */
+  state: string;
+  members: number;
+}
+
+export type OffsetResetTarget =
+  | { kind: 'earliest' }
+  | { kind: 'latest' }
+  /** The first record at or after this time (milliseconds since the epoch); the end when none. */
+  | { kind: 'timestamp'; timestamp: number }
+  /** Explicit next offsets per partition; partitions not named keep their offsets. */
+  | { kind: 'offsets'; offsets: Record<number, string> };
+
+export interface PartitionReset {
+  partition: number;
+  /** The committed next offset, or null when the group has none for this partition. */
+  current: string | null;
+  target: string;
+  low: string;
+  high: string;
+}
+
+export interface OffsetResetPlan {
+  groupId: string;
+  topic: string;
+  target: OffsetResetTarget;
+  partitions: PartitionReset[];
+  applied: boolean;
+}
+
+/** States in which a group has no members, so its offsets may be changed from outside. */
+const INACTIVE_GROUP_STATES = new Set(['Empty', 'Dead']);
+
+export class KafkaAdmin {
+  private readonly admin: Admin;
+
+  constructor(admin: Admin) {
+    this.admin = admin;
+  }
+
+  connect(): Promise<void> {
+    return wrapKafka('connecting the admin client', () => this.admin.connect());
+  }
+
+  disconnect(): Promise<void> {
+    return wrapKafka('disconnecting the admin client', () => this.admin.disconnect());
+  }
+
+  async listTopics(): Promise<string[]> {
+    return wrapKafka('listing topics', () => this.admin.listTopics());
+  }
+
+  /**
+   * Creates the topics that do not exist and checks the ones that do. Never changes an existing
+   * topic: a wrong partition count or config is reported in `mismatches` for the caller to judge.
+   */
+  async ensureTopics(specs: TopicSpec[]): Promise<EnsureTopicsResult> {
+    const existingTopics = new Set(await this.listTopics());
+    const missing = specs.filter((spec) => !existingTopics.has(spec.topic));
+    const present = specs.filter((spec) => existingTopics.has(spec.topic));
+    if (missing.length > 0) {
+      await wrapKafka(`creating topics ${missing.map((spec) => spec.topic).join(', ')}`, () =>
+        this.admin.createTopics({
+          waitForLeaders: true,
+          topics: missing.map((spec) => ({
+            topic: spec.topic,
+            numPartitions: spec.numPartitions,
+            replicationFactor: spec.replicationFactor ?? 1,
+            configEntries: Object.entries(spec.configs ?? {}).map(([name, value]) => ({ name, value })),
+          })),
+        }),
+      ).catch((error: KafkaError) => {
+        // Another instance may have created them between the listing and the request.
+        if (!/already exists/i.test(error.message)) throw error;
+      });
+    }
+    const mismatches: TopicMismatch[] = [];
+    for (const spec of present) {
+      const description = await this.describeTopic(spec.topic, Object.keys(spec.configs ?? {}));
+      if (description.partitions.length !== spec.numPartitions) {
+        mismatches.push({
+          topic: spec.topic,
+          problem: `has ${description.partitions.length} partitions, expected ${spec.numPartitions}`,
+        });
+      }
+      for (const [name, value] of Object.entries(spec.configs ?? {})) {
+        if (description.configs[name] !== value) {
+          mismatches.push({
+            topic: spec.topic,
+            problem: `${name} is ${description.configs[name] ?? 'unset'}, expected ${value}`,
+          });
+        }
+      }
+    }
+    return {
+      created: missing.map((spec) => spec.topic),
+      existing: present.map((spec) => spec.topic),
+      mismatches,
+    };
+  }
+
+  async deleteTopics(topics: string[]): Promise<void> {
+    if (topics.length === 0) return;
+    await wrapKafka(`deleting topics ${topics.join(', ')}`, () => this.admin.deleteTopics({ topics }));
+  }
+
+  async partitionCount(topic: string): Promise<number> {
+    return (await this.describeTopic(topic, [])).partitions.length;
+  }
+
+  /** Partitions of a topic and the named configs (all configs when `configNames` is omitted). */
+  async describeTopic(topic: string, configNames?: string[]): Promise<TopicDescription> {
+    const metadata = await wrapKafka(`describing topic ${topic}`, () =>
+      this.admin.fetchTopicMetadata({ topics: [topic] }),
+    );
+    const found = metadata.topics.find((entry) => entry.name === topic);
+    if (!found) throw new KafkaError(`topic ${topic} does not exist`, { retriable: false });
+    const partitions = found.partitions
+      .map((entry) => ({
+        partition: entry.partitionId,
+        leader: entry.leader,
+        replicas: entry.replicas,
+        isr: entry.isr,
+      }))
+      .sort((a, b) => a.partition - b.partition);
+    const configs: Record<string, string> = {};
+    if (configNames === undefined || configNames.length > 0) {
+      const described = await wrapKafka(`describing configs of topic ${topic}`, () =>
+        this.admin.describeConfigs({
+          includeSynonyms: false,
+          resources: [
+            { type: TOPIC_RESOURCE, name: topic, ...(configNames !== undefined ? { configNames } : {}) },
+          ],
+        }),
+      );
+      for (const resource of described.resources) {
+        for (const entry of resource.configEntries) configs[entry.configName] = entry.configValue;
+      }
+    }
+    return { topic, partitions, configs };
+  }
+
+  async topicOffsets(topic: string): Promise<PartitionOffsets[]> {
+    const offsets = await wrapKafka(`fetching offsets of topic ${topic}`, () =>
+      this.admin.fetchTopicOffsets(topic),
+    );
+    return offsets
+      .map((entry) => ({ partition: entry.partition, low: entry.low, high: entry.high }))
+      .sort((a, b) => a.partition - b.partition);
+  }
+
+  /** The group's committed next offsets for a topic; null for partitions it never committed. */
+  async groupOffsets(groupId: string, topic: string): Promise<Map<number, string | null>> {
+    const fetched = await wrapKafka(`fetching offsets of group ${groupId}`, () =>
+      this.admin.fetchOffsets({ groupId, topics: [topic] }),
+    );
+    const out = new Map<number, string | null>();
+    for (const entry of fetched.find((item) => item.topic === topic)?.partitions ?? []) {
+      // Kafka answers -1 for "no committed offset".
+      out.set(entry.partition, Number(entry.offset) < 0 ? null : entry.offset);
+    }
+    return out;
+  }
+
+  async describeGroup(groupId: string): Promise<GroupDescription> {
+    const described = await wrapKafka(`describing group ${groupId}`, () =>
+      this.admin.describeGroups([groupId]),
+    );
+    const group = described.groups.find((entry) => entry.groupId === groupId);
+    return { groupId, state: group?.state ?? 'Dead', members: group?.members.length ?? 0 };
+  }
+
+  /** What `resetOffsets` would commit, per partition, without changing anything. */
+  async planOffsetReset(groupId: string, topic: string, target: OffsetResetTarget): Promise<OffsetResetPlan> {
+    const [bounds, committed] = await Promise.all([
+      this.topicOffsets(topic),
+      this.groupOffsets(groupId, topic),
+    ]);
+    let targets: Map<number, string>;
+    switch (target.kind) {
+      case 'earliest':
+        targets = new Map(bounds.map((entry) => [entry.partition, entry.low]));
+        break;
+      case 'latest':
+        targets = new Map(bounds.map((entry) => [entry.partition, entry.high]));
+        break;
+      case 'timestamp': {
+        const found = await wrapKafka(`looking up offsets of ${topic} at ${target.timestamp}`, () =>
+          this.admin.fetchTopicOffsetsByTimestamp(topic, target.timestamp),
+        );
+        targets = new Map(found.map((entry) => [entry.partition, entry.offset]));
+        break;
+      }
+      case 'offsets':
+        targets = explicitTargets(topic, target.offsets, bounds);
+        break;
+    }
+    const partitions: PartitionReset[] = [];
+    for (const entry of bounds) {
+      const next = targets.get(entry.partition);
+      if (next === undefined) continue;
+      partitions.push({
+        partition: entry.partition,
+        current: committed.get(entry.partition) ?? null,
+        target: next,
+        low: entry.low,
+        high: entry.high,
+      });
+    }
+    return { groupId, topic, target, partitions, applied: false };
+  }
+
+  /**
+   * Commits the planned offsets for the group. The group must have no active member (stop the
+   * connector first): Kafka only lets the group's own members commit while it is active.
+   */
+  async resetOffsets(
+    groupId: string,
+    topic: string,
+    target: OffsetResetTarget,
+    options: { dryRun?: boolean } = {},
+  ): Promise<OffsetResetPlan> {
+    const plan = await this.planOffsetReset(groupId, topic, target);
+    if (options.dryRun === true || plan.partitions.length === 0) return plan;
+    const group = await this.describeGroup(groupId);
+    if (!INACTIVE_GROUP_STATES.has(group.state)) {
+      throw new KafkaError(
+        `group ${groupId} is ${group.state} with ${group.members} member(s); stop its consumers before resetting offsets`,
+        { retriable: false },
+      );
+    }
+    await wrapKafka(`resetting offsets of group ${groupId} on ${topic}`, () =>
+      this.admin.setOffsets({
+        groupId,
+        topic,
+        partitions: plan.partitions.map((entry) => ({ partition: entry.partition, offset: entry.target })),
+      }),
+    );
+    return { ...plan, applied: true };
+  }
+}
+
+function explicitTargets(
+  topic: string,
+  offsets: Record<number, string>,
+  bounds: PartitionOffsets[],
+): Map<number, string> {
+  const byPartition = new Map(bounds.map((entry) => [entry.partition, entry]));
+  const out = new Map<number, string>();
+  for (const [key, offset] of Object.entries(offsets)) {
+    const partition = Number(key);
+    const range = byPartition.get(partition);
+    if (!range) throw new KafkaError(`topic ${topic} has no partition ${key}`, { retriable: false });
+    if (!/^\d+$/.test(offset)) {
+      throw new KafkaError(`offset ${offset} for partition ${partition} is not a non-negative integer`, {
+        retriable: false,
+      });
+    }
+    if (BigInt(offset) < BigInt(range.low) || BigInt(offset) > BigInt(range.high)) {
+      throw new KafkaError(
+        `offset ${offset} for partition ${partition} is outside ${range.low}..${range.high} of ${topic}`,
+        { retriable: false },
+      );
+    }
+    out.set(partition, offset);
+  }
+  return out;
+}

@@ -1,0 +1,101 @@
+/**
+ * The Kafka client. This directory is the only place that imports kafkajs (2.2.4, unmaintained):
+ * everything else uses the small typed surface exported here, so another client can replace it.
+ */
+import kafkajs from 'kafkajs';
+import type { Kafka, KafkaConfig, LogEntry, SASLOptions } from 'kafkajs';
+import type { Logger } from '../observability/logger.js';
+import { silentLogger } from '../observability/logger.js';
+import { KafkaAdmin } from './admin.js';
+import { KafkaConsumer, type ConsumerSettings } from './consumer.js';
+import { KafkaProducer, type ProducerSettings } from './producer.js';
+
+const { Kafka: KafkaJs, logLevel: LogLevel } = kafkajs;
+
+export const DEFAULT_BROKERS = ['localhost:9092'];
+
+export type KafkaLogLevel = 'error' | 'warn' | 'info' | 'debug';
+
+export interface KafkaSettings {
+  brokers?: string[];
+  clientId?: string;
+  /** true for TLS with the system's CAs, or PEM material. */
+  ssl?: boolean | { ca?: string | string[]; cert?: string; key?: string; rejectUnauthorized?: boolean };
+  sasl?: { mechanism: 'plain' | 'scram-sha-256' | 'scram-sha-512'; username: string; password: string };
+  connectionTimeoutMs?: number;
+  requestTimeoutMs?: number;
+  logger?: Logger;
+  /** How much of the client library's own logging to pass on; quiet ('warn') by default. */
+  logLevel?: KafkaLogLevel;
+}
+
+const TO_KAFKAJS: Record<KafkaLogLevel, number> = {
+  error: LogLevel.ERROR,
+  warn: LogLevel.WARN,
+  info: LogLevel.INFO,
+  debug: LogLevel.DEBUG,
+};
+
+/**
+ * kafkajs logs every failed response at error level from its connection layer, including the
+ * retriable ones it then retries away (e.g. "coordinator is loading" right after a broker start);
+ * those go to debug, and a failure that matters surfaces as the operation's own error.
+ */
+export function kafkaLogLevelFor(namespace: string, level: number): KafkaLogLevel | null {
+  if (level === LogLevel.NOTHING) return null;
+  if (level === LogLevel.ERROR) return namespace === 'Connection' ? 'debug' : 'error';
+  if (level === LogLevel.WARN) return 'warn';
+  if (level === LogLevel.INFO) return 'info';
+  return 'debug';
+}
+
+function logCreator(logger: Logger): KafkaConfig['logCreator'] {
+  return () =>
+    ({ namespace, level, log }: LogEntry) => {
+      const target = kafkaLogLevelFor(namespace, level);
+      if (target === null) return;
+      const {
+        message,
+        timestamp: _timestamp,
+        logger: _name,
+        ...context
+      } = log as LogEntry['log'] & {
+        logger?: string;
+      };
+      logger[target]({ kafka: namespace, ...context }, message);
+    };
+}
+
+export class KafkaClient {
+  readonly brokers: string[];
+  private readonly kafka: Kafka;
+  private readonly logger: Logger;
+
+  constructor(settings: KafkaSettings = {}) {
+    this.brokers = settings.brokers ?? DEFAULT_BROKERS;
+    this.logger = settings.logger ?? silentLogger;
+    const config: KafkaConfig = {
+      brokers: this.brokers,
+      clientId: settings.clientId ?? 'docstream',
+      logLevel: TO_KAFKAJS[settings.logLevel ?? 'warn'],
+      logCreator: logCreator(this.logger.child({ component: 'kafka' })),
+    };
+    if (settings.ssl !== undefined) config.ssl = settings.ssl;
+    if (settings.sasl !== undefined) config.sasl = settings.sasl as SASLOptions;
+    if (settings.connectionTimeoutMs !== undefined) config.connectionTimeout = settings.connectionTimeoutMs;
+    if (settings.requestTimeoutMs !== undefined) config.requestTimeout = settings.requestTimeoutMs;
+    this.kafka = new KafkaJs(config);
+  }
+
+  admin(): KafkaAdmin {
+    return new KafkaAdmin(this.kafka.admin());
+  }
+
+  producer(settings: ProducerSettings = {}): KafkaProducer {
+    return new KafkaProducer(this.kafka, settings);
+  }
+
+  consumer(settings: ConsumerSettings): KafkaConsumer {
+    return new KafkaConsumer(this.kafka, settings);
+  }
+}

@@ -1,0 +1,46 @@
+import kafkajs from 'kafkajs';
+import { kafkaLogLevelFor } from './client.js';
+import { assignmentDifference, headerBuffers } from './consumer.js';
+import { kafkaError } from './errors.js';
+
+describe('assignmentDifference', () => {
+  it('lists partitions gained or lost, per topic, omitting empty topics', () => {
+    const before = { a: [0, 1, 2], b: [0] };
+    const after = { a: [2, 3], c: [1] };
+    expect(assignmentDifference(after, before)).toEqual({ a: [3], c: [1] });
+    expect(assignmentDifference(before, after)).toEqual({ a: [0, 1], b: [0] });
+    expect(assignmentDifference(after, after)).toEqual({});
+  });
+});
+
+describe('headerBuffers', () => {
+  it('turns string and repeated headers into single buffers and drops missing ones', () => {
+    const headers = headerBuffers({ a: 'x', b: [Buffer.from('1'), Buffer.from('2')], c: undefined });
+    expect(Object.keys(headers)).toEqual(['a', 'b']);
+    expect(headers.a?.toString()).toBe('x');
+    expect(headers.b?.toString()).toBe('2');
+  });
+});
+
+describe('kafkaLogLevelFor', () => {
+  const { logLevel } = kafkajs;
+  it('demotes connection-level response errors, which the client retries, to debug', () => {
+    expect(kafkaLogLevelFor('Connection', logLevel.ERROR)).toBe('debug');
+    expect(kafkaLogLevelFor('Consumer', logLevel.ERROR)).toBe('error');
+    expect(kafkaLogLevelFor('Producer', logLevel.WARN)).toBe('warn');
+    expect(kafkaLogLevelFor('Runner', logLevel.DEBUG)).toBe('debug');
+  });
+});
+
+describe('kafkaError', () => {
+  it('keeps the client verdict on retrying and says what was being done', () => {
+    const cause = Object.assign(new Error('The coordinator is loading'), { retriable: true });
+    const error = kafkaError(cause, 'committing offsets of group g');
+    expect(error).toMatchObject({
+      retriable: true,
+      message: 'committing offsets of group g: The coordinator is loading',
+    });
+    expect(error.cause).toBe(cause);
+    expect(kafkaError(new Error('bad'), 'x').retriable).toBe(false);
+  });
+});

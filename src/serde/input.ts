@@ -1,0 +1,284 @@
+/**
+ * Reading input values: `documents.arrived` (DocumentArrived) and `documents.feedback` (FeedbackEvent).
+ *
+ * A value is Avro in the Confluent wire format when it starts with the magic byte 0 (a JSON text
+ * never does), and UTF-8 JSON otherwise. Either way it is validated against the event contract
+ * and the outcome is a value, never an exception: bad data becomes `{ ok: false, code, message }`
+ * for a DeadLetter event. Only a registry that cannot be reached throws (a RegistryError with
+ * `retriable`), because then the data is not at fault and the record must be retried, not dropped.
+ */
+import { z } from 'zod';
+import {
+  describeZodError,
+  FeedbackRequest,
+  LIMITS,
+  PipelineConfiguration,
+  SubmissionCharacteristics,
+} from '../api/schemas.js';
+import type { AvroSchemaName } from './avro-schemas.js';
+import { DecodeError, MAGIC_BYTE } from './registry.js';
+
+/** What input decoding needs from the registry (an interface so unit tests need no server). */
+export interface AvroDecoder {
+  decode(buffer: Buffer, reader?: AvroSchemaName): Promise<unknown>;
+}
+
+export type InputErrorCode =
+  | 'empty_value'
+  | 'invalid_json'
+  | 'invalid_avro'
+  | 'unknown_schema'
+  | 'schema_invalid'
+  | 'characteristics_too_large';
+
+export type InputFormat = 'json' | 'avro';
+
+export interface DocumentArrived {
+  event_id: string;
+  blob: { url: string; content_type: string | null; size_bytes: number | null; sha256: string | null };
+  query_id: string | null;
+  pipeline_configuration: PipelineConfiguration;
+  enable_decision: boolean;
+  submission_characteristics: SubmissionCharacteristics | null;
+  attributes: Record<string, string>;
+  reprocess: boolean;
+}
+
+export interface FeedbackEvent {
+  submission_id: string;
+  feedback: FeedbackRequest;
+  event_id: string | null;
+  attributes: Record<string, string>;
+}
+
+export type InputResult<T> =
+  | { ok: true; event: T; format: InputFormat }
+  | {
+      ok: false;
+      code: InputErrorCode;
+      message: string;
+      format: InputFormat | null;
+      /** Whatever could be read for correlation in the DeadLetter event. */
+      event_id: string | null;
+      attributes: Record<string, string>;
+    };
+
+export interface InputOptions {
+  /** Upper bound of the serialised submission characteristics; larger ones are rejected. */
+  maxCharacteristicsBytes?: number;
+}
+
+export const DEFAULT_MAX_CHARACTERISTICS_BYTES = 256 * 1024;
+export const EVENT_ID_MAX = 256;
+export const BLOB_SCHEMES = ['file:', 'http:', 'https:', 's3:'] as const;
+
+const BlobUrl = z.string().superRefine((value, ctx) => {
+  const problem = blobUrlProblem(value);
+  if (problem) ctx.addIssue({ code: 'custom', message: problem });
+});
+
+function blobUrlProblem(value: string): string | null {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return 'must be an absolute URL (file://, http://, https:// or s3://bucket/key)';
+  }
+  if (!(BLOB_SCHEMES as readonly string[]).includes(url.protocol)) {
+    return `scheme ${url.protocol.replace(/:$/, '')} is not allowed; use file, http, https or s3`;
+  }
+  if (url.protocol === 's3:' && (url.hostname === '' || url.pathname.length <= 1)) {
+    return 'must name a bucket and a key: s3://bucket/key';
+  }
+  if ((url.protocol === 'http:' || url.protocol === 'https:') && url.hostname === '') {
+    return 'must name a host';
+  }
+  if (url.protocol === 'file:' && url.pathname.length <= 1) return 'must name a file';
+  return null;
+}
+
+const Attributes = z.record(z.string(), z.string());
+
+/** Unknown top-level fields are ignored (a newer producer may send more); known ones are checked. */
+const DocumentArrivedInput = z.looseObject({
+  event_id: z.string().min(1).max(EVENT_ID_MAX),
+  blob: z.looseObject({
+    url: BlobUrl,
+    content_type: z.string().max(LIMITS.mimeType).nullable().optional(),
+    size_bytes: z.number().int().nonnegative().nullable().optional(),
+    sha256: z
+      .string()
+      .regex(/^[0-9a-fA-F]{64}$/, 'must be 64 hexadecimal digits')
+      .nullable()
+      .optional(),
+  }),
+  query_id: z.string().max(LIMITS.queryIdRequest).nullable().optional(),
+  pipeline_configuration: PipelineConfiguration.optional(),
+  enable_decision: z.boolean().optional(),
+  submission_characteristics: SubmissionCharacteristics.nullable().optional(),
+  attributes: Attributes.optional(),
+  reprocess: z.boolean().optional(),
+});
+
+const FeedbackInput = z.looseObject({
+  submission_id: z.string().min(LIMITS.submissionIdMin).max(LIMITS.submissionIdMax),
+  feedback: FeedbackRequest,
+  event_id: z.string().max(EVENT_ID_MAX).nullable().optional(),
+  attributes: Attributes.optional(),
+});
+
+type Raw = { ok: true; value: unknown; format: InputFormat } | Extract<InputResult<never>, { ok: false }>;
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+async function readRaw(buffer: Buffer | null, decoder: AvroDecoder, reader: AvroSchemaName): Promise<Raw> {
+  if (buffer === null || buffer.length === 0) {
+    return failure('empty_value', 'the record has no value', null, undefined);
+  }
+  if (buffer[0] === MAGIC_BYTE) {
+    try {
+      return { ok: true, value: await decoder.decode(buffer, reader), format: 'avro' };
+    } catch (error) {
+      if (error instanceof DecodeError) return failure(error.code, error.message, 'avro', undefined);
+      throw error;
+    }
+  }
+  let text: string;
+  try {
+    text = utf8.decode(buffer);
+  } catch {
+    return failure(
+      'invalid_json',
+      'the value is neither Avro (magic byte 0) nor UTF-8 text',
+      null,
+      undefined,
+    );
+  }
+  try {
+    return { ok: true, value: JSON.parse(text) as unknown, format: 'json' };
+  } catch (error) {
+    return failure(
+      'invalid_json',
+      `the value is not valid JSON: ${(error as Error).message}`,
+      'json',
+      undefined,
+    );
+  }
+}
+
+function failure(
+  code: InputErrorCode,
+  message: string,
+  format: InputFormat | null,
+  value: unknown,
+): Extract<InputResult<never>, { ok: false }> {
+  const object = isObject(value) ? value : {};
+  const eventId =
+    typeof object.event_id === 'string' &&
+    object.event_id.length > 0 &&
+    object.event_id.length <= EVENT_ID_MAX
+      ? object.event_id
+      : null;
+  const attributes = Attributes.safeParse(object.attributes);
+  return {
+    ok: false,
+    code,
+    message,
+    format,
+    event_id: eventId,
+    attributes: attributes.success ? attributes.data : {},
+  };
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function kindOf(value: unknown): string {
+  if (value === null) return 'null';
+  return Array.isArray(value) ? 'an array' : `a ${typeof value}`;
+}
+
+/** Decodes and validates a `documents.arrived` value. */
+export async function decodeDocumentArrived(
+  buffer: Buffer | null,
+  decoder: AvroDecoder,
+  options: InputOptions = {},
+): Promise<InputResult<DocumentArrived>> {
+  const raw = await readRaw(buffer, decoder, 'DocumentArrived');
+  if (!raw.ok) return raw;
+  const { value, format } = raw;
+  if (!isObject(value)) {
+    return failure('schema_invalid', `the value must be a JSON object, not ${kindOf(value)}`, format, value);
+  }
+  const maxBytes = options.maxCharacteristicsBytes ?? DEFAULT_MAX_CHARACTERISTICS_BYTES;
+  const characteristics = value.submission_characteristics;
+  // Avro carries the characteristics as a JSON string (see DocumentArrived.avsc); JSON as an object.
+  const serialised =
+    typeof characteristics === 'string'
+      ? characteristics
+      : isObject(characteristics)
+        ? JSON.stringify(characteristics)
+        : null;
+  if (serialised !== null && Buffer.byteLength(serialised) > maxBytes) {
+    return failure(
+      'characteristics_too_large',
+      `submission_characteristics: ${Buffer.byteLength(serialised)} bytes exceed the limit of ${maxBytes}`,
+      format,
+      value,
+    );
+  }
+  let candidate: Record<string, unknown> = value;
+  if (format === 'avro' && typeof characteristics === 'string') {
+    try {
+      candidate = { ...value, submission_characteristics: JSON.parse(characteristics) as unknown };
+    } catch {
+      return failure('schema_invalid', 'submission_characteristics: not a JSON text', format, value);
+    }
+  }
+  const parsed = DocumentArrivedInput.safeParse(candidate);
+  if (!parsed.success) {
+    return failure('schema_invalid', describeZodError(parsed.error), format, value);
+  }
+  const input = parsed.data;
+  return {
+    ok: true,
+    format,
+    event: {
+      event_id: input.event_id,
+      blob: {
+        url: input.blob.url,
+        content_type: input.blob.content_type ?? null,
+        size_bytes: input.blob.size_bytes ?? null,
+        sha256: input.blob.sha256?.toLowerCase() ?? null,
+      },
+      query_id: input.query_id ?? null,
+      pipeline_configuration: input.pipeline_configuration ?? 'FRAUD_ONLY',
+      enable_decision: input.enable_decision ?? false,
+      submission_characteristics: input.submission_characteristics ?? null,
+      attributes: input.attributes ?? {},
+      reprocess: input.reprocess ?? false,
+    },
+  };
+}
+
+/** Decodes and validates a `documents.feedback` value: `{ submission_id, feedback: {...} }`. */
+export async function decodeFeedbackEvent(
+  buffer: Buffer | null,
+  decoder: AvroDecoder,
+): Promise<InputResult<FeedbackEvent>> {
+  const raw = await readRaw(buffer, decoder, 'FeedbackEvent');
+  if (!raw.ok) return raw;
+  const { value, format } = raw;
+  if (!isObject(value)) {
+    return failure('schema_invalid', `the value must be a JSON object, not ${kindOf(value)}`, format, value);
+  }
+  const parsed = FeedbackInput.safeParse(value);
+  if (!parsed.success) return failure('schema_invalid', describeZodError(parsed.error), format, value);
+  const { submission_id, feedback, event_id, attributes } = parsed.data;
+  return {
+    ok: true,
+    format,
+    event: { submission_id, feedback, event_id: event_id ?? null, attributes: attributes ?? {} },
+  };
+}

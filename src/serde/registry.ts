@@ -1,0 +1,332 @@
+/**
+ * Schema registry access (Confluent API; Apicurio Registry through its ccompat API) and the
+ * Confluent wire format: magic byte 0, 4-byte big-endian schema id, Avro binary.
+ *
+ * Output schemas are registered under the TopicNameStrategy subject `<topic>-value` with an
+ * explicit compatibility level. Apicurio answers `GET /config/{subject}` with 200 `NONE` for a
+ * subject that exists without a rule (Confluent answers 404), which makes the registry client's
+ * own check refuse to register; so the level is settled here first (see `settleCompatibility`).
+ */
+import registryPackage from '@kafkajs/confluent-schema-registry';
+import avro from 'avsc';
+import type { Logger } from '../observability/logger.js';
+import { silentLogger } from '../observability/logger.js';
+import { avroSchemaText, avroType, type AvroSchemaName, type AvroType } from './avro-schemas.js';
+
+const { SchemaRegistry, SchemaType } = registryPackage;
+type RegistryClient = InstanceType<typeof SchemaRegistry>;
+
+export const DEFAULT_REGISTRY_URL = 'http://localhost:8081/apis/ccompat/v7';
+
+export const COMPATIBILITY_LEVELS = [
+  'NONE',
+  'BACKWARD',
+  'BACKWARD_TRANSITIVE',
+  'FORWARD',
+  'FORWARD_TRANSITIVE',
+  'FULL',
+  'FULL_TRANSITIVE',
+] as const;
+export type CompatibilityLevel = (typeof COMPATIBILITY_LEVELS)[number];
+
+export const MAGIC_BYTE = 0;
+const HEADER_LENGTH = 5;
+
+export interface RegistrySettings {
+  url?: string;
+  /** Level set on subjects that have none; a level an operator already set is kept. */
+  compatibility?: CompatibilityLevel;
+  username?: string;
+  password?: string;
+  logger?: Logger;
+  /** Replaceable for tests; defaults to the global fetch. */
+  fetch?: typeof fetch;
+}
+
+/** A registry failure. `retriable` is true for network errors and 5xx: the data is not at fault. */
+export class RegistryError extends Error {
+  readonly status: number | undefined;
+  readonly retriable: boolean;
+  constructor(message: string, options: { status?: number; retriable: boolean; cause?: unknown }) {
+    super(message, { cause: options.cause });
+    this.name = 'RegistryError';
+    this.status = options.status;
+    this.retriable = options.retriable;
+  }
+}
+
+/** Bytes that cannot be read: the data is at fault, retrying cannot help. */
+export class DecodeError extends Error {
+  readonly code: 'invalid_avro' | 'unknown_schema';
+  constructor(code: 'invalid_avro' | 'unknown_schema', message: string) {
+    super(message);
+    this.name = 'DecodeError';
+    this.code = code;
+  }
+}
+
+/** A value that does not fit its schema (a programming error on the producing side). */
+export class EncodeError extends Error {
+  readonly paths: string[];
+  constructor(message: string, paths: string[]) {
+    super(message);
+    this.name = 'EncodeError';
+    this.paths = paths;
+  }
+}
+
+interface Registered {
+  id: number;
+  type: AvroType;
+}
+
+export function valueSubject(topic: string): string {
+  return `${topic}-value`;
+}
+
+/** Splits a Confluent wire-format buffer; null when the buffer is not in that format. */
+export function parseWireHeader(buffer: Buffer): { schemaId: number; payload: Buffer } | null {
+  if (buffer.length < HEADER_LENGTH || buffer[0] !== MAGIC_BYTE) return null;
+  return { schemaId: buffer.readUInt32BE(1), payload: buffer.subarray(HEADER_LENGTH) };
+}
+
+export class Registry {
+  readonly url: string;
+  private readonly client: RegistryClient;
+  private readonly compatibility: CompatibilityLevel;
+  private readonly logger: Logger;
+  private readonly fetchImpl: typeof fetch;
+  private readonly authHeader: string | undefined;
+  private readonly byTopic = new Map<string, Registered>();
+  private readonly writers = new Map<number, AvroType>();
+  private readonly resolvers = new Map<string, AvroResolver>();
+
+  constructor(settings: RegistrySettings = {}) {
+    this.url = (settings.url ?? DEFAULT_REGISTRY_URL).replace(/\/+$/, '');
+    this.compatibility = settings.compatibility ?? 'BACKWARD';
+    this.logger = settings.logger ?? silentLogger;
+    this.fetchImpl = settings.fetch ?? fetch;
+    const auth =
+      settings.username !== undefined
+        ? { username: settings.username, password: settings.password ?? '' }
+        : undefined;
+    this.authHeader = auth
+      ? `Basic ${Buffer.from(`${auth.username}:${auth.password}`).toString('base64')}`
+      : undefined;
+    this.client = new SchemaRegistry({ host: this.url, ...(auth ? { auth } : {}), clientId: 'docstream' });
+  }
+
+  /**
+   * Registers the named schema as the value schema of `topic` (idempotent: an identical schema
+   * gets its existing id) and remembers it for `encode(topic, …)`.
+   */
+  async registerValueSchema(topic: string, name: AvroSchemaName): Promise<number> {
+    const subject = valueSubject(topic);
+    const level = await this.settleCompatibility(subject);
+    let id: number;
+    try {
+      ({ id } = await this.client.register(
+        { type: SchemaType.AVRO, schema: avroSchemaText(name) },
+        { subject, compatibility: level as never },
+      ));
+    } catch (error) {
+      throw toRegistryError(error, `registering ${name} under ${subject} (compatibility ${level})`);
+    }
+    this.byTopic.set(topic, { id, type: avroType(name) });
+    this.logger.debug({ subject, schemaId: id, compatibility: level }, 'schema registered');
+    return id;
+  }
+
+  /** The schema id registered for `topic` by this instance, if any. */
+  schemaIdOf(topic: string): number | undefined {
+    return this.byTopic.get(topic)?.id;
+  }
+
+  /**
+   * Makes sure the subject has a compatibility level and returns the one in force.
+   * A subject without a level (404, or Apicurio's 200 `NONE`) gets the configured level;
+   * an explicit `NONE` on Confluent cannot be told apart from that and is overwritten too.
+   */
+  async settleCompatibility(subject: string): Promise<CompatibilityLevel> {
+    const current = await this.getCompatibility(subject);
+    if (current !== null && current !== 'NONE') {
+      if (current !== this.compatibility) {
+        this.logger.info(
+          { subject, configured: this.compatibility, current },
+          'keeping the compatibility level already set on the subject',
+        );
+      }
+      return current;
+    }
+    await this.request('PUT', `/config/${encodeURIComponent(subject)}`, {
+      compatibility: this.compatibility,
+    });
+    return this.compatibility;
+  }
+
+  /** The subject's own compatibility level, or null when it has none (Confluent's 404). */
+  async getCompatibility(subject: string): Promise<CompatibilityLevel | null> {
+    const body = await this.request('GET', `/config/${encodeURIComponent(subject)}`, undefined, [404]);
+    if (body === null) return null;
+    const level = String((body as { compatibilityLevel?: unknown }).compatibilityLevel ?? '').toUpperCase();
+    return (COMPATIBILITY_LEVELS as readonly string[]).includes(level) ? (level as CompatibilityLevel) : null;
+  }
+
+  /** Confluent wire format of `value` with the schema registered for `topic`. */
+  encode(topic: string, value: unknown): Buffer {
+    const registered = this.byTopic.get(topic);
+    if (!registered) {
+      throw new Error(`no value schema registered for topic ${topic}; call registerValueSchema first`);
+    }
+    const paths: string[] = [];
+    const valid = registered.type.isValid(value, {
+      errorHook: (path: string[]) => {
+        paths.push(path.length > 0 ? path.join('.') : '(value)');
+      },
+    });
+    if (!valid) {
+      throw new EncodeError(
+        `value does not match ${registered.type.name ?? 'the schema'} of ${topic}: ${paths.join(', ')}`,
+        paths,
+      );
+    }
+    const header = Buffer.alloc(HEADER_LENGTH);
+    header.writeUInt8(MAGIC_BYTE, 0);
+    header.writeUInt32BE(registered.id, 1);
+    return Buffer.concat([header, registered.type.toBuffer(value)]);
+  }
+
+  /**
+   * The writer schema registered under `schemaId`, fetched once and cached. Fetched directly rather
+   * than through the registry client because that client reports network failures as HTTP 400,
+   * which would make an unreachable registry look like bad data.
+   */
+  async writerType(schemaId: number): Promise<AvroType> {
+    const cached = this.writers.get(schemaId);
+    if (cached) return cached;
+    const body = (await this.request('GET', `/schemas/ids/${schemaId}`, undefined, [404])) as {
+      schema?: unknown;
+      schemaType?: unknown;
+    } | null;
+    if (body === null)
+      throw new DecodeError('unknown_schema', `schema id ${schemaId} is not in the registry`);
+    if (body.schemaType !== undefined && body.schemaType !== 'AVRO') {
+      throw new DecodeError('invalid_avro', `schema id ${schemaId} is ${String(body.schemaType)}, not Avro`);
+    }
+    let type: AvroType;
+    try {
+      type = avro.Type.forSchema(JSON.parse(String(body.schema)) as avro.Schema);
+    } catch (error) {
+      throw new DecodeError(
+        'invalid_avro',
+        `schema id ${schemaId} is not a usable Avro schema: ${message(error)}`,
+      );
+    }
+    this.writers.set(schemaId, type);
+    return type;
+  }
+
+  /**
+   * Decodes a wire-format buffer. With `reader`, the value is resolved into that schema (fields the
+   * writer lacks take their defaults), as Avro schema evolution prescribes.
+   * Throws DecodeError when the data is at fault, RegistryError when the registry is.
+   */
+  async decode(buffer: Buffer, reader?: AvroSchemaName): Promise<unknown> {
+    const parsed = parseWireHeader(buffer);
+    if (!parsed) {
+      throw new DecodeError(
+        'invalid_avro',
+        'not in the Confluent wire format (magic byte 0 and a schema id)',
+      );
+    }
+    const writer = await this.writerType(parsed.schemaId);
+    try {
+      if (reader === undefined) return plain(writer.fromBuffer(parsed.payload));
+      const readerType = avroType(reader);
+      const key = `${parsed.schemaId}:${reader}`;
+      let resolver = this.resolvers.get(key);
+      if (resolver === undefined) {
+        resolver = readerType.createResolver(writer);
+        this.resolvers.set(key, resolver);
+      }
+      return plain(readerType.fromBuffer(parsed.payload, resolver));
+    } catch (error) {
+      throw new DecodeError(
+        'invalid_avro',
+        `Avro value with schema id ${parsed.schemaId}: ${message(error)}`,
+      );
+    }
+  }
+
+  private async request(
+    method: 'GET' | 'PUT',
+    path: string,
+    body?: unknown,
+    nullOn: number[] = [],
+  ): Promise<unknown> {
+    const headers: Record<string, string> = { Accept: 'application/vnd.schemaregistry.v1+json' };
+    if (body !== undefined) headers['Content-Type'] = 'application/vnd.schemaregistry.v1+json';
+    if (this.authHeader) headers.Authorization = this.authHeader;
+    let response: Response;
+    try {
+      response = await this.fetchImpl(`${this.url}${path}`, {
+        method,
+        headers,
+        ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+        signal: AbortSignal.timeout(10_000),
+      });
+    } catch (error) {
+      throw new RegistryError(`schema registry unreachable at ${this.url}: ${message(error)}`, {
+        retriable: true,
+        cause: error,
+      });
+    }
+    if (nullOn.includes(response.status)) return null;
+    const text = await response.text();
+    if (!response.ok) {
+      throw new RegistryError(`schema registry ${method} ${path} answered ${response.status}: ${text}`, {
+        status: response.status,
+        retriable: response.status >= 500 || response.status === 429,
+      });
+    }
+    return text.length > 0 ? (JSON.parse(text) as unknown) : null;
+  }
+}
+
+type AvroResolver = ReturnType<AvroType['createResolver']>;
+
+/**
+ * avsc reads records as instances of generated classes whose prototype methods (clone, toBuffer…)
+ * are enumerable; validators would see them as fields, so decoded values are copied to plain data.
+ */
+function plain(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(plain);
+  if (value === null || typeof value !== 'object' || Buffer.isBuffer(value)) return value;
+  const copy: Record<string, unknown> = {};
+  for (const key of Object.keys(value)) copy[key] = plain((value as Record<string, unknown>)[key]);
+  return copy;
+}
+
+function message(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+function toRegistryError(error: unknown, doing: string): Error {
+  if (error instanceof RegistryError) return error;
+  const status = (error as { status?: unknown } | null)?.status;
+  if (typeof status === 'number') {
+    return new RegistryError(`${doing}: ${(error as Error).message}`, {
+      status,
+      retriable: status >= 500 || status === 429,
+      cause: error,
+    });
+  }
+  const name = (error as { name?: unknown } | null)?.name;
+  if (typeof name === 'string' && name.startsWith('ConfluentSchemaRegistry')) {
+    return new RegistryError(`${doing}: ${message(error)}`, { retriable: false, cause: error });
+  }
+  return new RegistryError(`${doing}: ${message(error)}`, {
+    retriable: true,
+    cause: error,
+  });
+}
