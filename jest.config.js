@@ -11,6 +11,8 @@ const common = {
 };
 
 export default {
+  // A global option: jest ignores it inside a project.
+  testTimeout: 120000,
   projects: [
     { ...common, displayName: 'unit', testMatch: ['<rootDir>/src/**/*.test.ts'] },
     {
@@ -19,7 +21,6 @@ export default {
       testMatch: ['<rootDir>/test/**/*.test.ts'],
       globalSetup: '<rootDir>/test/harness/global-setup.ts',
       globalTeardown: '<rootDir>/test/harness/global-teardown.ts',
-      testTimeout: 120000,
     },
   ],
 };
