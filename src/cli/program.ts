@@ -1,4 +1,5 @@
 import { Command } from 'commander';
+import { registerSandboxCommand } from './commands/sandbox.js';
 
 export function buildProgram(): Command {
   const program = new Command('docstream')
@@ -8,5 +9,6 @@ export function buildProgram(): Command {
     .exitOverride((err) => {
       process.exit(err.exitCode === 0 ? 0 : 2);
     });
+  registerSandboxCommand(program);
   return program;
 }
