@@ -161,8 +161,13 @@ function pageText(page: PDFPage): string {
       }
       const source = Buffer.from(bytes).toString('latin1');
       for (const block of source.match(/BT[\s\S]*?ET/g) ?? []) {
-        for (const lit of block.match(/\((?:\\.|[^\\)])*\)/g) ?? [])
-          text += lit.slice(1, -1).replace(/\\(.)/g, '$1');
+        // Text operands are literal `(...)` or hex `<...>` strings (pdf-lib writes hex).
+        for (const [, literal, hex] of block.matchAll(/\(((?:\\.|[^\\)])*)\)|<([0-9A-Fa-f\s]*)>/g)) {
+          text +=
+            literal !== undefined
+              ? literal.replace(/\\(.)/g, '$1')
+              : Buffer.from((hex ?? '').replace(/\s/g, ''), 'hex').toString('latin1');
+        }
         text += '\n';
         if (text.length > MAX_TEXT_PER_PAGE) return text.slice(0, MAX_TEXT_PER_PAGE);
       }
