@@ -2,7 +2,7 @@
  * Conformance of the sandbox with the spec: the endpoint table with its scopes, the per-endpoint
  * status lists and the five state rules, over real HTTP.
  */
-import { exportSPKI, generateKeyPair, SignJWT } from 'jose';
+import { exportSPKI, generateKeyPair, SignJWT, type CryptoKey } from 'jose';
 import {
   ApplicationList,
   ClassificationSuccess,
