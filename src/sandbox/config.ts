@@ -56,6 +56,8 @@ export const SandboxConfigSchema = z
       secret: z.string().regex(/^whsec_[A-Za-z0-9+/=]{8,}$/, 'must be whsec_ followed by a base64 key'),
       duplicateRate: rate,
       outOfOrder: z.boolean(),
+      /** With outOfOrder, events are held this long and then sent newest first. */
+      outOfOrderWindowMs: z.number().int().positive(),
       maxAttempts: z.number().int().positive(),
       /** First retry delay; doubles per attempt (capped at 60 s). */
       retryBaseMs: z.number().int().positive(),
@@ -116,6 +118,7 @@ export function defaultConfig(): SandboxConfig {
       secret: 'whsec_c2FuZGJveC13ZWJob29rLXNlY3JldA==',
       duplicateRate: 0,
       outOfOrder: false,
+      outOfOrderWindowMs: 250,
       maxAttempts: 8,
       retryBaseMs: 1000,
       tenantId: 'sandbox-tenant',

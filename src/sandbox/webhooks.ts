@@ -14,8 +14,6 @@ import type { StatsCollector } from './stats.js';
 
 const ATTEMPT_TIMEOUT_MS = 5000;
 const MAX_BACKOFF_MS = 60_000;
-/** With outOfOrder, events are held this long and then sent newest first. */
-export const OUT_OF_ORDER_WINDOW_MS = 250;
 
 export interface DecisionFinished {
   submissionId: string;
@@ -75,7 +73,7 @@ export class WebhookDispatcher {
   private hold(message: Message): void {
     this.held.push(message);
     if (this.held.length > 1) return;
-    this.scheduler.after(OUT_OF_ORDER_WINDOW_MS, () => {
+    this.scheduler.after(this.getConfig().webhook.outOfOrderWindowMs, () => {
       const batch = this.held.reverse();
       this.held = [];
       for (const m of batch) void this.attempt(m, 1);

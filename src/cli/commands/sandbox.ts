@@ -91,6 +91,7 @@ interface Flags {
   webhookSecret?: string;
   webhookDuplicateRate?: number;
   webhookOutOfOrder?: boolean;
+  webhookOutOfOrderWindowMs?: number;
   webhookMaxAttempts?: number;
   webhookRetryBaseMs?: number;
   tenantId?: string;
@@ -154,6 +155,7 @@ export function flagsToPatch(f: Flags, base: SandboxConfig): DeepPartial<Sandbox
     secret: f.webhookSecret,
     duplicateRate: f.webhookDuplicateRate,
     outOfOrder: f.webhookOutOfOrder,
+    outOfOrderWindowMs: f.webhookOutOfOrderWindowMs,
     maxAttempts: f.webhookMaxAttempts,
     retryBaseMs: f.webhookRetryBaseMs,
     tenantId: f.tenantId,
@@ -274,7 +276,13 @@ export function registerSandboxCommand(program: Command): void {
         number(0, 1),
       ),
     )
-    .addOption(new Option('--webhook-out-of-order', 'hold events briefly and deliver them newest first'))
+    .addOption(new Option('--webhook-out-of-order', 'hold events for a window and deliver them newest first'))
+    .addOption(
+      new Option(
+        '--webhook-out-of-order-window-ms <ms>',
+        'how long --webhook-out-of-order holds events',
+      ).argParser(integer(1)),
+    )
     .addOption(new Option('--webhook-max-attempts <n>', 'delivery attempts per event').argParser(integer(1)))
     .addOption(
       new Option(
