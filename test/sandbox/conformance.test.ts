@@ -546,7 +546,7 @@ describe('Adaptive Decision (endpoint rule 2, state rule 3)', () => {
 
 describe('delete (rule 4)', () => {
   test('409 while processing; 204 when done; then 404 everywhere', async () => {
-    sb.configure({ processing: { distribution: 'fixed', meanMs: 400 } });
+    sb.configure({ processing: { distribution: 'fixed', meanMs: 1500 } });
     let s;
     try {
       s = await uploaded({ enable_decision: true });

@@ -11,7 +11,7 @@ const SECRET = 'whsec_dGVzdC13ZWJob29rLXNlY3JldC0xMjM0NQ==';
 describe('rate limit and 429', () => {
   let sb: Sandbox;
   beforeAll(async () => {
-    sb = await startSandbox({ rateLimit: { ratePerSecond: 0.5, burst: 2 } });
+    sb = await startSandbox({ rateLimit: { ratePerSecond: 0.1, burst: 2 } });
   });
   afterAll(() => sb.close());
 
