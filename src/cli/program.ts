@@ -1,5 +1,6 @@
 import { Command } from 'commander';
 import { registerConfigCommand } from './commands/config.js';
+import { registerSandboxCommand } from './commands/sandbox.js';
 import { registerStackCommand } from './commands/stack.js';
 
 export function buildProgram(): Command {
@@ -12,5 +13,6 @@ export function buildProgram(): Command {
     });
   registerConfigCommand(program);
   registerStackCommand(program);
+  registerSandboxCommand(program);
   return program;
 }

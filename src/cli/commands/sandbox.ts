@@ -1,0 +1,377 @@
+/**
+ * `docstream sandbox`: runs the sandbox of the Document Analysis API. Precedence: defaults, then
+ * `--config <file.json>`, then flags. Bad flags or values exit with code 2 and say why.
+ */
+import { readFileSync } from 'node:fs';
+import type { Command } from 'commander';
+import { InvalidArgumentError, Option } from 'commander';
+import { createLogger } from '../../observability/logger.js';
+import {
+  applyConfigPatch,
+  DEFAULT_CLIENT,
+  defaultConfig,
+  SandboxConfigError,
+  startSandbox,
+  type DeepPartial,
+  type SandboxConfig,
+} from '../../sandbox/index.js';
+
+function integer(min: number, max = Number.MAX_SAFE_INTEGER) {
+  return (value: string): number => {
+    if (!/^-?\d+$/.test(value.trim())) throw new InvalidArgumentError(`must be an integer, got "${value}"`);
+    const n = Number(value);
+    if (n < min || n > max) throw new InvalidArgumentError(`must be between ${min} and ${max}, got ${n}`);
+    return n;
+  };
+}
+
+function number(min: number, max = Number.POSITIVE_INFINITY) {
+  return (value: string): number => {
+    const n = Number(value);
+    if (value.trim() === '' || !Number.isFinite(n))
+      throw new InvalidArgumentError(`must be a number, got "${value}"`);
+    if (n < min || n > max) throw new InvalidArgumentError(`must be between ${min} and ${max}, got ${n}`);
+    return n;
+  };
+}
+
+const SIZE_UNITS: Record<string, number> = {
+  '': 1,
+  b: 1,
+  k: 1024,
+  kb: 1024,
+  kib: 1024,
+  m: 1024 ** 2,
+  mb: 1024 ** 2,
+  mib: 1024 ** 2,
+  g: 1024 ** 3,
+  gb: 1024 ** 3,
+  gib: 1024 ** 3,
+};
+function bytes(value: string): number {
+  const m = /^(\d+(?:\.\d+)?)\s*([a-z]*)$/i.exec(value.trim());
+  const unit = SIZE_UNITS[(m?.[2] ?? '').toLowerCase()];
+  if (!m || unit === undefined)
+    throw new InvalidArgumentError(`must be a size such as 1048576, 512KiB or 100MiB, got "${value}"`);
+  const n = Math.floor(Number(m[1]) * unit);
+  if (n < 1) throw new InvalidArgumentError('must be at least 1 byte');
+  return n;
+}
+
+const FRAUD_SCORES = ['NORMAL', 'TRUSTED', 'WARNING', 'HIGH_RISK'];
+function decisionRule(value: string, previous: Record<string, string> = {}): Record<string, string> {
+  const m = /^([A-Z_]+)=(\S+)$/.exec(value.trim());
+  if (!m || !FRAUD_SCORES.includes(m[1] as string)) {
+    throw new InvalidArgumentError(
+      `must be SCORE=DECISION with SCORE one of ${FRAUD_SCORES.join(', ')}, got "${value}"`,
+    );
+  }
+  return { ...previous, [m[1] as string]: m[2] as string };
+}
+
+interface Flags {
+  config?: string;
+  host?: string;
+  port?: number;
+  tokenTtl?: number;
+  processing?: 'fixed' | 'uniform' | 'exponential';
+  processingMeanMs?: number;
+  processingMinMs?: number;
+  processingMaxMs?: number;
+  seed?: number;
+  rateLimit?: number;
+  burst?: number;
+  retryAfterFormat?: 'seconds' | 'http-date';
+  errorRate?: number;
+  extraLatencyMs?: number;
+  dropRate?: number;
+  storm429Ms?: number;
+  pipelineFailRate?: number;
+  webhookUrl?: string;
+  webhookSecret?: string;
+  webhookDuplicateRate?: number;
+  webhookOutOfOrder?: boolean;
+  webhookOutOfOrderWindowMs?: number;
+  webhookMaxAttempts?: number;
+  webhookRetryBaseMs?: number;
+  tenantId?: string;
+  decisionRule?: Record<string, string>;
+  maxUploadBytes?: number;
+  maxSubmissions?: number;
+  storageDir?: string;
+  uploadUrlTtl?: number;
+  reportUrlTtl?: number;
+  logLevel?: string;
+}
+
+/** Turns flags into a config patch; only flags that were given appear in it. */
+export function flagsToPatch(f: Flags, base: SandboxConfig): DeepPartial<SandboxConfig> {
+  const patch: DeepPartial<SandboxConfig> = {};
+  const set = <K extends keyof SandboxConfig>(key: K, value: DeepPartial<SandboxConfig>[K] | undefined) => {
+    if (value !== undefined) patch[key] = value;
+  };
+  set('host', f.host);
+  set('port', f.port);
+  set('tokenTtlSeconds', f.tokenTtl);
+  set('seed', f.seed);
+  set('retryAfterFormat', f.retryAfterFormat);
+  set('maxUploadBytes', f.maxUploadBytes);
+  set('maxSubmissions', f.maxSubmissions);
+  set('storageDir', f.storageDir);
+  set('uploadUrlTtlSeconds', f.uploadUrlTtl);
+  set('reportUrlTtlSeconds', f.reportUrlTtl);
+  set('decisionRules', f.decisionRule);
+  const processing = {
+    distribution: f.processing,
+    meanMs: f.processingMeanMs,
+    minMs: f.processingMinMs,
+    maxMs: f.processingMaxMs,
+  };
+  if (Object.values(processing).some((v) => v !== undefined)) patch.processing = processing;
+  if (f.rateLimit !== undefined) {
+    patch.rateLimit =
+      f.rateLimit === 0
+        ? null
+        : {
+            ratePerSecond: f.rateLimit,
+            burst: f.burst ?? base.rateLimit?.burst ?? Math.max(1, Math.ceil(f.rateLimit)),
+          };
+  } else if (f.burst !== undefined) {
+    if (!base.rateLimit)
+      throw new InvalidArgumentError('--burst needs --rate-limit (or rateLimit in --config)');
+    patch.rateLimit = { burst: f.burst };
+  }
+  const faults = {
+    errorRate: f.errorRate,
+    extraLatencyMs: f.extraLatencyMs,
+    dropRate: f.dropRate,
+    storm429:
+      f.storm429Ms === undefined ? undefined : f.storm429Ms === 0 ? null : { durationMs: f.storm429Ms },
+    pipelineFailRate: f.pipelineFailRate,
+  };
+  if (Object.values(faults).some((v) => v !== undefined)) patch.faults = faults;
+  const webhook = {
+    url: f.webhookUrl,
+    secret: f.webhookSecret,
+    duplicateRate: f.webhookDuplicateRate,
+    outOfOrder: f.webhookOutOfOrder,
+    outOfOrderWindowMs: f.webhookOutOfOrderWindowMs,
+    maxAttempts: f.webhookMaxAttempts,
+    retryBaseMs: f.webhookRetryBaseMs,
+    tenantId: f.tenantId,
+  };
+  if (Object.values(webhook).some((v) => v !== undefined)) patch.webhook = webhook;
+  return patch;
+}
+
+function loadConfigFile(path: string): unknown {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    throw new SandboxConfigError(`--config ${path}: ${err instanceof Error ? err.message : String(err)}`);
+  }
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (err) {
+    throw new SandboxConfigError(
+      `--config ${path}: invalid JSON: ${err instanceof Error ? err.message : String(err)}`,
+    );
+  }
+}
+
+export function registerSandboxCommand(program: Command): void {
+  const d = defaultConfig();
+  const cmd = program
+    .command('sandbox')
+    .description(
+      'Run a faithful sandbox of the Document Analysis API (token endpoint, /v2, /v0, uploads, webhooks)',
+    )
+    .addOption(
+      new Option(
+        '--config <file.json>',
+        'JSON file with any SandboxConfig keys (clients, decisionRules, ...); flags override it',
+      ),
+    )
+    .addOption(new Option('--host <host>', 'interface to listen on').default(d.host))
+    .addOption(
+      new Option('--port <port>', 'port to listen on (0 = any free port)')
+        .argParser(integer(0, 65535))
+        .default(d.port),
+    )
+    .addOption(new Option('--token-ttl <seconds>', 'access token lifetime').argParser(integer(1)))
+    .addOption(
+      new Option('--processing <distribution>', 'per-result processing time distribution').choices([
+        'fixed',
+        'uniform',
+        'exponential',
+      ]),
+    )
+    .addOption(
+      new Option('--processing-mean-ms <ms>', 'mean processing time per result').argParser(number(0)),
+    )
+    .addOption(
+      new Option('--processing-min-ms <ms>', 'lower bound (uniform; clamp for exponential)').argParser(
+        number(0),
+      ),
+    )
+    .addOption(
+      new Option('--processing-max-ms <ms>', 'upper bound (uniform; clamp for exponential)').argParser(
+        number(0),
+      ),
+    )
+    .addOption(
+      new Option('--seed <n>', 'seed for every random draw (reproducible timings and faults)').argParser(
+        integer(-(2 ** 31), 2 ** 32),
+      ),
+    )
+    .addOption(
+      new Option('--rate-limit <per-second>', 'per-client token bucket refill rate; 0 = off').argParser(
+        number(0),
+      ),
+    )
+    .addOption(
+      new Option('--burst <n>', 'token bucket size (default: the rate, rounded up)').argParser(integer(1)),
+    )
+    .addOption(
+      new Option('--retry-after-format <format>', 'how 429 answers express Retry-After').choices([
+        'seconds',
+        'http-date',
+      ]),
+    )
+    .addOption(
+      new Option('--error-rate <0..1>', 'probability of a simulated 503 per API request').argParser(
+        number(0, 1),
+      ),
+    )
+    .addOption(new Option('--extra-latency-ms <ms>', 'delay added to every API request').argParser(number(0)))
+    .addOption(
+      new Option('--drop-rate <0..1>', 'probability of dropping the connection without an answer').argParser(
+        number(0, 1),
+      ),
+    )
+    .addOption(
+      new Option(
+        '--storm-429-ms <ms>',
+        'answer every API request 429 for this long after start; 0 = off',
+      ).argParser(number(0)),
+    )
+    .addOption(
+      new Option(
+        '--pipeline-fail-rate <0..1>',
+        'probability that a result is the PIPELINE_FAILED variant',
+      ).argParser(number(0, 1)),
+    )
+    .addOption(
+      new Option('--webhook-url <url>', 'where documents.adaptive_decision.finished events are POSTed'),
+    )
+    .addOption(
+      new Option(
+        '--webhook-secret <whsec_...>',
+        'Standard Webhooks signing secret (default: a fixed sandbox secret)',
+      ),
+    )
+    .addOption(
+      new Option('--webhook-duplicate-rate <0..1>', 'probability an event is delivered twice').argParser(
+        number(0, 1),
+      ),
+    )
+    .addOption(new Option('--webhook-out-of-order', 'hold events for a window and deliver them newest first'))
+    .addOption(
+      new Option(
+        '--webhook-out-of-order-window-ms <ms>',
+        'how long --webhook-out-of-order holds events',
+      ).argParser(integer(1)),
+    )
+    .addOption(new Option('--webhook-max-attempts <n>', 'delivery attempts per event').argParser(integer(1)))
+    .addOption(
+      new Option(
+        '--webhook-retry-base-ms <ms>',
+        'first retry delay, doubled per attempt (max 60 s)',
+      ).argParser(integer(1)),
+    )
+    .addOption(new Option('--tenant-id <id>', 'tenant_id carried by webhook events'))
+    .addOption(
+      new Option(
+        '--decision-rule <SCORE=DECISION>',
+        'map a fraud score to a decision (repeatable)',
+      ).argParser(decisionRule),
+    )
+    .addOption(
+      new Option('--max-upload-bytes <size>', 'largest accepted upload, e.g. 100MiB (larger: 413)').argParser(
+        bytes,
+      ),
+    )
+    .addOption(
+      new Option(
+        '--max-submissions <n>',
+        'submissions kept before the oldest finished ones are evicted',
+      ).argParser(integer(1)),
+    )
+    .addOption(
+      new Option('--storage-dir <dir>', 'where uploads are stored (default: a temp dir removed on exit)'),
+    )
+    .addOption(
+      new Option('--upload-url-ttl <seconds>', 'lifetime of pre-signed upload URLs').argParser(integer(1)),
+    )
+    .addOption(
+      new Option('--report-url-ttl <seconds>', 'lifetime of report download URLs').argParser(integer(1)),
+    )
+    .addOption(
+      new Option('--log-level <level>', 'log level')
+        .choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
+        .default('info'),
+    )
+    .addHelpText(
+      'after',
+      `
+Defaults: processing ${d.processing.distribution} ${d.processing.minMs}..${d.processing.maxMs} ms per result, token TTL ${d.tokenTtlSeconds} s,
+no rate limit, no faults, max upload ${d.maxUploadBytes} bytes, max submissions ${d.maxSubmissions},
+upload/report URL TTL ${d.uploadUrlTtlSeconds}/${d.reportUrlTtlSeconds} s, webhook ${d.webhook.maxAttempts} attempts from ${d.webhook.retryBaseMs} ms,
+decisions TRUSTED/NORMAL=APPROVED WARNING=MANUAL_REVIEW HIGH_RISK=DECLINED.
+Default client: ${DEFAULT_CLIENT.clientId} / ${DEFAULT_CLIENT.clientSecret} (scopes ${DEFAULT_CLIENT.scopes.join(' ')}).
+More clients (other scopes; private_key_jwt with publicKeyPem and kid) come from --config.
+Runtime control (loopback only): GET /_sandbox/stats, GET /_sandbox/submissions?query_id=,
+GET|POST /_sandbox/config, POST /_sandbox/reset. See docs/sandbox.md.`,
+    )
+    .action(async (flags: Flags & { logLevel: string }) => {
+      let config: SandboxConfig;
+      try {
+        let base = defaultConfig();
+        if (flags.config) base = applyConfigPatch(base, loadConfigFile(flags.config));
+        config = applyConfigPatch(base, flagsToPatch(flags, base));
+      } catch (err) {
+        if (err instanceof SandboxConfigError || err instanceof InvalidArgumentError) {
+          cmd.error(`docstream sandbox: ${err.message}`, { exitCode: 2, code: 'docstream.invalidConfig' });
+        }
+        throw err;
+      }
+      const logger = createLogger({ level: flags.logLevel, name: 'sandbox' });
+      const sandbox = await startSandbox(config, { logger });
+      const lines = [
+        `docstream sandbox listening`,
+        `  base URL:  ${sandbox.baseUrl}`,
+        `  token URL: ${sandbox.tokenUrl}`,
+        ...config.clients
+          .filter((c) => c.clientSecret)
+          .map((c) => `  client:    ${c.clientId} / ${c.clientSecret}  (scopes: ${c.scopes.join(' ')})`),
+        ...config.clients
+          .filter((c) => !c.clientSecret)
+          .map(
+            (c) =>
+              `  client:    ${c.clientId}  private_key_jwt kid ${c.kid}  (scopes: ${c.scopes.join(' ')})`,
+          ),
+        `  webhook:   ${config.webhook.url ?? 'off (set --webhook-url)'}`,
+      ];
+      process.stdout.write(`${lines.join('\n')}\n`);
+      const stop = (signal: string) => {
+        logger.info({ signal }, 'sandbox stopping');
+        sandbox.close().then(
+          () => process.exit(0),
+          () => process.exit(1),
+        );
+      };
+      process.once('SIGINT', () => stop('SIGINT'));
+      process.once('SIGTERM', () => stop('SIGTERM'));
+    });
+}

@@ -1,0 +1,177 @@
+/**
+ * The sandbox's knobs: one declared schema is the source of truth for defaults, validation of
+ * the CLI, of config files and of `POST /_sandbox/config`, and for the docs. Unknown keys are
+ * rejected loudly so a typo never silently falls back to a default.
+ */
+import { z } from 'zod';
+import { describeZodError, FRAUD_SCORES } from '../api/schemas.js';
+
+export type DeepPartial<T> = T extends readonly unknown[]
+  ? T
+  : T extends object
+    ? { [K in keyof T]?: DeepPartial<T[K]> }
+    : T;
+
+const Client = z.strictObject({
+  clientId: z.string().min(1),
+  clientSecret: z.string().min(1).optional(),
+  scopes: z.array(z.string().min(1)),
+  publicKeyPem: z
+    .string()
+    .includes('PUBLIC KEY', { message: 'must be a PEM-encoded SPKI public key' })
+    .optional(),
+  kid: z.string().min(1).optional(),
+});
+
+const rate = z.number().min(0).max(1);
+
+export const SandboxConfigSchema = z
+  .strictObject({
+    host: z.string().min(1),
+    port: z.number().int().min(0).max(65535),
+    clients: z.array(Client),
+    tokenTtlSeconds: z.number().int().positive(),
+    processing: z.strictObject({
+      distribution: z.enum(['fixed', 'uniform', 'exponential']),
+      meanMs: z.number().min(0),
+      minMs: z.number().min(0).optional(),
+      maxMs: z.number().min(0).optional(),
+    }),
+    /** Seed for every random draw (processing times, faults, webhook duplicates); null = unseeded. */
+    seed: z.number().int().nullable(),
+    rateLimit: z
+      .strictObject({ ratePerSecond: z.number().positive(), burst: z.number().int().positive() })
+      .nullable(),
+    retryAfterFormat: z.enum(['seconds', 'http-date']),
+    faults: z.strictObject({
+      errorRate: rate,
+      extraLatencyMs: z.number().min(0),
+      dropRate: rate,
+      storm429: z.strictObject({ durationMs: z.number().positive() }).nullable(),
+      /** Probability that an analysis result is the PIPELINE_FAILED variant. */
+      pipelineFailRate: rate,
+    }),
+    webhook: z.strictObject({
+      url: z.url({ protocol: /^https?$/ }).nullable(),
+      secret: z.string().regex(/^whsec_[A-Za-z0-9+/=]{8,}$/, 'must be whsec_ followed by a base64 key'),
+      duplicateRate: rate,
+      outOfOrder: z.boolean(),
+      /** With outOfOrder, events are held this long and then sent newest first. */
+      outOfOrderWindowMs: z.number().int().positive(),
+      maxAttempts: z.number().int().positive(),
+      /** First retry delay; doubles per attempt (capped at 60 s). */
+      retryBaseMs: z.number().int().positive(),
+      tenantId: z.string().min(1),
+    }),
+    decisionRules: z.strictObject(
+      Object.fromEntries(FRAUD_SCORES.map((s) => [s, z.string().min(1)])) as Record<
+        (typeof FRAUD_SCORES)[number],
+        z.ZodString
+      >,
+    ),
+    maxUploadBytes: z.number().int().positive(),
+    maxSubmissions: z.number().int().positive(),
+    storageDir: z.string().min(1).nullable(),
+    uploadUrlTtlSeconds: z.number().int().positive(),
+    reportUrlTtlSeconds: z.number().int().positive(),
+  })
+  .superRefine((c, ctx) => {
+    for (const [i, client] of c.clients.entries()) {
+      if (!client.clientSecret && !client.publicKeyPem) {
+        ctx.addIssue({ code: 'custom', path: ['clients', i], message: 'needs clientSecret or publicKeyPem' });
+      }
+      if (client.publicKeyPem && !client.kid) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['clients', i, 'kid'],
+          message: 'is required with publicKeyPem',
+        });
+      }
+    }
+    const { minMs, maxMs } = c.processing;
+    if (minMs !== undefined && maxMs !== undefined && minMs > maxMs) {
+      ctx.addIssue({ code: 'custom', path: ['processing', 'minMs'], message: 'must not exceed maxMs' });
+    }
+  });
+
+export type SandboxConfig = z.infer<typeof SandboxConfigSchema>;
+
+export const DEFAULT_CLIENT = {
+  clientId: 'sandbox-client',
+  clientSecret: 'sandbox-secret',
+  scopes: ['submissions.read', 'submissions.write'],
+};
+
+export function defaultConfig(): SandboxConfig {
+  return {
+    host: '127.0.0.1',
+    port: 8080,
+    clients: [{ ...DEFAULT_CLIENT, scopes: [...DEFAULT_CLIENT.scopes] }],
+    tokenTtlSeconds: 3600,
+    processing: { distribution: 'uniform', meanMs: 1500, minMs: 500, maxMs: 2500 },
+    seed: null,
+    rateLimit: null,
+    retryAfterFormat: 'seconds',
+    faults: { errorRate: 0, extraLatencyMs: 0, dropRate: 0, storm429: null, pipelineFailRate: 0 },
+    webhook: {
+      url: null,
+      secret: 'whsec_c2FuZGJveC13ZWJob29rLXNlY3JldA==',
+      duplicateRate: 0,
+      outOfOrder: false,
+      outOfOrderWindowMs: 250,
+      maxAttempts: 8,
+      retryBaseMs: 1000,
+      tenantId: 'sandbox-tenant',
+    },
+    decisionRules: {
+      TRUSTED: 'APPROVED',
+      NORMAL: 'APPROVED',
+      WARNING: 'MANUAL_REVIEW',
+      HIGH_RISK: 'DECLINED',
+    },
+    maxUploadBytes: 100 * 1024 * 1024,
+    maxSubmissions: 10000,
+    storageDir: null,
+    uploadUrlTtlSeconds: 900,
+    reportUrlTtlSeconds: 900,
+  };
+}
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** Merges a patch into a base: objects merge key by key, arrays and scalars (and null) replace. */
+export function mergeDeep<T>(base: T, patch: unknown): T {
+  if (!isPlainObject(patch) || !isPlainObject(base)) return (patch === undefined ? base : patch) as T;
+  const out: Record<string, unknown> = { ...base };
+  for (const [key, value] of Object.entries(patch)) {
+    if (value === undefined) continue;
+    const current = out[key];
+    out[key] = isPlainObject(current) && isPlainObject(value) ? mergeDeep(current, value) : value;
+  }
+  return out as T;
+}
+
+export class SandboxConfigError extends Error {
+  override readonly name = 'SandboxConfigError';
+}
+
+/** Applies a patch and validates the result; throws SandboxConfigError naming each bad field. */
+export function applyConfigPatch(base: SandboxConfig, patch: unknown): SandboxConfig {
+  if (patch !== undefined && !isPlainObject(patch)) {
+    throw new SandboxConfigError('config: must be a JSON object');
+  }
+  const parsed = SandboxConfigSchema.safeParse(mergeDeep(base, patch));
+  if (!parsed.success) throw new SandboxConfigError(describeZodError(parsed.error));
+  return parsed.data;
+}
+
+/** The config as shown to callers of the inspection API: secrets masked. */
+export function redactConfig(config: SandboxConfig): unknown {
+  return {
+    ...config,
+    clients: config.clients.map((c) => ({ ...c, clientSecret: c.clientSecret ? '[redacted]' : undefined })),
+    webhook: { ...config.webhook, secret: '[redacted]' },
+  };
+}

@@ -1,0 +1,87 @@
+/** `docstream sandbox` as a user runs it: the built CLI (npm run test:integration builds first). */
+import { spawn, spawnSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+const CLI = join(process.cwd(), 'dist', 'cli', 'index.js');
+
+describe('docstream sandbox CLI', () => {
+  test('--help documents every knob', () => {
+    const out = spawnSync(process.execPath, [CLI, 'sandbox', '--help'], { encoding: 'utf8' });
+    expect(out.status).toBe(0);
+    for (const flag of [
+      '--config',
+      '--host',
+      '--port',
+      '--token-ttl',
+      '--processing',
+      '--processing-mean-ms',
+      '--seed',
+      '--rate-limit',
+      '--burst',
+      '--retry-after-format',
+      '--error-rate',
+      '--extra-latency-ms',
+      '--drop-rate',
+      '--storm-429-ms',
+      '--pipeline-fail-rate',
+      '--webhook-url',
+      '--webhook-secret',
+      '--webhook-duplicate-rate',
+      '--webhook-out-of-order',
+      '--webhook-max-attempts',
+      '--webhook-retry-base-ms',
+      '--decision-rule',
+      '--max-upload-bytes',
+      '--max-submissions',
+      '--storage-dir',
+      '--upload-url-ttl',
+      '--report-url-ttl',
+    ]) {
+      expect(out.stdout).toContain(flag);
+    }
+  });
+
+  test.each([
+    [['--port', 'abc'], /--port/],
+    [['--error-rate', '2'], /--error-rate/],
+    [['--processing', 'normal'], /--processing/],
+    [['--decision-rule', 'GOOD=YES'], /--decision-rule/],
+    [['--max-upload-bytes', '12 parsecs'], /--max-upload-bytes/],
+    [['--webhook-secret', 'not-a-secret'], /webhook\.secret/],
+  ])('bad value %j exits 2 with a clear message', (args, pattern) => {
+    const out = spawnSync(process.execPath, [CLI, 'sandbox', ...args], { encoding: 'utf8', timeout: 20_000 });
+    expect(out.status).toBe(2);
+    expect(out.stderr).toMatch(pattern);
+  });
+
+  test('an invalid --config file exits 2 naming the field', () => {
+    const file = join(tmpdir(), `sandbox-config-${process.pid}.json`);
+    writeFileSync(file, JSON.stringify({ rateLimit: { ratePerSecond: -1, burst: 1 } }));
+    const out = spawnSync(process.execPath, [CLI, 'sandbox', '--config', file], {
+      encoding: 'utf8',
+      timeout: 20_000,
+    });
+    expect(out.status).toBe(2);
+    expect(out.stderr).toMatch(/rateLimit\.ratePerSecond/);
+  });
+
+  test('starts, prints base URL, token URL and credentials, and exits 0 on SIGTERM', async () => {
+    const child = spawn(process.execPath, [CLI, 'sandbox', '--port', '0', '--log-level', 'silent'], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    child.stdout.setEncoding('utf8').on('data', (c: string) => (out += c));
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    for (let i = 0; i < 200 && !out.includes('client:'); i++) await new Promise((r) => setTimeout(r, 50));
+    expect(out).toMatch(/base URL: +http:\/\/127\.0\.0\.1:\d+/);
+    expect(out).toMatch(/token URL: +http:\/\/127\.0\.0\.1:\d+\/oauth2\/token/);
+    expect(out).toContain('sandbox-client / sandbox-secret');
+    const base = /base URL: +(\S+)/.exec(out)?.[1];
+    const res = await fetch(`${base}/_sandbox/stats`);
+    expect(res.status).toBe(200);
+    child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+  });
+});
