@@ -19,51 +19,57 @@ export interface FieldSpec {
   max?: number;
 }
 
+type Field<K extends FieldKind, Extra = object> = Omit<FieldSpec, 'kind' | 'values'> & { kind: K } & Extra;
+
 const f = {
-  string: (def: string, description: string, extra: Partial<FieldSpec> = {}): FieldSpec => ({
+  string: (def: string, description: string, extra: Partial<FieldSpec> = {}): Field<'string'> => ({
+    ...extra,
     kind: 'string',
     default: def,
     description,
-    ...extra,
   }),
-  secret: (def: string, description: string): FieldSpec => ({
+  secret: (def: string, description: string): Field<'string'> => ({
     kind: 'string',
     default: def,
     description,
     secret: true,
   }),
-  int: (def: number, description: string, min = 0, max = Number.MAX_SAFE_INTEGER): FieldSpec => ({
+  int: (def: number, description: string, min = 0, max = Number.MAX_SAFE_INTEGER): Field<'int'> => ({
     kind: 'int',
     default: def,
     description,
     min,
     max,
   }),
-  number: (def: number, description: string, min = 0, max = Number.MAX_VALUE): FieldSpec => ({
+  number: (def: number, description: string, min = 0, max = Number.MAX_VALUE): Field<'number'> => ({
     kind: 'number',
     default: def,
     description,
     min,
     max,
   }),
-  bool: (def: boolean, description: string): FieldSpec => ({ kind: 'bool', default: def, description }),
+  bool: (def: boolean, description: string): Field<'bool'> => ({ kind: 'bool', default: def, description }),
   list: (
     def: string[] | (() => string[]),
     description: string,
     extra: Partial<FieldSpec> = {},
-  ): FieldSpec => ({
+  ): Field<'list'> => ({
+    ...extra,
     kind: 'list',
     default: def,
     description,
-    ...extra,
   }),
-  enum: <T extends string>(values: readonly T[], def: T, description: string): FieldSpec => ({
+  enum: <const T extends string>(
+    values: readonly T[],
+    def: T,
+    description: string,
+  ): Field<'enum', { values: readonly T[] }> => ({
     kind: 'enum',
     values,
     default: def,
     description,
   }),
-  json: (def: unknown, description: string): FieldSpec => ({ kind: 'json', default: def, description }),
+  json: (def: unknown, description: string): Field<'json'> => ({ kind: 'json', default: def, description }),
 };
 
 export const CONFIG_SPEC = {
