@@ -1,4 +1,9 @@
 import { Command } from 'commander';
+import { registerAnalyze } from './commands/analyze.js';
+import { registerDelete } from './commands/delete.js';
+import { registerFeedback } from './commands/feedback.js';
+import { registerReport } from './commands/report.js';
+import { registerTenants } from './commands/tenants.js';
 
 export function buildProgram(): Command {
   const program = new Command('docstream')
@@ -8,5 +13,10 @@ export function buildProgram(): Command {
     .exitOverride((err) => {
       process.exit(err.exitCode === 0 ? 0 : 2);
     });
+  registerAnalyze(program);
+  registerFeedback(program);
+  registerDelete(program);
+  registerReport(program);
+  registerTenants(program);
   return program;
 }
