@@ -21,7 +21,7 @@ import {
   ValidationError,
 } from './errors.js';
 import type { CallEvent } from './http.js';
-import { JumpingClock, json, MockServer, type Recorded } from './mock-server.test-helper.js';
+import { JumpingClock, json, MockServer, type Recorded } from './test-helpers.js';
 import { TenantClient } from './tenant-client.js';
 
 const ID = 'sub-0123456789abcdef0123456';

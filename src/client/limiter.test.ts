@@ -1,4 +1,4 @@
-import { FakeClock } from './fake-clock.test-helper.js';
+import { FakeClock } from './test-helpers.js';
 import { AdaptiveRateLimiter } from './limiter.js';
 
 function releases(limiter: AdaptiveRateLimiter, clock: FakeClock, count: number): number[] {

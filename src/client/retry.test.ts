@@ -1,5 +1,5 @@
 import { NotFoundError, ServerError } from './errors.js';
-import { FakeClock } from './fake-clock.test-helper.js';
+import { FakeClock } from './test-helpers.js';
 import { pollUntilReady } from './poll.js';
 import { backoffDelay, DEFAULT_RETRY_POLICY, parseRetryAfter } from './retry.js';
 
