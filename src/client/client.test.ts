@@ -155,6 +155,19 @@ describe('authentication', () => {
     expect(server.count('POST', '/oauth2/token')).toBe(2);
   });
 
+  it('refreshes at most once per call, across retried attempts', async () => {
+    let calls = 0;
+    route((req, res) => {
+      calls += 1;
+      if (calls === 2) return json(res, 503, { message: 'busy' });
+      return json(res, 401, { message: `refused ${req.headers.authorization}` });
+    });
+    const error = await caught(client().getFraud(ID));
+    expect(error).toBeInstanceOf(AuthenticationError);
+    expect(server.count('GET', /fraud$/)).toBe(3);
+    expect(server.count('POST', '/oauth2/token')).toBe(2);
+  });
+
   it('refreshes a token before it expires', async () => {
     server.handler = (req, res) => {
       if (req.path === '/oauth2/token') {
@@ -436,6 +449,7 @@ describe('validation before sending', () => {
     ['submission_id', (c) => c.getFraud('short')],
     ['outcome', (c) => c.putFeedback(ID, { outcome: 'MAYBE' as never })],
     ['upload_url', (c) => c.upload('/relative', Buffer.from('x'))],
+    ['body', (c) => c.upload('http://127.0.0.1:1/u', '/no/such/file.pdf')],
   ];
   it.each(invalid)('%s', async (field, call) => {
     route((_req, res) => json(res, 500, {}));

@@ -119,7 +119,7 @@ export class DocumentAnalysisClient {
     const context = this.context('PUT', ROUTES.upload);
     if (!/^https?:\/\//.test(uploadUrl))
       fail(`${context.endpoint}: upload_url must be an absolute http(s) URL`, 'upload_url', context);
-    const { factory, retry } = await uploadBodyFactory(body, options.contentLength);
+    const { factory, retry } = await uploadBodyFactory(body, options.contentLength, context);
     await this.transport.sender.send({
       method: 'PUT',
       route: ROUTES.upload,
@@ -258,9 +258,21 @@ export class DocumentAnalysisClient {
 async function uploadBodyFactory(
   body: UploadBody,
   contentLength: number | undefined,
+  context: { method: string; endpoint: string },
 ): Promise<{ factory: BodyFactory; retry: RetryMode }> {
   if (typeof body === 'string') {
-    const size = contentLength ?? (await stat(body)).size;
+    let size: number;
+    try {
+      const info = await stat(body);
+      if (!info.isFile()) throw new Error('not a regular file');
+      size = contentLength ?? info.size;
+    } catch (error) {
+      return fail(
+        `${context.endpoint}: cannot read ${body}: ${error instanceof Error ? error.message : String(error)}`,
+        'body',
+        context,
+      );
+    }
     return {
       factory: async () => ({ body: createReadStream(body), contentLength: size }),
       retry: 'idempotent',

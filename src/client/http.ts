@@ -112,13 +112,15 @@ export class HttpSender {
   }
 
   async send<T>(request: SendRequest<T>): Promise<T> {
+    // One token refresh per call, however many attempts it takes.
+    const auth = { refreshed: false };
     const context = {
       method: request.method,
       endpoint: `${request.method} ${request.route}`,
       submissionId: request.submissionId,
     };
     return withRetries(
-      (attempt) => this.attempt(request, attempt),
+      (attempt) => this.attempt(request, attempt, auth),
       this.options.retry,
       (error) => {
         const decision = this.decide(request.retry, error);
@@ -147,8 +149,11 @@ export class HttpSender {
     return { retry: false };
   }
 
-  private async attempt<T>(request: SendRequest<T>, attempt: number): Promise<T> {
-    let refreshed = false;
+  private async attempt<T>(
+    request: SendRequest<T>,
+    attempt: number,
+    auth: { refreshed: boolean },
+  ): Promise<T> {
     for (;;) {
       const releasedAt = request.limited ? await this.options.limiter.acquire() : 0;
       // A token failure has been retried by the token request itself; retrying it again here
@@ -157,10 +162,10 @@ export class HttpSender {
       const response = await this.exchange(request, attempt, token);
       const status = response.statusCode;
 
-      if (status === 401 && token !== undefined && !refreshed) {
+      if (status === 401 && token !== undefined && !auth.refreshed) {
         // A token can expire or be revoked between caching and use; the refused request did no
         // work, so one refresh and one resend are safe even for a create.
-        refreshed = true;
+        auth.refreshed = true;
         this.requireTokens(request).invalidate(token);
         continue;
       }
