@@ -139,8 +139,13 @@ describe('authentication', () => {
         ? json(res, 401, { message: 'expired' })
         : json(res, 200, fraudBody),
     );
-    const result = await client().getFraud(ID);
+    const events: CallEvent[] = [];
+    const result = await client({ onCall: (e) => events.push(e) }).getFraud(ID);
     expect(result.status).toBe('SUCCESS');
+    expect(events.filter((e) => e.endpoint.endsWith('/fraud')).map((e) => [e.status, e.retried])).toEqual([
+      [401, false],
+      [200, true],
+    ]);
     expect(server.count('POST', '/oauth2/token')).toBe(2);
     expect(server.count('GET', /fraud$/)).toBe(2);
   });

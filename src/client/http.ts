@@ -54,6 +54,7 @@ export interface CallEvent {
   durationMs: number;
   /** 1 for the first attempt of a call. */
   attempt: number;
+  /** A resend: a later attempt, or the resend after a token refresh. */
   retried: boolean;
 }
 
@@ -159,7 +160,7 @@ export class HttpSender {
       // A token failure has been retried by the token request itself; retrying it again here
       // would multiply the attempts.
       const token = request.auth ? await finalOnFailure(this.requireTokens(request).getToken()) : undefined;
-      const response = await this.exchange(request, attempt, token);
+      const response = await this.exchange(request, attempt, token, auth.refreshed);
       const status = response.statusCode;
 
       if (status === 401 && token !== undefined && !auth.refreshed) {
@@ -194,6 +195,7 @@ export class HttpSender {
     request: SendRequest<unknown>,
     attempt: number,
     token: string | undefined,
+    afterRefresh: boolean,
   ): Promise<Response<string>> {
     const headers: Record<string, string> = { accept: 'application/json', ...request.headers };
     if (token !== undefined) headers.authorization = `Bearer ${token}`;
@@ -211,7 +213,7 @@ export class HttpSender {
         status,
         durationMs: performance.now() - started,
         attempt,
-        retried: attempt > 1,
+        retried: attempt > 1 || afterRefresh,
       });
     try {
       const response = await got(request.url, {
