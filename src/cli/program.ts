@@ -1,7 +1,12 @@
 import { Command } from 'commander';
+import { registerAnalyze } from './commands/analyze.js';
 import { registerConfigCommand } from './commands/config.js';
+import { registerDelete } from './commands/delete.js';
+import { registerFeedback } from './commands/feedback.js';
+import { registerReport } from './commands/report.js';
 import { registerSandboxCommand } from './commands/sandbox.js';
 import { registerStackCommand } from './commands/stack.js';
+import { registerTenants } from './commands/tenants.js';
 
 export function buildProgram(): Command {
   const program = new Command('docstream')
@@ -14,5 +19,10 @@ export function buildProgram(): Command {
   registerConfigCommand(program);
   registerStackCommand(program);
   registerSandboxCommand(program);
+  registerAnalyze(program);
+  registerFeedback(program);
+  registerDelete(program);
+  registerReport(program);
+  registerTenants(program);
   return program;
 }

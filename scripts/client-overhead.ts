@@ -1,0 +1,119 @@
+/**
+ * Measures the client's own overhead per call: the same GET answered by the same local
+ * server, once through DocumentAnalysisClient (limiter, token cache, retry wrapper, zod
+ * validation) and once as a bare got call with a fixed bearer token and JSON.parse.
+ * Reports, asserts nothing. Bounded: at most N calls per side and a wall-clock deadline.
+ *
+ *   npx tsc -p tsconfig.json --outDir .cache/build && node .cache/build/scripts/client-overhead.js [N]
+ */
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { got } from 'got';
+import { DocumentAnalysisClient } from '../src/client/client.js';
+
+const N = Math.min(500, Math.max(10, Number(process.argv[2] ?? 500)));
+const DEADLINE_MS = 60_000;
+const ID = 'sub-0123456789abcdef0123456';
+
+const body = JSON.stringify({
+  status: 'SUCCESS',
+  analysis_time: '2026-01-01T00:00:00Z',
+  file_type: 'pdf',
+  mime_type: 'application/pdf',
+  deployment_version: '1.0',
+  query_id: 'q-1',
+  sha256: 'a'.repeat(64),
+  filtered_parsed_pages: [],
+  num_pages: 2,
+  document_tags: ['PDF', 'DIGITAL'],
+  score: 'WARNING',
+  sample_metadata: { producer: 'x', creator: 'y' },
+  indicators: Array.from({ length: 5 }, (_, i) => ({
+    indicator_id: `ind-${i}`,
+    type: 'RISK',
+    category: 'modification',
+    title: `Indicator ${i}`,
+    description: 'A finding.',
+    origin: 'fraud',
+  })),
+});
+
+function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
+}
+
+function describe(label: string, samples: number[]): string {
+  const sorted = [...samples].sort((a, b) => a - b);
+  const mean = samples.reduce((a, b) => a + b, 0) / samples.length;
+  return `${label.padEnd(8)} n=${samples.length} mean=${mean.toFixed(3)}ms p50=${percentile(sorted, 50).toFixed(3)}ms p95=${percentile(sorted, 95).toFixed(3)}ms`;
+}
+
+async function main(): Promise<void> {
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      if (req.url === '/oauth2/token') {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ access_token: 'tok', token_type: 'Bearer', expires_in: 3600 }));
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(body);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  // A ceiling far above what one sequential caller reaches: this measures the limiter's
+  // bookkeeping, not its waiting.
+  const client = new DocumentAnalysisClient({
+    baseUrl,
+    clientId: 'bench',
+    clientSecret: 'bench',
+    rateLimit: { ratePerSecond: 1_000_000, burst: 1000 },
+  });
+  const url = `${baseUrl}/v2/submission/${ID}/fraud`;
+  const bare = async () => {
+    const response = await got(url, {
+      headers: { authorization: 'Bearer tok', accept: 'application/json' },
+      throwHttpErrors: false,
+      retry: { limit: 0 },
+      responseType: 'text',
+    });
+    return JSON.parse(response.body) as unknown;
+  };
+  const viaClient = () => client.getFraud(ID);
+
+  const started = Date.now();
+  for (let i = 0; i < 50; i++) {
+    await bare();
+    await viaClient();
+  }
+  const samples = { bare: [] as number[], client: [] as number[] };
+  // Interleaved, so drift of the shared machine affects both sides alike.
+  for (let i = 0; i < N && Date.now() - started < DEADLINE_MS; i++) {
+    let t = performance.now();
+    await bare();
+    samples.bare.push(performance.now() - t);
+    t = performance.now();
+    await viaClient();
+    samples.client.push(performance.now() - t);
+  }
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+
+  const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+  const median = (xs: number[]) =>
+    percentile(
+      [...xs].sort((a, b) => a - b),
+      50,
+    );
+  process.stdout.write(
+    [
+      describe('bare got', samples.bare),
+      describe('client', samples.client),
+      `overhead per call: mean ${(mean(samples.client) - mean(samples.bare)).toFixed(3)}ms, ` +
+        `median ${(median(samples.client) - median(samples.bare)).toFixed(3)}ms`,
+    ].join('\n') + '\n',
+  );
+}
+
+void main();

@@ -1,0 +1,330 @@
+/**
+ * The one request sender. Every call of the client goes through `send`, which alone does
+ * rate limiting, authentication (bearer token, one refresh on 401), retries, error mapping,
+ * response validation and instrumentation. The resource methods in client.ts only say what to
+ * send and what to expect.
+ *
+ * Retry rule (also in docs/client.md):
+ * - idempotent calls (GET, PUT, DELETE, and uploads with a re-creatable body) are retried on
+ *   429, 5xx and connection failures;
+ * - a create (POST /v2/submission, POST /v0/tenants) is not idempotent: a resend after the
+ *   server did work creates a second submission or tenant. It is retried only where the
+ *   request provably did no work: 429 (the server refused it before doing anything), and
+ *   connection failures that happened before a byte was sent (connection refused, DNS
+ *   failure). Never after a 5xx, a timeout or a reset once the request was on the wire;
+ * - nothing else is retried: 4xx answers are final (401 aside: one token refresh and one
+ *   resend, since the request was refused before any work).
+ */
+import type { Readable } from 'node:stream';
+import { got, RequestError, type Response } from 'got';
+import { ZodUnion, type z } from 'zod';
+import { describeZodError, ErrorBody } from '../api/schemas.js';
+import type { Logger } from '../observability/logger.js';
+import { silentLogger } from '../observability/logger.js';
+import type { TokenSource } from './auth.js';
+import type { ApiError } from './errors.js';
+import {
+  ConnectionError,
+  errorFromStatus,
+  RateLimitError,
+  ResponseValidationError,
+  ServerError,
+} from './errors.js';
+import type { AdaptiveRateLimiter, Clock } from './limiter.js';
+import { systemClock } from './limiter.js';
+import {
+  finalOnFailure,
+  parseRetryAfter,
+  type RetryDecision,
+  type RetryPolicy,
+  withRetries,
+} from './retry.js';
+
+export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'DELETE';
+
+/** How a call may be retried; see the rule at the top of this file. */
+export type RetryMode = 'idempotent' | 'create' | 'never';
+
+export interface CallEvent {
+  method: HttpMethod;
+  /** Path template, e.g. `/v2/submission/{id}/fraud`: bounded cardinality for metrics. */
+  endpoint: string;
+  /** Undefined when no HTTP answer arrived. */
+  status?: number;
+  durationMs: number;
+  /** 1 for the first attempt of a call. */
+  attempt: number;
+  /** A resend: a later attempt, or the resend after a token refresh. */
+  retried: boolean;
+}
+
+export type OnCall = (event: CallEvent) => void;
+
+/** A body the sender can produce again for every attempt. */
+export type BodyFactory = () => Promise<{ body: Readable | Buffer; contentLength?: number }>;
+
+export interface SendRequest<T> {
+  method: HttpMethod;
+  /** Path template for errors, logs and metrics. */
+  route: string;
+  url: string;
+  searchParams?: Record<string, string>;
+  json?: unknown;
+  form?: Record<string, string>;
+  body?: BodyFactory;
+  headers?: Record<string, string>;
+  /** Send the bearer token (and refresh it once on 401). */
+  auth: boolean;
+  retry: RetryMode;
+  /** Go through the shared rate limiter (everything but the token endpoint). */
+  limited: boolean;
+  submissionId?: string;
+  /** Schema of a 2xx body; without one the body is ignored. */
+  schema?: z.ZodType<T>;
+}
+
+export interface SenderOptions {
+  limiter: AdaptiveRateLimiter;
+  retry: RetryPolicy;
+  timeoutMs: number;
+  tokens?: TokenSource;
+  logger?: Logger;
+  onCall?: OnCall;
+  clock?: Clock;
+}
+
+/** Connection failures that happen before any request byte leaves this process. */
+const NOT_SENT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EAI_NONAME', 'EAI_FAIL']);
+
+export class HttpSender {
+  private readonly logger: Logger;
+  private readonly clock: Clock;
+  private tokens?: TokenSource;
+
+  constructor(private readonly options: SenderOptions) {
+    this.logger = options.logger ?? silentLogger;
+    this.clock = options.clock ?? systemClock;
+    this.tokens = options.tokens;
+  }
+
+  /** The token source is set after construction because it requests tokens through `send`. */
+  setTokenSource(tokens: TokenSource): void {
+    this.tokens = tokens;
+  }
+
+  async send<T>(request: SendRequest<T>): Promise<T> {
+    // One token refresh per call, however many attempts it takes.
+    const auth = { refreshed: false };
+    const context = {
+      method: request.method,
+      endpoint: `${request.method} ${request.route}`,
+      submissionId: request.submissionId,
+    };
+    return withRetries(
+      (attempt) => this.attempt(request, attempt, auth),
+      this.options.retry,
+      (error) => {
+        const decision = this.decide(request.retry, error);
+        if (decision.retry) {
+          this.logger.debug(
+            {
+              ...context,
+              error: error.name,
+              status: (error as ApiError).status,
+              retryAfterMs: decision.retryAfterMs,
+            },
+            'retrying API call',
+          );
+        }
+        return decision;
+      },
+      this.clock,
+    );
+  }
+
+  private decide(mode: RetryMode, error: Error): RetryDecision {
+    if (mode === 'never') return { retry: false };
+    if (error instanceof RateLimitError) return { retry: true, retryAfterMs: error.retryAfterMs };
+    if (error instanceof ServerError) return { retry: mode === 'idempotent' };
+    if (error instanceof ConnectionError) return { retry: mode === 'idempotent' || !error.requestSent };
+    return { retry: false };
+  }
+
+  private async attempt<T>(
+    request: SendRequest<T>,
+    attempt: number,
+    auth: { refreshed: boolean },
+  ): Promise<T> {
+    for (;;) {
+      const releasedAt = request.limited ? await this.options.limiter.acquire() : 0;
+      // A token failure has been retried by the token request itself; retrying it again here
+      // would multiply the attempts.
+      const token = request.auth ? await finalOnFailure(this.requireTokens(request).getToken()) : undefined;
+      const response = await this.exchange(request, attempt, token, auth.refreshed);
+      const status = response.statusCode;
+
+      if (status === 401 && token !== undefined && !auth.refreshed) {
+        // A token can expire or be revoked between caching and use; the refused request did no
+        // work, so one refresh and one resend are safe even for a create.
+        auth.refreshed = true;
+        this.requireTokens(request).invalidate(token);
+        continue;
+      }
+      if (request.limited) {
+        if (status === 429) {
+          this.options.limiter.onRateLimited(releasedAt, this.retryAfter(response));
+        } else {
+          this.options.limiter.onSuccess();
+        }
+      }
+      if (status >= 200 && status < 300) return this.parse(request, response);
+      if (status === 404 && request.method === 'DELETE' && attempt > 1) {
+        // An earlier attempt whose answer was lost did the delete; the goal is reached.
+        return undefined as T;
+      }
+      throw this.httpError(request, response);
+    }
+  }
+
+  private requireTokens(request: SendRequest<unknown>): TokenSource {
+    if (!this.tokens) throw new TypeError(`${request.method} ${request.route} needs a token source`);
+    return this.tokens;
+  }
+
+  private async exchange(
+    request: SendRequest<unknown>,
+    attempt: number,
+    token: string | undefined,
+    afterRefresh: boolean,
+  ): Promise<Response<string>> {
+    const headers: Record<string, string> = { accept: 'application/json', ...request.headers };
+    if (token !== undefined) headers.authorization = `Bearer ${token}`;
+    let body: Readable | Buffer | undefined;
+    if (request.body) {
+      const made = await request.body();
+      body = made.body;
+      if (made.contentLength !== undefined) headers['content-length'] = String(made.contentLength);
+    }
+    const started = performance.now();
+    const report = (status: number | undefined) =>
+      this.options.onCall?.({
+        method: request.method,
+        endpoint: request.route,
+        status,
+        durationMs: performance.now() - started,
+        attempt,
+        retried: attempt > 1 || afterRefresh,
+      });
+    try {
+      const response = await got(request.url, {
+        method: request.method,
+        headers,
+        searchParams: request.searchParams,
+        json: request.json,
+        form: request.form,
+        body,
+        throwHttpErrors: false,
+        retry: { limit: 0 },
+        timeout: { request: this.options.timeoutMs },
+        responseType: 'text',
+      });
+      report(response.statusCode);
+      return response;
+    } catch (error) {
+      report(undefined);
+      throw this.connectionError(request, error);
+    }
+  }
+
+  private connectionError(request: SendRequest<unknown>, error: unknown): ApiError {
+    const code = error instanceof RequestError ? error.code : undefined;
+    const reason = error instanceof Error ? error.message : String(error);
+    return new ConnectionError(`${request.method} ${request.route} failed without an answer: ${reason}`, {
+      method: request.method,
+      endpoint: `${request.method} ${request.route}`,
+      submissionId: request.submissionId,
+      cause: error,
+      code,
+      requestSent: code === undefined || !NOT_SENT_CODES.has(code),
+    });
+  }
+
+  private retryAfter(response: Response<string>): number | undefined {
+    const header = response.headers['retry-after'];
+    return parseRetryAfter(Array.isArray(header) ? header[0] : header);
+  }
+
+  private httpError(request: SendRequest<unknown>, response: Response<string>): ApiError {
+    const body = parseJson(response.body);
+    const parsed = ErrorBody.safeParse(body);
+    const detail = parsed.success
+      ? parsed.data.message
+      : (oauthError(body) ?? (response.statusMessage || 'no message'));
+    const requestId = response.headers['x-request-id'];
+    return errorFromStatus({
+      status: response.statusCode,
+      message: `${request.method} ${request.route} answered ${response.statusCode}: ${detail}`,
+      method: request.method,
+      endpoint: `${request.method} ${request.route}`,
+      submissionId: request.submissionId,
+      body: body ?? response.body,
+      requestId: typeof requestId === 'string' ? requestId : undefined,
+      retryAfterMs: response.statusCode === 429 ? this.retryAfter(response) : undefined,
+    });
+  }
+
+  private parse<T>(request: SendRequest<T>, response: Response<string>): T {
+    if (!request.schema) return undefined as T;
+    const body = parseJson(response.body);
+    const result = request.schema.safeParse(body);
+    if (!result.success) {
+      throw new ResponseValidationError(
+        `${request.method} ${request.route} answered ${response.statusCode} with an unexpected body: ${
+          body === undefined ? 'not JSON' : describeResponseIssues(request.schema, body, result.error)
+        }`,
+        {
+          method: request.method,
+          endpoint: `${request.method} ${request.route}`,
+          status: response.statusCode,
+          submissionId: request.submissionId,
+          body: body ?? response.body,
+        },
+      );
+    }
+    return result.data;
+  }
+}
+
+/**
+ * Result schemas are unions of a SUCCESS variant and the other variants, and zod reports only
+ * the variant that failed last ("status must not be SUCCESS"), which hides the real problem.
+ * Describe instead the variant the body claims to be: the one whose `status` it matches.
+ */
+function describeResponseIssues(schema: z.ZodType<unknown>, body: unknown, error: z.ZodError): string {
+  if (schema instanceof ZodUnion) {
+    for (const option of schema.options as readonly z.ZodType<unknown>[]) {
+      const attempt = option.safeParse(body);
+      if (!attempt.success && !attempt.error.issues.some((issue) => issue.path[0] === 'status')) {
+        return describeZodError(attempt.error);
+      }
+    }
+  }
+  return describeZodError(error);
+}
+
+/** The token endpoint answers errors in the RFC 6749 §5.2 shape, not the API's `message`. */
+function oauthError(body: unknown): string | undefined {
+  if (typeof body !== 'object' || body === null) return undefined;
+  const { error, error_description: description } = body as Record<string, unknown>;
+  if (typeof error !== 'string') return undefined;
+  return typeof description === 'string' ? `${error}: ${description}` : error;
+}
+
+function parseJson(text: string): unknown {
+  if (text.length === 0) return undefined;
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,144 @@
+/**
+ * One adaptive rate limiter shared by every call of a client.
+ *
+ * Spacing: a queue released by a single pump at the current rate (GCRA / virtual scheduling:
+ * each release moves the theoretical arrival time by 1/rate; `burst` releases may be back to
+ * back after an idle period). A queue rather than per-caller timers, so that a rate change or
+ * a pause applies at once to everyone already waiting.
+ *
+ * Adaptation (AIMD, as in TCP congestion control): a 429 multiplies the rate by
+ * `decreaseFactor` (never below `minRatePerSecond`), at most once per "round" - a 429 for a
+ * request released before the last decrease is the same congestion signal and is ignored, so a
+ * burst of in-flight 429s halves the rate once, not ten times. A Retry-After pauses every
+ * caller until it has passed. Each success adds `increasePerSecond` per elapsed second back,
+ * up to the configured ceiling. Several clients against one server therefore settle a little
+ * below the server's limit instead of oscillating around it.
+ */
+
+export interface Clock {
+  now(): number;
+  sleep(ms: number): Promise<void>;
+}
+
+export const systemClock: Clock = {
+  now: () => performance.now(),
+  sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+};
+
+export interface RateLimiterOptions {
+  /** The ceiling, in requests per second. */
+  ratePerSecond: number;
+  /** The floor the rate never drops below. */
+  minRatePerSecond?: number;
+  /** Releases allowed back to back after idling. */
+  burst?: number;
+  /** Multiplier applied on a 429. */
+  decreaseFactor?: number;
+  /** Requests/second regained per second of successes. */
+  increasePerSecond?: number;
+  clock?: Clock;
+}
+
+interface Waiter {
+  resolve: (releasedAt: number) => void;
+}
+
+export class AdaptiveRateLimiter {
+  private readonly ceiling: number;
+  private readonly floor: number;
+  private readonly burst: number;
+  private readonly decreaseFactor: number;
+  private readonly increasePerSecond: number;
+  private readonly clock: Clock;
+
+  private rate: number;
+  private tat = Number.NEGATIVE_INFINITY;
+  private pausedUntil = Number.NEGATIVE_INFINITY;
+  private lastDecreaseAt = Number.NEGATIVE_INFINITY;
+  private lastIncreaseAt: number;
+  private readonly queue: Waiter[] = [];
+  private pumping = false;
+
+  constructor(options: RateLimiterOptions) {
+    if (!(options.ratePerSecond > 0)) throw new RangeError('ratePerSecond must be > 0');
+    this.ceiling = options.ratePerSecond;
+    this.floor = Math.min(options.minRatePerSecond ?? Math.min(1, this.ceiling), this.ceiling);
+    if (!(this.floor > 0)) throw new RangeError('minRatePerSecond must be > 0');
+    this.burst = Math.max(1, Math.floor(options.burst ?? 1));
+    this.decreaseFactor = options.decreaseFactor ?? 0.5;
+    if (!(this.decreaseFactor > 0 && this.decreaseFactor < 1)) {
+      throw new RangeError('decreaseFactor must be between 0 and 1');
+    }
+    this.increasePerSecond = options.increasePerSecond ?? Math.max(0.5, this.ceiling / 20);
+    this.clock = options.clock ?? systemClock;
+    this.rate = this.ceiling;
+    this.lastIncreaseAt = this.clock.now();
+  }
+
+  /** The rate currently applied, in requests per second (for metrics). */
+  currentRate(): number {
+    return this.rate;
+  }
+
+  /** Waits for a slot. Resolves with the release time, to hand back to `onRateLimited`. */
+  acquire(): Promise<number> {
+    return new Promise<number>((resolve) => {
+      this.queue.push({ resolve });
+      void this.pump();
+    });
+  }
+
+  /** A request was answered without a 429: regain rate additively over time. */
+  onSuccess(): void {
+    const now = this.clock.now();
+    const start = Math.max(this.lastIncreaseAt, this.pausedUntil);
+    if (now > start && this.rate < this.ceiling) {
+      this.rate = Math.min(this.ceiling, this.rate + ((now - start) / 1000) * this.increasePerSecond);
+    }
+    this.lastIncreaseAt = Math.max(now, this.lastIncreaseAt);
+  }
+
+  /**
+   * A request released at `releasedAt` was answered 429. Decrease the rate once per round and
+   * pause everyone for `retryAfterMs`, when the server gave one.
+   */
+  onRateLimited(releasedAt: number, retryAfterMs?: number): void {
+    const now = this.clock.now();
+    if (releasedAt >= this.lastDecreaseAt) {
+      this.rate = Math.max(this.floor, this.rate * this.decreaseFactor);
+      this.lastDecreaseAt = now;
+      this.lastIncreaseAt = now;
+    }
+    if (retryAfterMs !== undefined && retryAfterMs > 0) {
+      this.pausedUntil = Math.max(this.pausedUntil, now + retryAfterMs);
+    }
+  }
+
+  /** Callers waiting for a slot (for metrics and tests). */
+  pending(): number {
+    return this.queue.length;
+  }
+
+  private async pump(): Promise<void> {
+    if (this.pumping) return;
+    this.pumping = true;
+    try {
+      while (this.queue.length > 0) {
+        const now = this.clock.now();
+        const interval = 1000 / this.rate;
+        const tolerance = (this.burst - 1) * interval;
+        const at = Math.max(this.tat - tolerance, this.pausedUntil);
+        if (at > now) {
+          // Re-evaluated after the sleep: a pause or a rate change may have arrived meanwhile.
+          await this.clock.sleep(at - now);
+          continue;
+        }
+        const waiter = this.queue.shift();
+        this.tat = Math.max(this.tat, now) + interval;
+        waiter?.resolve(now);
+      }
+    } finally {
+      this.pumping = false;
+    }
+  }
+}
