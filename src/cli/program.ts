@@ -4,6 +4,7 @@ import { registerConfigCommand } from './commands/config.js';
 import { registerDelete } from './commands/delete.js';
 import { registerFeedback } from './commands/feedback.js';
 import { registerReport } from './commands/report.js';
+import { registerRunCommand } from './commands/run.js';
 import { registerSandboxCommand } from './commands/sandbox.js';
 import { registerStackCommand } from './commands/stack.js';
 import { registerTenants } from './commands/tenants.js';
@@ -19,6 +20,7 @@ export function buildProgram(): Command {
   registerConfigCommand(program);
   registerStackCommand(program);
   registerSandboxCommand(program);
+  registerRunCommand(program);
   registerAnalyze(program);
   registerFeedback(program);
   registerDelete(program);

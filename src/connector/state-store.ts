@@ -1,0 +1,73 @@
+/**
+ * Every document's latest state, materialised from the compacted state topic. The consumer asks it
+ * whether an event was seen (never submit twice) and, when it is given a partition, which documents of
+ * that partition are unfinished (resume them). Writes of this instance are applied at once; records
+ * read back from the topic never move a document's state backwards.
+ */
+import type { Logger } from '../observability/logger.js';
+import type { KafkaAdmin } from '../kafka/admin.js';
+import type { KafkaClient } from '../kafka/client.js';
+import { TopicView, type ViewRecord } from '../kafka/view.js';
+import { decodeState } from './output.js';
+import type { DocumentState } from './types.js';
+
+export class StateStore {
+  private readonly states = new Map<string, DocumentState>();
+  private readonly view: TopicView;
+
+  constructor(kafka: KafkaClient, admin: KafkaAdmin, topic: string, logger: Logger) {
+    this.view = new TopicView(
+      kafka,
+      admin,
+      topic,
+      (r) => this.applyRecord(r),
+      logger,
+      'docstream-state-view',
+    );
+  }
+
+  start(): Promise<void> {
+    return this.view.start();
+  }
+
+  stop(): Promise<void> {
+    return this.view.stop();
+  }
+
+  /** Waits until every state written so far to these partitions has been read. */
+  caughtUp(partitions?: number[]): Promise<void> {
+    return this.view.caughtUp(partitions);
+  }
+
+  get(eventId: string): DocumentState | undefined {
+    return this.states.get(eventId);
+  }
+
+  get size(): number {
+    return this.states.size;
+  }
+
+  unfinished(partition: number): DocumentState[] {
+    const out: DocumentState[] = [];
+    for (const s of this.states.values()) {
+      if (s.partition === partition && (s.status === 'CREATED' || s.status === 'UPLOADED')) out.push(s);
+    }
+    return out;
+  }
+
+  /** Applies a state this instance wrote (acknowledged by Kafka). */
+  apply(state: DocumentState): void {
+    const current = this.states.get(state.event_id);
+    if (current && current.updated_at > state.updated_at) return;
+    this.states.set(state.event_id, state);
+  }
+
+  private applyRecord(record: ViewRecord): void {
+    if (record.value === null) {
+      this.states.delete(record.key);
+      return;
+    }
+    const state = decodeState(record.value);
+    if (state) this.apply(state);
+  }
+}

@@ -1,0 +1,198 @@
+/**
+ * End-to-end set-up on the real stack: a sandbox over real HTTP, unique topics and consumer group per
+ * test, the connector (in-process or as a child process of the built CLI), and helpers to produce
+ * arrival events and to consume and decode every output topic through the real registry.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { loadConfig, type Config } from '../../src/config/index.js';
+import { Connector } from '../../src/connector/connector.js';
+import { KafkaClient, type IncomingMessage, type KafkaConsumer } from '../../src/kafka/index.js';
+import { silentLogger } from '../../src/observability/logger.js';
+import { Registry } from '../../src/serde/registry.js';
+import { startSandbox, type Sandbox, type SandboxConfig, type DeepPartial } from '../../src/sandbox/index.js';
+import { uniqueName } from './topics.js';
+
+export const BROKERS = (process.env.DOCSTREAM_KAFKA_BROKERS ?? 'localhost:9092').split(',');
+export const REGISTRY_URL = process.env.DOCSTREAM_REGISTRY_URL ?? 'http://localhost:8081/apis/ccompat/v7';
+const CLI = path.resolve('dist/cli/index.js');
+
+export interface Decoded {
+  topic: string;
+  key: string | null;
+  headers: Record<string, string>;
+  value: Record<string, unknown>;
+}
+
+export async function waitFor(what: string, condition: () => boolean, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+export class E2E {
+  readonly id = uniqueName('e2e');
+  readonly kafka = new KafkaClient({ brokers: BROKERS, clientId: 'docstream-e2e' });
+  readonly registry = new Registry({ url: REGISTRY_URL });
+  readonly producer = this.kafka.producer();
+  readonly dir = fs.mkdtempSync(path.join(os.tmpdir(), 'docstream-e2e-'));
+  readonly outputs: Decoded[] = [];
+  sandbox!: Sandbox;
+  private collector: KafkaConsumer | null = null;
+  private connectors: Connector[] = [];
+  private children: ChildProcess[] = [];
+  readonly topics: Config['topics'];
+
+  constructor(partitions = 1) {
+    const t = (name: string) => `${this.id}.${name}`;
+    this.topics = {
+      arrived: t('arrived'),
+      fraud: t('fraud'),
+      quality: t('quality'),
+      classification: t('classification'),
+      decision: t('decision'),
+      dlq: t('dlq'),
+      feedback: t('feedback'),
+      state: t('state'),
+      outputPartitions: partitions,
+      replicationFactor: 1,
+    };
+  }
+
+  async start(sandboxConfig: DeepPartial<SandboxConfig> = {}): Promise<this> {
+    this.sandbox = await startSandbox({
+      port: 0,
+      processing: { distribution: 'fixed', meanMs: 200 },
+      ...sandboxConfig,
+    });
+    await this.producer.connect();
+    const admin = this.kafka.admin();
+    await admin.connect();
+    await admin.ensureTopics(
+      [this.topics.arrived, this.topics.feedback].map((topic) => ({
+        topic,
+        numPartitions: this.topics.outputPartitions,
+      })),
+    );
+    await admin.disconnect();
+    return this;
+  }
+
+  /** The connector's configuration for this test: its topics, group, sandbox, and fast polling. */
+  config(overrides: Record<string, Record<string, unknown>> = {}): Config {
+    return loadConfig({
+      env: {},
+      files: [],
+      overrides: {
+        kafka: { brokers: BROKERS, groupId: `${this.id}-group` },
+        topics: this.topics,
+        registry: { url: REGISTRY_URL },
+        api: { baseUrl: this.sandbox.baseUrl, ratePerSecond: 200 },
+        connector: {
+          pollInitialMs: 100,
+          pollMaxMs: 1000,
+          commitIntervalMs: 200,
+          ...(overrides.connector ?? {}),
+        },
+        blobs: { fileRoots: [this.dir], ...(overrides.blobs ?? {}) },
+        http: { port: 0 },
+        ...Object.fromEntries(Object.entries(overrides).filter(([k]) => !['connector', 'blobs'].includes(k))),
+      },
+    });
+  }
+
+  async startConnector(overrides: Record<string, Record<string, unknown>> = {}): Promise<Connector> {
+    const connector = await Connector.start({ config: this.config(overrides), logger: silentLogger });
+    this.connectors.push(connector);
+    return connector;
+  }
+
+  /** Starts `docstream run` of the built CLI as a child process with this test's configuration. */
+  spawnConnector(overrides: Record<string, Record<string, unknown>> = {}): ChildProcess {
+    const file = path.join(this.dir, `config-${this.children.length}.json`);
+    const config = this.config(overrides) as unknown as Record<string, Record<string, unknown>>;
+    const { fileRoots, ...blobs } = config.blobs as Record<string, unknown>;
+    fs.writeFileSync(
+      file,
+      JSON.stringify({ ...config, blobs: { ...blobs, fileRoots }, log: { level: 'warn', format: 'json' } }),
+    );
+    const child = spawn(process.execPath, [CLI, 'run', '--config', file], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+      env: Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('DOCSTREAM_'))),
+    });
+    child.stderr?.on('data', () => undefined);
+    this.children.push(child);
+    return child;
+  }
+
+  async writeFile(name: string, bytes: Buffer): Promise<string> {
+    const file = path.join(this.dir, name);
+    await fs.promises.writeFile(file, bytes);
+    return file;
+  }
+
+  async produce(
+    events: Array<Record<string, unknown> | Buffer | string>,
+    key?: (i: number) => string,
+  ): Promise<void> {
+    for (let i = 0; i < events.length; i += 200) {
+      await this.producer.send(
+        this.topics.arrived,
+        events.slice(i, i + 200).map((e, j) => ({
+          key: key ? key(i + j) : null,
+          value: Buffer.isBuffer(e) || typeof e === 'string' ? e : JSON.stringify(e),
+        })),
+      );
+    }
+  }
+
+  /** Consumes every output topic from the beginning, decoding values through the registry. */
+  async collect(): Promise<void> {
+    const t = this.topics;
+    const consumer = this.kafka.consumer({ groupId: uniqueName('e2e-collect'), maxWaitTimeMs: 100 });
+    this.collector = consumer;
+    await consumer.connect();
+    await consumer.subscribe([t.fraud, t.quality, t.classification, t.decision, t.dlq], {
+      fromBeginning: true,
+    });
+    await consumer.run(async (batch) => {
+      for (const m of batch.messages) this.outputs.push(await this.decode(m));
+    });
+  }
+
+  private async decode(m: IncomingMessage): Promise<Decoded> {
+    const value = (await this.registry.decode(m.value!)) as Record<string, unknown>;
+    return {
+      topic: m.topic,
+      key: m.key?.toString('utf8') ?? null,
+      headers: Object.fromEntries(Object.entries(m.headers).map(([k, v]) => [k, v.toString('utf8')])),
+      value,
+    };
+  }
+
+  on(kind: keyof Config['topics']): Decoded[] {
+    const topic = this.topics[kind];
+    return this.outputs.filter((o) => o.topic === topic);
+  }
+
+  async stop(): Promise<void> {
+    for (const child of this.children) if (child.exitCode === null) child.kill('SIGKILL');
+    for (const c of this.connectors) await c.stop().catch(() => undefined);
+    await this.collector?.disconnect().catch(() => undefined);
+    await this.producer.disconnect().catch(() => undefined);
+    await this.sandbox?.close();
+    fs.rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+export function arrival(
+  eventId: string,
+  file: string,
+  extra: Record<string, unknown> = {},
+): Record<string, unknown> {
+  return { event_id: eventId, blob: { url: `file://${file}` }, query_id: eventId, ...extra };
+}
