@@ -2,6 +2,7 @@ import { Command } from 'commander';
 import { registerAnalyze } from './commands/analyze.js';
 import { registerConfigCommand } from './commands/config.js';
 import { registerDelete } from './commands/delete.js';
+import { registerDemoCommand } from './commands/demo.js';
 import { registerFeedback } from './commands/feedback.js';
 import { registerReport } from './commands/report.js';
 import { registerRunCommand } from './commands/run.js';
@@ -21,6 +22,7 @@ export function buildProgram(): Command {
   registerStackCommand(program);
   registerSandboxCommand(program);
   registerRunCommand(program);
+  registerDemoCommand(program);
   registerAnalyze(program);
   registerFeedback(program);
   registerDelete(program);

@@ -1,0 +1,30 @@
+import { Option, type Command } from 'commander';
+import { runDemo } from '../../demo/demo.js';
+
+export function registerDemoCommand(program: Command): void {
+  program
+    .command('demo')
+    .description(
+      'Run the whole thing on this machine: start the local stack (what is missing of it), the sandbox and the\n' +
+        'connector, send generated documents and malformed events, show the results, and stop what it started.',
+    )
+    .option('--keep-stack', 'leave the local stack running afterwards', false)
+    .addOption(
+      new Option('--timeout <seconds>', 'give up waiting for results after this long')
+        .default(120)
+        .argParser((v) => {
+          const n = Number(v);
+          if (!Number.isInteger(n) || n <= 0)
+            throw new Error(`--timeout: expected a positive integer, got ${v}`);
+          return n;
+        }),
+    )
+    .action(async (opts: { keepStack: boolean; timeout: number }) => {
+      const code = await runDemo({
+        keepStack: opts.keepStack,
+        timeoutMs: opts.timeout * 1000,
+        out: (line) => process.stdout.write(`${line}\n`),
+      });
+      process.exit(code);
+    });
+}

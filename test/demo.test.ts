@@ -1,0 +1,21 @@
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+import { promisify } from 'node:util';
+
+const run = promisify(execFile);
+
+describe('docstream demo', () => {
+  it('processes the generated corpus and reports every document and dead letter', async () => {
+    const { stdout } = await run(
+      process.execPath,
+      [path.resolve('dist/cli/index.js'), 'demo', '--keep-stack'],
+      {
+        timeout: 150_000,
+      },
+    );
+    expect(stdout).toContain('demo complete');
+    expect(stdout).toMatch(/12 events, 7 submissions, 5 dead letters/);
+    expect(stdout).toMatch(/payslip-edited\s.*HIGH_RISK/);
+    expect(stdout).toMatch(/outside\s.*blob\/blob_not_allowed/);
+  });
+});
