@@ -128,7 +128,8 @@ export class DocumentAnalysisClient {
       headers: { 'content-type': 'application/octet-stream' },
       auth: false,
       retry,
-      limited: true,
+      // The pre-signed URL is object storage, not the API: its calls do not spend the API's rate budget.
+      limited: false,
     });
   }
 
