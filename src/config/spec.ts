@@ -97,6 +97,10 @@ export const CONFIG_SPEC = {
       'docstream.state',
       'Compacted state topic, co-partitioned with the input: submission id and progress per event_id.',
     ),
+    webhooks: f.string(
+      'docstream.webhooks',
+      'Compacted topic of webhook deliveries handled, shared by all instances (deduplication and fast path).',
+    ),
     outputPartitions: f.int(
       3,
       'Partitions of output topics that docstream creates (existing topics are kept).',

@@ -24,11 +24,16 @@ import { KafkaOutput } from './output.js';
 import { PollScheduler } from './scheduler.js';
 import { StateStore } from './state-store.js';
 import type { Awaitable, SourceRecord } from './types.js';
+import { startWebhookReceiver, type WebhookReceiver } from '../webhooks/receiver.js';
+import { WebhookService } from '../webhooks/service.js';
+import { WebhookVerifier } from '../webhooks/verify.js';
 
 export interface ConnectorOptions {
   config: Config;
   logger: Logger;
   metrics?: ConnectorMetrics;
+  /** false: serve only the webhook receiver (`docstream webhooks`), consume no input. Default true. */
+  consume?: boolean;
 }
 
 const RESULT_SCHEMAS = {
@@ -50,6 +55,9 @@ export class Connector {
   private readonly scheduler = new PollScheduler();
   private readonly blobs: ReturnType<typeof createBlobSource>;
   private readonly output: KafkaOutput;
+  private readonly sender: CoalescingSender;
+  private webhooks: WebhookService | null = null;
+  private receiver: WebhookReceiver | null = null;
   private consumer: KafkaConsumer | null = null;
   private readonly trackers = new Map<string, OffsetTracker>();
   /** Per input partition: a promise resolved once its state is read and its unfinished work resumed. */
@@ -107,8 +115,9 @@ export class Connector {
         this.metrics.recordCall({ endpoint: call.endpoint, status: call.status, attempt: call.attempt }),
     });
     this.blobs = createBlobSource(config.blobs, { logger });
+    this.sender = new CoalescingSender(this.producer);
     this.output = new KafkaOutput(
-      new CoalescingSender(this.producer),
+      this.sender,
       this.registry,
       {
         fraud: config.topics.fraud,
@@ -191,6 +200,12 @@ export class Connector {
       { topic: t.decision, ...outputs },
       { topic: t.dlq, ...outputs },
       {
+        topic: t.webhooks,
+        numPartitions: 1,
+        replicationFactor: t.replicationFactor,
+        configs: { 'cleanup.policy': 'compact' },
+      },
+      {
         topic: t.state,
         numPartitions: inputPartitions,
         replicationFactor: t.replicationFactor,
@@ -213,6 +228,11 @@ export class Connector {
     await this.state.start();
     await this.state.caughtUp();
     this.log.info({ documents: this.state.size }, 'state loaded');
+    if (config.webhooks.enabled || this.options.consume === false) await this.startWebhooks();
+    if (this.options.consume === false) {
+      this.started = true;
+      return;
+    }
 
     const consumer = this.kafka.consumer({ groupId: config.kafka.groupId });
     this.consumer = consumer;
@@ -247,6 +267,40 @@ export class Connector {
     this.commitTimer.unref();
     this.lagTimer.unref();
     this.started = true;
+  }
+
+  private async startWebhooks(): Promise<void> {
+    const w = this.options.config.webhooks;
+    if (w.secrets.length === 0)
+      throw new Error('webhooks.secrets: at least one whsec_ signing secret is required');
+    this.webhooks = new WebhookService({
+      kafka: this.kafka,
+      admin: this.admin,
+      sender: this.sender,
+      output: this.output,
+      client: this.client,
+      state: this.state,
+      topic: this.topics.webhooks,
+      logger: this.log,
+      ...(this.options.consume === false ? {} : { engine: this.engine }),
+    });
+    await this.webhooks.start();
+    this.receiver = await startWebhookReceiver({
+      host: w.host,
+      port: w.port,
+      path: w.path,
+      maxBodyBytes: w.maxBodyBytes,
+      verifier: new WebhookVerifier(w.secrets, w.toleranceSeconds),
+      handler: this.webhooks.handler,
+      logger: this.log,
+      onOutcome: (outcome) => this.metrics.webhooks.inc({ outcome }),
+    });
+    this.log.info({ url: this.receiver.url }, 'webhook receiver listening');
+  }
+
+  /** Where the webhook receiver listens, when it runs. */
+  get webhookUrl(): string | null {
+    return this.receiver?.url ?? null;
   }
 
   /** True once consuming; with at least one partition assigned when `assigned` is asked for. */
@@ -483,8 +537,10 @@ export class Connector {
       if (this.lagTimer) clearInterval(this.lagTimer);
       const timeout = this.options.config.connector.shutdownTimeoutMs;
       if (this.consumer) await this.consumer.stop().catch(() => undefined);
+      await this.receiver?.close();
       await this.engine.stop(timeout);
       this.scheduler.stop();
+      await this.webhooks?.stop().catch(() => undefined);
       await this.commit();
       await this.consumer?.disconnect().catch(() => undefined);
       await this.state.stop().catch(() => undefined);

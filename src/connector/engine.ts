@@ -48,6 +48,8 @@ export interface EnginePorts {
   logger: Logger;
   now?: () => number;
   random?: () => number;
+  /** True when another path (a webhook, on any instance) already published this submission's decision. */
+  decisionDelivered?: (submissionId: string) => boolean;
 }
 
 export type AdmitOutcome = 'started' | 'resumed' | 'replayed' | 'running' | 'dead-lettered' | 'skipped';
@@ -273,7 +275,32 @@ export class DocumentEngine {
     return true;
   }
 
+  /**
+   * Another instance published this submission's decision (seen in the shared webhook topic): stop
+   * waiting for it here without publishing it again.
+   */
+  async decisionPublishedElsewhere(submissionId: string): Promise<void> {
+    const run = this.bySubmission.get(submissionId);
+    if (
+      !run ||
+      run.mode !== 'process' ||
+      !run.state.awaited.includes('decision') ||
+      run.published.has('decision')
+    ) {
+      return;
+    }
+    this.ports.scheduler.cancel(`${run.state.event_id}\u0000decision`);
+    await this.markPublished(run, 'decision');
+  }
+
   // ---------------------------------------------------------------------------------------------
+
+  private async markPublished(run: Run, kind: Awaitable): Promise<void> {
+    run.published.add(kind);
+    run.state = { ...run.state, published: [...run.published], updated_at: this.now() };
+    if (!this.isComplete(run)) await this.ports.out.writeState(run.state);
+    await this.maybeFinish(run);
+  }
 
   private start(run: Run): void {
     this.runs.set(run.state.event_id, run);
@@ -296,7 +323,13 @@ export class DocumentEngine {
     run.uploadedAt ||= this.now();
     for (const kind of run.state.awaited) {
       if (run.published.has(kind)) continue;
-      if (kind === 'decision' && !this.options.decisionPolling && run.mode === 'process') continue;
+      if (kind === 'decision' && run.mode === 'process') {
+        if (this.ports.decisionDelivered?.(run.state.submission_id)) {
+          run.published.add('decision');
+          continue;
+        }
+        if (!this.options.decisionPolling) continue;
+      }
       this.schedulePoll(run, kind, 0);
     }
     await this.maybeFinish(run);
@@ -414,6 +447,14 @@ export class DocumentEngine {
     }
     if (attempt === 0 && run.mode === 'process') this.estimator(kind).observe(true);
     if (run.cancelled) return;
+    if (
+      kind === 'decision' &&
+      run.mode === 'process' &&
+      this.ports.decisionDelivered?.(run.state.submission_id)
+    ) {
+      await this.markPublished(run, 'decision');
+      return;
+    }
     await this.publish(run, kind, body, 'poll');
   }
 
@@ -440,12 +481,12 @@ export class DocumentEngine {
       this.schedulePoll(run, kind, (run.attempts.get(kind) ?? 0) + 1);
       return;
     }
-    run.published.add(kind);
     this.events.onPublished?.(kind, run.identity, body);
     if (run.mode === 'process' && !run.cancelled) {
-      run.state = { ...run.state, published: [...run.published], updated_at: this.now() };
-      if (!this.isComplete(run)) await this.ports.out.writeState(run.state);
+      await this.markPublished(run, kind);
+      return;
     }
+    run.published.add(kind);
     await this.maybeFinish(run);
   }
 

@@ -13,6 +13,7 @@ import type { DocumentState } from './types.js';
 
 export class StateStore {
   private readonly states = new Map<string, DocumentState>();
+  private readonly eventBySubmission = new Map<string, string>();
   private readonly view: TopicView;
 
   constructor(kafka: KafkaClient, admin: KafkaAdmin, topic: string, logger: Logger) {
@@ -43,6 +44,11 @@ export class StateStore {
     return this.states.get(eventId);
   }
 
+  bySubmission(submissionId: string): DocumentState | undefined {
+    const eventId = this.eventBySubmission.get(submissionId);
+    return eventId === undefined ? undefined : this.states.get(eventId);
+  }
+
   get size(): number {
     return this.states.size;
   }
@@ -60,10 +66,13 @@ export class StateStore {
     const current = this.states.get(state.event_id);
     if (current && current.updated_at > state.updated_at) return;
     this.states.set(state.event_id, state);
+    this.eventBySubmission.set(state.submission_id, state.event_id);
   }
 
   private applyRecord(record: ViewRecord): void {
     if (record.value === null) {
+      const gone = this.states.get(record.key);
+      if (gone) this.eventBySubmission.delete(gone.submission_id);
       this.states.delete(record.key);
       return;
     }

@@ -104,6 +104,7 @@ export async function runDemo(options: DemoOptions): Promise<number> {
       dlq: topic('documents.dlq'),
       feedback: topic('documents.feedback'),
       state: topic('docstream.state'),
+      webhooks: topic('docstream.webhooks'),
     };
     const config = loadConfig({
       overrides: {

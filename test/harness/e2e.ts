@@ -58,6 +58,7 @@ export class E2E {
       dlq: t('dlq'),
       feedback: t('feedback'),
       state: t('state'),
+      webhooks: t('webhooks'),
       outputPartitions: partitions,
       replicationFactor: 1,
     };

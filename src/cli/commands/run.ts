@@ -4,56 +4,77 @@ import { Connector } from '../../connector/connector.js';
 import { createLogger } from '../../observability/logger.js';
 import { startOpsServer, type OpsServer } from '../../observability/server.js';
 
+/** Runs a connector (or only its webhook receiver) until SIGTERM/SIGINT, then stops it cleanly. */
+async function serve(opts: { config?: string }, consume: boolean): Promise<void> {
+  const config = loadConfig(opts.config ? { files: opts.config.split(',') } : {});
+  const logger = createLogger({ level: config.log.level, format: config.log.format });
+  const connector = await Connector.start({ config, logger, consume });
+  let ops: OpsServer | null = null;
+  if (config.http.port > 0) {
+    ops = await startOpsServer({
+      host: config.http.host,
+      port: config.http.port,
+      registry: connector.metrics.registry,
+      checks: {
+        kafka: async () => ({ ok: connector.isReady().kafka }),
+        ...(consume
+          ? {
+              partitions: async () => {
+                const n = connector.isReady().assigned;
+                return { ok: n > 0, detail: `${n} input partitions assigned` };
+              },
+            }
+          : {}),
+        api: async () => {
+          try {
+            await fetch(connector.client.baseUrl, { signal: AbortSignal.timeout(2000) });
+            return { ok: true };
+          } catch (err) {
+            return { ok: false, detail: (err as Error).message };
+          }
+        },
+      },
+    });
+    logger.info({ url: ops.url }, 'metrics and health endpoints ready');
+  }
+  logger.info(consume ? 'connector running' : 'webhook receiver running');
+  await new Promise<void>((resolve) => {
+    const shutdown = (signal: string) => {
+      logger.info({ signal }, 'shutting down');
+      resolve();
+    };
+    process.once('SIGTERM', () => shutdown('SIGTERM'));
+    process.once('SIGINT', () => shutdown('SIGINT'));
+  });
+  await connector.stop();
+  await ops?.close();
+  logger.info('stopped cleanly');
+  logger.flush();
+  process.exit(0);
+}
+
+const CONFIG_HELP =
+  'Configuration comes from config/docstream.json (or $DOCSTREAM_CONFIG) and DOCSTREAM_* variables;\n' +
+  'see `docstream config docs`. With no configuration it uses the local stack and the sandbox.';
+
 export function registerRunCommand(program: Command): void {
   program
     .command('run')
     .description(
       'Run the connector: consume documents.arrived, drive each document through the API, publish results.\n' +
-        'Configuration comes from config/docstream.json (or $DOCSTREAM_CONFIG) and DOCSTREAM_* variables;\n' +
-        'see `docstream config docs`. With no configuration it uses the local stack and the sandbox.',
+        'With webhooks.enabled it also serves the Adaptive Decision webhook receiver.\n' +
+        CONFIG_HELP,
     )
     .option('-c, --config <files>', 'comma-separated configuration files (instead of $DOCSTREAM_CONFIG)')
-    .action(async (opts: { config?: string }) => {
-      const config = loadConfig(opts.config ? { files: opts.config.split(',') } : {});
-      const logger = createLogger({ level: config.log.level, format: config.log.format });
-      const connector = await Connector.start({ config, logger });
-      let ops: OpsServer | null = null;
-      if (config.http.port > 0) {
-        ops = await startOpsServer({
-          host: config.http.host,
-          port: config.http.port,
-          registry: connector.metrics.registry,
-          checks: {
-            kafka: async () => ({ ok: connector.isReady().kafka }),
-            partitions: async () => {
-              const n = connector.isReady().assigned;
-              return { ok: n > 0, detail: `${n} input partitions assigned` };
-            },
-            api: async () => {
-              try {
-                await fetch(connector.client.baseUrl, { signal: AbortSignal.timeout(2000) });
-                return { ok: true };
-              } catch (err) {
-                return { ok: false, detail: (err as Error).message };
-              }
-            },
-          },
-        });
-        logger.info({ url: ops.url }, 'metrics and health endpoints ready');
-      }
-      logger.info('connector running');
-      await new Promise<void>((resolve) => {
-        const shutdown = (signal: string) => {
-          logger.info({ signal }, 'shutting down');
-          resolve();
-        };
-        process.once('SIGTERM', () => shutdown('SIGTERM'));
-        process.once('SIGINT', () => shutdown('SIGINT'));
-      });
-      await connector.stop();
-      await ops?.close();
-      logger.info('stopped cleanly');
-      logger.flush();
-      process.exit(0);
-    });
+    .action((opts: { config?: string }) => serve(opts, true));
+
+  program
+    .command('webhooks')
+    .description(
+      'Serve only the Adaptive Decision webhook receiver: verify, deduplicate, fetch the decision and publish it\n' +
+        'for documents that the connector instances record in the state topic.\n' +
+        CONFIG_HELP,
+    )
+    .option('-c, --config <files>', 'comma-separated configuration files (instead of $DOCSTREAM_CONFIG)')
+    .action((opts: { config?: string }) => serve(opts, false));
 }

@@ -1,0 +1,164 @@
+/**
+ * The Adaptive Decision fast path. A delivery is only a notification: the decision is fetched from the
+ * API, published to the decision topic (same key and schema as the poller's), and recorded in a
+ * compacted topic that every instance tails. That record is both the deduplication (by webhook-id and
+ * by submission + event type + version, durable and shared) and the signal that tells the instance
+ * owning the document to stop waiting for its decision. The HTTP answer is 2xx only after all of it
+ * was acknowledged by Kafka.
+ */
+import { WEBHOOK_EVENT_DECISION_FINISHED, type WebhookEvent } from '../api/schemas.js';
+import type { DocumentAnalysisClient } from '../client/client.js';
+import type { DocumentEngine } from '../connector/engine.js';
+import type { StateStore } from '../connector/state-store.js';
+import type { DocumentIdentity, OutputPort } from '../connector/types.js';
+import type { KafkaAdmin } from '../kafka/admin.js';
+import type { KafkaClient } from '../kafka/client.js';
+import type { CoalescingSender } from '../kafka/coalescer.js';
+import { TopicView, type ViewRecord } from '../kafka/view.js';
+import type { Logger } from '../observability/logger.js';
+import type { HandlerOutcome, WebhookHandler } from './receiver.js';
+
+interface DeliveryRecord {
+  webhook_id: string;
+  submission_id: string;
+  type: string;
+  version: number;
+  handled_at: number;
+}
+
+export interface WebhookServiceDeps {
+  kafka: KafkaClient;
+  admin: KafkaAdmin;
+  sender: CoalescingSender;
+  output: OutputPort;
+  client: DocumentAnalysisClient;
+  state: StateStore;
+  topic: string;
+  logger: Logger;
+  /** The engine of this instance, when the receiver runs inside `docstream run`. */
+  engine?: DocumentEngine;
+}
+
+const idKey = (webhookId: string) => `id:${webhookId}`;
+const eventKey = (submissionId: string, type: string, version: number) =>
+  `sub:${submissionId}:${type}:${version}`;
+
+export class WebhookService {
+  private readonly seen = new Set<string>();
+  private readonly decided = new Set<string>();
+  /** Deliveries being handled, by dedupe key: a duplicate arriving meanwhile waits for the first. */
+  private readonly handling = new Map<string, Promise<HandlerOutcome>>();
+  private readonly view: TopicView;
+
+  constructor(private readonly deps: WebhookServiceDeps) {
+    this.view = new TopicView(
+      deps.kafka,
+      deps.admin,
+      deps.topic,
+      (r) => this.applyRecord(r),
+      deps.logger,
+      'docstream-webhook-view',
+    );
+  }
+
+  async start(): Promise<void> {
+    await this.view.start();
+    await this.view.caughtUp();
+  }
+
+  stop(): Promise<void> {
+    return this.view.stop();
+  }
+
+  /** Whether a decision for this submission was already published through a webhook, by any instance. */
+  decisionDelivered = (submissionId: string): boolean => this.decided.has(submissionId);
+
+  readonly handler: WebhookHandler = async (
+    event: WebhookEvent,
+    webhookId: string,
+  ): Promise<HandlerOutcome> => {
+    if (event.type !== WEBHOOK_EVENT_DECISION_FINISHED) return 'ignored';
+    const submissionId = event.payload.id;
+    const keys = [idKey(webhookId), eventKey(submissionId, event.type, event.version)];
+    if (keys.some((k) => this.seen.has(k))) return 'duplicate';
+    const running = keys.map((k) => this.handling.get(k)).find((p) => p !== undefined);
+    if (running) {
+      const outcome = await running.catch(() => 'failed' as const);
+      // The first delivery failed (and answered 5xx): this one does the work instead.
+      if (outcome !== 'failed') return 'duplicate';
+    }
+    const work = this.handle(event, webhookId, keys);
+    for (const k of keys) this.handling.set(k, work);
+    try {
+      return await work;
+    } finally {
+      for (const k of keys) if (this.handling.get(k) === work) this.handling.delete(k);
+    }
+  };
+
+  private async handle(event: WebhookEvent, webhookId: string, keys: string[]): Promise<HandlerOutcome> {
+    const submissionId = event.payload.id;
+    const body = (await this.deps.client.getDecision(submissionId)) as Record<string, unknown>;
+    const local = await this.deps.engine?.deliverDecision(submissionId, body);
+    if (!local) {
+      const identity = await this.identityOf(submissionId);
+      if (!identity) {
+        this.deps.logger.warn(
+          { submission_id: submissionId },
+          'webhook for a submission docstream has no record of',
+        );
+        return 'ignored';
+      }
+      await this.deps.output.publishResult('decision', identity, body, { source: 'webhook' });
+    }
+    const record: DeliveryRecord = {
+      webhook_id: webhookId,
+      submission_id: submissionId,
+      type: event.type,
+      version: event.version,
+      handled_at: Date.now(),
+    };
+    const value = Buffer.from(JSON.stringify(record));
+    await Promise.all(keys.map((key) => this.deps.sender.send(this.deps.topic, { key, value })));
+    for (const k of keys) this.seen.add(k);
+    this.decided.add(submissionId);
+    return 'accepted';
+  }
+
+  /** The document's identity from the shared state (the instance owning it may be another one). */
+  private async identityOf(submissionId: string): Promise<DocumentIdentity | null> {
+    let state = this.deps.state.bySubmission(submissionId);
+    if (!state) {
+      await this.deps.state.caughtUp();
+      state = this.deps.state.bySubmission(submissionId);
+    }
+    if (!state) return null;
+    return {
+      submission_id: state.submission_id,
+      event_id: state.event_id,
+      query_id: state.query_id,
+      attributes: state.attributes,
+      traceparent: state.traceparent,
+    };
+  }
+
+  private applyRecord(record: ViewRecord): void {
+    if (record.value === null) {
+      this.seen.delete(record.key);
+      return;
+    }
+    this.seen.add(record.key);
+    if (record.key.startsWith('sub:')) {
+      const parsed = JSON.parse(record.value.toString('utf8')) as DeliveryRecord;
+      this.decided.add(parsed.submission_id);
+      void this.deps.engine
+        ?.decisionPublishedElsewhere(parsed.submission_id)
+        .catch((err: unknown) =>
+          this.deps.logger.warn(
+            { err: (err as Error).message },
+            'could not record a decision published elsewhere',
+          ),
+        );
+    }
+  }
+}
