@@ -30,7 +30,7 @@ export interface RateLimiterOptions {
   ratePerSecond: number;
   /** The floor the rate never drops below. */
   minRatePerSecond?: number;
-  /** Releases allowed back to back after idling. */
+  /** Releases allowed back to back after idling (default: 20 ms worth of the ceiling, at least 1). */
   burst?: number;
   /** Multiplier applied on a 429. */
   decreaseFactor?: number;
@@ -64,7 +64,9 @@ export class AdaptiveRateLimiter {
     this.ceiling = options.ratePerSecond;
     this.floor = Math.min(options.minRatePerSecond ?? Math.min(1, this.ceiling), this.ceiling);
     if (!(this.floor > 0)) throw new RangeError('minRatePerSecond must be > 0');
-    this.burst = Math.max(1, Math.floor(options.burst ?? 1));
+    // By default 20 ms worth of calls may go back to back: a timer that wakes late (they do, on a busy
+    // event loop) is caught up instead of its lost time lowering the rate below the ceiling.
+    this.burst = Math.max(1, Math.floor(options.burst ?? this.ceiling / 50));
     this.decreaseFactor = options.decreaseFactor ?? 0.5;
     if (!(this.decreaseFactor > 0 && this.decreaseFactor < 1)) {
       throw new RangeError('decreaseFactor must be between 0 and 1');

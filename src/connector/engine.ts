@@ -422,7 +422,7 @@ export class DocumentEngine {
     } catch (err) {
       if (run.cancelled) return;
       if (err instanceof ResultNotReady) {
-        if (attempt === 0 && run.mode === 'process') this.estimator(kind).observe(false);
+        if (attempt === 0 && run.mode === 'process') this.estimator(kind).observe(false, this.now());
         this.schedulePoll(run, kind, attempt + 1);
         return;
       }
@@ -445,7 +445,7 @@ export class DocumentEngine {
       );
       return;
     }
-    if (attempt === 0 && run.mode === 'process') this.estimator(kind).observe(true);
+    if (attempt === 0 && run.mode === 'process') this.estimator(kind).observe(true, this.now());
     if (run.cancelled) return;
     if (
       kind === 'decision' &&

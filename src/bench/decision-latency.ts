@@ -1,0 +1,188 @@
+/**
+ * Decision latency, measured in one run on the local stack and the sandbox: from the moment the
+ * sandbox's verdict is ready to the decision event's timestamp in Kafka, for the same documents sent
+ * through a connector that takes decisions from webhooks (polling off) and one that polls for them.
+ * Usage: node dist/bench/decision-latency.js [--docs N] [--rate DOCS_PER_S] [--processing-ms MS]
+ */
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { loadConfig } from '../config/index.js';
+import { Connector } from '../connector/connector.js';
+import { writeCorpus } from '../demo/corpus.js';
+import { KafkaClient } from '../kafka/client.js';
+import { silentLogger } from '../observability/logger.js';
+import { startSandbox, type Sandbox } from '../sandbox/index.js';
+
+interface Variant {
+  name: 'webhooks' | 'polling';
+  sandbox: Sandbox;
+  connector: Connector;
+  topics: Record<string, string>;
+}
+
+function percentile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return NaN;
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      docs: { type: 'string', default: '200' },
+      'processing-ms': { type: 'string', default: '1000' },
+      rate: { type: 'string', default: '20' },
+    },
+  });
+  const docs = Number(values.docs);
+  const processingMs = Number(values['processing-ms']);
+  if (!Number.isInteger(docs) || docs < 1 || docs > 2000)
+    throw new Error('--docs: an integer from 1 to 2000');
+  if (!Number.isFinite(processingMs) || processingMs < 10) throw new Error('--processing-ms: at least 10');
+  const rate = Number(values.rate);
+  if (!Number.isFinite(rate) || rate <= 0 || rate > 1000)
+    throw new Error('--rate: documents per second, 0..1000');
+
+  const run = `latency-${Date.now().toString(36)}`;
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'docstream-latency-'));
+  const [sample] = await writeCorpus(dir, ['clean-pdf']);
+  const secret = `whsec_${randomBytes(32).toString('base64')}`;
+  const kafka = new KafkaClient({ brokers: ['localhost:9092'], clientId: run });
+  const producer = kafka.producer();
+  await producer.connect();
+  const variants: Variant[] = [];
+
+  for (const name of ['webhooks', 'polling'] as const) {
+    const sandbox = await startSandbox({
+      port: 0,
+      processing: {
+        distribution: 'uniform',
+        meanMs: processingMs,
+        minMs: processingMs / 2,
+        maxMs: processingMs * 1.5,
+      },
+    });
+    const t = (n: string) => `${run}.${name}.${n}`;
+    const topics = {
+      arrived: t('arrived'),
+      fraud: t('fraud'),
+      quality: t('quality'),
+      classification: t('classification'),
+      decision: t('decision'),
+      dlq: t('dlq'),
+      feedback: t('feedback'),
+      state: t('state'),
+      webhooks: t('webhooks'),
+    };
+    const config = loadConfig({
+      env: {},
+      files: [],
+      overrides: {
+        topics: { ...topics, outputPartitions: 1 },
+        kafka: { groupId: `${run}-${name}` },
+        api: { baseUrl: sandbox.baseUrl, ratePerSecond: 500 },
+        blobs: { fileRoots: [dir] },
+        connector: { decisionPolling: name === 'polling', pollInitialMs: 250, pollMaxMs: 4000 },
+        webhooks: name === 'webhooks' ? { enabled: true, port: 0, secrets: [secret] } : { enabled: false },
+        http: { port: 0 },
+      },
+    });
+    const connector = await Connector.start({ config, logger: silentLogger });
+    if (name === 'webhooks') sandbox.configure({ webhook: { url: connector.webhookUrl!, secret } });
+    variants.push({ name, sandbox, connector, topics });
+  }
+
+  const decisions = new Map<string, Map<string, number>>();
+  const consumer = kafka.consumer({ groupId: `${run}-reader`, maxWaitTimeMs: 50 });
+  await consumer.connect();
+  await consumer.subscribe(
+    variants.map((v) => v.topics.decision!),
+    { fromBeginning: true },
+  );
+  await consumer.run(async (batch) => {
+    const seen = decisions.get(batch.topic) ?? new Map<string, number>();
+    for (const m of batch.messages) seen.set(m.key!.toString(), Number(m.timestamp));
+    decisions.set(batch.topic, seen);
+  });
+
+  // Documents arrive at a steady rate, the same ones to both variants at the same time.
+  const started = Date.now();
+  const tick = 100;
+  const perTick = Math.max(1, Math.round((rate * tick) / 1000));
+  for (let sent = 0; sent < docs; sent += perTick) {
+    const count = Math.min(perTick, docs - sent);
+    await Promise.all(
+      variants.map((v) =>
+        producer.send(
+          v.topics.arrived!,
+          Array.from({ length: count }, (_, j) => {
+            const i = sent + j;
+            return {
+              key: `doc-${i}`,
+              value: JSON.stringify({
+                event_id: `${v.name}-${i}`,
+                blob: { url: `file://${sample!.file}` },
+                query_id: `${v.name}-${i}`,
+                enable_decision: true,
+              }),
+            };
+          }),
+        ),
+      ),
+    );
+    await new Promise((r) => setTimeout(r, tick));
+  }
+  const deadline = Date.now() + 10 * 60_000;
+  while (
+    Date.now() < deadline &&
+    variants.some((v) => (decisions.get(v.topics.decision!)?.size ?? 0) < docs)
+  ) {
+    await new Promise((r) => setTimeout(r, 200));
+  }
+
+  const rows: string[] = [];
+  const report: Record<string, unknown> = { docs, rate, processingMs, measuredAt: new Date().toISOString() };
+  for (const v of variants) {
+    const listing = (await (await fetch(`${v.sandbox.baseUrl}/_sandbox/submissions`)).json()) as {
+      items: Array<{ id: string; decision_ready_at: string | null }>;
+    };
+    const seen = decisions.get(v.topics.decision!) ?? new Map<string, number>();
+    const latencies = listing.items
+      .filter((s) => s.decision_ready_at && seen.has(s.id))
+      .map((s) => seen.get(s.id)! - Date.parse(s.decision_ready_at!))
+      .sort((a, b) => a - b);
+    const decisionCalls = Object.entries(v.sandbox.stats().requests)
+      .filter(([route]) => route.includes('/decision'))
+      .reduce((sum, [, n]) => sum + n, 0);
+    const p50 = percentile(latencies, 50);
+    const p99 = percentile(latencies, 99);
+    report[v.name] = { measured: latencies.length, p50Ms: p50, p99Ms: p99, decisionCalls };
+    rows.push(
+      `${v.name.padEnd(9)} ${String(latencies.length).padStart(5)}  p50 ${String(p50).padStart(6)} ms  p99 ${String(p99).padStart(6)} ms  decision GETs ${decisionCalls}`,
+    );
+  }
+  console.log(
+    `decision latency, verdict ready in the sandbox → decision event in Kafka (${docs} documents each, ` +
+      `processing ~${processingMs} ms, ${((Date.now() - started) / 1000).toFixed(1)} s)`,
+  );
+  for (const r of rows) console.log(r);
+  console.log(JSON.stringify(report));
+
+  await consumer.disconnect();
+  await producer.disconnect();
+  for (const v of variants) {
+    await v.connector.stop();
+    await v.sandbox.close();
+  }
+  fs.rmSync(dir, { recursive: true, force: true });
+}
+
+main().then(
+  () => process.exit(0),
+  (err: unknown) => {
+    console.error(`decision-latency: ${err instanceof Error ? err.message : String(err)}`);
+    process.exit(1);
+  },
+);
