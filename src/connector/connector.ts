@@ -112,7 +112,11 @@ export class Connector {
       timeoutMs: config.api.timeoutMs,
       logger,
       onCall: (call) =>
-        this.metrics.recordCall({ endpoint: call.endpoint, status: call.status, attempt: call.attempt }),
+        this.metrics.recordCall({
+          endpoint: `${call.method} ${call.endpoint}`,
+          status: call.status,
+          retried: call.retried,
+        }),
     });
     this.blobs = createBlobSource(config.blobs, { logger });
     this.sender = new CoalescingSender(this.producer);

@@ -89,10 +89,10 @@ export class ConnectorMetrics {
   }
 
   /** Wires the API client's per-attempt hook to the counters. */
-  recordCall(call: { endpoint: string; status: number | undefined; attempt: number }): void {
+  recordCall(call: { endpoint: string; status: number | undefined; retried: boolean }): void {
     const status = call.status ?? 0;
     this.apiCalls.inc({ endpoint: call.endpoint, status: String(status) });
-    if (call.attempt > 1) this.apiRetries.inc({ endpoint: call.endpoint });
+    if (call.retried) this.apiRetries.inc({ endpoint: call.endpoint });
     if (status === 429) this.rateLimited.inc();
   }
 }

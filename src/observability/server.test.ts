@@ -5,7 +5,7 @@ describe('ops server', () => {
   it('serves metrics, liveness, and readiness that names failing checks', async () => {
     const metrics = new ConnectorMetrics({ defaultMetrics: false });
     metrics.inFlight.set(3);
-    metrics.recordCall({ endpoint: 'POST /v2/submission', status: 429, attempt: 2 });
+    metrics.recordCall({ endpoint: 'POST /v2/submission', status: 429, retried: true });
     let kafkaOk = false;
     const server = await startOpsServer({
       host: '127.0.0.1',

@@ -154,6 +154,16 @@ export class E2E {
   /** Consumes every output topic from the beginning, decoding values through the registry. */
   async collect(): Promise<void> {
     const t = this.topics;
+    // The connector creates its output topics when it starts; a child process may not have yet.
+    const admin = this.kafka.admin();
+    await admin.connect();
+    await admin.ensureTopics(
+      [t.fraud, t.quality, t.classification, t.decision, t.dlq].map((topic) => ({
+        topic,
+        numPartitions: t.outputPartitions,
+      })),
+    );
+    await admin.disconnect();
     const consumer = this.kafka.consumer({ groupId: uniqueName('e2e-collect'), maxWaitTimeMs: 100 });
     this.collector = consumer;
     await consumer.connect();

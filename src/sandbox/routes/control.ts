@@ -42,7 +42,10 @@ export function registerControlRoutes(
           enable_decision: s.enableDecision,
           // When each result is (or will be) final, for latency measurements from outside.
           ready_at: Object.fromEntries(
-            Object.entries(s.results).map(([kind, r]) => [kind, r ? new Date(r.readyAt).toISOString() : null]),
+            Object.entries(s.results).map(([kind, r]) => [
+              kind,
+              r ? new Date(r.readyAt).toISOString() : null,
+            ]),
           ),
           decision_ready_at: s.decision ? new Date(s.decision.readyAt).toISOString() : null,
         });
