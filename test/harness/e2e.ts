@@ -138,16 +138,41 @@ export class E2E {
   async produce(
     events: Array<Record<string, unknown> | Buffer | string>,
     key?: (i: number) => string,
+    headers?: (i: number) => Record<string, string> | undefined,
   ): Promise<void> {
     for (let i = 0; i < events.length; i += 200) {
       await this.producer.send(
         this.topics.arrived,
-        events.slice(i, i + 200).map((e, j) => ({
-          key: key ? key(i + j) : null,
-          value: Buffer.isBuffer(e) || typeof e === 'string' ? e : JSON.stringify(e),
-        })),
+        events.slice(i, i + 200).map((e, j) => {
+          const h = headers?.(i + j);
+          return {
+            key: key ? key(i + j) : null,
+            value: Buffer.isBuffer(e) || typeof e === 'string' ? e : JSON.stringify(e),
+            ...(h ? { headers: h } : {}),
+          };
+        }),
       );
     }
+  }
+
+  /** The sandbox's live submissions created with this query id (the connector passes event_id). */
+  async submissions(queryId: string): Promise<Array<{ id: string; pipeline_configuration: string }>> {
+    const res = await fetch(
+      `${this.sandbox.baseUrl}/_sandbox/submissions?query_id=${encodeURIComponent(queryId)}`,
+    );
+    return ((await res.json()) as { items: Array<{ id: string; pipeline_configuration: string }> }).items;
+  }
+
+  /** Outputs (results and dead letters) whose event_id header is this event's. */
+  forEvent(eventId: string): Decoded[] {
+    return this.outputs.filter((o) => o.headers.event_id === eventId);
+  }
+
+  /** Output topic kind of a decoded output. */
+  kindOf(o: Decoded): keyof Config['topics'] | undefined {
+    return (Object.keys(this.topics) as Array<keyof Config['topics']>).find(
+      (k) => this.topics[k] === o.topic,
+    );
   }
 
   /** Consumes every output topic from the beginning, decoding values through the registry. */
