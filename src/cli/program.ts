@@ -3,6 +3,7 @@ import { registerAnalyze } from './commands/analyze.js';
 import { registerConfigCommand } from './commands/config.js';
 import { registerDelete } from './commands/delete.js';
 import { registerFeedback } from './commands/feedback.js';
+import { registerReplayCommand } from './commands/replay.js';
 import { registerReport } from './commands/report.js';
 import { registerRunCommand } from './commands/run.js';
 import { registerSandboxCommand } from './commands/sandbox.js';
@@ -21,6 +22,7 @@ export function buildProgram(): Command {
   registerStackCommand(program);
   registerSandboxCommand(program);
   registerRunCommand(program);
+  registerReplayCommand(program);
   registerAnalyze(program);
   registerFeedback(program);
   registerDelete(program);

@@ -45,6 +45,7 @@ export class E2E {
   private collector: KafkaConsumer | null = null;
   private connectors: Connector[] = [];
   private children: ChildProcess[] = [];
+  private configs = 0;
   readonly topics: Config['topics'];
 
   constructor(partitions = 1) {
@@ -113,13 +114,7 @@ export class E2E {
 
   /** Starts `docstream run` of the built CLI as a child process with this test's configuration. */
   spawnConnector(overrides: Record<string, Record<string, unknown>> = {}): ChildProcess {
-    const file = path.join(this.dir, `config-${this.children.length}.json`);
-    const config = this.config(overrides) as unknown as Record<string, Record<string, unknown>>;
-    const { fileRoots, ...blobs } = config.blobs as Record<string, unknown>;
-    fs.writeFileSync(
-      file,
-      JSON.stringify({ ...config, blobs: { ...blobs, fileRoots }, log: { level: 'warn', format: 'json' } }),
-    );
+    const file = this.writeConfig(overrides);
     const child = spawn(process.execPath, [CLI, 'run', '--config', file], {
       stdio: ['ignore', 'ignore', 'pipe'],
       env: Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('DOCSTREAM_'))),
@@ -127,6 +122,18 @@ export class E2E {
     child.stderr?.on('data', () => undefined);
     this.children.push(child);
     return child;
+  }
+
+  /** Writes this test's configuration as a file for the CLI (`--config`) and returns its path. */
+  writeConfig(overrides: Record<string, Record<string, unknown>> = {}): string {
+    const file = path.join(this.dir, `config-${this.configs++}.json`);
+    const config = this.config(overrides) as unknown as Record<string, Record<string, unknown>>;
+    const { fileRoots, ...blobs } = config.blobs as Record<string, unknown>;
+    fs.writeFileSync(
+      file,
+      JSON.stringify({ ...config, blobs: { ...blobs, fileRoots }, log: { level: 'warn', format: 'json' } }),
+    );
+    return file;
   }
 
   async writeFile(name: string, bytes: Buffer): Promise<string> {
