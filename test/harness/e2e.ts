@@ -34,6 +34,16 @@ export async function waitFor(what: string, condition: () => boolean, timeoutMs 
   }
 }
 
+/** Section-wise merge of configuration overrides: an override changes keys, not whole sections. */
+function merge(
+  base: Record<string, Record<string, unknown>>,
+  overrides: Record<string, Record<string, unknown>>,
+): Record<string, Record<string, unknown>> {
+  const out = { ...base };
+  for (const [section, values] of Object.entries(overrides)) out[section] = { ...base[section], ...values };
+  return out;
+}
+
 export class E2E {
   readonly id = uniqueName('e2e');
   readonly kafka = new KafkaClient({ brokers: BROKERS, clientId: 'docstream-e2e' });
@@ -46,6 +56,8 @@ export class E2E {
   private connectors: Connector[] = [];
   private children: ChildProcess[] = [];
   private configs = 0;
+  /** Recent stderr of each spawned connector, in spawn order. */
+  readonly childLogs: string[][] = [];
   readonly topics: Config['topics'];
 
   constructor(partitions = 1) {
@@ -89,19 +101,18 @@ export class E2E {
       env: {},
       files: [],
       overrides: {
-        kafka: { brokers: BROKERS, groupId: `${this.id}-group` },
-        topics: this.topics,
-        registry: { url: REGISTRY_URL },
-        api: { baseUrl: this.sandbox.baseUrl, ratePerSecond: 200 },
-        connector: {
-          pollInitialMs: 100,
-          pollMaxMs: 1000,
-          commitIntervalMs: 200,
-          ...(overrides.connector ?? {}),
-        },
-        blobs: { fileRoots: [this.dir], ...(overrides.blobs ?? {}) },
-        http: { port: 0 },
-        ...Object.fromEntries(Object.entries(overrides).filter(([k]) => !['connector', 'blobs'].includes(k))),
+        ...merge(
+          {
+            kafka: { brokers: BROKERS, groupId: `${this.id}-group` },
+            topics: this.topics,
+            registry: { url: REGISTRY_URL },
+            api: { baseUrl: this.sandbox.baseUrl, ratePerSecond: 200 },
+            connector: { pollInitialMs: 100, pollMaxMs: 1000, commitIntervalMs: 200 },
+            blobs: { fileRoots: [this.dir] },
+            http: { port: 0 },
+          },
+          overrides,
+        ),
       },
     });
   }
@@ -119,7 +130,13 @@ export class E2E {
       stdio: ['ignore', 'ignore', 'pipe'],
       env: Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('DOCSTREAM_'))),
     });
-    child.stderr?.on('data', () => undefined);
+    // Kept (bounded) so that a failing test can show why a child connector stopped.
+    const log: string[] = [];
+    this.childLogs.push(log);
+    child.stderr?.on('data', (chunk: Buffer) => {
+      log.push(chunk.toString('utf8'));
+      if (log.length > 200) log.shift();
+    });
     this.children.push(child);
     return child;
   }
