@@ -4,6 +4,7 @@ import { registerConfigCommand } from './commands/config.js';
 import { registerDelete } from './commands/delete.js';
 import { registerDemoCommand } from './commands/demo.js';
 import { registerFeedback } from './commands/feedback.js';
+import { registerReplayCommand } from './commands/replay.js';
 import { registerReport } from './commands/report.js';
 import { registerRunCommand } from './commands/run.js';
 import { registerSandboxCommand } from './commands/sandbox.js';
@@ -23,6 +24,7 @@ export function buildProgram(): Command {
   registerSandboxCommand(program);
   registerRunCommand(program);
   registerDemoCommand(program);
+  registerReplayCommand(program);
   registerAnalyze(program);
   registerFeedback(program);
   registerDelete(program);

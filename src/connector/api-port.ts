@@ -21,6 +21,10 @@ export function apiPort(client: DocumentAnalysisClient, options: { withMetadata:
       // asynchronously, so each call hands out a pass-through that the freshly opened blob feeds.
       const fresh = (): Readable => {
         const pass = new PassThrough();
+        // The blob can fail to open before the HTTP client listens to the stream (a cancelled run's
+        // blob is already cleaned up, a file vanished): the consumer still sees the error through
+        // the destroyed stream, but an 'error' event with no listener would end the process.
+        pass.on('error', () => undefined);
         blob.open().then(
           (source) => pipeline(source, pass, () => undefined),
           (err: unknown) => pass.destroy(err as Error),

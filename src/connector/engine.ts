@@ -211,6 +211,7 @@ export class DocumentEngine {
       event_id: event.event_id,
       submission_id: created.submission_id,
       status: 'CREATED',
+      topic: source.topic,
       partition: source.partition,
       offset: source.offset,
       query_id: event.query_id,
@@ -584,7 +585,7 @@ export class DocumentEngine {
       source ??
       (run
         ? {
-            topic: '',
+            topic: run.state.topic ?? '',
             partition: run.state.partition,
             offset: run.state.offset,
             key: null,

@@ -51,6 +51,8 @@ export interface DocumentState {
   event_id: string;
   submission_id: string;
   status: DocumentStatus;
+  /** Input topic of the record (absent in states written before it was recorded). */
+  topic?: string;
   partition: number;
   offset: string;
   query_id: string | null;

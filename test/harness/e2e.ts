@@ -34,6 +34,16 @@ export async function waitFor(what: string, condition: () => boolean, timeoutMs 
   }
 }
 
+/** Section-wise merge of configuration overrides: an override changes keys, not whole sections. */
+function merge(
+  base: Record<string, Record<string, unknown>>,
+  overrides: Record<string, Record<string, unknown>>,
+): Record<string, Record<string, unknown>> {
+  const out = { ...base };
+  for (const [section, values] of Object.entries(overrides)) out[section] = { ...base[section], ...values };
+  return out;
+}
+
 export class E2E {
   readonly id = uniqueName('e2e');
   readonly kafka = new KafkaClient({ brokers: BROKERS, clientId: 'docstream-e2e' });
@@ -45,6 +55,9 @@ export class E2E {
   private collector: KafkaConsumer | null = null;
   private connectors: Connector[] = [];
   private children: ChildProcess[] = [];
+  private configs = 0;
+  /** Recent stderr of each spawned connector, in spawn order. */
+  readonly childLogs: string[][] = [];
   readonly topics: Config['topics'];
 
   constructor(partitions = 1) {
@@ -89,19 +102,18 @@ export class E2E {
       env: {},
       files: [],
       overrides: {
-        kafka: { brokers: BROKERS, groupId: `${this.id}-group` },
-        topics: this.topics,
-        registry: { url: REGISTRY_URL },
-        api: { baseUrl: this.sandbox.baseUrl, ratePerSecond: 200 },
-        connector: {
-          pollInitialMs: 100,
-          pollMaxMs: 1000,
-          commitIntervalMs: 200,
-          ...(overrides.connector ?? {}),
-        },
-        blobs: { fileRoots: [this.dir], ...(overrides.blobs ?? {}) },
-        http: { port: 0 },
-        ...Object.fromEntries(Object.entries(overrides).filter(([k]) => !['connector', 'blobs'].includes(k))),
+        ...merge(
+          {
+            kafka: { brokers: BROKERS, groupId: `${this.id}-group` },
+            topics: this.topics,
+            registry: { url: REGISTRY_URL },
+            api: { baseUrl: this.sandbox.baseUrl, ratePerSecond: 200 },
+            connector: { pollInitialMs: 100, pollMaxMs: 1000, commitIntervalMs: 200 },
+            blobs: { fileRoots: [this.dir] },
+            http: { port: 0 },
+          },
+          overrides,
+        ),
       },
     });
   }
@@ -114,20 +126,32 @@ export class E2E {
 
   /** Starts `docstream run` of the built CLI as a child process with this test's configuration. */
   spawnConnector(overrides: Record<string, Record<string, unknown>> = {}): ChildProcess {
-    const file = path.join(this.dir, `config-${this.children.length}.json`);
+    const file = this.writeConfig(overrides);
+    const child = spawn(process.execPath, [CLI, 'run', '--config', file], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+      env: Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('DOCSTREAM_'))),
+    });
+    // Kept (bounded) so that a failing test can show why a child connector stopped.
+    const log: string[] = [];
+    this.childLogs.push(log);
+    child.stderr?.on('data', (chunk: Buffer) => {
+      log.push(chunk.toString('utf8'));
+      if (log.length > 200) log.shift();
+    });
+    this.children.push(child);
+    return child;
+  }
+
+  /** Writes this test's configuration as a file for the CLI (`--config`) and returns its path. */
+  writeConfig(overrides: Record<string, Record<string, unknown>> = {}): string {
+    const file = path.join(this.dir, `config-${this.configs++}.json`);
     const config = this.config(overrides) as unknown as Record<string, Record<string, unknown>>;
     const { fileRoots, ...blobs } = config.blobs as Record<string, unknown>;
     fs.writeFileSync(
       file,
       JSON.stringify({ ...config, blobs: { ...blobs, fileRoots }, log: { level: 'warn', format: 'json' } }),
     );
-    const child = spawn(process.execPath, [CLI, 'run', '--config', file], {
-      stdio: ['ignore', 'ignore', 'pipe'],
-      env: Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('DOCSTREAM_'))),
-    });
-    child.stderr?.on('data', () => undefined);
-    this.children.push(child);
-    return child;
+    return file;
   }
 
   async writeFile(name: string, bytes: Buffer): Promise<string> {
@@ -139,16 +163,41 @@ export class E2E {
   async produce(
     events: Array<Record<string, unknown> | Buffer | string>,
     key?: (i: number) => string,
+    headers?: (i: number) => Record<string, string> | undefined,
   ): Promise<void> {
     for (let i = 0; i < events.length; i += 200) {
       await this.producer.send(
         this.topics.arrived,
-        events.slice(i, i + 200).map((e, j) => ({
-          key: key ? key(i + j) : null,
-          value: Buffer.isBuffer(e) || typeof e === 'string' ? e : JSON.stringify(e),
-        })),
+        events.slice(i, i + 200).map((e, j) => {
+          const h = headers?.(i + j);
+          return {
+            key: key ? key(i + j) : null,
+            value: Buffer.isBuffer(e) || typeof e === 'string' ? e : JSON.stringify(e),
+            ...(h ? { headers: h } : {}),
+          };
+        }),
       );
     }
+  }
+
+  /** The sandbox's live submissions created with this query id (the connector passes event_id). */
+  async submissions(queryId: string): Promise<Array<{ id: string; pipeline_configuration: string }>> {
+    const res = await fetch(
+      `${this.sandbox.baseUrl}/_sandbox/submissions?query_id=${encodeURIComponent(queryId)}`,
+    );
+    return ((await res.json()) as { items: Array<{ id: string; pipeline_configuration: string }> }).items;
+  }
+
+  /** Outputs (results and dead letters) whose event_id header is this event's. */
+  forEvent(eventId: string): Decoded[] {
+    return this.outputs.filter((o) => o.headers.event_id === eventId);
+  }
+
+  /** Output topic kind of a decoded output. */
+  kindOf(o: Decoded): keyof Config['topics'] | undefined {
+    return (Object.keys(this.topics) as Array<keyof Config['topics']>).find(
+      (k) => this.topics[k] === o.topic,
+    );
   }
 
   /** Consumes every output topic from the beginning, decoding values through the registry. */

@@ -1,0 +1,138 @@
+/**
+ * `docstream replay`: moves the connector's consumer group back (or forward) on the input topic so
+ * that the next `docstream run` re-reads from there. Re-read documents reuse their submissions
+ * (results are re-emitted) unless their events say `reprocess`. Kafka lets only a group's own members
+ * commit while it has any, so the command refuses while a connector of the group is running.
+ */
+import { InvalidArgumentError, type Command } from 'commander';
+import { loadConfig, type Config } from '../../config/index.js';
+import { KafkaClient } from '../../kafka/client.js';
+import type { OffsetResetPlan, OffsetResetTarget } from '../../kafka/admin.js';
+
+export interface ReplayFlags {
+  config?: string;
+  topic?: string;
+  group?: string;
+  toDatetime?: number;
+  toEarliest?: boolean;
+  toLatest?: boolean;
+  toOffset?: Record<number, string>;
+  dryRun?: boolean;
+}
+
+/** A refusal the user can act on (exit code 1, no stack trace). */
+export class ReplayRefused extends Error {}
+
+function parseDatetime(value: string): number {
+  const ms = Date.parse(value);
+  // Date.parse accepts many shapes; insist on an ISO date so "03/04" is not silently guessed.
+  if (!/^\d{4}-\d{2}-\d{2}/.test(value) || Number.isNaN(ms))
+    throw new InvalidArgumentError('must be an ISO 8601 date-time, e.g. 2025-01-31T12:00:00Z');
+  return ms;
+}
+
+function parseOffsets(value: string): Record<number, string> {
+  const out: Record<number, string> = {};
+  for (const part of value.split(',')) {
+    const m = /^\s*(\d+)\s*=\s*(\d+)\s*$/.exec(part);
+    if (!m) throw new InvalidArgumentError('expected <partition>=<offset>[,<partition>=<offset>...]');
+    out[Number(m[1])] = m[2]!;
+  }
+  return out;
+}
+
+export function targetOf(flags: ReplayFlags): OffsetResetTarget {
+  const chosen: OffsetResetTarget[] = [];
+  if (flags.toDatetime !== undefined) chosen.push({ kind: 'timestamp', timestamp: flags.toDatetime });
+  if (flags.toEarliest) chosen.push({ kind: 'earliest' });
+  if (flags.toLatest) chosen.push({ kind: 'latest' });
+  if (flags.toOffset) chosen.push({ kind: 'offsets', offsets: flags.toOffset });
+  if (chosen.length !== 1)
+    throw new ReplayRefused('give exactly one of --to-datetime, --to-earliest, --to-latest, --to-offset');
+  return chosen[0]!;
+}
+
+function kafkaOf(config: Config): KafkaClient {
+  const k = config.kafka;
+  return new KafkaClient({
+    brokers: k.brokers,
+    clientId: `${k.clientId}-replay`,
+    ssl: k.ssl,
+    ...(k.saslMechanism !== 'none'
+      ? { sasl: { mechanism: k.saslMechanism, username: k.saslUsername, password: k.saslPassword } }
+      : {}),
+  });
+}
+
+/** The table of a plan: what the group would re-read (or skip) on each partition. */
+export function formatPlan(plan: OffsetResetPlan): string {
+  const rows = [['partition', 'current', 'target', 're-read', 'skipped']];
+  for (const p of plan.partitions) {
+    // A group without a committed offset starts at the beginning (the connector reads from earliest).
+    const from = BigInt(p.current ?? p.low);
+    const to = BigInt(p.target);
+    rows.push([
+      String(p.partition),
+      p.current ?? '-',
+      p.target,
+      String(from > to ? from - to : 0n),
+      String(to > from ? to - from : 0n),
+    ]);
+  }
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
+  return rows.map((r) => r.map((cell, i) => cell.padStart(widths[i]!)).join('  ')).join('\n');
+}
+
+export async function replay(flags: ReplayFlags, out: (line: string) => void): Promise<OffsetResetPlan> {
+  const config = loadConfig(flags.config ? { files: flags.config.split(',') } : {});
+  const target = targetOf(flags);
+  const topic = flags.topic ?? config.topics.arrived;
+  const group = flags.group ?? config.kafka.groupId;
+  const admin = kafkaOf(config).admin();
+  await admin.connect();
+  try {
+    const state = await admin.describeGroup(group);
+    const active = !['Empty', 'Dead'].includes(state.state);
+    if (active && !flags.dryRun) {
+      throw new ReplayRefused(
+        `group ${group} has ${state.members} active member(s) (${state.state}); stop its connectors, then replay`,
+      );
+    }
+    const plan = flags.dryRun
+      ? await admin.planOffsetReset(group, topic, target)
+      : await admin.resetOffsets(group, topic, target);
+    out(`group ${group}, topic ${topic}${plan.applied ? '' : ' (dry run: nothing changed)'}`);
+    out(formatPlan(plan));
+    if (active) out(`note: group ${group} has active members; it must be stopped before a real replay`);
+    if (plan.applied) out('offsets reset; the next `docstream run` re-reads from the targets');
+    return plan;
+  } finally {
+    await admin.disconnect().catch(() => undefined);
+  }
+}
+
+export function registerReplayCommand(program: Command): void {
+  program
+    .command('replay')
+    .description(
+      "Reset the connector's consumer group on the input topic so that the next run re-reads from there.\n" +
+        'Re-read documents reuse their submissions (results are re-emitted) unless their events set reprocess.\n' +
+        'Refused while the group has active members.',
+    )
+    .option('-c, --config <files>', 'comma-separated configuration files (instead of $DOCSTREAM_CONFIG)')
+    .option('--topic <topic>', 'input topic (default: topics.arrived)')
+    .option('--group <group>', 'consumer group (default: kafka.groupId)')
+    .option('--to-datetime <iso>', 'the first record at or after this time', parseDatetime)
+    .option('--to-earliest', 'the oldest record still stored')
+    .option('--to-latest', 'the end (skip everything not yet read)')
+    .option('--to-offset <list>', 'explicit offsets: <partition>=<offset>[,...]', parseOffsets)
+    .option('--dry-run', 'print the plan without changing anything')
+    .action(async (flags: ReplayFlags) => {
+      try {
+        await replay(flags, (line) => process.stdout.write(`${line}\n`));
+      } catch (err) {
+        process.stderr.write(`docstream replay: ${(err as Error).message}\n`);
+        process.exit(1);
+      }
+    });
+}

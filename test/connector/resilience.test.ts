@@ -1,0 +1,156 @@
+/**
+ * Crashes, rebalances and rate limits on the real stack: whatever happens to the connector, every
+ * document ends with exactly one result set and exactly one submission (per event_id = query_id).
+ */
+import type { ChildProcess } from 'node:child_process';
+import { sampleBytes } from '../../src/demo/corpus.js';
+import { E2E, arrival, waitFor } from '../harness/e2e.js';
+
+const FRAUD_KINDS = ['classification', 'fraud', 'quality'];
+
+/** Asserts one submission per event, one submission id across its results, and every awaited kind. */
+async function expectExactlyOnce(env: E2E, ids: string[], kinds: string[]): Promise<void> {
+  const stats = env.sandbox.stats();
+  const counts = Object.values(stats.submissionsByQueryId);
+  expect(Object.keys(stats.submissionsByQueryId).sort()).toEqual([...ids].sort());
+  expect(counts.filter((n) => n !== 1)).toEqual([]);
+  const byEvent = new Map<string, { keys: Set<string>; kinds: Set<string> }>();
+  for (const o of env.outputs) {
+    const id = o.headers.event_id!;
+    const entry = byEvent.get(id) ?? { keys: new Set(), kinds: new Set() };
+    entry.keys.add(o.key!);
+    entry.kinds.add(env.kindOf(o)!);
+    byEvent.set(id, entry);
+  }
+  const wrong = ids.filter((id) => {
+    const e = byEvent.get(id);
+    return !e || e.keys.size !== 1 || [...e.kinds].sort().join() !== kinds.join();
+  });
+  expect(wrong).toEqual([]);
+  expect(env.on('dlq')).toEqual([]);
+}
+
+/** Distinct (topic, key) pairs: re-emission of a result is allowed, a second submission is not. */
+function distinctResults(env: E2E): number {
+  return new Set(env.outputs.map((o) => `${o.topic}\u0000${o.key}`)).size;
+}
+
+function exited(child: ChildProcess): Promise<number | null> {
+  return new Promise((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) resolve(child.exitCode);
+    else child.once('exit', (code) => resolve(code));
+  });
+}
+
+async function committedTotal(env: E2E): Promise<number> {
+  const admin = env.kafka.admin();
+  await admin.connect();
+  try {
+    const offsets = await admin.groupOffsets(`${env.id}-group`, env.topics.arrived);
+    return [...offsets.values()].reduce((n, o) => n + Number(o ?? 0), 0);
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+describe('SIGKILL with hundreds of documents in flight', () => {
+  const env = new E2E();
+  beforeAll(async () => {
+    await env.start({ processing: { distribution: 'uniform', minMs: 1500, maxMs: 2500 } });
+  });
+  afterAll(async () => {
+    await env.stop();
+  });
+
+  it('a new instance finishes every document without submitting any twice', async () => {
+    const file = await env.writeFile('doc.pdf', await sampleBytes('clean-pdf'));
+    const ids = Array.from({ length: 300 }, (_, i) => `evt-kill-${i}`);
+    await env.produce(ids.map((id) => arrival(id, file)));
+    const overrides = { connector: { maxInFlight: 500 }, api: { ratePerSecond: 400 } };
+    const first = env.spawnConnector(overrides);
+    await waitFor('the first submissions', () => env.sandbox.stats().submissionsCreated > 0, 30_000);
+    await env.collect();
+    // Every record admitted (its state durable, its offset committed): kill in the middle of uploads
+    // and polling, outside the documented window between a creation and its state record.
+    const deadline = Date.now() + 40_000;
+    while ((await committedTotal(env)) < ids.length) {
+      if (Date.now() > deadline) throw new Error('the first instance did not admit every record');
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    first.kill('SIGKILL');
+    await exited(first);
+    const atKill = distinctResults(env);
+    expect(atKill).toBeLessThan(ids.length * 3);
+
+    env.spawnConnector(overrides);
+    await waitFor('every result', () => distinctResults(env) >= ids.length * 3, 50_000);
+    await expectExactlyOnce(env, ids, FRAUD_KINDS);
+  });
+});
+
+describe('two instances in one group, one stopped mid-run', () => {
+  const env = new E2E(3);
+  beforeAll(async () => {
+    await env.start({ processing: { distribution: 'uniform', minMs: 1000, maxMs: 2000 } });
+  });
+  afterAll(async () => {
+    await env.stop();
+  });
+
+  it('the survivor takes the partitions over: nothing lost, nothing submitted twice', async () => {
+    const file = await env.writeFile('doc.pdf', await sampleBytes('clean-pdf'));
+    const ids = Array.from({ length: 150 }, (_, i) => `evt-group-${i}`);
+    const a = env.spawnConnector();
+    const b = env.spawnConnector();
+    // Both join before the input arrives, so both own partitions when the work starts.
+    const admin = env.kafka.admin();
+    await admin.connect();
+    try {
+      const deadline = Date.now() + 40_000;
+      for (;;) {
+        const g = await admin.describeGroup(`${env.id}-group`);
+        if (g.state === 'Stable' && g.members === 2) break;
+        if (Date.now() > deadline) throw new Error(`the group did not settle with 2 members: ${g.state}`);
+        await new Promise((r) => setTimeout(r, 200));
+      }
+    } finally {
+      await admin.disconnect();
+    }
+    await env.produce(
+      ids.map((id) => arrival(id, file)),
+      (i) => `key-${i}`,
+    );
+    await waitFor('the first submissions', () => env.sandbox.stats().submissionsCreated >= 40, 30_000);
+    await env.collect();
+    a.kill('SIGTERM');
+    const code = await exited(a);
+    if (code !== 0) console.log(env.childLogs[0]!.join(''));
+    expect(code).toBe(0);
+    expect(b.exitCode).toBeNull();
+    await waitFor('every result', () => distinctResults(env) >= ids.length * 3, 50_000);
+    await expectExactlyOnce(env, ids, FRAUD_KINDS);
+  });
+});
+
+describe('a 429 storm and a low rate limit', () => {
+  const env = new E2E();
+  beforeAll(async () => {
+    await env.start({ rateLimit: { ratePerSecond: 10, burst: 10 } });
+  });
+  afterAll(async () => {
+    await env.stop();
+  });
+
+  it('everything completes and nothing goes to the dead-letter topic', async () => {
+    const file = await env.writeFile('doc.pdf', await sampleBytes('clean-pdf'));
+    const ids = Array.from({ length: 30 }, (_, i) => `evt-storm-${i}`);
+    await env.startConnector({ api: { ratePerSecond: 50 } });
+    await env.collect();
+    await env.produce(ids.map((id) => arrival(id, file, { pipeline_configuration: 'QUALITY_ONLY' })));
+    await waitFor('the first submissions', () => env.sandbox.stats().submissionsCreated >= 5, 20_000);
+    env.sandbox.configure({ faults: { storm429: { durationMs: 3000 } } });
+    await waitFor('every result', () => distinctResults(env) >= ids.length, 50_000);
+    await expectExactlyOnce(env, ids, ['quality']);
+    expect(env.sandbox.stats().rateLimited).toBeGreaterThan(0);
+  });
+});
