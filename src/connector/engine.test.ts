@@ -231,6 +231,9 @@ describe('DocumentEngine', () => {
     await engine.admit(source, event({ pipeline_configuration: 'QUALITY_ONLY' }), undefined);
     await until(1);
     expect(out.letters[0]).toMatchObject({ stage: 'poll', error_code: 'deadline_exceeded' });
+    // Raised long after admission, the dead letter still carries the original record's bytes.
+    expect(out.letters[0]?.source?.value?.toString()).toBe('{}');
+    expect(out.states.at(-1)?.input).toBeUndefined();
     expect(out.states.at(-1)?.status).toBe('FAILED');
   });
 

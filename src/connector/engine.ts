@@ -212,6 +212,7 @@ export class DocumentEngine {
       submission_id: created.submission_id,
       status: 'CREATED',
       topic: source.topic,
+      input: { key: source.key?.toString('base64') ?? null, value: source.value?.toString('base64') ?? null },
       partition: source.partition,
       offset: source.offset,
       query_id: event.query_id,
@@ -503,7 +504,7 @@ export class DocumentEngine {
       this.release(run, false);
       return;
     }
-    run.state = { ...run.state, status: 'DONE', updated_at: this.now() };
+    run.state = { ...run.state, status: 'DONE', input: undefined, updated_at: this.now() };
     await this.ports.out.writeState(run.state);
     this.events.onFinished?.(run.state, 'done');
     this.release(run, false);
@@ -560,6 +561,7 @@ export class DocumentEngine {
       run.state = {
         ...run.state,
         status: 'FAILED',
+        input: undefined,
         pending: undefined,
         error: { stage, code, message },
         updated_at: this.now(),
@@ -588,8 +590,8 @@ export class DocumentEngine {
             topic: run.state.topic ?? '',
             partition: run.state.partition,
             offset: run.state.offset,
-            key: null,
-            value: null,
+            key: run.state.input?.key ? Buffer.from(run.state.input.key, 'base64') : null,
+            value: run.state.input?.value ? Buffer.from(run.state.input.value, 'base64') : null,
             traceparent: run.state.traceparent,
           }
         : null);

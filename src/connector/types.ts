@@ -53,6 +53,11 @@ export interface DocumentState {
   status: DocumentStatus;
   /** Input topic of the record (absent in states written before it was recorded). */
   topic?: string;
+  /**
+   * The input record's key and value (base64) while the document is unfinished, so a dead letter
+   * raised after admission still carries the original bytes; dropped once the document is done.
+   */
+  input?: { key: string | null; value: string | null } | undefined;
   partition: number;
   offset: string;
   query_id: string | null;
