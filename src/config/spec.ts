@@ -77,6 +77,17 @@ export const CONFIG_SPEC = {
     brokers: f.list(['localhost:9092'], 'Kafka bootstrap servers (comma-separated in the environment).'),
     clientId: f.string('docstream', 'Kafka client id.'),
     groupId: f.string('docstream', 'Consumer group of the connector; instances sharing it share the input.'),
+    sessionTimeoutMs: f.int(
+      30000,
+      'Consumer session timeout: how long a crashed instance keeps its partitions before others take them.',
+      6000,
+      300000,
+    ),
+    heartbeatIntervalMs: f.int(
+      3000,
+      'Consumer heartbeat interval (at most a third of the session timeout).',
+      100,
+    ),
     ssl: f.bool(false, 'Connect to Kafka with TLS.'),
     saslMechanism: f.enum(['none', 'plain', 'scram-sha-256', 'scram-sha-512'], 'none', 'SASL mechanism.'),
     saslUsername: f.string('', 'SASL user name.'),

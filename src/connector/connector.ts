@@ -238,7 +238,11 @@ export class Connector {
       return;
     }
 
-    const consumer = this.kafka.consumer({ groupId: config.kafka.groupId });
+    const consumer = this.kafka.consumer({
+      groupId: config.kafka.groupId,
+      sessionTimeoutMs: config.kafka.sessionTimeoutMs,
+      heartbeatIntervalMs: config.kafka.heartbeatIntervalMs,
+    });
     this.consumer = consumer;
     consumer.onGroupJoin((join) => {
       const removed = join.removed[t.arrived] ?? [];

@@ -378,7 +378,12 @@ describe('docstream analyze', () => {
       chunks.push(String(chunk));
       return true;
     });
-    const stderr = jest.spyOn(process.stderr, 'write').mockImplementation(() => true);
+    const errors: string[] = [];
+    const stderr = jest.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array) => {
+      errors.push(String(chunk));
+      return true;
+    });
+    process.exitCode = undefined;
     try {
       await buildProgram().parseAsync([
         'node',
@@ -394,7 +399,14 @@ describe('docstream analyze', () => {
       write.mockRestore();
       stderr.mockRestore();
     }
-    expect(process.exitCode ?? 0).toBe(0);
+    // On failure, show what the command said (its progress lines and the error go to stderr).
+    expect({
+      exitCode: process.exitCode ?? 0,
+      error: errors.filter((e) => e.startsWith('docstream:')),
+    }).toEqual({
+      exitCode: 0,
+      error: [],
+    });
     const output = JSON.parse(chunks.join('')) as Record<string, { status?: string }>;
     expect(output.file).toBe('cli.pdf');
     expect(output.fraud?.status).toBe('SUCCESS');

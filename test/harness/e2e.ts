@@ -104,7 +104,13 @@ export class E2E {
       overrides: {
         ...merge(
           {
-            kafka: { brokers: BROKERS, groupId: `${this.id}-group` },
+            // A short session: a killed instance's partitions move on within seconds, not half a minute.
+            kafka: {
+              brokers: BROKERS,
+              groupId: `${this.id}-group`,
+              sessionTimeoutMs: 10000,
+              heartbeatIntervalMs: 1000,
+            },
             topics: this.topics,
             registry: { url: REGISTRY_URL },
             api: { baseUrl: this.sandbox.baseUrl, ratePerSecond: 200 },
