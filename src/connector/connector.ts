@@ -21,7 +21,7 @@ import { parseAwaitedOverride } from './awaited.js';
 import { DocumentEngine } from './engine.js';
 import { OffsetTracker } from './offsets.js';
 import { KafkaOutput } from './output.js';
-import { PollScheduler } from './scheduler.js';
+import { PollScheduler } from '../util/scheduler.js';
 import { StateStore } from './state-store.js';
 import type { Awaitable, SourceRecord } from './types.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../webhooks/receiver.js';

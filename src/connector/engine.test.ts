@@ -1,7 +1,7 @@
 import { Readable } from 'node:stream';
 import { silentLogger } from '../observability/logger.js';
 import { DocumentEngine, type EngineOptions } from './engine.js';
-import { PollScheduler } from './scheduler.js';
+import { PollScheduler } from '../util/scheduler.js';
 import {
   ResultNotReady,
   type ApiPort,

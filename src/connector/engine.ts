@@ -13,7 +13,7 @@
 import type { Logger } from '../observability/logger.js';
 import { pollDelay } from './backoff.js';
 import { ReadinessEstimator } from './readiness.js';
-import type { PollScheduler } from './scheduler.js';
+import type { PollScheduler } from '../util/scheduler.js';
 import {
   ResultNotReady,
   type ApiPort,

@@ -1,5 +1,5 @@
 import { PollScheduler, type SchedulerClock } from './scheduler.js';
-import { pollDelay } from './backoff.js';
+import { pollDelay } from '../connector/backoff.js';
 
 class FakeClock implements SchedulerClock {
   t = 0;

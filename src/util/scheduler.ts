@@ -1,6 +1,7 @@
 /**
- * One timer for every pending poll of every in-flight document: a min-heap of due times.
- * Thousands of documents waiting for results cost one setTimeout, not one sleeping task each.
+ * One timer for everything due later: a min-heap of due times with a single setTimeout armed for the
+ * earliest. The connector's polls of every in-flight document and the sandbox's webhook deliveries
+ * cost one timer each, not one sleeping task per job.
  */
 export interface SchedulerClock {
   now(): number;
