@@ -79,7 +79,7 @@ const blob: OpenedBlob = {
 function event(overrides: Partial<ArrivalEvent> = {}): ArrivalEvent {
   return {
     event_id: 'evt-1',
-    blob: { url: 'file:///tmp/a.pdf' },
+    blob: { url: 'file:///tmp/a.pdf', content_type: null, size_bytes: null, sha256: null },
     query_id: 'q-1',
     pipeline_configuration: 'FRAUD_ONLY',
     enable_decision: false,

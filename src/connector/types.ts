@@ -3,31 +3,18 @@
  * and the narrow ports through which it reaches the API, the blobs and Kafka. The workflow depends
  * only on these, so it is tested in isolation and wired to the real modules in `connector.ts`.
  */
-import type { Readable } from 'node:stream';
 import type { PipelineConfiguration, SubmissionCharacteristics, SubmissionRequest } from '../api/schemas.js';
+import type { BlobRef, OpenedBlob } from '../blobs/index.js';
+import type { DocumentArrived } from '../serde/input.js';
+
+export type { BlobRef, OpenedBlob };
 
 /** Results a document can wait for, each published to its own topic. */
 export const AWAITABLE = ['fraud', 'quality', 'classification', 'decision'] as const;
 export type Awaitable = (typeof AWAITABLE)[number];
 
-export interface BlobRef {
-  url: string;
-  sha256?: string | null;
-  size_bytes?: number | null;
-  content_type?: string | null;
-}
-
-/** A validated arrival event (the event contract's input). */
-export interface ArrivalEvent {
-  event_id: string;
-  blob: BlobRef;
-  query_id: string | null;
-  pipeline_configuration: PipelineConfiguration;
-  enable_decision: boolean;
-  submission_characteristics: SubmissionCharacteristics | null;
-  attributes: Record<string, string>;
-  reprocess: boolean;
-}
+/** A validated arrival event (the event contract's input), as input decoding yields it. */
+export type ArrivalEvent = DocumentArrived;
 
 /** Where an input record came from, for dead letters and state. */
 export interface SourceRecord {
@@ -78,14 +65,6 @@ export interface DocumentState {
         characteristics: SubmissionCharacteristics | null;
       }
     | undefined;
-}
-
-export interface OpenedBlob {
-  open(): Promise<Readable>;
-  size: number | undefined;
-  contentType: string | undefined;
-  sha256: string | undefined;
-  cleanup(): Promise<void>;
 }
 
 export interface BlobPort {
