@@ -388,6 +388,7 @@ async function main(): Promise<void> {
     kills: -1,
     seed: 0,
     kafkaRestart: true,
+    storms: true,
     timeoutS: 0,
   });
   const base = flags.short ? SHORT : LONG;
@@ -398,6 +399,7 @@ async function main(): Promise<void> {
     ...(Number(flags.seed) > 0 ? { seed: Number(flags.seed) } : {}),
     ...(Number(flags.timeoutS) > 0 ? { timeoutMs: Math.min(3600, Number(flags.timeoutS)) * 1000 } : {}),
     kafkaRestart: base.kafkaRestart && flags.kafkaRestart !== false,
+    storms: base.storms && flags.storms !== false,
     log: (line) => process.stderr.write(`[resilience ${new Date().toISOString().slice(11, 19)}] ${line}\n`),
   };
   // The hard stop, past the run's own bound (the clean-up included).

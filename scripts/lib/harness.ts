@@ -38,6 +38,7 @@ export function topicsFor(id: string, partitions: number): Config['topics'] {
     dlq: t('dlq'),
     feedback: t('feedback'),
     state: t('state'),
+    webhooks: t('webhooks'),
     outputPartitions: partitions,
     replicationFactor: 1,
   };
