@@ -63,7 +63,10 @@ class FakeOut implements OutputPort {
   async deadLetter(letter: DeadLetter): Promise<void> {
     this.letters.push(letter);
   }
+  /** Each state write with this status fails once (Kafka unavailable), then succeeds. */
+  failOnce = new Set<string>();
   async writeState(state: DocumentState): Promise<void> {
+    if (this.failOnce.delete(state.status)) throw new Error('state topic unavailable');
     this.states.push(state);
   }
 }
@@ -270,5 +273,32 @@ describe('DocumentEngine', () => {
     await until(1);
     await new Promise((r) => setTimeout(r, 10));
     expect(api.calls.at(-1)).toBe('delete');
+  });
+
+  it('never creates twice when the state write after a create fails and the record comes back', async () => {
+    const { api, out, engine, until } = setup();
+    out.failOnce.add('CREATED');
+    await expect(engine.admit(source, event(), undefined)).rejects.toThrow('state topic unavailable');
+    expect(await engine.admit(source, event(), undefined)).toBe('started');
+    await until(1);
+    expect(api.calls.filter((c) => c === 'create')).toHaveLength(1);
+    expect(out.states[0]?.submission_id).toBe(out.states.at(-1)?.submission_id);
+    expect(out.states.at(-1)?.status).toBe('DONE');
+  });
+
+  it('retries a state write that fails in the background instead of leaving the document in flight', async () => {
+    const { out, engine, until } = setup();
+    out.failOnce.add('UPLOADED');
+    out.failOnce.add('DONE');
+    await engine.admit(source, event(), undefined);
+    await until(1);
+    expect(out.states.map((st) => st.status)).toEqual([
+      'CREATED',
+      'UPLOADED',
+      'UPLOADED',
+      'UPLOADED',
+      'DONE',
+    ]);
+    expect(engine.inFlight).toBe(0);
   });
 });

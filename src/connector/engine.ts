@@ -108,6 +108,8 @@ export class DocumentEngine {
   private readonly now: () => number;
   private readonly random: () => number;
   private readonly tasks = new Set<Promise<unknown>>();
+  /** Submissions created whose state Kafka did not acknowledge: reused when the record comes back. */
+  private readonly unrecorded = new Map<string, DocumentState>();
 
   constructor(
     private readonly ports: EnginePorts,
@@ -154,6 +156,14 @@ export class DocumentEngine {
       }
       this.resume(existing);
       return 'resumed';
+    }
+    const earlier = this.unrecorded.get(event.event_id);
+    if (earlier) {
+      // Created before, but the state write failed and the record came back: record that submission.
+      await this.ports.out.writeState(earlier);
+      this.unrecorded.delete(event.event_id);
+      this.start(new Run(earlier, 'process', null));
+      return 'started';
     }
 
     const identityForLetters = { event_id: event.event_id, attributes: event.attributes };
@@ -236,7 +246,13 @@ export class DocumentEngine {
       },
     };
     // The submission exists from here on: record it before anything else can fail.
-    await this.ports.out.writeState(state);
+    try {
+      await this.ports.out.writeState(state);
+    } catch (err) {
+      this.unrecorded.set(event.event_id, state);
+      await blob.cleanup();
+      throw err;
+    }
     this.start(new Run(state, 'process', blob));
     return 'started';
   }
@@ -252,6 +268,9 @@ export class DocumentEngine {
     const set = new Set(partitions);
     for (const run of [...this.runs.values()]) {
       if (set.has(run.state.partition)) this.release(run, true);
+    }
+    for (const [eventId, state] of this.unrecorded) {
+      if (set.has(state.partition)) this.unrecorded.delete(eventId);
     }
   }
 
@@ -300,8 +319,30 @@ export class DocumentEngine {
   private async markPublished(run: Run, kind: Awaitable): Promise<void> {
     run.published.add(kind);
     run.state = { ...run.state, published: [...run.published], updated_at: this.now() };
-    if (!this.isComplete(run)) await this.ports.out.writeState(run.state);
+    if (!this.isComplete(run)) await this.record(run);
     await this.maybeFinish(run);
+  }
+
+  /**
+   * Writes the run's latest state, retrying until Kafka acknowledges it (e.g. through a broker
+   * restart): a background step that gave up here would leave the document in flight forever.
+   */
+  private async record(run: Run): Promise<void> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await this.ports.out.writeState(run.state);
+        return;
+      } catch (err) {
+        // A revoked or stopped run: the next owner resumes from the last state that was recorded.
+        if (run.cancelled) return;
+        this.ports.logger.warn(
+          { event_id: run.state.event_id, attempt, err: failureOf(err).message },
+          'recording state failed; retrying',
+        );
+        const delay = pollDelay(attempt, this.options.pollInitialMs, this.options.pollMaxMs, this.random);
+        await new Promise((resolve) => setTimeout(resolve, delay));
+      }
+    }
   }
 
   private start(run: Run): void {
@@ -371,7 +412,7 @@ export class DocumentEngine {
     if (run.cancelled) return false;
     run.uploadedAt = this.now();
     run.state = { ...s, status: 'UPLOADED', pending: undefined, updated_at: this.now() };
-    await this.ports.out.writeState(run.state);
+    await this.record(run);
     return true;
   }
 
@@ -505,7 +546,7 @@ export class DocumentEngine {
       return;
     }
     run.state = { ...run.state, status: 'DONE', input: undefined, updated_at: this.now() };
-    await this.ports.out.writeState(run.state);
+    await this.record(run);
     this.events.onFinished?.(run.state, 'done');
     this.release(run, false);
     if (this.options.deleteAfterPublish) this.track(this.deleteSubmission(run.state, 0));
@@ -566,7 +607,7 @@ export class DocumentEngine {
         error: { stage, code, message },
         updated_at: this.now(),
       };
-      await this.ports.out.writeState(run.state);
+      await this.record(run);
     }
     this.events.onFinished?.(run.state, 'failed');
     this.release(run, false);

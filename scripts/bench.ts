@@ -1,0 +1,166 @@
+/**
+ * `npm run bench`: measures docstream on the real local stack (Kafka, registry) against an
+ * in-process sandbox, the connector running as its own process (`docstream run`).
+ *
+ *   npm run bench                                   throughput: docstream and the naive baseline
+ *   npm run bench -- --docs 400 --latency-ms 1000 --rate 50 --partitions 1 --max-in-flight 500
+ *   npm run bench -- --mode stream --size-mb 1024   memory with a large file (and --small-mb 64)
+ *
+ * Prints a table and writes bench-results/<timestamp>.json. Bounded: --timeout-s (default 600)
+ * stops everything. The npm script compiles scripts/ with tsconfig.scripts.json into .cache/scripts.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { runStream, type StreamMeasure } from './lib/bench-stream.js';
+import { runThroughput, type RunMeasure, type ThroughputResult } from './lib/bench-throughput.js';
+import { parseFlags } from './lib/harness.js';
+
+const flags = parseFlags(process.argv.slice(2), {
+  mode: 'throughput',
+  docs: 400,
+  latencyMs: 1000,
+  rate: 50,
+  burst: 0,
+  partitions: 1,
+  maxInFlight: 500,
+  clientRate: 0,
+  baselineDocs: 30,
+  baselinePollMs: 250,
+  sizeMb: 1024,
+  smallMb: 64,
+  timeoutS: 600,
+});
+
+const log = (line: string) =>
+  process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${line}\n`);
+
+function bounded(n: number, min: number, max: number, name: string): number {
+  if (!Number.isFinite(n) || n < min || n > max) throw new Error(`--${name} must be within ${min}..${max}`);
+  return n;
+}
+
+function row(cells: Array<string | number | null>, widths: number[]): string {
+  return cells.map((c, i) => String(c ?? '-').padEnd(widths[i] ?? 12)).join(' ');
+}
+
+function printThroughput(r: ThroughputResult): void {
+  const p = r.parameters;
+  console.log(
+    `\nthroughput: ${p.docs} docs (baseline ${p.baselineDocs}), sandbox latency ${p.latencyMs} ms fixed, ` +
+      `rate limit ${p.rate}/s (burst ${p.burst}), client ceiling ${p.clientRate}/s, ` +
+      `${p.partitions} partition(s), maxInFlight ${p.maxInFlight}`,
+  );
+  console.log(
+    `bound: min(rate ${r.bound.rateLimitDocsPerS}/s [${p.rate}/s / 4 rate-limited calls: create + 3 GETs], ` +
+      `concurrency ${r.bound.concurrencyDocsPerS}/s [maxInFlight / latency]) = ${r.bound.docsPerS} docs/s`,
+  );
+  const widths = [26, 14, 14];
+  console.log(row(['', 'docstream', 'baseline'], widths));
+  const line = (label: string, f: (m: RunMeasure) => string | number | null) =>
+    console.log(row([label, f(r.docstream), r.baseline ? f(r.baseline) : null], widths));
+  line('documents (completed/DLQ)', (m) => `${m.completed}/${m.deadLetters}`);
+  line('duration s', (m) => m.durationS);
+  line('throughput docs/s', (m) => m.throughputDocsPerS);
+  line('latency p50 ms', (m) => m.latencyP50Ms);
+  line('latency p99 ms', (m) => m.latencyP99Ms);
+  line('API calls / doc', (m) => m.callsPerDoc);
+  line('  vs minimum (5)', (m) => `${m.callsVsMinimum}x`);
+  line('  GET 404 (not ready)', (m) => m.calls.resultsNotReady);
+  line('429s', (m) => m.rateLimited);
+  line('peak RSS MB (VmHWM)', (m) => m.peakRssMb);
+  line('idle RSS MB', (m) => m.idleRssMb);
+  line('heap MB idle/peak', (m) => (m.peakHeapMb ? `${m.idleHeapMb}/${m.peakHeapMb}` : null));
+  line('peak in flight', (m) => m.peakInFlight ?? null);
+  line('heap KB / in-flight doc', (m) => m.heapKbPerInFlight ?? null);
+  console.log(
+    `docstream: ${r.docstream.percentOfBound}% of the bound; ` +
+      `speedup over baseline ${r.speedup ?? '-'}x (bound / baseline = ${r.expectedSpeedup ?? '-'}x)`,
+  );
+}
+
+function printStream(results: StreamMeasure[]): void {
+  console.log('\nstream: one file:// blob per run, fresh connector process each');
+  const widths = [10, 14, 10, 12, 13, 12];
+  console.log(row(['size MiB', 'outcome', 'upload s', 'idle RSS MB', 'peak RSS MB', 'growth MB'], widths));
+  for (const m of results) {
+    console.log(
+      row(
+        [m.sizeMb, m.deadLetter ?? m.outcome, m.uploadSeconds, m.idleRssMb, m.peakRssMb, m.growthMb],
+        widths,
+      ),
+    );
+  }
+}
+
+async function main(): Promise<void> {
+  const timeoutS = bounded(Number(flags.timeoutS), 10, 3600, 'timeout-s');
+  const deadline = Date.now() + timeoutS * 1000;
+  // The hard stop: whatever hangs, the benchmark ends (and kills the connectors it started).
+  setTimeout(
+    () => {
+      log(`hard stop after ${timeoutS + 60} s`);
+      process.exit(2);
+    },
+    (timeoutS + 60) * 1000,
+  ).unref();
+
+  let result: unknown;
+  if (flags.mode === 'stream') {
+    const large = bounded(Number(flags.sizeMb), 1, 8192, 'size-mb');
+    const small = bounded(Number(flags.smallMb), 1, 8192, 'small-mb');
+    const sizes = small < large ? [small, large] : [large];
+    const measures = await runStream({ sizesMb: sizes, deadline, log });
+    printStream(measures);
+    result = { mode: 'stream', measures };
+  } else if (flags.mode === 'throughput') {
+    const rate = bounded(Number(flags.rate), 1, 10_000, 'rate');
+    const throughput = await runThroughput({
+      docs: bounded(Number(flags.docs), 1, 5000, 'docs'),
+      latencyMs: bounded(Number(flags.latencyMs), 0, 60_000, 'latency-ms'),
+      rate,
+      burst: Number(flags.burst) > 0 ? Number(flags.burst) : Math.max(1, Math.ceil(rate / 5)),
+      partitions: bounded(Number(flags.partitions), 1, 64, 'partitions'),
+      maxInFlight: bounded(Number(flags.maxInFlight), 1, 100_000, 'max-in-flight'),
+      clientRate: Number(flags.clientRate) > 0 ? Number(flags.clientRate) : rate,
+      baselineDocs: bounded(Number(flags.baselineDocs), 0, 1000, 'baseline-docs'),
+      baselinePollMs: bounded(Number(flags.baselinePollMs), 10, 60_000, 'baseline-poll-ms'),
+      deadline,
+      log,
+    });
+    printThroughput(throughput);
+    result = { mode: 'throughput', ...throughput };
+  } else {
+    throw new Error(`--mode must be throughput or stream, got ${String(flags.mode)}`);
+  }
+
+  const dir = path.resolve('bench-results');
+  fs.mkdirSync(dir, { recursive: true });
+  const file = path.join(dir, `${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
+  fs.writeFileSync(
+    file,
+    JSON.stringify(
+      { measuredAt: new Date().toISOString(), host: hostInfo(), ...(result as object) },
+      null,
+      2,
+    ),
+  );
+  console.log(`\nwritten ${path.relative(process.cwd(), file)}`);
+}
+
+function hostInfo(): Record<string, unknown> {
+  return {
+    node: process.version,
+    cpus: os.cpus().length,
+    memoryMb: Math.round(os.totalmem() / 2 ** 20),
+    platform: process.platform,
+  };
+}
+
+main().then(
+  () => process.exit(0),
+  (err: unknown) => {
+    log(`failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,390 @@
+/**
+ * What the benchmark and the resilience suite share: unique topics on the real stack, the connector
+ * as a child process (`docstream run` of the built CLI, so its memory is its own), arrival events,
+ * and a collector that follows every output topic and tells, per event_id, what came out.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import type { Config } from '../../src/config/index.js';
+import type { KafkaClient } from '../../src/kafka/index.js';
+import { type KafkaConsumer, type KafkaProducer } from '../../src/kafka/index.js';
+import { Registry } from '../../src/serde/registry.js';
+
+export const BROKERS = (process.env.DOCSTREAM_KAFKA_BROKERS ?? 'localhost:9092').split(',');
+export const REGISTRY_URL = process.env.DOCSTREAM_REGISTRY_URL ?? 'http://localhost:8081/apis/ccompat/v7';
+export const CLI = path.resolve('dist/cli/index.js');
+
+/** The results a FRAUD_ONLY document waits for (the design's default). */
+export const RESULT_KINDS = ['fraud', 'quality', 'classification'] as const;
+export type ResultKind = (typeof RESULT_KINDS)[number];
+
+export function uniqueName(prefix: string): string {
+  return `${prefix}-${Date.now().toString(36)}-${randomBytes(4).toString('hex')}`;
+}
+
+export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+export function topicsFor(id: string, partitions: number): Config['topics'] {
+  const t = (name: string) => `${id}.${name}`;
+  return {
+    arrived: t('arrived'),
+    fraud: t('fraud'),
+    quality: t('quality'),
+    classification: t('classification'),
+    decision: t('decision'),
+    dlq: t('dlq'),
+    feedback: t('feedback'),
+    state: t('state'),
+    webhooks: t('webhooks'),
+    outputPartitions: partitions,
+    replicationFactor: 1,
+  };
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+export async function ensureInputTopics(kafka: KafkaClient, topics: Config['topics']): Promise<void> {
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    await admin.ensureTopics(
+      [topics.arrived, topics.feedback].map((topic) => ({
+        topic,
+        numPartitions: topics.outputPartitions,
+        replicationFactor: 1,
+      })),
+    );
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+export async function deleteTopics(kafka: KafkaClient, topics: Config['topics']): Promise<void> {
+  const admin = kafka.admin();
+  try {
+    await admin.connect();
+    const names = Object.values(topics).filter((v): v is string => typeof v === 'string');
+    await admin.deleteTopics(names);
+  } catch {
+    // Leftover topics of a benchmark are harmless; their names are unique.
+  } finally {
+    await admin.disconnect().catch(() => undefined);
+  }
+}
+
+export interface ConnectorSettings {
+  topics: Config['topics'];
+  groupId: string;
+  apiBaseUrl: string;
+  ratePerSecond: number;
+  maxInFlight: number;
+  fileRoots: string[];
+  httpPort: number;
+  maxBytes?: number;
+  connector?: Record<string, unknown>;
+  api?: Record<string, unknown>;
+}
+
+/** Writes the connector's configuration file; the child reads nothing else (no DOCSTREAM_* variables). */
+export function writeConnectorConfig(dir: string, s: ConnectorSettings): string {
+  const file = path.join(dir, `connector-${s.httpPort}.json`);
+  const config = {
+    kafka: { brokers: BROKERS, groupId: s.groupId, clientId: 'docstream-bench' },
+    topics: s.topics,
+    registry: { url: REGISTRY_URL },
+    api: { baseUrl: s.apiBaseUrl, ratePerSecond: s.ratePerSecond, ...(s.api ?? {}) },
+    connector: { maxInFlight: s.maxInFlight, commitIntervalMs: 500, ...(s.connector ?? {}) },
+    blobs: { fileRoots: s.fileRoots, ...(s.maxBytes !== undefined ? { maxBytes: s.maxBytes } : {}) },
+    http: { host: '127.0.0.1', port: s.httpPort },
+    log: { level: 'warn', format: 'json' },
+  };
+  fs.writeFileSync(file, JSON.stringify(config, null, 2));
+  return file;
+}
+
+const live = new Set<ChildProcess>();
+// Whatever way the script ends (hard stop included), no connector it started outlives it.
+process.once('exit', () => {
+  for (const child of live) child.kill('SIGKILL');
+});
+
+/** `docstream run` as a child process: readiness from /readyz, peak memory from /proc. */
+export class ConnectorProcess {
+  readonly child: ChildProcess;
+  readonly exited: Promise<number | null>;
+  private stderrTail = '';
+
+  constructor(
+    configFile: string,
+    private readonly httpPort: number,
+  ) {
+    this.child = spawn(process.execPath, [CLI, 'run', '--config', configFile], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+      env: Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('DOCSTREAM_'))),
+    });
+    this.child.stderr?.on('data', (chunk: Buffer) => {
+      this.stderrTail = (this.stderrTail + chunk.toString('utf8')).slice(-4000);
+    });
+    live.add(this.child);
+    this.exited = new Promise((resolve) =>
+      this.child.once('exit', (code) => {
+        live.delete(this.child);
+        resolve(code);
+      }),
+    );
+  }
+
+  get pid(): number {
+    return this.child.pid ?? -1;
+  }
+
+  get running(): boolean {
+    return this.child.exitCode === null && this.child.signalCode === null;
+  }
+
+  /** The last lines the connector wrote to stderr (its warnings and errors), for diagnosis. */
+  get logTail(): string {
+    return this.stderrTail;
+  }
+
+  /** Waits until /readyz answers 200: Kafka connected and at least one input partition assigned. */
+  async ready(timeoutMs = 90_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (Date.now() < deadline) {
+      if (!this.running) throw new Error(`connector exited during start-up:\n${this.stderrTail}`);
+      try {
+        const res = await fetch(`http://127.0.0.1:${this.httpPort}/readyz`, {
+          signal: AbortSignal.timeout(2000),
+        });
+        if (res.status === 200) return;
+      } catch {
+        // Not listening yet.
+      }
+      await sleep(200);
+    }
+    throw new Error(`connector not ready after ${timeoutMs} ms:\n${this.stderrTail}`);
+  }
+
+  /** A value of /proc/<pid>/status in KiB: VmHWM (peak resident set) or VmRSS. */
+  memoryKb(field: 'VmHWM' | 'VmRSS'): number | null {
+    try {
+      const status = fs.readFileSync(`/proc/${this.pid}/status`, 'utf8');
+      const match = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status);
+      return match ? Number(match[1]) : null;
+    } catch {
+      return null;
+    }
+  }
+
+  /** Unlabelled gauges from the connector's /metrics (e.g. docstream_nodejs_heap_size_used_bytes). */
+  async gauges(names: string[]): Promise<Record<string, number>> {
+    const out: Record<string, number> = {};
+    try {
+      const res = await fetch(`http://127.0.0.1:${this.httpPort}/metrics`, {
+        signal: AbortSignal.timeout(2000),
+      });
+      const text = await res.text();
+      for (const name of names) {
+        const match = new RegExp(`^${name} ([0-9.e+-]+)$`, 'm').exec(text);
+        if (match) out[name] = Number(match[1]);
+      }
+    } catch {
+      // Busy or gone: this sample is skipped.
+    }
+    return out;
+  }
+
+  kill(signal: NodeJS.Signals): void {
+    if (this.running) this.child.kill(signal);
+  }
+
+  /** SIGTERM (graceful shutdown), then SIGKILL if it has not exited in time. */
+  async stop(timeoutMs = 40_000): Promise<number | null> {
+    if (!this.running) return this.child.exitCode;
+    this.child.kill('SIGTERM');
+    const timer = setTimeout(() => this.kill('SIGKILL'), timeoutMs);
+    const code = await this.exited;
+    clearTimeout(timer);
+    return code;
+  }
+}
+
+export interface Arrival {
+  event_id: string;
+  value: string | Buffer;
+}
+
+/** Arrival events, FRAUD_ONLY with query_id = event_id so the sandbox counts submissions per event. */
+export function arrivalJson(eventId: string, file: string): string {
+  return JSON.stringify({ event_id: eventId, blob: { url: `file://${file}` }, query_id: eventId });
+}
+
+/** Produces in chunks, stamping each record with the time it is sent; returns those times. */
+export async function produceArrivals(
+  producer: KafkaProducer,
+  topic: string,
+  arrivals: Arrival[],
+  chunk = 200,
+): Promise<Map<string, number>> {
+  const sentAt = new Map<string, number>();
+  for (let i = 0; i < arrivals.length; i += chunk) {
+    const now = Date.now();
+    const slice = arrivals.slice(i, i + chunk);
+    await producer.send(
+      topic,
+      slice.map((a) => ({ key: a.event_id, value: a.value, timestamp: String(now) })),
+    );
+    for (const a of slice) sentAt.set(a.event_id, now);
+  }
+  return sentAt;
+}
+
+export interface DeadLetterSeen {
+  event_id: string | null;
+  stage: string;
+  error_code: string;
+  /** The original value (base64), to recognise inputs that had no readable event_id. */
+  value: string | null;
+}
+
+export interface EventOutcome {
+  results: Set<ResultKind>;
+  /** Result records including re-emissions (a redelivered document publishes again). */
+  resultRecords: number;
+  lastResultAt: number;
+  deadLetters: DeadLetterSeen[];
+}
+
+/** Follows the result and dead-letter topics from the beginning and groups what it sees by event_id. */
+export class OutputCollector {
+  readonly byEvent = new Map<string, EventOutcome>();
+  readonly anonymousDeadLetters: DeadLetterSeen[] = [];
+  private consumer: KafkaConsumer | null = null;
+  private readonly registry = new Registry({ url: REGISTRY_URL });
+
+  constructor(
+    private readonly kafka: KafkaClient,
+    private readonly topics: Config['topics'],
+  ) {}
+
+  async start(): Promise<void> {
+    const t = this.topics;
+    const kindOf = new Map<string, ResultKind>(RESULT_KINDS.map((k) => [t[k], k]));
+    const consumer = this.kafka.consumer({ groupId: uniqueName('bench-collect'), maxWaitTimeMs: 100 });
+    this.consumer = consumer;
+    await consumer.connect();
+    await consumer.subscribe([t.fraud, t.quality, t.classification, t.dlq], { fromBeginning: true });
+    await consumer.run(async (batch) => {
+      for (const m of batch.messages) {
+        const eventId = m.headers.event_id?.toString('utf8') ?? null;
+        if (m.topic === t.dlq) {
+          const v = (await this.registry.decode(m.value!)) as Record<string, unknown>;
+          const letter: DeadLetterSeen = {
+            event_id: (v.event_id as string | null) ?? eventId,
+            stage: String(v.stage),
+            error_code: String(v.error_code),
+            value: Buffer.isBuffer(v.value) ? v.value.toString('base64') : null,
+          };
+          if (letter.event_id) this.outcome(letter.event_id).deadLetters.push(letter);
+          else this.anonymousDeadLetters.push(letter);
+          continue;
+        }
+        const kind = kindOf.get(m.topic);
+        if (!kind || !eventId) continue;
+        const o = this.outcome(eventId);
+        o.results.add(kind);
+        o.resultRecords += 1;
+        o.lastResultAt = Math.max(o.lastResultAt, Number(m.timestamp));
+      }
+    });
+  }
+
+  private outcome(eventId: string): EventOutcome {
+    let o = this.byEvent.get(eventId);
+    if (!o) {
+      o = { results: new Set(), resultRecords: 0, lastResultAt: 0, deadLetters: [] };
+      this.byEvent.set(eventId, o);
+    }
+    return o;
+  }
+
+  complete(eventId: string): boolean {
+    const o = this.byEvent.get(eventId);
+    return !!o && o.results.size === RESULT_KINDS.length;
+  }
+
+  /** Finished one way or another: every result out, or a dead letter. */
+  settled(eventId: string): boolean {
+    const o = this.byEvent.get(eventId);
+    return !!o && (o.results.size === RESULT_KINDS.length || o.deadLetters.length > 0);
+  }
+
+  async stop(): Promise<void> {
+    await this.consumer?.disconnect().catch(() => undefined);
+  }
+}
+
+export function percentile(values: number[], p: number): number {
+  if (values.length === 0) return Number.NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  const rank = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
+  return sorted[rank] as number;
+}
+
+export async function waitUntil(
+  condition: () => boolean,
+  timeoutMs: number,
+  onTick?: () => void,
+): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  let lastTick = 0;
+  while (!condition()) {
+    if (Date.now() > deadline) return false;
+    if (onTick && Date.now() - lastTick > 5000) {
+      lastTick = Date.now();
+      onTick();
+    }
+    await sleep(100);
+  }
+  return true;
+}
+
+/** Simple `--name value` / `--flag` parsing; unknown flags stop the program. */
+export function parseFlags(
+  argv: string[],
+  defaults: Record<string, string | number | boolean>,
+): Record<string, string | number | boolean> {
+  const out = { ...defaults };
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i] as string;
+    if (!arg.startsWith('--')) throw new Error(`unexpected argument ${arg}`);
+    const [rawName, inline] = arg.slice(2).split('=', 2) as [string, string | undefined];
+    const name = rawName.replace(/-([a-z])/g, (_m, c: string) => c.toUpperCase());
+    if (!(name in defaults)) throw new Error(`unknown flag --${rawName}`);
+    const def = defaults[name];
+    if (typeof def === 'boolean') {
+      out[name] = inline === undefined ? true : inline !== 'false';
+      continue;
+    }
+    const value = inline ?? argv[++i];
+    if (value === undefined) throw new Error(`--${rawName} needs a value`);
+    if (typeof def === 'number') {
+      const n = Number(value);
+      if (!Number.isFinite(n)) throw new Error(`--${rawName}: not a number: ${value}`);
+      out[name] = n;
+    } else out[name] = value;
+  }
+  return out;
+}

@@ -1,0 +1,427 @@
+/**
+ * `npm run resilience`: documents flow through `docstream run` (a child process) on the real stack
+ * while the suite SIGKILLs and restarts the connector at random moments, storms the sandbox with
+ * 5xx answers, dropped connections and 429s, restarts Kafka (long form), and mixes malformed input
+ * in. Then it waits for the end and counts: documents in, results out, dead letters (expected or
+ * not), duplicate submissions, lost documents. Exits non-zero when anything was lost or submitted
+ * twice.
+ *
+ *   npm run resilience -- --short      CI size: 100 documents, 2 kills, short storms (~1.5 min)
+ *   npm run resilience                 1000 documents, 10 kills, a Kafka restart, storms (minutes)
+ */
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { writeCorpus, type SampleKind } from '../src/demo/corpus.js';
+import { KafkaClient } from '../src/kafka/index.js';
+import { startSandbox, type DeepPartial, type Sandbox, type SandboxConfig } from '../src/sandbox/index.js';
+import {
+  BROKERS,
+  CLI,
+  ConnectorProcess,
+  OutputCollector,
+  arrivalJson,
+  deleteTopics,
+  ensureInputTopics,
+  freePort,
+  parseFlags,
+  produceArrivals,
+  sleep,
+  topicsFor,
+  uniqueName,
+  waitUntil,
+  writeConnectorConfig,
+  type Arrival,
+} from './lib/harness.js';
+import { malformedInputs, type MalformedInput } from './lib/malformed.js';
+
+export interface ResilienceOptions {
+  docs: number;
+  malformed: number;
+  kills: number;
+  partitions: number;
+  storms: boolean;
+  stormMs: number;
+  kafkaRestart: boolean;
+  /** Bound on the whole run, in ms. */
+  timeoutMs: number;
+  seed?: number;
+  log?: (line: string) => void;
+}
+
+export const SHORT: ResilienceOptions = {
+  docs: 100,
+  malformed: 16,
+  kills: 2,
+  partitions: 2,
+  storms: true,
+  stormMs: 3000,
+  kafkaRestart: false,
+  timeoutMs: 240_000,
+};
+
+export const LONG: ResilienceOptions = {
+  docs: 1000,
+  malformed: 80,
+  kills: 10,
+  partitions: 3,
+  storms: true,
+  stormMs: 8000,
+  kafkaRestart: true,
+  timeoutMs: 900_000,
+};
+
+export interface ResilienceReport {
+  options: Omit<ResilienceOptions, 'log'>;
+  durationS: number;
+  documentsIn: number;
+  goodIn: number;
+  malformedIn: number;
+  resultsOut: number;
+  resultRecords: number;
+  deadLetters: { expected: number; unexpected: number; unexpectedByCode: Record<string, number> };
+  duplicateSubmissions: number;
+  duplicateQueryIds: string[];
+  lost: number;
+  lostIds: string[];
+  kills: number;
+  connectorExitsOnItsOwn: number;
+  kafkaRestarted: boolean;
+  actions: string[];
+  sandbox: {
+    submissionsCreated: number;
+    rateLimited: number;
+    droppedConnections: number;
+    serverErrors: number;
+  };
+}
+
+type Action = 'kill' | 'storm-5xx' | 'storm-drop' | 'storm-429' | 'kafka-restart';
+
+/** Small seeded generator, so a failing run can be repeated with --seed. */
+function rng(seed: number): () => number {
+  let s = seed >>> 0 || 1;
+  return () => {
+    s ^= s << 13;
+    s ^= s >>> 17;
+    s ^= s << 5;
+    return (s >>> 0) / 2 ** 32;
+  };
+}
+
+function shuffle<T>(items: T[], random: () => number): T[] {
+  const out = [...items];
+  for (let i = out.length - 1; i > 0; i--) {
+    const j = Math.floor(random() * (i + 1));
+    [out[i], out[j]] = [out[j] as T, out[i] as T];
+  }
+  return out;
+}
+
+async function stackCommand(args: string[]): Promise<void> {
+  await new Promise<void>((resolve, reject) => {
+    const child = spawn(process.execPath, [CLI, 'stack', ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
+    let err = '';
+    child.stderr.on('data', (c: Buffer) => (err = (err + c.toString('utf8')).slice(-2000)));
+    child.once('exit', (code) =>
+      code === 0 ? resolve() : reject(new Error(`stack ${args.join(' ')} exited ${code}: ${err}`)),
+    );
+  });
+}
+
+const GOOD_KINDS: SampleKind[] = ['clean-pdf', 'edited-pdf', 'trusted-pdf', 'backdated-pdf', 'png-image'];
+
+export async function runResilience(options: ResilienceOptions): Promise<ResilienceReport> {
+  const log = options.log ?? (() => undefined);
+  const started = Date.now();
+  const deadline = started + options.timeoutMs;
+  const seed = options.seed ?? Math.floor(Math.random() * 2 ** 31);
+  const random = rng(seed);
+  log(`seed ${seed}`);
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'docstream-resilience-'));
+  const kafka = new KafkaClient({ brokers: BROKERS, clientId: 'docstream-resilience' });
+  const id = uniqueName('resilience');
+  const topics = topicsFor(id, options.partitions);
+  const sandbox: Sandbox = await startSandbox({
+    processing: { distribution: 'uniform', meanMs: 1500, minMs: 500, maxMs: 2500 },
+    rateLimit: { ratePerSecond: 100, burst: 20 },
+  });
+  const collector = new OutputCollector(kafka, topics);
+  let producer = kafka.producer();
+  const actions: string[] = [];
+  let connector: ConnectorProcess | null = null;
+  let kills = 0;
+  let ownExits = 0;
+  let kafkaRestarted = false;
+
+  try {
+    const corpus = await writeCorpus(dir, GOOD_KINDS);
+    fs.copyFileSync(corpus[0]!.file, path.join(dir, 'doc-0.pdf'));
+    const good: Arrival[] = Array.from({ length: options.docs }, (_, i) => {
+      const eventId = `${id}-doc-${i}`;
+      return { event_id: eventId, value: arrivalJson(eventId, corpus[i % corpus.length]!.file) };
+    });
+    const bad: MalformedInput[] = malformedInputs(id, options.malformed, dir);
+    // Malformed records spread evenly through the good ones.
+    const input: Arrival[] = [];
+    const every = Math.max(1, Math.floor(good.length / Math.max(1, bad.length)));
+    let b = 0;
+    good.forEach((g, i) => {
+      input.push(g);
+      if (i % every === every - 1 && b < bad.length) input.push(bad[b++]!);
+    });
+    while (b < bad.length) input.push(bad[b++]!);
+
+    await ensureInputTopics(kafka, topics);
+    await producer.connect();
+    const httpPort = await freePort();
+    const config = writeConnectorConfig(dir, {
+      topics,
+      groupId: `${id}-group`,
+      apiBaseUrl: sandbox.baseUrl,
+      ratePerSecond: 100,
+      maxInFlight: 200,
+      fileRoots: [dir],
+      httpPort,
+      connector: { pollInitialMs: 300, pollMaxMs: 2000 },
+    });
+    const startConnector = async () => {
+      connector = new ConnectorProcess(config, httpPort);
+      await connector.ready(120_000);
+    };
+    await startConnector();
+    await collector.start();
+
+    const plan: Action[] = shuffle(
+      [
+        ...Array.from({ length: options.kills }, () => 'kill' as const),
+        ...(options.storms ? (['storm-5xx', 'storm-drop', 'storm-429'] as const) : []),
+        ...(options.kafkaRestart ? (['kafka-restart'] as const) : []),
+      ],
+      random,
+    );
+    // The input arrives in waves, one before each action, so that every action hits work in flight.
+    const waves = plan.length + 1;
+    const per = Math.ceil(input.length / waves);
+    let produced = 0;
+    const produceWave = async () => {
+      const wave = input.slice(produced, produced + per);
+      if (wave.length === 0) return;
+      for (let attempt = 0; ; attempt++) {
+        try {
+          await produceArrivals(producer, topics.arrived, wave);
+          break;
+        } catch (err) {
+          // Kafka may be coming back from a restart.
+          if (attempt >= 20 || Date.now() > deadline) throw err;
+          await sleep(2000);
+        }
+      }
+      produced += wave.length;
+    };
+    const badById = new Map(bad.map((m) => [m.event_id, m]));
+    /** Finished: every result or a dead letter; a record without a readable event_id, by its value. */
+    const isSettled = (a: Arrival): boolean => {
+      if (collector.settled(a.event_id)) return true;
+      const m = badById.get(a.event_id);
+      if (!m) return false;
+      const raw = (Buffer.isBuffer(m.value) ? m.value : Buffer.from(m.value, 'utf8')).toString('base64');
+      return collector.anonymousDeadLetters.some((l) => (l.value ?? '') === raw);
+    };
+    const settledCount = () => input.slice(0, produced).filter(isSettled).length;
+
+    for (const action of plan) {
+      if (Date.now() > deadline) break;
+      await produceWave();
+      // Act at a random moment while the wave is in flight.
+      await sleep(300 + random() * 2500);
+      await waitUntil(() => settledCount() < produced, 10_000);
+      const current = connector as ConnectorProcess | null;
+      if (current && !current.running) {
+        ownExits += 1;
+        log(`connector had exited on its own (code ${current.child.exitCode}):\n${current.logTail}`);
+        await startConnector();
+      }
+      const inFlight = produced - settledCount();
+      actions.push(`${action} (${inFlight} unsettled)`);
+      log(`${action}: ${produced} produced, ${inFlight} not settled yet`);
+      switch (action) {
+        case 'kill': {
+          connector!.kill('SIGKILL');
+          await connector!.exited;
+          kills += 1;
+          await sleep(300 + random() * 1500);
+          await startConnector();
+          break;
+        }
+        case 'storm-5xx':
+        case 'storm-drop':
+        case 'storm-429': {
+          const patch: DeepPartial<SandboxConfig> =
+            action === 'storm-5xx'
+              ? { faults: { errorRate: 0.3 } }
+              : action === 'storm-drop'
+                ? { faults: { dropRate: 0.1 } }
+                : { faults: { storm429: { durationMs: options.stormMs } } };
+          sandbox.configure(patch);
+          await sleep(options.stormMs);
+          sandbox.configure({ faults: { errorRate: 0, dropRate: 0, storm429: null } });
+          break;
+        }
+        case 'kafka-restart': {
+          await producer.disconnect().catch(() => undefined);
+          await stackCommand(['down', '--services', 'kafka']);
+          await sleep(3000);
+          await stackCommand(['up', '--services', 'kafka']);
+          kafkaRestarted = true;
+          producer = kafka.producer();
+          await producer.connect();
+          break;
+        }
+      }
+    }
+    while (produced < input.length && Date.now() < deadline) await produceWave();
+
+    log(`chaos over after ${Math.round((Date.now() - started) / 1000)} s; waiting for every document`);
+    await waitUntil(
+      () => settledCount() === input.length,
+      Math.max(0, deadline - Date.now()),
+      () => {
+        const c = connector as ConnectorProcess | null;
+        if (c && !c.running) {
+          ownExits += 1;
+          log(`connector had exited on its own (code ${c.child.exitCode}):\n${c.logTail}`);
+          void startConnector();
+        }
+        log(`${settledCount()}/${input.length} settled`);
+      },
+    );
+    // Late duplicates of dead letters or results do not change the counts, but let them arrive.
+    await sleep(2000);
+
+    const stats = sandbox.stats();
+    const lostIds: string[] = [];
+    let resultsOut = 0;
+    let resultRecords = 0;
+    let expected = 0;
+    const unexpectedByCode: Record<string, number> = {};
+    let unexpected = 0;
+    for (const g of good) {
+      const o = collector.byEvent.get(g.event_id);
+      if (collector.complete(g.event_id)) resultsOut += 1;
+      resultRecords += o?.resultRecords ?? 0;
+      if (o?.deadLetters.length) {
+        unexpected += 1;
+        const code = `${o.deadLetters[0]!.stage}/${o.deadLetters[0]!.error_code}`;
+        unexpectedByCode[code] = (unexpectedByCode[code] ?? 0) + 1;
+      }
+      if (!collector.settled(g.event_id)) lostIds.push(g.event_id);
+    }
+    for (const m of bad) {
+      if (isSettled(m)) expected += 1;
+      else lostIds.push(`${m.event_id} (${m.kind})`);
+    }
+    const duplicateQueryIds = Object.entries(stats.submissionsByQueryId)
+      .filter(([, n]) => n > 1)
+      .map(([q, n]) => `${q} x${n}`);
+    return {
+      options: { ...options, seed, log: undefined } as Omit<ResilienceOptions, 'log'>,
+      durationS: Math.round((Date.now() - started) / 1000),
+      documentsIn: input.length,
+      goodIn: good.length,
+      malformedIn: bad.length,
+      resultsOut,
+      resultRecords,
+      deadLetters: { expected, unexpected, unexpectedByCode },
+      duplicateSubmissions: duplicateQueryIds.length,
+      duplicateQueryIds,
+      lost: lostIds.length,
+      lostIds,
+      kills,
+      connectorExitsOnItsOwn: ownExits,
+      kafkaRestarted,
+      actions,
+      sandbox: {
+        submissionsCreated: stats.submissionsCreated,
+        rateLimited: stats.rateLimited,
+        droppedConnections: stats.droppedConnections,
+        serverErrors: Object.entries(stats.requests)
+          .filter(([k]) => / 5\d\d$/.test(k))
+          .reduce((n, [, c]) => n + c, 0),
+      },
+    };
+  } finally {
+    const c = connector as ConnectorProcess | null;
+    if (c) await c.stop();
+    await collector.stop();
+    await producer.disconnect().catch(() => undefined);
+    await sandbox.close();
+    await deleteTopics(kafka, topics);
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+export function printReport(r: ResilienceReport): void {
+  const lines = [
+    `resilience (${r.durationS} s, seed ${r.options.seed}): ${r.kills} kills, ` +
+      `Kafka restart ${r.kafkaRestarted ? 'yes' : 'no'}, storms ${r.options.storms ? 'yes' : 'no'}`,
+    `  actions:               ${r.actions.join(', ')}`,
+    `  documents in:          ${r.documentsIn} (${r.goodIn} good, ${r.malformedIn} malformed)`,
+    `  results out:           ${r.resultsOut} documents with every result (${r.resultRecords} result records)`,
+    `  dead letters:          ${r.deadLetters.expected} expected, ${r.deadLetters.unexpected} unexpected` +
+      (r.deadLetters.unexpected > 0 ? ` ${JSON.stringify(r.deadLetters.unexpectedByCode)}` : ''),
+    `  duplicate submissions: ${r.duplicateSubmissions}${r.duplicateSubmissions ? ` (${r.duplicateQueryIds.slice(0, 10).join(', ')})` : ''}`,
+    `  lost documents:        ${r.lost}${r.lost ? ` (${r.lostIds.slice(0, 10).join(', ')})` : ''}`,
+    `  connector exits on its own: ${r.connectorExitsOnItsOwn}`,
+    `  sandbox: ${r.sandbox.submissionsCreated} submissions, ${r.sandbox.rateLimited} 429s, ` +
+      `${r.sandbox.serverErrors} 5xx, ${r.sandbox.droppedConnections} dropped connections`,
+  ];
+  console.log(lines.join('\n'));
+}
+
+async function main(): Promise<void> {
+  const flags = parseFlags(process.argv.slice(2), {
+    short: false,
+    docs: 0,
+    kills: -1,
+    seed: 0,
+    kafkaRestart: true,
+    storms: true,
+    timeoutS: 0,
+  });
+  const base = flags.short ? SHORT : LONG;
+  const options: ResilienceOptions = {
+    ...base,
+    ...(Number(flags.docs) > 0 ? { docs: Math.min(5000, Number(flags.docs)) } : {}),
+    ...(Number(flags.kills) >= 0 ? { kills: Math.min(50, Number(flags.kills)) } : {}),
+    ...(Number(flags.seed) > 0 ? { seed: Number(flags.seed) } : {}),
+    ...(Number(flags.timeoutS) > 0 ? { timeoutMs: Math.min(3600, Number(flags.timeoutS)) * 1000 } : {}),
+    kafkaRestart: base.kafkaRestart && flags.kafkaRestart !== false,
+    storms: base.storms && flags.storms !== false,
+    log: (line) => process.stderr.write(`[resilience ${new Date().toISOString().slice(11, 19)}] ${line}\n`),
+  };
+  // The hard stop, past the run's own bound (the clean-up included).
+  setTimeout(() => {
+    process.stderr.write('resilience: hard stop\n');
+    process.exit(3);
+  }, options.timeoutMs + 120_000).unref();
+  const report = await runResilience(options);
+  printReport(report);
+  const dir = path.resolve('bench-results');
+  fs.mkdirSync(dir, { recursive: true });
+  const file = path.join(dir, `resilience-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
+  fs.writeFileSync(file, JSON.stringify(report, null, 2));
+  console.log(`written ${path.relative(process.cwd(), file)}`);
+  process.exit(report.lost > 0 || report.duplicateSubmissions > 0 ? 1 : 0);
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  main().catch((err: unknown) => {
+    process.stderr.write(
+      `resilience failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
+    );
+    process.exit(2);
+  });
+}

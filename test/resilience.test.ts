@@ -1,0 +1,15 @@
+import { SHORT, runResilience } from '../scripts/resilience.js';
+
+describe('resilience, short form: SIGKILLs, sandbox storms and malformed input on the real stack', () => {
+  it('loses no document and submits none twice', async () => {
+    const report = await runResilience(SHORT);
+
+    expect(report.kills).toBe(SHORT.kills);
+    expect(report.documentsIn).toBe(SHORT.docs + SHORT.malformed);
+    expect(report.lostIds).toEqual([]);
+    expect(report.duplicateQueryIds).toEqual([]);
+    // Every malformed record became a dead letter; every good one has its results or a dead letter.
+    expect(report.deadLetters.expected).toBe(SHORT.malformed);
+    expect(report.resultsOut + report.deadLetters.unexpected).toBeGreaterThanOrEqual(SHORT.docs);
+  }, 400_000);
+});
