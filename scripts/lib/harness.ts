@@ -388,3 +388,43 @@ export function parseFlags(
   }
   return out;
 }
+
+/**
+ * The submission ids the connector recorded per event_id, read from its state topic up to the
+ * current end. Used to tell a duplicate created after a submission was recorded (a broken promise)
+ * from one whose first submission never reached the state (killed between create and record).
+ */
+export async function recordedSubmissions(
+  kafka: KafkaClient,
+  topic: string,
+  timeoutMs = 30_000,
+): Promise<Map<string, Set<string>>> {
+  const admin = kafka.admin();
+  await admin.connect();
+  const ends = await admin.topicOffsets(topic).finally(() => admin.disconnect());
+  const remaining = new Map(ends.filter((e) => e.high !== e.low).map((e) => [e.partition, BigInt(e.high)]));
+  const out = new Map<string, Set<string>>();
+  const consumer = kafka.consumer({ groupId: uniqueName('bench-state'), maxWaitTimeMs: 100 });
+  await consumer.connect();
+  try {
+    await consumer.subscribe([topic], { fromBeginning: true });
+    await consumer.run(async (batch) => {
+      for (const m of batch.messages) {
+        if (m.value && m.key) {
+          const state = JSON.parse(m.value.toString('utf8')) as { submission_id?: string };
+          const eventId = m.key.toString('utf8');
+          if (state.submission_id) {
+            if (!out.has(eventId)) out.set(eventId, new Set());
+            out.get(eventId)!.add(state.submission_id);
+          }
+        }
+        const end = remaining.get(batch.partition);
+        if (end !== undefined && BigInt(m.offset) + 1n >= end) remaining.delete(batch.partition);
+      }
+    });
+    await waitUntil(() => remaining.size === 0, timeoutMs);
+  } finally {
+    await consumer.disconnect().catch(() => undefined);
+  }
+  return out;
+}
