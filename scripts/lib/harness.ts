@@ -101,7 +101,14 @@ export interface ConnectorSettings {
 export function writeConnectorConfig(dir: string, s: ConnectorSettings): string {
   const file = path.join(dir, `connector-${s.httpPort}.json`);
   const config = {
-    kafka: { brokers: BROKERS, groupId: s.groupId, clientId: 'docstream-bench' },
+    // A short session: a killed connector's partitions move to its successor within seconds.
+    kafka: {
+      brokers: BROKERS,
+      groupId: s.groupId,
+      clientId: 'docstream-bench',
+      sessionTimeoutMs: 10000,
+      heartbeatIntervalMs: 1000,
+    },
     topics: s.topics,
     registry: { url: REGISTRY_URL },
     api: { baseUrl: s.apiBaseUrl, ratePerSecond: s.ratePerSecond, ...(s.api ?? {}) },
