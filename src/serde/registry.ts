@@ -158,9 +158,17 @@ export class Registry {
       }
       return current;
     }
-    await this.request('PUT', `/config/${encodeURIComponent(subject)}`, {
-      compatibility: this.compatibility,
-    });
+    const set = await this.request(
+      'PUT',
+      `/config/${encodeURIComponent(subject)}`,
+      { compatibility: this.compatibility },
+      [409],
+    );
+    if (set === null) {
+      // Apicurio answers 409 when another instance set the rule between our read and our write
+      // (instances of one group starting together): the subject has a level now, read it.
+      return (await this.getCompatibility(subject)) ?? this.compatibility;
+    }
     return this.compatibility;
   }
 

@@ -272,6 +272,17 @@ describe('compatibility levels on Apicurio', () => {
     expect(await registry.getCompatibility(valueSubject(topic))).toBe('BACKWARD');
   });
 
+  it('lets instances that start together register the same subject', async () => {
+    // Apicurio answers 409 to the second of two concurrent rule writes; neither instance may fail.
+    for (let round = 0; round < 3; round++) {
+      const topic = uniqueName('probe');
+      const instances = Array.from({ length: 4 }, () => new Registry({ url: REGISTRY_URL }));
+      const ids = await Promise.all(instances.map((r) => r.registerValueSchema(topic, 'FraudResult')));
+      expect(new Set(ids).size).toBe(1);
+      expect(await instances[0]!.getCompatibility(valueSubject(topic))).toBe('BACKWARD');
+    }
+  });
+
   it('keeps a level an operator chose', async () => {
     const topic = uniqueName('probe');
     await registryCall('PUT', `/config/${valueSubject(topic)}`, { compatibility: 'FULL_TRANSITIVE' });
