@@ -30,7 +30,7 @@ import {
   produceArrivals,
   recordedSubmissions,
   sleep,
-  topicsFor,
+  prefixedTopics,
   uniqueName,
   waitUntil,
   writeConnectorConfig,
@@ -152,7 +152,7 @@ export async function runResilience(options: ResilienceOptions): Promise<Resilie
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'docstream-resilience-'));
   const kafka = new KafkaClient({ brokers: BROKERS, clientId: 'docstream-resilience' });
   const id = uniqueName('resilience');
-  const topics = topicsFor(id, options.partitions);
+  const topics = prefixedTopics(id, options.partitions);
   const sandbox: Sandbox = await startSandbox({
     processing: { distribution: 'uniform', meanMs: 1500, minMs: 500, maxMs: 2500 },
     rateLimit: { ratePerSecond: 100, burst: 20 },

@@ -20,7 +20,7 @@ import {
   ensureInputTopics,
   freePort,
   produceArrivals,
-  topicsFor,
+  prefixedTopics,
   uniqueName,
   waitUntil,
   writeConnectorConfig,
@@ -74,7 +74,7 @@ async function streamOne(
     maxUploadBytes: bytes + BLOCK,
   });
   const id = uniqueName('bench-stream');
-  const topics = topicsFor(id, 1);
+  const topics = prefixedTopics(id, 1);
   const collector = new OutputCollector(kafka, topics);
   const producer = kafka.producer();
   let connector: ConnectorProcess | null = null;

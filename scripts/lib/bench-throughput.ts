@@ -22,7 +22,7 @@ import {
   freePort,
   percentile,
   produceArrivals,
-  topicsFor,
+  prefixedTopics,
   uniqueName,
   waitUntil,
   writeConnectorConfig,
@@ -157,7 +157,7 @@ async function runDocstream(
   files: string[],
 ): Promise<RunMeasure> {
   const id = uniqueName('bench');
-  const topics = topicsFor(id, o.partitions);
+  const topics = prefixedTopics(id, o.partitions);
   const sandbox = await sandboxFor(o, o.docs);
   const collector = new OutputCollector(kafka, topics);
   const producer = kafka.producer();
@@ -234,7 +234,7 @@ async function runDocstream(
 
 async function runNaive(o: ThroughputOptions, kafka: KafkaClient, files: string[]): Promise<RunMeasure> {
   const id = uniqueName('baseline');
-  const topics = topicsFor(id, o.partitions);
+  const topics = prefixedTopics(id, o.partitions);
   const sandbox = await sandboxFor(o, o.baselineDocs);
   const collector = new OutputCollector(kafka, topics);
   const producer = kafka.producer();

@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import type { Config } from '../../src/config/index.js';
+import { prefixedTopics, type Config } from '../../src/config/index.js';
 import type { KafkaClient } from '../../src/kafka/index.js';
 import { type KafkaConsumer, type KafkaProducer } from '../../src/kafka/index.js';
 import { Registry } from '../../src/serde/registry.js';
@@ -27,22 +27,7 @@ export function uniqueName(prefix: string): string {
 
 export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
-export function topicsFor(id: string, partitions: number): Config['topics'] {
-  const t = (name: string) => `${id}.${name}`;
-  return {
-    arrived: t('arrived'),
-    fraud: t('fraud'),
-    quality: t('quality'),
-    classification: t('classification'),
-    decision: t('decision'),
-    dlq: t('dlq'),
-    feedback: t('feedback'),
-    state: t('state'),
-    webhooks: t('webhooks'),
-    outputPartitions: partitions,
-    replicationFactor: 1,
-  };
-}
+export { prefixedTopics };
 
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {

@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { loadConfig } from '../config/index.js';
+import { loadConfig, prefixedTopics } from '../config/index.js';
 import { Connector } from '../connector/connector.js';
 import { writeCorpus } from '../demo/corpus.js';
 import { KafkaClient } from '../kafka/client.js';
@@ -20,7 +20,7 @@ interface Variant {
   name: 'webhooks' | 'polling';
   sandbox: Sandbox;
   connector: Connector;
-  topics: Record<string, string>;
+  topics: ReturnType<typeof prefixedTopics>;
 }
 
 function percentile(sorted: number[], p: number): number {
@@ -64,23 +64,12 @@ async function main(): Promise<void> {
         maxMs: processingMs * 1.5,
       },
     });
-    const t = (n: string) => `${run}.${name}.${n}`;
-    const topics = {
-      arrived: t('arrived'),
-      fraud: t('fraud'),
-      quality: t('quality'),
-      classification: t('classification'),
-      decision: t('decision'),
-      dlq: t('dlq'),
-      feedback: t('feedback'),
-      state: t('state'),
-      webhooks: t('webhooks'),
-    };
+    const topics = prefixedTopics(`${run}.${name}`, 1);
     const config = loadConfig({
       env: {},
       files: [],
       overrides: {
-        topics: { ...topics, outputPartitions: 1 },
+        topics,
         kafka: { groupId: `${run}-${name}` },
         api: { baseUrl: sandbox.baseUrl, ratePerSecond: 500 },
         blobs: { fileRoots: [dir] },
@@ -98,7 +87,7 @@ async function main(): Promise<void> {
   const consumer = kafka.consumer({ groupId: `${run}-reader`, maxWaitTimeMs: 50 });
   await consumer.connect();
   await consumer.subscribe(
-    variants.map((v) => v.topics.decision!),
+    variants.map((v) => v.topics.decision),
     { fromBeginning: true },
   );
   await consumer.run(async (batch) => {
@@ -116,7 +105,7 @@ async function main(): Promise<void> {
     await Promise.all(
       variants.map((v) =>
         producer.send(
-          v.topics.arrived!,
+          v.topics.arrived,
           Array.from({ length: count }, (_, j) => {
             const i = sent + j;
             return {
@@ -137,7 +126,7 @@ async function main(): Promise<void> {
   const deadline = Date.now() + 10 * 60_000;
   while (
     Date.now() < deadline &&
-    variants.some((v) => (decisions.get(v.topics.decision!)?.size ?? 0) < docs)
+    variants.some((v) => (decisions.get(v.topics.decision)?.size ?? 0) < docs)
   ) {
     await new Promise((r) => setTimeout(r, 200));
   }
@@ -148,7 +137,7 @@ async function main(): Promise<void> {
     const listing = (await (await fetch(`${v.sandbox.baseUrl}/_sandbox/submissions`)).json()) as {
       items: Array<{ id: string; decision_ready_at: string | null }>;
     };
-    const seen = decisions.get(v.topics.decision!) ?? new Map<string, number>();
+    const seen = decisions.get(v.topics.decision) ?? new Map<string, number>();
     const latencies = listing.items
       .filter((s) => s.decision_ready_at && seen.has(s.id))
       .map((s) => seen.get(s.id)! - Date.parse(s.decision_ready_at!))

@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { stripVTControlCharacters } from 'node:util';
-import { loadConfig } from '../config/index.js';
+import { loadConfig, prefixedTopics } from '../config/index.js';
 import { Connector } from '../connector/connector.js';
 import { KafkaClient } from '../kafka/client.js';
 import { createLogger } from '../observability/logger.js';
@@ -94,21 +94,10 @@ export async function runDemo(options: DemoOptions): Promise<number> {
     say(dim(`       ${sandbox.baseUrl} (client sandbox-client)`));
 
     say('3/4  connector');
-    const topic = (name: string) => `${run}.${name}`;
-    const topics = {
-      arrived: topic('documents.arrived'),
-      fraud: topic('documents.fraud'),
-      quality: topic('documents.quality'),
-      classification: topic('documents.classification'),
-      decision: topic('documents.decision'),
-      dlq: topic('documents.dlq'),
-      feedback: topic('documents.feedback'),
-      state: topic('docstream.state'),
-      webhooks: topic('docstream.webhooks'),
-    };
+    const topics = prefixedTopics(run, 1);
     const config = loadConfig({
       overrides: {
-        topics: { ...topics, outputPartitions: 1 },
+        topics,
         kafka: { groupId: `${run}-connector` },
         api: { baseUrl: sandbox.baseUrl },
         connector: { pollInitialMs: 300, pollMaxMs: 2000 },

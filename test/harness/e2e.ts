@@ -7,7 +7,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { loadConfig, type Config } from '../../src/config/index.js';
+import { loadConfig, prefixedTopics, type Config } from '../../src/config/index.js';
 import { Connector } from '../../src/connector/connector.js';
 import { KafkaClient, type IncomingMessage, type KafkaConsumer } from '../../src/kafka/index.js';
 import { silentLogger } from '../../src/observability/logger.js';
@@ -61,20 +61,7 @@ export class E2E {
   readonly topics: Config['topics'];
 
   constructor(partitions = 1) {
-    const t = (name: string) => `${this.id}.${name}`;
-    this.topics = {
-      arrived: t('arrived'),
-      fraud: t('fraud'),
-      quality: t('quality'),
-      classification: t('classification'),
-      decision: t('decision'),
-      dlq: t('dlq'),
-      feedback: t('feedback'),
-      state: t('state'),
-      webhooks: t('webhooks'),
-      outputPartitions: partitions,
-      replicationFactor: 1,
-    };
+    this.topics = prefixedTopics(this.id, partitions);
   }
 
   async start(sandboxConfig: DeepPartial<SandboxConfig> = {}): Promise<this> {
