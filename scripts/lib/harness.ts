@@ -353,30 +353,49 @@ export async function waitUntil(
   return true;
 }
 
-/** Simple `--name value` / `--flag` parsing; unknown flags stop the program. */
+/**
+ * Simple `--name value` / `--flag` parsing. `--help` lists the flags with their defaults; an unknown
+ * flag or a bad value prints a message and that list and exits 2.
+ */
 export function parseFlags(
   argv: string[],
   defaults: Record<string, string | number | boolean>,
 ): Record<string, string | number | boolean> {
+  const kebab = (name: string) => name.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+  const usage = () =>
+    Object.entries(defaults)
+      .map(
+        ([name, def]) =>
+          `  --${kebab(name)}${typeof def === 'boolean' ? '' : ' <value>'}  (default ${String(def)})`,
+      )
+      .join('\n');
+  const fail = (message: string): never => {
+    process.stderr.write(`error: ${message}\nflags:\n${usage()}\n`);
+    process.exit(2);
+  };
   const out = { ...defaults };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i] as string;
-    if (!arg.startsWith('--')) throw new Error(`unexpected argument ${arg}`);
+    if (arg === '--help' || arg === '-h') {
+      process.stdout.write(`flags:\n${usage()}\n`);
+      process.exit(0);
+    }
+    if (!arg.startsWith('--')) fail(`unexpected argument ${arg}`);
     const [rawName, inline] = arg.slice(2).split('=', 2) as [string, string | undefined];
     const name = rawName.replace(/-([a-z])/g, (_m, c: string) => c.toUpperCase());
-    if (!(name in defaults)) throw new Error(`unknown flag --${rawName}`);
+    if (!(name in defaults)) fail(`unknown flag --${rawName}`);
     const def = defaults[name];
     if (typeof def === 'boolean') {
       out[name] = inline === undefined ? true : inline !== 'false';
       continue;
     }
     const value = inline ?? argv[++i];
-    if (value === undefined) throw new Error(`--${rawName} needs a value`);
+    if (value === undefined) fail(`--${rawName} needs a value`);
     if (typeof def === 'number') {
       const n = Number(value);
-      if (!Number.isFinite(n)) throw new Error(`--${rawName}: not a number: ${value}`);
+      if (!Number.isFinite(n)) fail(`--${rawName}: not a number: ${value}`);
       out[name] = n;
-    } else out[name] = value;
+    } else out[name] = value as string;
   }
   return out;
 }
