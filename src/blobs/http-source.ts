@@ -13,9 +13,9 @@ import got, { type Request, type Response } from 'got';
 import type { Logger } from '../observability/logger.js';
 import { classifyAddress, isAddressAllowed } from './address.js';
 import { BlobError } from './errors.js';
-import { checkSha256, expectedSha256, Meter } from './meter.js';
+import { expectedSha256, Meter } from './meter.js';
 import type { BlobPolicy } from './policy.js';
-import { spooledBlob, type Spool } from './spool.js';
+import { verifiedSpooledBlob, type Spool } from './spool.js';
 import type { BlobRef, OpenedBlob } from './types.js';
 import { displayUrl } from './url.js';
 import { guard } from './guard.js';
@@ -231,16 +231,7 @@ export class HttpBlobReader {
       const file = await this.spool.write(first.stream, maxBytes, display).catch((error: unknown) => {
         throw transportError(error, display);
       });
-      const blob = spooledBlob(file, contentType);
-      if (expected !== undefined) {
-        try {
-          checkSha256(expected, file.sha256, display);
-        } catch (error) {
-          await blob.cleanup();
-          throw error;
-        }
-      }
-      return blob;
+      return verifiedSpooledBlob(file, contentType, expected, display);
     }
 
     first.stream.destroy();

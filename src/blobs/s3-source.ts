@@ -7,9 +7,9 @@ import { Readable } from 'node:stream';
 import type { Logger } from '../observability/logger.js';
 import { BlobError } from './errors.js';
 import { guard } from './guard.js';
-import { checkSha256, expectedSha256, Meter } from './meter.js';
+import { expectedSha256, Meter } from './meter.js';
 import type { BlobPolicy } from './policy.js';
-import { spooledBlob, type Spool } from './spool.js';
+import { verifiedSpooledBlob, type Spool } from './spool.js';
 import type { BlobRef, OpenedBlob } from './types.js';
 
 const NOT_FOUND_NAMES = new Set(['NoSuchKey', 'NotFound', 'NoSuchBucket']);
@@ -126,16 +126,7 @@ export class S3BlobReader {
       const file = await this.spool.write(source, maxBytes, display).catch((error: unknown) => {
         throw s3Error(error, display);
       });
-      const blob = spooledBlob(file, contentType);
-      if (expected !== undefined) {
-        try {
-          checkSha256(expected, file.sha256, display);
-        } catch (error) {
-          await blob.cleanup();
-          throw error;
-        }
-      }
-      return blob;
+      return verifiedSpooledBlob(file, contentType, expected, display);
     }
 
     let closed = false;

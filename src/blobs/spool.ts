@@ -13,7 +13,7 @@ import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { BlobError } from './errors.js';
-import { Meter } from './meter.js';
+import { checkSha256, Meter } from './meter.js';
 import type { OpenedBlob } from './types.js';
 
 export const SPOOL_PREFIX = 'docstream-blobs-';
@@ -68,6 +68,27 @@ export function isInSpoolArea(realPath: string, realTmpDir: string): boolean {
   if (relative === '' || relative.startsWith('..') || path.isAbsolute(relative)) return false;
   const first = relative.split(path.sep, 1)[0] ?? '';
   return first.startsWith(SPOOL_PREFIX);
+}
+
+/**
+ * The spooled copy as a blob, once its digest matches `expected` (when given); on a mismatch the
+ * copy is removed and `sha256_mismatch` thrown.
+ */
+export async function verifiedSpooledBlob(
+  file: SpooledFile,
+  contentType: string | undefined,
+  expected: string | undefined,
+  display: string,
+): Promise<OpenedBlob> {
+  const blob = spooledBlob(file, contentType);
+  if (expected === undefined) return blob;
+  try {
+    checkSha256(expected, file.sha256, display);
+  } catch (error) {
+    await blob.cleanup();
+    throw error;
+  }
+  return blob;
 }
 
 /** An OpenedBlob backed by a spooled copy: every `open()` re-reads the copy. */

@@ -41,7 +41,7 @@ export interface FileFacts {
   image: { width: number; height: number } | null;
 }
 
-const EMPTY_METADATA: SampleMetadataFacts = {
+export const EMPTY_METADATA: SampleMetadataFacts = {
   producer: null,
   creator: null,
   creation_date: null,

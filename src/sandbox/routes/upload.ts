@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { FastifyInstance } from 'fastify';
-import { inspectFile, type FileFacts } from '../analysis/inspect.js';
+import { EMPTY_METADATA, inspectFile, type FileFacts } from '../analysis/inspect.js';
 import { UploadScanner } from '../analysis/scanner.js';
 import type { SandboxContext } from '../context.js';
 import { HttpError, mediaType } from '../http.js';
@@ -20,16 +20,7 @@ function unsupportedFacts(sha256: string, size: number): FileFacts {
     fileType: 'unsupported',
     mimeType: 'application/octet-stream',
     numPages: 0,
-    metadata: {
-      producer: null,
-      creator: null,
-      creation_date: null,
-      mod_date: null,
-      author: null,
-      title: null,
-      keywords: null,
-      subject: null,
-    },
+    metadata: { ...EMPTY_METADATA },
     creationDate: null,
     modDate: null,
     eofCount: 0,
