@@ -331,3 +331,57 @@ describe('decodeFeedbackEvent', () => {
     });
   });
 });
+
+describe('event_id characters', () => {
+  const schema = avroSchemaJson('DocumentArrived') as avro.Schema;
+  const avroEvent = (event_id: string) =>
+    wire(1, schema, {
+      event_id,
+      blob: { url: 'file:///tmp/a.pdf', content_type: null, size_bytes: null, sha256: null },
+      query_id: null,
+      pipeline_configuration: 'FRAUD_ONLY',
+      enable_decision: false,
+      submission_characteristics: null,
+      attributes: {},
+      reprocess: false,
+    });
+
+  it.each([
+    ['a NUL', 'evt\u0000x', /control characters \(U\+0000 at position 3\)/],
+    ['a newline', 'evt\nforged log line', /control characters \(U\+000A/],
+    ['DEL', 'evt\u007f', /control characters \(U\+007F/],
+    ['a C1 control', 'evt\u0085', /control characters \(U\+0085/],
+    ['a lone high surrogate', 'evt\ud800', /lone surrogate \(U\+D800 at position 3\)/],
+    ['a lone low surrogate', '\udc00evt', /lone surrogate \(U\+DC00 at position 0\)/],
+  ])('refuses %s in JSON input, naming the field, without echoing the id', async (_what, eventId, why) => {
+    const result = await failureOf(json({ ...valid, event_id: eventId }));
+    expect(result).toMatchObject({ code: 'schema_invalid', event_id: null });
+    expect(result.message).toMatch(/^event_id: /);
+    expect(result.message).toMatch(why);
+  });
+
+  it('refuses control characters in Avro input too', async () => {
+    const result = await failureOf(avroEvent('evt\u0001'));
+    expect(result).toMatchObject({ code: 'schema_invalid', format: 'avro', event_id: null });
+    expect(result.message).toMatch(/^event_id: must not contain control characters \(U\+0001/);
+  });
+
+  it('accepts a paired surrogate (an emoji) and other non-ASCII text', async () => {
+    const result = await decodeDocumentArrived(json({ ...valid, event_id: 'évt-😀-東京' }), registry);
+    expect(result).toMatchObject({ ok: true, event: { event_id: 'évt-😀-東京' } });
+    const fromAvro = await decodeDocumentArrived(avroEvent('évt-😀'), registry);
+    expect(fromAvro).toMatchObject({ ok: true, event: { event_id: 'évt-😀' } });
+  });
+
+  it('refuses them in the optional event_id of a feedback event', async () => {
+    const result = await decodeFeedbackEvent(
+      json({ submission_id: 'sub_0123456789abcdefghijkl', feedback: { outcome: 'FRAUD' }, event_id: 'a\tb' }),
+      registry,
+    );
+    expect(result).toMatchObject({
+      ok: false,
+      code: 'schema_invalid',
+      message: expect.stringMatching(/^event_id: /),
+    });
+  });
+});

@@ -99,9 +99,32 @@ function blobUrlProblem(value: string): string | null {
 
 const Attributes = z.record(z.string(), z.string());
 
+/**
+ * C0/C1 control characters and lone UTF-16 surrogates: an idempotency key that holds them breaks
+ * log lines, headers and any store that re-encodes it as UTF-8 (a lone surrogate becomes U+FFFD, so
+ * two different keys could meet), so they are refused rather than carried along.
+ */
+const CONTROL_OR_LONE_SURROGATE =
+  /[\u0000-\u001f\u007f-\u009f]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+export function eventIdProblem(value: string): string | null {
+  const found = CONTROL_OR_LONE_SURROGATE.exec(value);
+  if (found === null) return null;
+  const unit = found[0].charCodeAt(0);
+  const code = unit.toString(16).toUpperCase().padStart(4, '0');
+  return unit >= 0xd800 && unit <= 0xdfff
+    ? `must not contain a lone surrogate (U+${code} at position ${found.index})`
+    : `must not contain control characters (U+${code} at position ${found.index})`;
+}
+
+function eventIdCharacters(value: string, ctx: z.RefinementCtx): void {
+  const problem = eventIdProblem(value);
+  if (problem) ctx.addIssue({ code: 'custom', message: problem });
+}
+
 /** Unknown top-level fields are ignored (a newer producer may send more); known ones are checked. */
 const DocumentArrivedInput = z.looseObject({
-  event_id: z.string().min(1).max(EVENT_ID_MAX),
+  event_id: z.string().min(1).max(EVENT_ID_MAX).superRefine(eventIdCharacters),
   blob: z.looseObject({
     url: BlobUrl,
     content_type: z.string().max(LIMITS.mimeType).nullable().optional(),
@@ -123,7 +146,7 @@ const DocumentArrivedInput = z.looseObject({
 const FeedbackInput = z.looseObject({
   submission_id: z.string().min(LIMITS.submissionIdMin).max(LIMITS.submissionIdMax),
   feedback: FeedbackRequest,
-  event_id: z.string().max(EVENT_ID_MAX).nullable().optional(),
+  event_id: z.string().max(EVENT_ID_MAX).superRefine(eventIdCharacters).nullable().optional(),
   attributes: Attributes.optional(),
 });
 
@@ -176,7 +199,8 @@ function failure(
   const eventId =
     typeof object.event_id === 'string' &&
     object.event_id.length > 0 &&
-    object.event_id.length <= EVENT_ID_MAX
+    object.event_id.length <= EVENT_ID_MAX &&
+    eventIdProblem(object.event_id) === null
       ? object.event_id
       : null;
   const attributes = Attributes.safeParse(object.attributes);
