@@ -28,6 +28,7 @@ export type InputErrorCode =
   | 'invalid_json'
   | 'invalid_avro'
   | 'unknown_schema'
+  | 'schema_rejected'
   | 'schema_invalid'
   | 'characteristics_too_large';
 

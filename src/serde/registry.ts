@@ -11,6 +11,7 @@ import registryPackage from '@kafkajs/confluent-schema-registry';
 import avro from 'avsc';
 import type { Logger } from '../observability/logger.js';
 import { silentLogger } from '../observability/logger.js';
+import { checkAvroBounds } from './avro-bounds.js';
 import { avroSchemaText, avroType, type AvroSchemaName, type AvroType } from './avro-schemas.js';
 
 const { SchemaRegistry, SchemaType } = registryPackage;
@@ -41,7 +42,19 @@ export interface RegistrySettings {
   logger?: Logger;
   /** Replaceable for tests; defaults to the global fetch. */
   fetch?: typeof fetch;
+  /**
+   * How long a schema id the registry does not have (or refuses) is remembered as such, so records
+   * carrying it are dead-lettered without a lookup each (default 60 s; a schema registered later
+   * becomes readable after that).
+   */
+  unknownSchemaTtlMs?: number;
+  /** Per-request timeout in ms (default 10 s). */
+  requestTimeoutMs?: number;
+  /** Clock for the negative cache; replaceable for tests. */
+  now?: () => number;
 }
+
+export const DEFAULT_UNKNOWN_SCHEMA_TTL_MS = 60_000;
 
 /** A registry failure. `retriable` is true for network errors and 5xx: the data is not at fault. */
 export class RegistryError extends Error {
@@ -55,13 +68,42 @@ export class RegistryError extends Error {
   }
 }
 
-/** Bytes that cannot be read: the data is at fault, retrying cannot help. */
+/**
+ * The registry cannot answer now (network, timeout, 5xx, 408, 429, or 401/403 — a credentials
+ * problem of this deployment, never of the record): pause input and retry the same record later.
+ */
+export class RegistryUnavailableError extends RegistryError {
+  constructor(message: string, options: { status?: number; cause?: unknown } = {}) {
+    super(message, { ...options, retriable: true });
+    this.name = 'RegistryUnavailableError';
+  }
+}
+
+/** Statuses that say nothing about the schema id asked for. */
+const UNAVAILABLE_STATUSES = new Set([401, 403, 408, 429]);
+
+function isUnavailableStatus(status: number): boolean {
+  return status >= 500 || UNAVAILABLE_STATUSES.has(status);
+}
+
+export type DecodeErrorCode = 'invalid_avro' | 'unknown_schema' | 'schema_rejected';
+
+/**
+ * Bytes that cannot be read: the data is at fault, retrying cannot help (dead-letter the record).
+ * `unknown_schema`: the registry has no schema under the record's id (404); `schema_rejected`: the
+ * registry refused the lookup (422 or another 4xx) or the schema is not usable Avro;
+ * `invalid_avro`: the bytes do not fit the schema (including length prefixes beyond the record).
+ */
 export class DecodeError extends Error {
-  readonly code: 'invalid_avro' | 'unknown_schema';
-  constructor(code: 'invalid_avro' | 'unknown_schema', message: string) {
+  readonly code: DecodeErrorCode;
+  readonly schemaId: number | undefined;
+  readonly status: number | undefined;
+  constructor(code: DecodeErrorCode, message: string, details: { schemaId?: number; status?: number } = {}) {
     super(message);
     this.name = 'DecodeError';
     this.code = code;
+    this.schemaId = details.schemaId;
+    this.status = details.status;
   }
 }
 
@@ -99,6 +141,12 @@ export class Registry {
   private readonly authHeader: string | undefined;
   private readonly byTopic = new Map<string, Registered>();
   private readonly writers = new Map<number, AvroType>();
+  private readonly lookups = new Map<number, Promise<AvroType>>();
+  private readonly refused = new Map<number, { error: DecodeError; until: number }>();
+  private readonly unknownSchemaTtlMs: number;
+  private readonly requestTimeoutMs: number;
+  private readonly now: () => number;
+  private schemaLookups = 0;
   private readonly resolvers = new Map<string, AvroResolver>();
 
   constructor(settings: RegistrySettings = {}) {
@@ -106,6 +154,9 @@ export class Registry {
     this.compatibility = settings.compatibility ?? 'BACKWARD';
     this.logger = settings.logger ?? silentLogger;
     this.fetchImpl = settings.fetch ?? fetch;
+    this.unknownSchemaTtlMs = settings.unknownSchemaTtlMs ?? DEFAULT_UNKNOWN_SCHEMA_TTL_MS;
+    this.requestTimeoutMs = settings.requestTimeoutMs ?? 10_000;
+    this.now = settings.now ?? Date.now;
     const auth =
       settings.username !== undefined
         ? { username: settings.username, password: settings.password ?? '' }
@@ -204,34 +255,88 @@ export class Registry {
     return Buffer.concat([header, registered.type.toBuffer(value)]);
   }
 
+  /** How many schema-by-id requests this instance sent (for metrics and tests). */
+  get schemaLookupCount(): number {
+    return this.schemaLookups;
+  }
+
   /**
-   * The writer schema registered under `schemaId`, fetched once and cached. Fetched directly rather
-   * than through the registry client because that client reports network failures as HTTP 400,
-   * which would make an unreachable registry look like bad data.
+   * The writer schema registered under `schemaId`, fetched once and cached; concurrent callers
+   * share one request. Fetched directly rather than through the registry client because that
+   * client reports network failures as HTTP 400, which would make an unreachable registry look
+   * like bad data.
+   *
+   * Throws DecodeError (`unknown_schema`, `schema_rejected`) when the id is the data's fault —
+   * remembered for `unknownSchemaTtlMs` — and RegistryUnavailableError when the registry is.
    */
-  async writerType(schemaId: number): Promise<AvroType> {
+  writerType(schemaId: number): Promise<AvroType> {
     const cached = this.writers.get(schemaId);
-    if (cached) return cached;
-    const body = (await this.request('GET', `/schemas/ids/${schemaId}`, undefined, [404])) as {
-      schema?: unknown;
-      schemaType?: unknown;
-    } | null;
-    if (body === null)
-      throw new DecodeError('unknown_schema', `schema id ${schemaId} is not in the registry`);
+    if (cached) return Promise.resolve(cached);
+    const refused = this.refused.get(schemaId);
+    if (refused !== undefined) {
+      if (refused.until > this.now()) return Promise.reject(refused.error);
+      this.refused.delete(schemaId);
+    }
+    let lookup = this.lookups.get(schemaId);
+    if (lookup === undefined) {
+      lookup = this.lookUpWriter(schemaId).finally(() => this.lookups.delete(schemaId));
+      this.lookups.set(schemaId, lookup);
+    }
+    return lookup;
+  }
+
+  private async lookUpWriter(schemaId: number): Promise<AvroType> {
+    this.schemaLookups += 1;
+    let body: { schema?: unknown; schemaType?: unknown } | null;
+    try {
+      body = (await this.request('GET', `/schemas/ids/${schemaId}`, undefined, [404])) as typeof body;
+    } catch (error) {
+      if (error instanceof RegistryError && !error.retriable && error.status !== undefined) {
+        throw this.refuse(
+          new DecodeError('schema_rejected', `the registry refused schema id ${schemaId}: ${error.message}`, {
+            schemaId,
+            status: error.status,
+          }),
+        );
+      }
+      throw error;
+    }
+    if (body === null) {
+      throw this.refuse(
+        new DecodeError('unknown_schema', `schema id ${schemaId} is not in the registry`, {
+          schemaId,
+          status: 404,
+        }),
+      );
+    }
     if (body.schemaType !== undefined && body.schemaType !== 'AVRO') {
-      throw new DecodeError('invalid_avro', `schema id ${schemaId} is ${String(body.schemaType)}, not Avro`);
+      throw this.refuse(
+        new DecodeError('schema_rejected', `schema id ${schemaId} is ${String(body.schemaType)}, not Avro`, {
+          schemaId,
+        }),
+      );
     }
     let type: AvroType;
     try {
       type = avro.Type.forSchema(JSON.parse(String(body.schema)) as avro.Schema);
     } catch (error) {
-      throw new DecodeError(
-        'invalid_avro',
-        `schema id ${schemaId} is not a usable Avro schema: ${message(error)}`,
+      throw this.refuse(
+        new DecodeError(
+          'schema_rejected',
+          `schema id ${schemaId} is not a usable Avro schema: ${message(error)}`,
+          { schemaId },
+        ),
       );
     }
     this.writers.set(schemaId, type);
     return type;
+  }
+
+  private refuse(error: DecodeError): DecodeError {
+    if (error.schemaId !== undefined && this.unknownSchemaTtlMs > 0) {
+      this.refused.set(error.schemaId, { error, until: this.now() + this.unknownSchemaTtlMs });
+    }
+    return error;
   }
 
   /**
@@ -249,6 +354,8 @@ export class Registry {
     }
     const writer = await this.writerType(parsed.schemaId);
     try {
+      // Before avsc, which trusts the data's length prefixes (see avro-bounds.ts).
+      checkAvroBounds(writer, parsed.payload);
       if (reader === undefined) return plain(writer.fromBuffer(parsed.payload));
       const readerType = avroType(reader);
       const key = `${parsed.schemaId}:${reader}`;
@@ -262,6 +369,7 @@ export class Registry {
       throw new DecodeError(
         'invalid_avro',
         `Avro value with schema id ${parsed.schemaId}: ${message(error)}`,
+        { schemaId: parsed.schemaId },
       );
     }
   }
@@ -281,23 +389,38 @@ export class Registry {
         method,
         headers,
         ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-        signal: AbortSignal.timeout(10_000),
+        signal: AbortSignal.timeout(this.requestTimeoutMs),
       });
     } catch (error) {
-      throw new RegistryError(`schema registry unreachable at ${this.url}: ${message(error)}`, {
-        retriable: true,
+      throw new RegistryUnavailableError(`schema registry unreachable at ${this.url}: ${message(error)}`, {
         cause: error,
       });
     }
     if (nullOn.includes(response.status)) return null;
-    const text = await response.text();
-    if (!response.ok) {
-      throw new RegistryError(`schema registry ${method} ${path} answered ${response.status}: ${text}`, {
-        status: response.status,
-        retriable: response.status >= 500 || response.status === 429,
+    let text: string;
+    try {
+      text = await response.text();
+    } catch (error) {
+      throw new RegistryUnavailableError(`schema registry ${method} ${path}: ${message(error)}`, {
+        cause: error,
       });
     }
-    return text.length > 0 ? (JSON.parse(text) as unknown) : null;
+    if (!response.ok) {
+      const answer = `schema registry ${method} ${path} answered ${response.status}: ${text.slice(0, 500)}`;
+      if (isUnavailableStatus(response.status)) {
+        throw new RegistryUnavailableError(answer, { status: response.status });
+      }
+      throw new RegistryError(answer, { status: response.status, retriable: false });
+    }
+    if (text.length === 0) return null;
+    try {
+      return JSON.parse(text) as unknown;
+    } catch (error) {
+      throw new RegistryUnavailableError(
+        `schema registry ${method} ${path} answered ${response.status} with a body that is not JSON`,
+        { status: response.status, cause: error },
+      );
+    }
   }
 }
 
@@ -323,9 +446,12 @@ function toRegistryError(error: unknown, doing: string): Error {
   if (error instanceof RegistryError) return error;
   const status = (error as { status?: unknown } | null)?.status;
   if (typeof status === 'number') {
+    if (isUnavailableStatus(status)) {
+      return new RegistryUnavailableError(`${doing}: ${(error as Error).message}`, { status, cause: error });
+    }
     return new RegistryError(`${doing}: ${(error as Error).message}`, {
       status,
-      retriable: status >= 500 || status === 429,
+      retriable: false,
       cause: error,
     });
   }
@@ -333,8 +459,5 @@ function toRegistryError(error: unknown, doing: string): Error {
   if (typeof name === 'string' && name.startsWith('ConfluentSchemaRegistry')) {
     return new RegistryError(`${doing}: ${message(error)}`, { retriable: false, cause: error });
   }
-  return new RegistryError(`${doing}: ${message(error)}`, {
-    retriable: true,
-    cause: error,
-  });
+  return new RegistryUnavailableError(`${doing}: ${message(error)}`, { cause: error });
 }
