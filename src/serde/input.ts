@@ -106,6 +106,7 @@ const Attributes = z.record(z.string(), z.string());
  * two different keys could meet), so they are refused rather than carried along.
  */
 const CONTROL_OR_LONE_SURROGATE =
+  // eslint-disable-next-line no-control-regex -- matching control characters is the point
   /[\u0000-\u001f\u007f-\u009f]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
 export function eventIdProblem(value: string): string | null {

@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { decodeDocumentArrived } from './input.js';
-import { DecodeError, Registry, RegistryError, RegistryUnavailableError } from './registry.js';
+import { DecodeError, Registry, RegistryUnavailableError, type RegistryError } from './registry.js';
 
 /** A local registry whose answer per schema id is set by each test; counts the lookups. */
 let server: Server;
