@@ -1,4 +1,6 @@
 import { CoalescingSender } from './coalescer.js';
+import { KafkaError, MessageTooLargeError } from './errors.js';
+import { messageSize, RECORD_BATCH_OVERHEAD } from './message-size.js';
 import type { OutgoingMessage } from './producer.js';
 
 describe('CoalescingSender', () => {
@@ -39,5 +41,109 @@ describe('CoalescingSender', () => {
     await expect(sender.send('a', { key: '1', value: 'x' })).rejects.toThrow('broker down');
     fail = false;
     await expect(sender.send('a', { key: '2', value: 'x' })).resolves.toBeUndefined();
+  });
+});
+
+describe('CoalescingSender and message size', () => {
+  type Batches = Array<{ topic: string; messages: OutgoingMessage[] }>;
+  const value = (bytes: number) => Buffer.alloc(bytes, 1);
+
+  it('rejects only an oversized message, before sending, and sends the others', async () => {
+    const requests: Batches[] = [];
+    const producer = {
+      sendBatch: async (batches: Batches) => {
+        requests.push(batches);
+        return [];
+      },
+      limitFor: () => 1000,
+    };
+    const sender = new CoalescingSender(producer);
+    const results = await Promise.allSettled([
+      sender.send('a', { key: '1', value: value(10) }),
+      sender.send('a', { key: '2', value: value(5000) }),
+      sender.send('b', { key: '3', value: value(10) }),
+    ]);
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+    const error = (results[1] as PromiseRejectedResult).reason as MessageTooLargeError;
+    expect(error).toBeInstanceOf(MessageTooLargeError);
+    expect(error).toMatchObject({ topic: 'a', limit: 1000, retriable: false, fromBroker: false });
+    expect(error.size).toBeGreaterThan(5000);
+    const sentKeys = requests.flatMap((batches) => batches.flatMap((b) => b.messages.map((m) => m.key)));
+    expect(sentKeys).toEqual(['1', '3']);
+  });
+
+  it('bounds a gathered request in bytes, so gathering alone never builds a batch too large', async () => {
+    const requests: Batches[] = [];
+    let release: () => void = () => undefined;
+    const producer = {
+      sendBatch: (batches: Batches) => {
+        requests.push(batches);
+        return new Promise<[]>((resolve) => (release = () => resolve([])));
+      },
+    };
+    const sender = new CoalescingSender(producer, 500, { maxBatchBytes: 1000 });
+    const first = sender.send('a', { key: '0', value: value(10) });
+    // Five messages of ~400 bytes each: at most two fit in 1000 bytes.
+    const rest = Array.from({ length: 5 }, (_, i) =>
+      sender.send('a', { key: String(i + 1), value: value(400) }),
+    );
+    for (let round = 0; round < 4; round++) {
+      release();
+      await new Promise((r) => setImmediate(r));
+    }
+    await Promise.all([first, ...rest]);
+    expect(requests.map((batches) => batches[0]!.messages.length)).toEqual([1, 2, 2, 1]);
+  });
+
+  it('when the broker refuses a gathered request as too large, resends one by one and fails only the culprit', async () => {
+    const requests: string[][] = [];
+    const tooLarge = Object.assign(
+      new Error('The request included a message larger than the max message size'),
+      {
+        type: 'MESSAGE_TOO_LARGE',
+      },
+    );
+    let release: () => void = () => undefined;
+    const producer = {
+      sendBatch: async (batches: Batches) => {
+        const keys = batches.flatMap((b) => b.messages.map((m) => String(m.key)));
+        requests.push(keys);
+        if (keys.length === 1 && keys[0] === 'first') await new Promise<void>((r) => (release = r));
+        if (keys.includes('big'))
+          throw new KafkaError('producing to a: too large', { retriable: false, cause: tooLarge });
+        return [];
+      },
+    };
+    const sender = new CoalescingSender(producer);
+    const first = sender.send('a', { key: 'first', value: 'x' });
+    const gathered = ['x', 'big', 'y'].map((key) => sender.send('a', { key, value: 'v' }));
+    release();
+    await first;
+    const results = await Promise.allSettled(gathered);
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+    expect(requests).toEqual([['first'], ['x', 'big', 'y'], ['x'], ['big'], ['y']]);
+  });
+
+  it('still fails every message of a request refused for another reason', async () => {
+    const producer = {
+      sendBatch: async () => {
+        throw new KafkaError('broker down', { retriable: true });
+      },
+    };
+    const sender = new CoalescingSender(producer);
+    const results = await Promise.allSettled([
+      sender.send('a', { key: '1', value: 'x' }),
+      sender.send('a', { key: '2', value: 'x' }),
+    ]);
+    expect(results.map((r) => r.status)).toEqual(['rejected', 'rejected']);
+  });
+});
+
+describe('messageSize', () => {
+  it('counts key, value, headers and the batch header as an upper bound', () => {
+    const bare = messageSize({ key: null, value: null });
+    expect(bare).toBeGreaterThanOrEqual(RECORD_BATCH_OVERHEAD);
+    const full = messageSize({ key: 'kk', value: Buffer.alloc(100), headers: { event_id: 'é' } });
+    expect(full - bare).toBeGreaterThanOrEqual(2 + 100 + 'event_id'.length + 2);
   });
 });

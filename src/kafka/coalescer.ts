@@ -2,14 +2,36 @@
  * Many callers, one producer request at a time: the idempotent producer keeps one request in flight
  * per broker, so concurrent sends are gathered while a request is out and go together in the next one.
  * No message waits for a timer; under load, requests grow instead of queueing one by one.
+ *
+ * One message too large never fails the others: it is refused on its own before it is queued, a
+ * request is bounded in bytes as well as in count (kafkajs puts all messages of a partition in one
+ * record batch, which the broker measures against the topic's limit), and when the broker still
+ * refuses a gathered request as too large, its messages are sent again one by one so that only the
+ * culprit fails.
  */
+import { isMessageTooLarge, MessageTooLargeError } from './errors.js';
+import { DEFAULT_MAX_MESSAGE_BYTES, messageSize } from './message-size.js';
 import type { KafkaProducer, OutgoingMessage } from './producer.js';
 
 interface Pending {
   topic: string;
   message: OutgoingMessage;
+  size: number;
   resolve: () => void;
   reject: (err: unknown) => void;
+}
+
+type Batches = Array<{ topic: string; messages: OutgoingMessage[] }>;
+
+/** What the sender needs of a producer; `limitFor` (per-topic limits) is optional for tests. */
+export type CoalescedProducer = Pick<KafkaProducer, 'sendBatch'> & Partial<Pick<KafkaProducer, 'limitFor'>>;
+
+export interface CoalescingOptions {
+  /**
+   * Upper bound of the bytes gathered into one request (default: the producer's limit for the
+   * first message's topic, else 1,000,000), so gathering alone never makes a batch too large.
+   */
+  maxBatchBytes?: number;
 }
 
 export class CoalescingSender {
@@ -17,35 +39,76 @@ export class CoalescingSender {
   private inFlight = false;
 
   constructor(
-    private readonly producer: Pick<KafkaProducer, 'sendBatch'>,
+    private readonly producer: CoalescedProducer,
     private readonly maxBatch = 500,
+    private readonly options: CoalescingOptions = {},
   ) {}
 
-  /** Resolves once the broker acknowledged the message. */
+  private limitFor(topic: string): number {
+    return this.producer.limitFor?.(topic) ?? DEFAULT_MAX_MESSAGE_BYTES;
+  }
+
+  /**
+   * Resolves once the broker acknowledged the message. Rejects with MessageTooLargeError, for this
+   * message alone, when it exceeds its topic's limit.
+   */
   send(topic: string, message: OutgoingMessage): Promise<void> {
+    const size = messageSize(message);
+    const limit = this.limitFor(topic);
+    if (size > limit) {
+      return Promise.reject(new MessageTooLargeError({ topic, size, limit, fromBroker: false }));
+    }
     return new Promise((resolve, reject) => {
-      this.queue.push({ topic, message, resolve, reject });
+      this.queue.push({ topic, message, size, resolve, reject });
       if (!this.inFlight) void this.flush();
     });
+  }
+
+  private takeBatch(): Pending[] {
+    const budget = this.options.maxBatchBytes ?? this.limitFor(this.queue[0]!.topic);
+    let bytes = 0;
+    let count = 0;
+    for (const item of this.queue) {
+      if (count >= this.maxBatch || (count > 0 && bytes + item.size > budget)) break;
+      bytes += item.size;
+      count += 1;
+    }
+    return this.queue.splice(0, count);
   }
 
   private async flush(): Promise<void> {
     this.inFlight = true;
     while (this.queue.length > 0) {
-      const items = this.queue.splice(0, this.maxBatch);
-      const byTopic = new Map<string, OutgoingMessage[]>();
-      for (const item of items) {
-        const list = byTopic.get(item.topic) ?? [];
-        list.push(item.message);
-        byTopic.set(item.topic, list);
-      }
+      const items = this.takeBatch();
       try {
-        await this.producer.sendBatch([...byTopic].map(([topic, messages]) => ({ topic, messages })));
+        await this.producer.sendBatch(byTopic(items));
         for (const item of items) item.resolve();
       } catch (err) {
-        for (const item of items) item.reject(err);
+        if (items.length > 1 && isMessageTooLarge(err)) await this.sendOneByOne(items);
+        else for (const item of items) item.reject(err);
       }
     }
     this.inFlight = false;
   }
+
+  private async sendOneByOne(items: Pending[]): Promise<void> {
+    for (const item of items) {
+      try {
+        await this.producer.sendBatch(byTopic([item]));
+        item.resolve();
+      } catch (err) {
+        item.reject(err);
+      }
+    }
+  }
+}
+
+function byTopic(items: Pending[]): Batches {
+  const grouped = new Map<string, OutgoingMessage[]>();
+  for (const item of items) {
+    const list = grouped.get(item.topic) ?? [];
+    list.push(item.message);
+    grouped.set(item.topic, list);
+  }
+  return [...grouped].map(([topic, messages]) => ({ topic, messages }));
 }

@@ -26,3 +26,41 @@ export async function wrapKafka<T>(doing: string, operation: () => Promise<T>): 
     throw kafkaError(error, doing);
   }
 }
+
+/**
+ * A message bigger than Kafka accepts for its topic. Raised for that one message before it is sent
+ * (`fromBroker` false), or when the broker answered MESSAGE_TOO_LARGE (`fromBroker` true). Never
+ * retriable: the same bytes fail the same way; the caller dead-letters or shrinks the message.
+ */
+export class MessageTooLargeError extends KafkaError {
+  readonly topic: string;
+  /** Bytes the message takes on the wire (an upper bound of the record's size in its batch). */
+  readonly size: number;
+  /** The limit this producer applied to the topic, in bytes (the broker's may be lower when `fromBroker`). */
+  readonly limit: number;
+  readonly fromBroker: boolean;
+  constructor(details: { topic: string; size: number; limit: number; fromBroker: boolean; cause?: unknown }) {
+    super(
+      details.fromBroker
+        ? `producing to ${details.topic}: the broker refused ${details.size} bytes as too large for the topic's max.message.bytes (this producer's limit: ${details.limit})`
+        : `producing to ${details.topic}: a message of ${details.size} bytes exceeds the limit of ${details.limit} bytes`,
+      { retriable: false, cause: details.cause },
+    );
+    this.name = 'MessageTooLargeError';
+    this.topic = details.topic;
+    this.size = details.size;
+    this.limit = details.limit;
+    this.fromBroker = details.fromBroker;
+  }
+}
+
+/** True when the error, or any error in its cause chain, is Kafka's MESSAGE_TOO_LARGE answer. */
+export function isMessageTooLarge(error: unknown): boolean {
+  for (let current = error, depth = 0; current !== undefined && current !== null && depth < 10; depth++) {
+    if (current instanceof MessageTooLargeError) return true;
+    const type = (current as { type?: unknown }).type;
+    if (type === 'MESSAGE_TOO_LARGE' || type === 'RECORD_LIST_TOO_LARGE') return true;
+    current = (current as { cause?: unknown }).cause;
+  }
+  return false;
+}
