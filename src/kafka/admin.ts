@@ -82,6 +82,71 @@ export interface OffsetResetPlan {
   applied: boolean;
 }
 
+export interface EnsureTopicsOptions {
+  /** How long creation races and metadata propagation are waited out (default 60 s). */
+  timeoutMs?: number;
+}
+
+const DEFAULT_ENSURE_TIMEOUT_MS = 60_000;
+const ENSURE_FIRST_DELAY_MS = 100;
+const ENSURE_MAX_DELAY_MS = 2_000;
+const ALREADY_EXISTS = new Set(['TOPIC_ALREADY_EXISTS']);
+/**
+ * Broker answers that a later attempt can change: metadata not yet propagated to the broker asked,
+ * a controller or leader moving, a request timing out.
+ */
+const TRANSIENT_TYPES = new Set([
+  'UNKNOWN_TOPIC_OR_PARTITION',
+  'LEADER_NOT_AVAILABLE',
+  'NOT_LEADER_FOR_PARTITION',
+  'NOT_CONTROLLER',
+  'REQUEST_TIMED_OUT',
+  'NOT_ENOUGH_REPLICAS',
+  'TOPIC_ALREADY_EXISTS',
+]);
+
+/** The error and its causes (kafkajs nests them in `cause` and in aggregate `errors`). */
+function errorChain(error: unknown): Array<Record<string, unknown>> {
+  const out: Array<Record<string, unknown>> = [];
+  const queue: unknown[] = [error];
+  while (queue.length > 0 && out.length < 20) {
+    const current = queue.shift();
+    if (current === null || typeof current !== 'object') continue;
+    const record = current as Record<string, unknown>;
+    out.push(record);
+    if (record.cause !== undefined) queue.push(record.cause);
+    if (Array.isArray(record.errors)) queue.push(...(record.errors as unknown[]));
+  }
+  return out;
+}
+
+function hasErrorType(error: unknown, types: Set<string>): boolean {
+  return errorChain(error).some((entry) => types.has(String(entry.type)));
+}
+
+function isTransient(error: unknown): boolean {
+  return errorChain(error).some(
+    (entry) =>
+      entry.retriable === true ||
+      TRANSIENT_TYPES.has(String(entry.type)) ||
+      entry.name === 'KafkaJSNumberOfRetriesExceeded' ||
+      entry.name === 'KafkaJSConnectionError' ||
+      entry.name === 'KafkaJSRequestTimeoutError',
+  );
+}
+
+/** The broker's own words, e.g. "This server does not host this topic-partition (UNKNOWN_TOPIC_OR_PARTITION)". */
+function describeAnswer(error: unknown): string {
+  const chain = errorChain(error);
+  const typed = chain.find((entry) => typeof entry.type === 'string');
+  const text = error instanceof Error ? error.message : String(error);
+  return typed ? `${String(typed.message ?? text)} (${String(typed.type)})` : text;
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
 /** States in which a group has no members, so its offsets may be changed from outside. */
 const INACTIVE_GROUP_STATES = new Set(['Empty', 'Dead']);
 
@@ -107,27 +172,67 @@ export class KafkaAdmin {
   /**
    * Creates the topics that do not exist and checks the ones that do. Never changes an existing
    * topic: a wrong partition count or config is reported in `mismatches` for the caller to judge.
+   *
+   * Several instances may run this at once on new topics: creation races ("already exists") and
+   * the answers of a broker whose metadata has not caught up yet ("does not host this
+   * topic-partition", "leader not available") are retried with back-off until every partition of
+   * every topic has a leader, within `timeoutMs`. Then, or on an answer no retry can change
+   * (invalid config, replication factor, authorisation), a KafkaError names the topics and the
+   * broker's answer.
    */
-  async ensureTopics(specs: TopicSpec[]): Promise<EnsureTopicsResult> {
-    const existingTopics = new Set(await this.listTopics());
-    const missing = specs.filter((spec) => !existingTopics.has(spec.topic));
-    const present = specs.filter((spec) => existingTopics.has(spec.topic));
-    if (missing.length > 0) {
-      await wrapKafka(`creating topics ${missing.map((spec) => spec.topic).join(', ')}`, () =>
-        this.admin.createTopics({
-          waitForLeaders: true,
-          topics: missing.map((spec) => ({
-            topic: spec.topic,
-            numPartitions: spec.numPartitions,
-            replicationFactor: spec.replicationFactor ?? 1,
-            configEntries: Object.entries(spec.configs ?? {}).map(([name, value]) => ({ name, value })),
-          })),
-        }),
-      ).catch((error: KafkaError) => {
-        // Another instance may have created them between the listing and the request.
-        if (!/already exists/i.test(error.message)) throw error;
-      });
+  async ensureTopics(specs: TopicSpec[], options: EnsureTopicsOptions = {}): Promise<EnsureTopicsResult> {
+    const timeoutMs = options.timeoutMs ?? DEFAULT_ENSURE_TIMEOUT_MS;
+    const deadline = Date.now() + timeoutMs;
+    const names = specs.map((spec) => spec.topic);
+    const created = new Set<string>();
+    let problem = '';
+    for (let attempt = 1; ; attempt++) {
+      let doing = `listing topics`;
+      try {
+        const listed = new Set(await this.admin.listTopics());
+        for (const spec of specs) {
+          if (listed.has(spec.topic) || created.has(spec.topic)) continue;
+          doing = `creating topic ${spec.topic}`;
+          // One topic per request: kafkajs reports "already exists" for a request as a whole.
+          const made = await this.admin
+            .createTopics({
+              waitForLeaders: false,
+              topics: [
+                {
+                  topic: spec.topic,
+                  numPartitions: spec.numPartitions,
+                  replicationFactor: spec.replicationFactor ?? 1,
+                  configEntries: Object.entries(spec.configs ?? {}).map(([name, value]) => ({ name, value })),
+                },
+              ],
+            })
+            .catch((error: unknown) => {
+              if (hasErrorType(error, ALREADY_EXISTS)) return false;
+              throw error;
+            });
+          if (made) created.add(spec.topic);
+        }
+        doing = `waiting for leaders of ${names.join(', ')}`;
+        const leaderless = await this.leaderlessPartitions(names);
+        if (leaderless.length === 0) break;
+        problem = `partitions without a leader yet: ${leaderless.join(', ')}`;
+      } catch (error) {
+        if (!isTransient(error)) {
+          throw new KafkaError(`${doing}: ${describeAnswer(error)}`, { retriable: false, cause: error });
+        }
+        problem = `${doing}: ${describeAnswer(error)}`;
+      }
+      if (Date.now() >= deadline) {
+        throw new KafkaError(
+          `topics ${names.join(', ')} not ready after ${attempt} attempts in ${timeoutMs} ms; last answer: ${problem}`,
+          { retriable: true },
+        );
+      }
+      await sleep(
+        Math.min(ENSURE_MAX_DELAY_MS, ENSURE_FIRST_DELAY_MS * 2 ** (attempt - 1)) * (0.5 + Math.random() / 2),
+      );
     }
+    const present = specs.filter((spec) => !created.has(spec.topic));
     const mismatches: TopicMismatch[] = [];
     for (const spec of present) {
       const description = await this.describeTopic(spec.topic, Object.keys(spec.configs ?? {}));
@@ -147,15 +252,62 @@ export class KafkaAdmin {
       }
     }
     return {
-      created: missing.map((spec) => spec.topic),
+      created: names.filter((name) => created.has(name)),
       existing: present.map((spec) => spec.topic),
       mismatches,
     };
   }
 
+  /** `topic/partition` of every partition without a leader; throws while a topic is unknown. */
+  private async leaderlessPartitions(topics: string[]): Promise<string[]> {
+    const metadata = await this.admin.fetchTopicMetadata({ topics });
+    const out: string[] = [];
+    for (const topic of topics) {
+      const found = metadata.topics.find((entry) => entry.name === topic);
+      if (!found || found.partitions.length === 0) {
+        out.push(`${topic}/*`);
+        continue;
+      }
+      for (const partition of found.partitions) {
+        if (partition.leader < 0) out.push(`${topic}/${partition.partitionId}`);
+      }
+    }
+    return out;
+  }
+
+  /**
+   * `max.message.bytes` of each topic as the broker applies it (the topic's own value, else the
+   * broker's default), for `KafkaProducer.setTopicLimits`.
+   */
+  async maxMessageBytes(topics: string[]): Promise<Record<string, number>> {
+    if (topics.length === 0) return {};
+    const described = await wrapKafka(`reading max.message.bytes of ${topics.join(', ')}`, () =>
+      this.admin.describeConfigs({
+        includeSynonyms: false,
+        resources: topics.map((name) => ({
+          type: TOPIC_RESOURCE,
+          name,
+          configNames: ['max.message.bytes'],
+        })),
+      }),
+    );
+    const out: Record<string, number> = {};
+    for (const resource of described.resources) {
+      const entry = resource.configEntries.find((config) => config.configName === 'max.message.bytes');
+      const value = Number(entry?.configValue);
+      if (Number.isSafeInteger(value) && value > 0) out[resource.resourceName] = value;
+    }
+    return out;
+  }
+
+  /** Deletes the named topics that exist (idempotent: a topic already gone is not an error). */
   async deleteTopics(topics: string[]): Promise<void> {
-    if (topics.length === 0) return;
-    await wrapKafka(`deleting topics ${topics.join(', ')}`, () => this.admin.deleteTopics({ topics }));
+    const existing = new Set(await this.listTopics());
+    const present = topics.filter((topic) => existing.has(topic));
+    if (present.length === 0) return;
+    await wrapKafka(`deleting topics ${present.join(', ')}`, () =>
+      this.admin.deleteTopics({ topics: present }),
+    );
   }
 
   async partitionCount(topic: string): Promise<number> {

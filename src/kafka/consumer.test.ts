@@ -1,6 +1,6 @@
 import kafkajs from 'kafkajs';
 import { kafkaLogLevelFor } from './client.js';
-import { assignmentDifference, headerBuffers } from './consumer.js';
+import { assignmentDifference, DEFAULT_RESTART_POLICY, headerBuffers, restartDelay } from './consumer.js';
 import { kafkaError } from './errors.js';
 
 describe('assignmentDifference', () => {
@@ -42,5 +42,15 @@ describe('kafkaError', () => {
     });
     expect(error.cause).toBe(cause);
     expect(kafkaError(new Error('bad'), 'x').retriable).toBe(false);
+  });
+});
+
+describe('restartDelay', () => {
+  const policy = { ...DEFAULT_RESTART_POLICY, initialDelayMs: 500, maxDelayMs: 30_000 };
+  it('doubles per crash in a row up to the bound, with at most half subtracted as jitter', () => {
+    expect([1, 2, 3, 4].map((attempt) => restartDelay(policy, attempt, 0))).toEqual([500, 1000, 2000, 4000]);
+    expect(restartDelay(policy, 20, 0)).toBe(30_000);
+    expect(restartDelay(policy, 1, 1)).toBe(250);
+    expect(restartDelay(policy, 200, 0.5)).toBe(22_500);
   });
 });

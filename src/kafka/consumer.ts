@@ -6,8 +6,8 @@
  * (records after it are fetched next); a rebalance resets the position to the committed offset,
  * so records resolved but not committed are delivered again, to this member or another one.
  */
-import type { Consumer, EachBatchPayload, IHeaders, Kafka } from 'kafkajs';
-import { kafkaError, wrapKafka } from './errors.js';
+import type { Consumer, ConsumerRunConfig, EachBatchPayload, IHeaders, Kafka } from 'kafkajs';
+import { KafkaError, kafkaError, wrapKafka } from './errors.js';
 
 export interface ConsumerSettings {
   groupId: string;
@@ -17,6 +17,52 @@ export interface ConsumerSettings {
   /** Upper bound of the bytes fetched per partition and request; bounds a batch's size. */
   maxBytesPerPartition?: number;
   maxWaitTimeMs?: number;
+  /** How the consumer is restarted after a crash (see RestartPolicy). */
+  restart?: RestartPolicy;
+}
+
+/**
+ * After any crash (kafkajs stops the consumer and, for errors it deems non-retriable, never starts
+ * it again) the run is restarted here, after an exponential back-off with jitter. Crashes that
+ * follow each other without a stable run in between are counted; past `maxRestarts` the consumer
+ * gives up and the `onFatal` listeners are told, so the process can exit non-zero for its supervisor.
+ */
+export interface RestartPolicy {
+  /** Delay before the first restart (default 500 ms); doubled for each crash in a row. */
+  initialDelayMs?: number;
+  /** Upper bound of the delay (default 30 s). */
+  maxDelayMs?: number;
+  /** Crashes in a row before giving up (default 10, about 2.5 minutes of back-off). */
+  maxRestarts?: number;
+  /** A run this long after a group join without a crash resets the count (default 60 s). */
+  stableAfterMs?: number;
+}
+
+export const DEFAULT_RESTART_POLICY: Required<RestartPolicy> = {
+  initialDelayMs: 500,
+  maxDelayMs: 30_000,
+  maxRestarts: 10,
+  stableAfterMs: 60_000,
+};
+
+/** The delay before restart number `attempt` (1-based), with up to 50 % jitter subtracted. */
+export function restartDelay(
+  policy: Required<RestartPolicy>,
+  attempt: number,
+  random = Math.random(),
+): number {
+  const base = Math.min(policy.maxDelayMs, policy.initialDelayMs * 2 ** Math.max(0, attempt - 1));
+  return Math.round(base * (1 - random / 2));
+}
+
+export interface ConsumerRestart {
+  /** The crash that caused it. */
+  error: Error;
+  /** Crashes in a row, this one included. */
+  attempt: number;
+  delayMs: number;
+  /** Restarts of this consumer since it was created, this one included. */
+  restarts: number;
 }
 
 export interface IncomingMessage {
@@ -82,7 +128,7 @@ export interface GroupJoin {
 
 export interface ConsumerCrash {
   error: Error;
-  /** Whether the client restarts the consumer by itself. */
+  /** Whether the consumer will be restarted (false when stopping or after too many crashes). */
   restart: boolean;
 }
 
@@ -114,11 +160,27 @@ export class KafkaConsumer {
   private readonly consumer: Consumer;
   private assignment: Assignment = {};
   private readonly joinListeners = new Set<(join: GroupJoin) => void>();
+  private readonly crashListeners = new Set<(crash: ConsumerCrash) => void>();
+  private readonly restartListeners = new Set<(restart: ConsumerRestart) => void>();
+  private readonly fatalListeners = new Set<(error: Error) => void>();
+  private readonly policy: Required<RestartPolicy>;
+  private runConfig: ConsumerRunConfig | undefined;
+  private stopping = false;
+  private isHealthy = true;
+  private fatal = false;
+  private crashesInARow = 0;
+  private restartCount = 0;
+  private lastJoinAt: number | undefined;
+  private restartTimer: NodeJS.Timeout | undefined;
 
   constructor(kafka: Kafka, settings: ConsumerSettings) {
     this.groupId = settings.groupId;
+    this.policy = { ...DEFAULT_RESTART_POLICY, ...settings.restart };
     this.consumer = kafka.consumer({
       groupId: settings.groupId,
+      // Every restart is decided here (see RestartPolicy), not by kafkajs, which restarts only
+      // after errors it deems retriable and then without a bound.
+      retry: { retries: 5, restartOnFailure: async () => false },
       ...(settings.sessionTimeoutMs !== undefined ? { sessionTimeout: settings.sessionTimeoutMs } : {}),
       ...(settings.rebalanceTimeoutMs !== undefined ? { rebalanceTimeout: settings.rebalanceTimeoutMs } : {}),
       ...(settings.heartbeatIntervalMs !== undefined
@@ -140,21 +202,96 @@ export class KafkaConsumer {
         removed: assignmentDifference(this.assignment, assignment),
       };
       this.assignment = assignment;
+      this.lastJoinAt = Date.now();
+      if (!this.fatal) this.isHealthy = true;
       for (const listener of this.joinListeners) listener(join);
     });
+    this.consumer.on(this.consumer.events.CRASH, (event) => {
+      this.crashed(kafkaError(event.payload.error, `consumer of group ${this.groupId} crashed`));
+    });
+  }
+
+  private crashed(error: Error): void {
+    this.isHealthy = false;
+    const now = Date.now();
+    if (this.lastJoinAt !== undefined && now - this.lastJoinAt >= this.policy.stableAfterMs) {
+      this.crashesInARow = 0;
+    }
+    // A join before this crash belongs to the run that crashed; the next restart must join again.
+    this.lastJoinAt = undefined;
+    this.crashesInARow += 1;
+    const restart = !this.stopping && !this.fatal && this.crashesInARow <= this.policy.maxRestarts;
+    for (const listener of this.crashListeners) listener({ error, restart });
+    if (this.stopping || this.fatal) return;
+    if (!restart) {
+      this.fatal = true;
+      const fatal = new KafkaError(
+        `consumer of group ${this.groupId} crashed ${this.crashesInARow} times in a row; giving up: ${error.message}`,
+        { retriable: false, cause: error },
+      );
+      for (const listener of this.fatalListeners) listener(fatal);
+      return;
+    }
+    const delayMs = restartDelay(this.policy, this.crashesInARow);
+    this.restartCount += 1;
+    const event = { error, attempt: this.crashesInARow, delayMs, restarts: this.restartCount };
+    for (const listener of this.restartListeners) listener(event);
+    clearTimeout(this.restartTimer);
+    this.restartTimer = setTimeout(() => void this.restartRun(), delayMs);
+  }
+
+  private async restartRun(): Promise<void> {
+    this.restartTimer = undefined;
+    if (this.stopping || this.runConfig === undefined) return;
+    try {
+      // A failure to start is reported by kafkajs as another crash, which schedules the next try.
+      await this.consumer.run(this.runConfig);
+    } catch (error) {
+      this.crashed(kafkaError(error, `restarting consumer of group ${this.groupId}`));
+    }
+  }
+
+  /** False from a crash until the restarted consumer joined its group again; false for good after giving up. */
+  healthy(): boolean {
+    return this.isHealthy;
+  }
+
+  /** Restarts of this consumer since it was created (for a metric). */
+  get restarts(): number {
+    return this.restartCount;
+  }
+
+  /** Called when a restart is scheduled after a crash. */
+  onRestart(listener: (restart: ConsumerRestart) => void): Unsubscribe {
+    this.restartListeners.add(listener);
+    return () => this.restartListeners.delete(listener);
+  }
+
+  /** Called once when the consumer gave up restarting: the process should exit non-zero. */
+  onFatal(listener: (error: Error) => void): Unsubscribe {
+    this.fatalListeners.add(listener);
+    return () => this.fatalListeners.delete(listener);
   }
 
   connect(): Promise<void> {
     return wrapKafka(`connecting consumer of group ${this.groupId}`, () => this.consumer.connect());
   }
 
+  private halt(): void {
+    this.stopping = true;
+    clearTimeout(this.restartTimer);
+    this.restartTimer = undefined;
+  }
+
   /** Leaves the group (its partitions move to other members at once) and closes connections. */
   disconnect(): Promise<void> {
+    this.halt();
     return wrapKafka(`disconnecting consumer of group ${this.groupId}`, () => this.consumer.disconnect());
   }
 
   /** Stops fetching and waits for running handlers, staying connected (e.g. before a final commit). */
   stop(): Promise<void> {
+    this.halt();
     return wrapKafka(`stopping consumer of group ${this.groupId}`, () => this.consumer.stop());
   }
 
@@ -167,38 +304,39 @@ export class KafkaConsumer {
 
   /** Starts fetching; returns once the consumer runs (handlers are called from then on). */
   run(handler: BatchHandler, options: RunOptions = {}): Promise<void> {
-    return wrapKafka(`running consumer of group ${this.groupId}`, () =>
-      this.consumer.run({
-        autoCommit: false,
-        eachBatchAutoResolve: options.autoResolve ?? true,
-        partitionsConsumedConcurrently: options.partitionsConsumedConcurrently ?? 1,
-        eachBatch: async (payload: EachBatchPayload) => {
-          const { batch } = payload;
-          await handler(
-            {
+    this.stopping = false;
+    this.runConfig = {
+      autoCommit: false,
+      eachBatchAutoResolve: options.autoResolve ?? true,
+      partitionsConsumedConcurrently: options.partitionsConsumedConcurrently ?? 1,
+      eachBatch: async (payload: EachBatchPayload) => {
+        const { batch } = payload;
+        await handler(
+          {
+            topic: batch.topic,
+            partition: batch.partition,
+            highWatermark: batch.highWatermark,
+            messages: batch.messages.map((message) => ({
               topic: batch.topic,
               partition: batch.partition,
-              highWatermark: batch.highWatermark,
-              messages: batch.messages.map((message) => ({
-                topic: batch.topic,
-                partition: batch.partition,
-                offset: message.offset,
-                timestamp: message.timestamp,
-                key: message.key ?? null,
-                value: message.value ?? null,
-                headers: headerBuffers(message.headers),
-              })),
-            },
-            {
-              resolveOffset: (offset) => payload.resolveOffset(offset),
-              heartbeat: () => payload.heartbeat(),
-              isRunning: () => payload.isRunning(),
-              isStale: () => payload.isStale(),
-            },
-          );
-        },
-      }),
-    );
+              offset: message.offset,
+              timestamp: message.timestamp,
+              key: message.key ?? null,
+              value: message.value ?? null,
+              headers: headerBuffers(message.headers),
+            })),
+          },
+          {
+            resolveOffset: (offset) => payload.resolveOffset(offset),
+            heartbeat: () => payload.heartbeat(),
+            isRunning: () => payload.isRunning(),
+            isStale: () => payload.isStale(),
+          },
+        );
+      },
+    };
+    const config = this.runConfig;
+    return wrapKafka(`running consumer of group ${this.groupId}`, () => this.consumer.run(config));
   }
 
   pause(topic: string, partitions: number[]): void {
@@ -248,12 +386,10 @@ export class KafkaConsumer {
     return this.consumer.on(this.consumer.events.REBALANCING, () => listener());
   }
 
-  /** Called when the consumer fails; `restart` tells whether the client rejoins by itself. */
+  /** Called when the consumer fails; `restart` tells whether it will be restarted (see RestartPolicy). */
   onCrash(listener: (crash: ConsumerCrash) => void): Unsubscribe {
-    return this.consumer.on(this.consumer.events.CRASH, (event) => {
-      const { error, restart } = event.payload;
-      listener({ error: kafkaError(error, `consumer of group ${this.groupId} crashed`), restart });
-    });
+    this.crashListeners.add(listener);
+    return () => this.crashListeners.delete(listener);
   }
 }
 

@@ -1,7 +1,10 @@
 /** The Kafka module's public surface; nothing outside `src/kafka/` imports the client library. */
 export { KafkaClient, DEFAULT_BROKERS, type KafkaSettings, type KafkaLogLevel } from './client.js';
-export { KafkaError } from './errors.js';
+export { KafkaError, MessageTooLargeError, isMessageTooLarge } from './errors.js';
+export { DEFAULT_MAX_MESSAGE_BYTES, messageSize } from './message-size.js';
+export { CoalescingSender, type CoalescingOptions } from './coalescer.js';
 export type {
+  EnsureTopicsOptions,
   EnsureTopicsResult,
   GroupDescription,
   KafkaAdmin,
