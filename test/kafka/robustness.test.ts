@@ -47,7 +47,14 @@ describe('instances starting together', () => {
     const admins = [kafkaClient(), kafkaClient(), kafkaClient()].map((c) => c.admin());
     await Promise.all(admins.map((a) => a.connect()));
     try {
-      const results = await Promise.all(admins.map((a) => a.ensureTopics(specs)));
+      // Each instance uses the topics right away, as the connector does at start-up.
+      const results = await Promise.all(
+        admins.map(async (a) => {
+          const result = await a.ensureTopics(specs);
+          for (const topic of topics) await a.describeTopic(topic, ['cleanup.policy']);
+          return result;
+        }),
+      );
       for (const result of results) {
         expect([...result.created, ...result.existing].sort()).toEqual([...topics].sort());
         expect(result.mismatches).toEqual([]);
