@@ -222,6 +222,7 @@ export class KafkaConsumer {
     this.crashesInARow += 1;
     const restart = !this.stopping && !this.fatal && this.crashesInARow <= this.policy.maxRestarts;
     for (const listener of this.crashListeners) listener({ error, restart });
+    this.leftGroup();
     if (this.stopping || this.fatal) return;
     if (!restart) {
       this.fatal = true;
@@ -238,6 +239,19 @@ export class KafkaConsumer {
     for (const listener of this.restartListeners) listener(event);
     clearTimeout(this.restartTimer);
     this.restartTimer = setTimeout(() => void this.restartRun(), delayMs);
+  }
+
+  /**
+   * kafkajs leaves the group when it crashes: the partitions may go to other members before the
+   * restart joins again, so the listeners are told they are gone (an empty assignment) and the
+   * next join reports all it gets as added.
+   */
+  private leftGroup(): void {
+    const removed = this.assignment;
+    if (Object.keys(removed).length === 0) return;
+    this.assignment = {};
+    const left: GroupJoin = { memberId: '', isLeader: false, assignment: {}, added: {}, removed };
+    for (const listener of this.joinListeners) listener(left);
   }
 
   private async restartRun(): Promise<void> {
@@ -375,7 +389,10 @@ export class KafkaConsumer {
     return structuredClone(this.assignment);
   }
 
-  /** Called after every join with the new assignment and what changed. */
+  /**
+   * Called after every join with the new assignment and what changed; also after a crash, with an
+   * empty assignment and every partition removed (the crashed member left the group).
+   */
   onGroupJoin(listener: (join: GroupJoin) => void): Unsubscribe {
     this.joinListeners.add(listener);
     return () => this.joinListeners.delete(listener);

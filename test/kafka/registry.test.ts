@@ -8,7 +8,7 @@ import avro from 'avsc';
 import type { KafkaAdmin, KafkaConsumer, KafkaProducer, IncomingMessage } from '../../src/kafka/index.js';
 import { avroSchemaJson, avroSchemaText, type AvroSchemaName } from '../../src/serde/avro-schemas.js';
 import { decodeDocumentArrived } from '../../src/serde/input.js';
-import { Registry, RegistryError, valueSubject } from '../../src/serde/registry.js';
+import { Registry, RegistryError, RegistryUnavailableError, valueSubject } from '../../src/serde/registry.js';
 import {
   collectingConsumer,
   kafkaClient,
@@ -318,10 +318,11 @@ describe('compatibility levels on Apicurio', () => {
 
   it('an unreachable registry is a retriable failure', async () => {
     const registry = new Registry({ url: 'http://127.0.0.1:9/apis/ccompat/v7' });
-    await expect(registry.registerValueSchema(uniqueName('probe'), 'DeadLetter')).rejects.toMatchObject({
-      name: 'RegistryError',
-      retriable: true,
-    });
-    await expect(registry.decode(Buffer.from([0, 0, 0, 0, 1, 2]))).rejects.toBeInstanceOf(RegistryError);
+    const registering = registry.registerValueSchema(uniqueName('probe'), 'DeadLetter');
+    await expect(registering).rejects.toMatchObject({ name: 'RegistryUnavailableError', retriable: true });
+    await expect(registering).rejects.toBeInstanceOf(RegistryError);
+    await expect(registry.decode(Buffer.from([0, 0, 0, 0, 1, 2]))).rejects.toBeInstanceOf(
+      RegistryUnavailableError,
+    );
   });
 });

@@ -205,6 +205,10 @@ describe('a consumer that crashes', () => {
       health.push(consumer.healthy());
     });
     consumer.onRestart((restart) => restarts.push(restart.attempt));
+    const joins: Array<{ added: number[]; removed: number[] }> = [];
+    consumer.onGroupJoin((join) =>
+      joins.push({ added: join.added[topic] ?? [], removed: join.removed[topic] ?? [] }),
+    );
     try {
       await producer.send(topic, [
         { key: 'k', value: 'poison-once' },
@@ -226,6 +230,12 @@ describe('a consumer that crashes', () => {
       expect(restarts).toEqual([1]);
       expect(consumer.restarts).toBe(1);
       expect(consumer.healthy()).toBe(true);
+      // Joined, left the group with the crash, joined again: the partition is revoked and re-added.
+      expect(joins).toEqual([
+        { added: [0], removed: [] },
+        { added: [], removed: [0] },
+        { added: [0], removed: [] },
+      ]);
     } finally {
       await consumer.disconnect();
       await producer.disconnect();
