@@ -11,6 +11,10 @@ const lookups: number[] = [];
 
 beforeAll(async () => {
   server = createServer((request, response) => {
+    if (request.url?.endsWith('/schemas/types')) {
+      response.writeHead(200, { 'content-type': 'application/json' }).end('["AVRO"]');
+      return;
+    }
     const match = /\/schemas\/ids\/(\d+)$/.exec(request.url ?? '');
     const id = Number(match?.[1]);
     lookups.push(id);
@@ -114,6 +118,15 @@ describe('schema lookups by id', () => {
     const registry = new Registry({ url });
     await expect(registry.writerType(12)).rejects.toMatchObject({ code: 'schema_rejected' });
     await expect(registry.writerType(13)).rejects.toMatchObject({ code: 'schema_rejected' });
+  });
+});
+
+describe('checkAvailable', () => {
+  it('resolves when the registry answers and throws RegistryUnavailableError when it does not', async () => {
+    await expect(new Registry({ url }).checkAvailable()).resolves.toBeUndefined();
+    await expect(new Registry({ url: 'http://127.0.0.1:1' }).checkAvailable()).rejects.toBeInstanceOf(
+      RegistryUnavailableError,
+    );
   });
 });
 

@@ -255,6 +255,21 @@ export class Registry {
     return Buffer.concat([header, registered.type.toBuffer(value)]);
   }
 
+  /**
+   * Resolves when the registry answers, throws RegistryUnavailableError when it does not: a cheap
+   * probe (GET /schemas/types) for deciding when input paused by an outage may resume.
+   */
+  async checkAvailable(): Promise<void> {
+    try {
+      await this.request('GET', '/schemas/types');
+    } catch (error) {
+      if (error instanceof RegistryUnavailableError) throw error;
+      throw new RegistryUnavailableError(`schema registry at ${this.url} is not usable: ${message(error)}`, {
+        cause: error,
+      });
+    }
+  }
+
   /** How many schema-by-id requests this instance sent (for metrics and tests). */
   get schemaLookupCount(): number {
     return this.schemaLookups;
