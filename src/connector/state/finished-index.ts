@@ -39,9 +39,41 @@ function hashBytes(bytes: Uint8Array): number {
 }
 
 /** An id as stored: 16 raw bytes for a lower-case UUID, else its UTF-8 text. */
-function packId(id: string): { uuid: Buffer | null; bytes: Buffer } {
+export interface PackedId {
+  uuid: Uint8Array | null;
+  bytes: Uint8Array;
+}
+
+function packId(id: string): PackedId {
   const uuid = uuidBytes(id);
   return { uuid, bytes: uuid ?? Buffer.from(id, 'utf8') };
+}
+
+const HEX = new Int8Array(256).fill(-1);
+for (let i = 0; i < 16; i++) {
+  HEX['0123456789abcdef'.charCodeAt(i)] = i;
+}
+
+/**
+ * Packs an id given as UTF-8 bytes (a Kafka key) without making a string. A lower-case UUID is
+ * decoded into `scratch` (16 bytes, reused by the caller); anything else stays as it is.
+ */
+export function packIdBytes(utf8: Uint8Array, scratch: Uint8Array): PackedId {
+  if (utf8.length !== 36) return { uuid: null, bytes: utf8 };
+  let out = 0;
+  for (let i = 0; i < 36;) {
+    if (i === 8 || i === 13 || i === 18 || i === 23) {
+      if (utf8[i] !== 0x2d) return { uuid: null, bytes: utf8 };
+      i++;
+      continue;
+    }
+    const hi = HEX[utf8[i]!]!;
+    const lo = HEX[utf8[i + 1]!]!;
+    if (hi < 0 || lo < 0) return { uuid: null, bytes: utf8 };
+    scratch[out++] = (hi << 4) | lo;
+    i += 2;
+  }
+  return { uuid: scratch, bytes: scratch };
 }
 
 class PartitionIndex {
@@ -80,7 +112,17 @@ class PartitionIndex {
   }
 
   set(entry: FinishedEntry): void {
-    const key = packId(entry.event_id);
+    this.setPacked(
+      packId(entry.event_id),
+      packId(entry.submission_id),
+      entry.status === 'FAILED',
+      awaitableBits(entry.awaited) | (awaitableBits(entry.published) << 4),
+      Math.floor(entry.finished_at / 1000),
+    );
+  }
+
+  /** `set` from ids already packed (the restore path: no strings made). `key`/`sid` are copied. */
+  setPacked(key: PackedId, sid: PackedId, failed: boolean, results: number, finishedSeconds: number): void {
     const hash = hashBytes(key.bytes);
     const slot = this.find(key, hash);
     let at: number;
@@ -95,12 +137,10 @@ class PartitionIndex {
       if (!key.uuid) this.flags[at]! |= KEY_TEXT;
       this.insertSlot(hash, at);
     }
-    const sid = packId(entry.submission_id);
-    this.flags[at] =
-      (this.flags[at]! & KEY_TEXT) | (entry.status === 'FAILED' ? FAILED : 0) | (sid.uuid ? 0 : SID_TEXT);
+    this.flags[at] = (this.flags[at]! & KEY_TEXT) | (failed ? FAILED : 0) | (sid.uuid ? 0 : SID_TEXT);
     this.storeId(this.sids, at, sid);
-    this.results[at] = awaitableBits(entry.awaited) | (awaitableBits(entry.published) << 4);
-    this.finished[at] = Math.floor(entry.finished_at / 1000);
+    this.results[at] = results;
+    this.finished[at] = finishedSeconds;
   }
 
   delete(eventId: string): boolean {
@@ -165,7 +205,7 @@ class PartitionIndex {
   }
 
   /** Slot of the live entry with this key, or -1. Linear probing. */
-  private find(key: { uuid: Buffer | null; bytes: Buffer }, hash: number): number {
+  private find(key: PackedId, hash: number): number {
     const mask = this.table.length - 1;
     for (let slot = hash & mask; ; slot = (slot + 1) & mask) {
       const ref = this.table[slot]!;
@@ -175,10 +215,15 @@ class PartitionIndex {
     }
   }
 
-  private sameKey(i: number, key: { uuid: Buffer | null; bytes: Buffer }): boolean {
+  private sameKey(i: number, key: PackedId): boolean {
     const text = (this.flags[i]! & KEY_TEXT) !== 0;
     if (text !== (key.uuid === null)) return false;
-    if (!text) return key.bytes.compare(this.keys, i * 16, i * 16 + 16, 0, 16) === 0;
+    if (!text) {
+      const keys = this.keys;
+      const base = i * 16;
+      for (let b = 0; b < 16; b++) if (keys[base + b] !== key.bytes[b]) return false;
+      return true;
+    }
     const { offset, length } = this.textRef(this.keys, i);
     return (
       length === key.bytes.length && this.arena.compare(key.bytes, 0, length, offset, offset + length) === 0
@@ -283,7 +328,7 @@ class PartitionIndex {
     this.writeText(toCol, at, fromArena.subarray(offset, offset + length));
   }
 
-  private storeId(col: Uint8Array, at: number, id: { uuid: Buffer | null; bytes: Buffer }): void {
+  private storeId(col: Uint8Array, at: number, id: PackedId): void {
     if (id.uuid) col.set(id.uuid, at * 16);
     else this.writeText(col, at, id.bytes);
   }
@@ -329,12 +374,28 @@ export class FinishedIndex {
   }
 
   set(partition: number, entry: FinishedEntry): void {
+    this.partition(partition).set(entry);
+  }
+
+  /** `set` from packed ids and raw fields (see `setPacked` of a partition). */
+  setPacked(
+    partition: number,
+    key: PackedId,
+    sid: PackedId,
+    failed: boolean,
+    results: number,
+    finishedMs: number,
+  ): void {
+    this.partition(partition).setPacked(key, sid, failed, results, Math.floor(finishedMs / 1000));
+  }
+
+  private partition(partition: number): PartitionIndex {
     let index = this.partitions.get(partition);
     if (!index) {
       index = new PartitionIndex();
       this.partitions.set(partition, index);
     }
-    index.set(entry);
+    return index;
   }
 
   /** Removes one document (its tombstone was read, or it is being processed again). */

@@ -87,6 +87,24 @@ describe('PartitionState', () => {
     expect(state.get(0, 'open-old')).toBeDefined();
   });
 
+  it('restores finished records through the in-place path to the same entries as put', () => {
+    const { state } = make();
+    const other = new PartitionState({ inputTopic: 'in', now: () => NOW });
+    const ids = ['0b6f3c4e-2d1a-4c5b-9e8f-7a6b5c4d3e20', 'plain-id', '0B6F3C4E-2D1A-4C5B-9E8F-7A6B5C4D3E20'];
+    for (const id of ids) {
+      const doc = { ...done(id, NOW - 1000), submission_id: id === 'plain-id' ? 'SUB-9' : SID };
+      state.apply(record(0, id, encodeState(doc)));
+      other.put(0, doc);
+    }
+    state.apply(record(0, 'o', encodeState(open('o'))));
+    state.apply(record(0, 'o', encodeState(done('o', NOW))));
+    expect(state.unfinishedOf(0)).toEqual([]);
+    for (const id of [...ids, 'o']) {
+      if (id !== 'o') expect(state.get(0, id)).toEqual(other.get(0, id));
+      expect(state.get(0, id)).toHaveProperty('finished.event_id', id);
+    }
+  });
+
   it('skips a damaged record and says where, and drops a revoked partition', () => {
     const { state, bad } = make();
     state.apply(record(2, 'x', Buffer.from('{broken'), 41));

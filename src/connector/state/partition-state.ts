@@ -7,11 +7,12 @@
  * found (while restoring or by `expire`) is reported once, so the owner writes its tombstone.
  */
 import type { ChangelogRecord, ChangelogSink } from '../../kafka/changelog.js';
-import { FinishedIndex, type FinishedEntry } from './finished-index.js';
+import { FinishedIndex, packIdBytes, type FinishedEntry } from './finished-index.js';
 import {
   StateRecordError,
   decodeState,
   isFinished,
+  peekFinished,
   type DocumentStateV2,
   type FinishedState,
   type UnfinishedState,
@@ -36,6 +37,7 @@ export class PartitionState implements ChangelogSink {
   private readonly unfinished = new Map<number, Map<string, UnfinishedState>>();
   private readonly retentionMs: number;
   private readonly now: () => number;
+  private readonly scratch = new Uint8Array(16);
 
   constructor(private readonly options: PartitionStateOptions) {
     this.retentionMs = options.retentionMs ?? DEFAULT_RETENTION_MS;
@@ -43,6 +45,8 @@ export class PartitionState implements ChangelogSink {
   }
 
   apply(record: ChangelogRecord): void {
+    // Most records of a restore are finished documents: they go to the index without objects.
+    if (record.value !== null && this.applyFinished(record.partition, record.key, record.value)) return;
     const eventId = record.key.toString('utf8');
     if (record.value === null) {
       this.remove(record.partition, eventId);
@@ -57,6 +61,28 @@ export class PartitionState implements ChangelogSink {
       return;
     }
     this.put(record.partition, state);
+  }
+
+  private applyFinished(partition: number, key: Buffer, value: Buffer): boolean {
+    const peek = peekFinished(value);
+    if (!peek) return false;
+    const open = this.unfinished.get(partition);
+    if (open && open.size > 0) open.delete(key.toString('utf8'));
+    if (peek.finishedMs < this.now() - this.retentionMs) {
+      const eventId = key.toString('utf8');
+      this.finished.delete(partition, eventId);
+      this.options.onExpired?.(partition, eventId);
+      return true;
+    }
+    this.finished.setPacked(
+      partition,
+      packIdBytes(key, this.scratch),
+      peek.sidIsUuid ? { uuid: peek.sid, bytes: peek.sid } : { uuid: null, bytes: peek.sid },
+      peek.failed,
+      peek.results,
+      peek.finishedMs,
+    );
+    return true;
   }
 
   drop(partition: number): void {

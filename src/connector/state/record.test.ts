@@ -1,5 +1,7 @@
 import {
   StateRecordError,
+  awaitableBits,
+  peekFinished,
   decodeState,
   encodeState,
   type DocumentStateV1,
@@ -162,5 +164,30 @@ describe('reading v1 records', () => {
     );
     expect(failed.status).toBe('FAILED');
     expect('error' in failed).toBe(false);
+  });
+});
+
+describe('peekFinished', () => {
+  it('reads a finished v2 record in place as decodeState would', () => {
+    for (const state of [finished, { ...finished, submission_id: 'SUB-1', status: 'FAILED' as const }]) {
+      const peek = peekFinished(encodeState(state));
+      expect(peek).not.toBeNull();
+      expect(peek!.failed).toBe(state.status === 'FAILED');
+      expect(peek!.results).toBe(awaitableBits(state.awaited) | (awaitableBits(state.published) << 4));
+      expect(peek!.finishedMs).toBe(state.finished_at);
+      const sid = peek!.sidIsUuid
+        ? Buffer.from(peek!.sid).toString('hex')
+        : Buffer.from(peek!.sid).toString('utf8');
+      expect(sid).toBe(peek!.sidIsUuid ? state.submission_id.replaceAll('-', '') : state.submission_id);
+    }
+  });
+
+  it('leaves everything else to decodeState', () => {
+    const good = encodeState(finished);
+    expect(peekFinished(encodeState(unfinished))).toBeNull();
+    expect(peekFinished(v1('DONE'))).toBeNull();
+    expect(peekFinished(good.subarray(0, good.length - 1))).toBeNull();
+    expect(peekFinished(Buffer.concat([good, Buffer.of(1)]))).toBeNull();
+    expect(peekFinished(Buffer.of(2, 2, 0, 9))).toBeNull();
   });
 });

@@ -335,3 +335,37 @@ export function fromV1(old: DocumentStateV1, inputTopic: string): DocumentStateV
   if (old.error) state.error = old.error;
   return state;
 }
+
+/** The fields of a finished v2 record, read in place (views into the value, no strings made). */
+export interface FinishedPeek {
+  /** 16 bytes when `sidIsUuid`, else the id's UTF-8 text. */
+  sid: Uint8Array;
+  sidIsUuid: boolean;
+  failed: boolean;
+  /** awaited bits | published bits << 4. */
+  results: number;
+  finishedMs: number;
+}
+
+/**
+ * The restore path's shortcut: a well-formed finished v2 record read without decoding it into
+ * objects; null for anything else (unfinished, v1, damaged), which `decodeState` then handles.
+ */
+export function peekFinished(value: Buffer): FinishedPeek | null {
+  if (value.length < 4 || value[0] !== FORMAT_V2 || (value[1] !== 2 && value[1] !== 3)) return null;
+  let at = 4;
+  let sid: Uint8Array;
+  const sidIsUuid = value[3] === 0;
+  if (sidIsUuid) {
+    sid = value.subarray(4, 20);
+    at = 20;
+  } else if (value[3] === 1 && value.length >= 6) {
+    const len = value.readUInt16BE(4);
+    sid = value.subarray(6, 6 + len);
+    at = 6 + len;
+  } else return null;
+  if (at + 2 > value.length) return null;
+  at += 2 + value.readUInt16BE(at) + 4 + 8;
+  if (at + 8 !== value.length) return null;
+  return { sid, sidIsUuid, failed: value[1] === 3, results: value[2]!, finishedMs: value.readDoubleBE(at) };
+}
