@@ -130,7 +130,8 @@ async function child(topic: string, partitions: number[], stepwise: boolean): Pr
 }
 
 /** Lets the fetch buffers of a restore go before measuring what stays. */
-const settle = () => new Promise((resolve) => setTimeout(resolve, 1500));
+const settle = () =>
+  new Promise((resolve) => setTimeout(resolve, Number(process.env.BENCH_STATE_SETTLE_MS ?? 1500)));
 
 function runChild(
   topic: string,
