@@ -6,7 +6,7 @@
  * upload URL only while the upload is pending. A finished document keeps even less.
  *
  * Binary, because the state topic is restored record by record on every assignment: a finished
- * record is ~40 bytes against ~1 KB for v1's JSON. Layout (big-endian):
+ * record is 59 bytes (17-character input topic) against ~1 KB for v1's JSON. Layout (big-endian):
  *   u8 format (2) · u8 status · u8 awaited bits | published bits << 4 · id submission_id ·
  *   str input topic · u32 input partition · u64 input offset ·
  *   finished: f64 finished_at
