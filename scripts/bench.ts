@@ -5,6 +5,7 @@
  *   npm run bench                                   throughput: docstream and the naive baseline
  *   npm run bench -- --docs 400 --latency-ms 1000 --rate 50 --partitions 1 --max-in-flight 500
  *   npm run bench -- --mode stream --size-mb 1024   memory with a large file (and --small-mb 64)
+ *   npm run bench -- --mode state                   state footprint per finished doc, restore time
  *
  * Prints a table and writes bench-results/<timestamp>.json. Bounded: --timeout-s (default 600)
  * stops everything. The npm script compiles scripts/ with tsconfig.scripts.json into .cache/scripts.
@@ -12,6 +13,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { printState, runState } from './lib/bench-state.js';
 import { runStream, type StreamMeasure } from './lib/bench-stream.js';
 import { runThroughput, type RunMeasure, type ThroughputResult } from './lib/bench-throughput.js';
 import { parseFlags } from './lib/harness.js';
@@ -30,6 +32,8 @@ const flags = parseFlags(process.argv.slice(2), {
   sizeMb: 1024,
   smallMb: 64,
   timeoutS: 600,
+  stateDocs: 300_000,
+  restoreDocs: 1_000_000,
 });
 
 const log = (line: string) =>
@@ -130,8 +134,17 @@ async function main(): Promise<void> {
     });
     printThroughput(throughput);
     result = { mode: 'throughput', ...throughput };
+  } else if (flags.mode === 'state') {
+    const state = await runState({
+      stateDocs: bounded(Number(flags.stateDocs), 1, 5_000_000, 'state-docs'),
+      restoreDocs: bounded(Number(flags.restoreDocs), 0, 5_000_000, 'restore-docs'),
+      deadline,
+      log,
+    });
+    printState(state);
+    result = { mode: 'state', ...state };
   } else {
-    throw new Error(`--mode must be throughput or stream, got ${String(flags.mode)}`);
+    throw new Error(`--mode must be throughput, stream or state, got ${String(flags.mode)}`);
   }
 
   const dir = path.resolve('bench-results');

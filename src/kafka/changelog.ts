@@ -1,0 +1,176 @@
+/**
+ * A partition-local reader of a compacted changelog topic, as Kafka Streams restores a task's store:
+ * the instance reads only the partitions it owns. `assign` restores each partition from its first
+ * record to the end offset as of the call and resolves then; the partition is tailed from there on.
+ * `revoke` stops reading and tells the sink to drop the partition at once.
+ *
+ * The sink sees every record of an owned partition once and in order, tombstones included
+ * (`value === null`), and `drop(partition)` on revoke; it never sees a record of a partition it does
+ * not own. Records without a key (not written by docstream) are skipped.
+ */
+import type { Logger } from '../observability/logger.js';
+import type { KafkaAdmin } from './admin.js';
+import type { KafkaClient } from './client.js';
+import type { IncomingMessage } from './consumer.js';
+import { KafkaError } from './errors.js';
+import { PartitionReader, type PartitionReaderSettings } from './partition-reader.js';
+
+export interface ChangelogRecord {
+  key: Buffer;
+  /** null: a tombstone. */
+  value: Buffer | null;
+  partition: number;
+  offset: number;
+  /** Milliseconds since the epoch (the record's timestamp). */
+  timestamp: number;
+}
+
+export interface ChangelogSink {
+  apply(record: ChangelogRecord): void;
+  /** The partition is no longer owned: forget everything read from it. */
+  drop(partition: number): void;
+}
+
+interface Restore {
+  target: number;
+  waiters: Array<{ resolve: () => void; reject: (error: Error) => void }>;
+}
+
+export interface ChangelogSettings extends PartitionReaderSettings {
+  /** How long `assign` may take before it rejects (default 120 s). */
+  restoreTimeoutMs?: number;
+}
+
+export class ChangelogReader {
+  private readonly reader: PartitionReader;
+  /** Partitions still restoring, with the end offset they must reach. */
+  private readonly restoring = new Map<number, Restore>();
+  private readonly owned = new Set<number>();
+
+  constructor(
+    kafka: KafkaClient,
+    private readonly admin: KafkaAdmin,
+    readonly topic: string,
+    private readonly sink: ChangelogSink,
+    private readonly logger: Logger,
+    private readonly settings: ChangelogSettings = {},
+  ) {
+    this.reader = new PartitionReader(kafka, topic, logger, {
+      groupPrefix: 'docstream-changelog',
+      ...settings,
+    });
+  }
+
+  start(): Promise<void> {
+    return this.reader.start();
+  }
+
+  /**
+   * Starts owning `partitions` (those already owned are left as they are) and resolves once each has
+   * been restored to the end offset it had when `assign` was called.
+   */
+  async assign(partitions: number[]): Promise<void> {
+    const fresh = [...new Set(partitions)].filter((p) => !this.owned.has(p));
+    const waits: Array<Promise<void>> = [];
+    if (fresh.length > 0) {
+      const offsets = new Map((await this.admin.topicOffsets(this.topic)).map((o) => [o.partition, o]));
+      for (const partition of fresh) {
+        const range = offsets.get(partition);
+        if (!range) throw new KafkaError(`${this.topic} has no partition ${partition}`, { retriable: false });
+        this.owned.add(partition);
+        const low = Number(range.low);
+        const high = Number(range.high);
+        if (high > low) this.restoring.set(partition, { target: high, waiters: [] });
+        this.reader.openPartition(partition, low, (messages) => this.deliver(partition, messages));
+      }
+    }
+    for (const partition of partitions) waits.push(this.restored(partition));
+    await this.withTimeout(Promise.all(waits), partitions);
+  }
+
+  /** Stops reading `partitions` and has the sink drop them. */
+  revoke(partitions: number[]): void {
+    for (const partition of partitions) {
+      if (!this.owned.delete(partition)) continue;
+      this.reader.closePartition(partition);
+      const restore = this.restoring.get(partition);
+      this.restoring.delete(partition);
+      const revoked = new KafkaError(`${this.topic} partition ${partition} was revoked while restoring`, {
+        retriable: false,
+      });
+      for (const waiter of restore?.waiters ?? []) waiter.reject(revoked);
+      this.sink.drop(partition);
+    }
+  }
+
+  /** True when every one of `partitions` is owned and restored. */
+  caughtUp(partitions: number[]): boolean {
+    return partitions.every((p) => this.owned.has(p) && !this.restoring.has(p));
+  }
+
+  ownedPartitions(): number[] {
+    return [...this.owned].sort((a, b) => a - b);
+  }
+
+  async stop(): Promise<void> {
+    const stopped = new KafkaError(`reader of ${this.topic} stopped while restoring`, { retriable: false });
+    for (const restore of this.restoring.values())
+      for (const waiter of restore.waiters) waiter.reject(stopped);
+    this.restoring.clear();
+    this.owned.clear();
+    await this.reader.stop();
+  }
+
+  private deliver(partition: number, messages: IncomingMessage[]): void {
+    for (const m of messages) {
+      if (m.key === null) continue;
+      try {
+        this.sink.apply({
+          key: m.key,
+          value: m.value,
+          partition,
+          offset: Number(m.offset),
+          timestamp: Number(m.timestamp),
+        });
+      } catch (err) {
+        this.logger.warn(
+          { topic: this.topic, partition, offset: m.offset, err: (err as Error).message },
+          'changelog record ignored',
+        );
+      }
+    }
+    const restore = this.restoring.get(partition);
+    const next = this.reader.position(partition);
+    if (restore && next !== null && next >= restore.target) {
+      this.restoring.delete(partition);
+      for (const waiter of restore.waiters) waiter.resolve();
+    }
+  }
+
+  private restored(partition: number): Promise<void> {
+    const restore = this.restoring.get(partition);
+    if (!restore) return Promise.resolve();
+    return new Promise((resolve, reject) => restore.waiters.push({ resolve, reject }));
+  }
+
+  private async withTimeout(work: Promise<unknown>, partitions: number[]): Promise<void> {
+    const ms = this.settings.restoreTimeoutMs ?? 120_000;
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () =>
+          reject(
+            new KafkaError(`restoring ${this.topic} partitions ${partitions.join(',')} took over ${ms} ms`, {
+              retriable: true,
+            }),
+          ),
+        ms,
+      );
+    });
+    try {
+      await Promise.race([work, timeout]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}
