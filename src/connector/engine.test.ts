@@ -2,13 +2,14 @@ import { Readable } from 'node:stream';
 import { silentLogger } from '../observability/logger.js';
 import { DocumentEngine, type EngineOptions } from './engine.js';
 import { PollScheduler } from '../util/scheduler.js';
+import type { DocumentState } from './state/codec.js';
+import type { StatePort } from './state/writer.js';
 import {
   ResultNotReady,
   type ApiPort,
   type ArrivalEvent,
   type Awaitable,
   type DeadLetter,
-  type DocumentState,
   type OpenedBlob,
   type OutputPort,
   type SourceRecord,
@@ -48,7 +49,7 @@ class FakeApi implements ApiPort {
   }
 }
 
-class FakeOut implements OutputPort {
+class FakeOut implements OutputPort, StatePort {
   results: Array<{ kind: Awaitable; submission_id: string; source: string | undefined }> = [];
   letters: DeadLetter[] = [];
   states: DocumentState[] = [];
@@ -112,6 +113,7 @@ function setup(options: Partial<EngineOptions> = {}, blobError?: Error & { code?
     {
       api,
       out,
+      states: out,
       scheduler,
       logger: silentLogger,
       blobs: {
@@ -122,7 +124,6 @@ function setup(options: Partial<EngineOptions> = {}, blobError?: Error & { code?
       },
     },
     {
-      maxInFlight: 10,
       pollInitialMs: 5,
       pollMaxMs: 20,
       deadlineMs: 60000,

@@ -5,8 +5,8 @@
  * commit while it has any, so the command refuses while a connector of the group is running.
  */
 import { InvalidArgumentError, type Command } from 'commander';
-import { loadConfig, type Config } from '../../config/index.js';
-import { KafkaClient } from '../../kafka/client.js';
+import { loadConfig } from '../../config/index.js';
+import { kafkaClientOf } from '../../connector/wiring.js';
 import type { OffsetResetPlan, OffsetResetTarget } from '../../kafka/admin.js';
 
 export interface ReplayFlags {
@@ -52,18 +52,6 @@ export function targetOf(flags: ReplayFlags): OffsetResetTarget {
   return chosen[0]!;
 }
 
-function kafkaOf(config: Config): KafkaClient {
-  const k = config.kafka;
-  return new KafkaClient({
-    brokers: k.brokers,
-    clientId: `${k.clientId}-replay`,
-    ssl: k.ssl,
-    ...(k.saslMechanism !== 'none'
-      ? { sasl: { mechanism: k.saslMechanism, username: k.saslUsername, password: k.saslPassword } }
-      : {}),
-  });
-}
-
 /** The table of a plan: what the group would re-read (or skip) on each partition. */
 export function formatPlan(plan: OffsetResetPlan): string {
   const rows = [['partition', 'current', 'target', 're-read', 'skipped']];
@@ -88,7 +76,7 @@ export async function replay(flags: ReplayFlags, out: (line: string) => void): P
   const target = targetOf(flags);
   const topic = flags.topic ?? config.topics.arrived;
   const group = flags.group ?? config.kafka.groupId;
-  const admin = kafkaOf(config).admin();
+  const admin = kafkaClientOf(config, { clientId: `${config.kafka.clientId}-replay` }).admin();
   await admin.connect();
   try {
     const state = await admin.describeGroup(group);

@@ -4,12 +4,11 @@
  * that partition are unfinished (resume them). Writes of this instance are applied at once; records
  * read back from the topic never move a document's state backwards.
  */
-import type { Logger } from '../observability/logger.js';
-import type { KafkaAdmin } from '../kafka/admin.js';
-import type { KafkaClient } from '../kafka/client.js';
-import { TopicView, type ViewRecord } from '../kafka/view.js';
-import { decodeState } from './output.js';
-import type { DocumentState } from './types.js';
+import type { Logger } from '../../observability/logger.js';
+import type { KafkaAdmin } from '../../kafka/admin.js';
+import type { KafkaClient } from '../../kafka/client.js';
+import { TopicView, type ViewRecord } from '../../kafka/view.js';
+import { decodeState, isUnfinished, type DocumentState } from './codec.js';
 
 export class StateStore {
   private readonly states = new Map<string, DocumentState>();
@@ -56,7 +55,7 @@ export class StateStore {
   unfinished(partition: number): DocumentState[] {
     const out: DocumentState[] = [];
     for (const s of this.states.values()) {
-      if (s.partition === partition && (s.status === 'CREATED' || s.status === 'UPLOADED')) out.push(s);
+      if (s.partition === partition && isUnfinished(s)) out.push(s);
     }
     return out;
   }
