@@ -6,6 +6,7 @@
 import type { Config } from '../config/index.js';
 import type { DocumentAnalysisClient } from '../client/client.js';
 import type { KafkaConsumer } from '../kafka/consumer.js';
+import { TopicView } from '../kafka/view.js';
 import type { Logger } from '../observability/logger.js';
 import { ConnectorMetrics } from '../observability/metrics.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../webhooks/receiver.js';
@@ -136,8 +137,15 @@ export class Connector {
     if (w.secrets.length === 0)
       throw new Error('webhooks.secrets: at least one whsec_ signing secret is required');
     this.webhooks = new DecisionWebhooks({
-      kafka: this.parts.kafka,
-      admin: this.parts.admin,
+      openFeed: (onRecord) =>
+        new TopicView(
+          this.parts.kafka,
+          this.parts.admin,
+          this.topics.webhooks,
+          onRecord,
+          this.log,
+          'docstream-webhook-view',
+        ),
       sender: this.parts.sender,
       output: this.parts.output,
       api: this.client,

@@ -7,14 +7,12 @@
  * was acknowledged by Kafka.
  */
 import { WEBHOOK_EVENT_DECISION_FINISHED, type WebhookEvent } from '../api/schemas.js';
-import type { KafkaAdmin } from '../kafka/admin.js';
-import type { KafkaClient } from '../kafka/client.js';
 import type { CoalescingSender } from '../kafka/coalescer.js';
-import { TopicView, type ViewRecord } from '../kafka/view.js';
+import type { ViewRecord } from '../kafka/view.js';
 import type { Logger } from '../observability/logger.js';
 import type { HandlerOutcome, WebhookHandler } from '../webhooks/receiver.js';
 import type { DocumentState } from './state/codec.js';
-import type { DocumentIdentity, OutputPort } from './types.js';
+import type { DocumentIdentity, OpenFeed, OutputPort, RecordFeed } from './types.js';
 
 /** The engine of this instance as the decision fast path sees it. */
 export interface DecisionEngine {
@@ -37,9 +35,9 @@ interface DeliveryRecord {
 }
 
 export interface DecisionWebhookDeps {
-  kafka: KafkaClient;
-  admin: KafkaAdmin;
-  sender: CoalescingSender;
+  /** Reads the shared webhook topic (`topic`) from the beginning and tails it. */
+  openFeed: OpenFeed;
+  sender: Pick<CoalescingSender, 'send'>;
   output: Pick<OutputPort, 'publishResult'>;
   api: { getDecision(submissionId: string): Promise<unknown> };
   state: DecisionState;
@@ -57,17 +55,10 @@ export class DecisionWebhooks {
   private readonly seen = new Set<string>();
   /** Deliveries being handled, by dedupe key: a duplicate arriving meanwhile waits for the first. */
   private readonly handling = new Map<string, Promise<HandlerOutcome>>();
-  private readonly view: TopicView;
+  private readonly view: RecordFeed;
 
   constructor(private readonly deps: DecisionWebhookDeps) {
-    this.view = new TopicView(
-      deps.kafka,
-      deps.admin,
-      deps.topic,
-      (r) => this.applyRecord(r),
-      deps.logger,
-      'docstream-webhook-view',
-    );
+    this.view = deps.openFeed((r) => this.applyRecord(r));
   }
 
   async start(): Promise<void> {

@@ -18,8 +18,8 @@ export interface OutputTopics {
 
 export class KafkaOutput implements OutputPort {
   constructor(
-    private readonly sender: CoalescingSender,
-    private readonly registry: Registry,
+    private readonly sender: Pick<CoalescingSender, 'send'>,
+    private readonly registry: Pick<Registry, 'encode'>,
     private readonly topics: OutputTopics,
     private readonly now: () => number = Date.now,
   ) {}

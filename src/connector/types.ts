@@ -6,6 +6,8 @@
 import type { SubmissionCharacteristics, SubmissionRequest } from '../api/schemas.js';
 import type { BlobRef, OpenedBlob } from '../blobs/index.js';
 import type { DocumentArrived } from '../serde/input.js';
+import type { DeadLetterStage } from '../serde/types.js';
+import type { ViewRecord } from '../kafka/view.js';
 
 export type { BlobRef, OpenedBlob };
 
@@ -35,7 +37,7 @@ export interface DeadLetter {
   source: SourceRecord | null;
   event_id: string | null;
   submission_id: string | null;
-  stage: string;
+  stage: DeadLetterStage;
   error_code: string;
   message: string;
   http_status: number | null;
@@ -92,3 +94,14 @@ export interface ApiPort {
   getReportUrl(submissionId: string): Promise<string>;
   deleteSubmission(submissionId: string): Promise<void>;
 }
+
+/** A compacted topic read from the beginning and tailed (a `TopicView` in production, a fake in tests). */
+export interface RecordFeed {
+  start(): Promise<void>;
+  stop(): Promise<void>;
+  /** Resolves once every record written so far (to these partitions) has been handed over. */
+  caughtUp(partitions?: number[]): Promise<void>;
+}
+
+/** Opens a feed that hands each record to `onRecord`. */
+export type OpenFeed = (onRecord: (record: ViewRecord) => void) => RecordFeed;

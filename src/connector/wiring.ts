@@ -8,6 +8,7 @@ import { DocumentAnalysisClient } from '../client/client.js';
 import type { Config } from '../config/index.js';
 import { KafkaClient } from '../kafka/client.js';
 import { CoalescingSender } from '../kafka/coalescer.js';
+import { TopicView } from '../kafka/view.js';
 import type { KafkaAdmin } from '../kafka/admin.js';
 import type { KafkaProducer } from '../kafka/producer.js';
 import type { Logger } from '../observability/logger.js';
@@ -111,7 +112,9 @@ export function buildParts(
     decision: t.decision,
     dlq: t.dlq,
   });
-  const state = new StateStore(kafka, admin, t.state, logger);
+  const state = new StateStore(
+    (onRecord) => new TopicView(kafka, admin, t.state, onRecord, logger, 'docstream-state-view'),
+  );
   const scheduler = new PollScheduler();
   const c = config.connector;
   const engine = new DocumentEngine(

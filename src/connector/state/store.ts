@@ -4,26 +4,18 @@
  * that partition are unfinished (resume them). Writes of this instance are applied at once; records
  * read back from the topic never move a document's state backwards.
  */
-import type { Logger } from '../../observability/logger.js';
-import type { KafkaAdmin } from '../../kafka/admin.js';
-import type { KafkaClient } from '../../kafka/client.js';
-import { TopicView, type ViewRecord } from '../../kafka/view.js';
+import type { ViewRecord } from '../../kafka/view.js';
+import type { OpenFeed, RecordFeed } from '../types.js';
 import { decodeState, isUnfinished, type DocumentState } from './codec.js';
 
 export class StateStore {
   private readonly states = new Map<string, DocumentState>();
   private readonly eventBySubmission = new Map<string, string>();
-  private readonly view: TopicView;
+  private readonly view: RecordFeed;
 
-  constructor(kafka: KafkaClient, admin: KafkaAdmin, topic: string, logger: Logger) {
-    this.view = new TopicView(
-      kafka,
-      admin,
-      topic,
-      (r) => this.applyRecord(r),
-      logger,
-      'docstream-state-view',
-    );
+  /** `open` reads the state topic (`wiring.ts` passes a `TopicView`). */
+  constructor(open: OpenFeed) {
+    this.view = open((r) => this.applyRecord(r));
   }
 
   start(): Promise<void> {

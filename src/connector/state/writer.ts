@@ -12,7 +12,7 @@ export interface StatePort {
 
 export class StateWriter implements StatePort {
   constructor(
-    private readonly sender: CoalescingSender,
+    private readonly sender: Pick<CoalescingSender, 'send'>,
     private readonly topic: string,
     private readonly store: { apply(state: DocumentState): void },
   ) {}
