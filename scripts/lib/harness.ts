@@ -15,7 +15,7 @@ import { Registry } from '../../src/serde/registry.js';
 import { OutputReader } from '../../src/connector/output-reader.js';
 
 export const BROKERS = (process.env.DOCSTREAM_KAFKA_BROKERS ?? 'localhost:9092').split(',');
-export const REGISTRY_URL = process.env.DOCSTREAM_REGISTRY_URL ?? 'http://localhost:8081/apis/ccompat/v7';
+const REGISTRY_URL = process.env.DOCSTREAM_REGISTRY_URL ?? 'http://localhost:8081/apis/ccompat/v7';
 export const CLI = path.resolve('dist/cli/index.js');
 
 /** The results a FRAUD_ONLY document waits for (the design's default). */

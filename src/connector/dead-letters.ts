@@ -10,7 +10,7 @@ import type { DeadLetter, SourceRecord } from './types.js';
 export type { DeadLetterStage };
 
 /** What every failure is read for; the API client's and the blob sources' errors carry these. */
-export interface FailureInfo {
+interface FailureInfo {
   status?: number | undefined;
   retriable?: boolean | undefined;
   code?: string | undefined;

@@ -17,7 +17,7 @@ import { createdState, Run } from './run.js';
 import type { DocumentState } from './state/codec.js';
 import type { ArrivalEvent, CreatedSubmission, OpenedBlob, SourceRecord } from './types.js';
 
-export type { EngineEvents, EngineOptions, EnginePorts };
+export type { EngineOptions };
 
 export type AdmitOutcome = 'started' | 'resumed' | 'replayed' | 'running' | 'dead-lettered' | 'skipped';
 

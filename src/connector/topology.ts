@@ -10,7 +10,7 @@ import type { Registry } from '../serde/registry.js';
 
 type Topics = Config['topics'];
 
-export interface TopicSpec {
+interface TopicSpec {
   key: keyof Omit<Topics, 'outputPartitions' | 'replicationFactor'>;
   /** `outputs`: topics.outputPartitions; `input`: as many as the input topic (co-partitioned). */
   partitions: 'outputs' | 'input' | 1;
@@ -21,7 +21,7 @@ export interface TopicSpec {
   input: boolean;
 }
 
-export const TOPOLOGY: readonly TopicSpec[] = [
+const TOPOLOGY: readonly TopicSpec[] = [
   { key: 'arrived', partitions: 'outputs', compact: false, schema: null, input: true },
   { key: 'feedback', partitions: 'outputs', compact: false, schema: null, input: true },
   { key: 'fraud', partitions: 'outputs', compact: false, schema: 'FraudResult', input: false },
@@ -38,11 +38,6 @@ export const TOPOLOGY: readonly TopicSpec[] = [
   { key: 'webhooks', partitions: 1, compact: true, schema: null, input: false },
   { key: 'state', partitions: 'input', compact: true, schema: null, input: false },
 ];
-
-/** Names of the topics docstream writes Avro events to (results and dead letters). */
-export function outputTopics(topics: Topics): string[] {
-  return TOPOLOGY.filter((s) => s.schema !== null).map((s) => topics[s.key]);
-}
 
 /**
  * Creates the topics that are missing and registers the value schemas. Returns the input topic's

@@ -16,7 +16,7 @@ import { Registry } from '../../src/serde/registry.js';
 import { startSandbox, type Sandbox, type SandboxConfig, type DeepPartial } from '../../src/sandbox/index.js';
 import { uniqueName } from './topics.js';
 
-export const BROKERS = (process.env.DOCSTREAM_KAFKA_BROKERS ?? 'localhost:9092').split(',');
+const BROKERS = (process.env.DOCSTREAM_KAFKA_BROKERS ?? 'localhost:9092').split(',');
 export const REGISTRY_URL = process.env.DOCSTREAM_REGISTRY_URL ?? 'http://localhost:8081/apis/ccompat/v7';
 const CLI = path.resolve('dist/cli/index.js');
 
