@@ -1,10 +1,10 @@
 import { WEBHOOK_EVENT_DECISION_FINISHED, type WebhookEvent } from '../api/schemas.js';
-import type { ViewRecord } from '../kafka/view.js';
+import type { OpenFeed, RecordFeed, ViewRecord } from '../kafka/view.js';
 import type { OutgoingMessage } from '../kafka/producer.js';
 import { silentLogger } from '../observability/logger.js';
 import { DecisionWebhooks, type DecisionEngine } from './decision-webhooks.js';
 import type { DocumentState } from './state/codec.js';
-import type { DocumentIdentity, RecordFeed } from './types.js';
+import type { DocumentIdentity } from './types.js';
 
 function delivery(submissionId: string, version = 1, type = WEBHOOK_EVENT_DECISION_FINISHED): WebhookEvent {
   return {

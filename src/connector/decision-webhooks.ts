@@ -8,11 +8,11 @@
  */
 import { WEBHOOK_EVENT_DECISION_FINISHED, type WebhookEvent } from '../api/schemas.js';
 import type { CoalescingSender } from '../kafka/coalescer.js';
-import type { ViewRecord } from '../kafka/view.js';
+import type { OpenFeed, RecordFeed, ViewRecord } from '../kafka/view.js';
 import type { Logger } from '../observability/logger.js';
 import type { HandlerOutcome, WebhookHandler } from '../webhooks/receiver.js';
 import type { DocumentState } from './state/codec.js';
-import type { DocumentIdentity, OpenFeed, OutputPort, RecordFeed } from './types.js';
+import type { DocumentIdentity, OutputPort } from './types.js';
 
 /** The engine of this instance as the decision fast path sees it. */
 export interface DecisionEngine {

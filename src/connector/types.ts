@@ -1,19 +1,18 @@
 /**
- * The connector's own vocabulary: the arrival event it consumes, the state it records per document,
- * and the narrow ports through which it reaches the API, the blobs and Kafka. The workflow depends
- * only on these, so it is tested in isolation and wired to the real modules in `connector.ts`.
+ * The connector's own vocabulary: the arrival event it consumes, dead letters, and the narrow ports
+ * through which it reaches the API, the blobs and Kafka (the document state is in `state/codec.ts`).
+ * The workflow depends only on these, so it is tested in isolation and wired to the real modules in
+ * `wiring.ts`.
  */
 import type { SubmissionCharacteristics, SubmissionRequest } from '../api/schemas.js';
 import type { BlobRef, OpenedBlob } from '../blobs/index.js';
 import type { DocumentArrived } from '../serde/input.js';
 import type { DeadLetterStage } from '../serde/types.js';
-import type { ViewRecord } from '../kafka/view.js';
+import type { Awaitable } from './state/codec.js';
 
 export type { BlobRef, OpenedBlob };
 
-/** Results a document can wait for, each published to its own topic. */
-export const AWAITABLE = ['fraud', 'quality', 'classification', 'decision'] as const;
-export type Awaitable = (typeof AWAITABLE)[number];
+export { AWAITABLE, type Awaitable } from './state/codec.js';
 
 /** A validated arrival event (the event contract's input), as input decoding yields it. */
 export type ArrivalEvent = DocumentArrived;
@@ -94,14 +93,3 @@ export interface ApiPort {
   getReportUrl(submissionId: string): Promise<string>;
   deleteSubmission(submissionId: string): Promise<void>;
 }
-
-/** A compacted topic read from the beginning and tailed (a `TopicView` in production, a fake in tests). */
-export interface RecordFeed {
-  start(): Promise<void>;
-  stop(): Promise<void>;
-  /** Resolves once every record written so far (to these partitions) has been handed over. */
-  caughtUp(partitions?: number[]): Promise<void>;
-}
-
-/** Opens a feed that hands each record to `onRecord`. */
-export type OpenFeed = (onRecord: (record: ViewRecord) => void) => RecordFeed;

@@ -5,7 +5,6 @@
  */
 import type { PipelineConfiguration, SubmissionCharacteristics } from '../../api/schemas.js';
 import type { BlobRef } from '../../blobs/index.js';
-import type { Awaitable } from '../types.js';
 
 export type DocumentStatus = 'CREATED' | 'UPLOADED' | 'DONE' | 'FAILED';
 
@@ -14,6 +13,10 @@ export type DocumentStatus = 'CREATED' | 'UPLOADED' | 'DONE' | 'FAILED';
  * the input partition). `pending` carries what is needed to finish the upload after a crash and is
  * dropped once the file is uploaded: it holds a pre-signed URL and the characteristics.
  */
+/** Results a document can wait for, each published to its own topic. */
+export const AWAITABLE = ['fraud', 'quality', 'classification', 'decision'] as const;
+export type Awaitable = (typeof AWAITABLE)[number];
+
 export interface DocumentState {
   v: 1;
   event_id: string;

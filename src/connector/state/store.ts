@@ -4,8 +4,7 @@
  * that partition are unfinished (resume them). Writes of this instance are applied at once; records
  * read back from the topic never move a document's state backwards.
  */
-import type { ViewRecord } from '../../kafka/view.js';
-import type { OpenFeed, RecordFeed } from '../types.js';
+import type { OpenFeed, RecordFeed, ViewRecord } from '../../kafka/view.js';
 import { decodeState, isUnfinished, type DocumentState } from './codec.js';
 
 export class StateStore {
