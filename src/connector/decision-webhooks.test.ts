@@ -1,5 +1,5 @@
 import { WEBHOOK_EVENT_DECISION_FINISHED, type WebhookEvent } from '../api/schemas.js';
-import type { OpenFeed, RecordFeed, ViewRecord } from '../kafka/view.js';
+import type { RecordFeed, ViewRecord } from '../kafka/view.js';
 import type { OutgoingMessage } from '../kafka/producer.js';
 import { silentLogger } from '../observability/logger.js';
 import { DecisionWebhooks, type DecisionEngine } from './decision-webhooks.js';

@@ -14,3 +14,10 @@ describe('backoffDelay', () => {
     expect(backoffDelay(5000, { initialMs: 1, maxMs: 60_000 }, () => 1)).toBe(60_000);
   });
 });
+
+describe('backoffDelay without jitter', () => {
+  it('grows by the factor and is capped', () => {
+    const b = { initialMs: 100, maxMs: 300, factor: 1.6, jitter: false };
+    expect([0, 1, 2, 3].map((a) => backoffDelay(a, b, () => 0))).toEqual([100, 160, 256, 300]);
+  });
+});

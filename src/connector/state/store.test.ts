@@ -1,4 +1,4 @@
-import type { OpenFeed, RecordFeed, ViewRecord } from '../../kafka/view.js';
+import type { RecordFeed, ViewRecord } from '../../kafka/view.js';
 import { decodeState, encodeState, type DocumentState } from './codec.js';
 import { StateStore } from './store.js';
 import { StateWriter } from './writer.js';
