@@ -18,7 +18,7 @@ import {
 class FakeApi implements ApiPort {
   calls: string[] = [];
   notReadyPolls = new Map<Awaitable, number>();
-  createError: (Error & { status?: number; retriable?: boolean }) | null = null;
+  createError: (Error & { status?: number; retriable?: boolean; attempts?: number }) | null = null;
   private n = 0;
   async createSubmission(): Promise<{ submission_id: string; upload_url: string }> {
     this.calls.push('create');
@@ -227,6 +227,13 @@ describe('DocumentEngine', () => {
     api.createError = Object.assign(new Error('query_id: too long'), { status: 400, retriable: false });
     expect(await engine.admit(source, event(), undefined)).toBe('dead-lettered');
     expect(out.letters[0]).toMatchObject({ stage: 'create', error_code: 'api_400', http_status: 400 });
+  });
+
+  it('says in the dead letter how many times the API client tried', async () => {
+    const { api, out, engine } = setup();
+    api.createError = Object.assign(new Error('unavailable'), { status: 503, retriable: true, attempts: 6 });
+    expect(await engine.admit(source, event(), undefined)).toBe('dead-lettered');
+    expect(out.letters[0]).toMatchObject({ stage: 'create', error_code: 'api_503', attempts: 6 });
   });
 
   it('dead-letters a document whose results miss the deadline and records it as failed', async () => {
