@@ -10,11 +10,12 @@ import net from 'node:net';
 import path from 'node:path';
 import { prefixedTopics, type Config } from '../../src/config/index.js';
 import type { KafkaClient } from '../../src/kafka/index.js';
-import { type KafkaConsumer, type KafkaProducer } from '../../src/kafka/index.js';
+import { type KafkaProducer } from '../../src/kafka/index.js';
 import { Registry } from '../../src/serde/registry.js';
+import { OutputReader } from '../../src/connector/output-reader.js';
 
 export const BROKERS = (process.env.DOCSTREAM_KAFKA_BROKERS ?? 'localhost:9092').split(',');
-export const REGISTRY_URL = process.env.DOCSTREAM_REGISTRY_URL ?? 'http://localhost:8081/apis/ccompat/v7';
+const REGISTRY_URL = process.env.DOCSTREAM_REGISTRY_URL ?? 'http://localhost:8081/apis/ccompat/v7';
 export const CLI = path.resolve('dist/cli/index.js');
 
 /** The results a FRAUD_ONLY document waits for (the design's default). */
@@ -263,7 +264,7 @@ export interface EventOutcome {
 export class OutputCollector {
   readonly byEvent = new Map<string, EventOutcome>();
   readonly anonymousDeadLetters: DeadLetterSeen[] = [];
-  private consumer: KafkaConsumer | null = null;
+  private reader: OutputReader | null = null;
   private readonly registry = new Registry({ url: REGISTRY_URL });
 
   constructor(
@@ -273,33 +274,35 @@ export class OutputCollector {
 
   async start(): Promise<void> {
     const t = this.topics;
-    const kindOf = new Map<string, ResultKind>(RESULT_KINDS.map((k) => [t[k], k]));
-    const consumer = this.kafka.consumer({ groupId: uniqueName('bench-collect'), maxWaitTimeMs: 100 });
-    this.consumer = consumer;
-    await consumer.connect();
-    await consumer.subscribe([t.fraud, t.quality, t.classification, t.dlq], { fromBeginning: true });
-    await consumer.run(async (batch) => {
-      for (const m of batch.messages) {
-        const eventId = m.headers.event_id?.toString('utf8') ?? null;
-        if (m.topic === t.dlq) {
-          const v = (await this.registry.decode(m.value!)) as Record<string, unknown>;
-          const letter: DeadLetterSeen = {
-            event_id: (v.event_id as string | null) ?? eventId,
-            stage: String(v.stage),
-            error_code: String(v.error_code),
-            value: Buffer.isBuffer(v.value) ? v.value.toString('base64') : null,
-          };
-          if (letter.event_id) this.outcome(letter.event_id).deadLetters.push(letter);
-          else this.anonymousDeadLetters.push(letter);
-          continue;
-        }
-        const kind = kindOf.get(m.topic);
-        if (!kind || !eventId) continue;
-        const o = this.outcome(eventId);
-        o.results.add(kind);
-        o.resultRecords += 1;
-        o.lastResultAt = Math.max(o.lastResultAt, Number(m.timestamp));
+    const reader = new OutputReader({
+      kafka: this.kafka,
+      topics: t,
+      groupId: uniqueName('bench-collect'),
+      decoder: this.registry,
+      kinds: [...RESULT_KINDS, 'dlq'],
+      // Results count by their headers; only dead letters are decoded, to keep the reader cheap.
+      decoded: ['dlq'],
+    });
+    this.reader = reader;
+    await reader.start((r) => {
+      const eventId = r.headers.event_id ?? null;
+      if (r.kind === 'dlq') {
+        const v = r.value!;
+        const letter: DeadLetterSeen = {
+          event_id: (v.event_id as string | null) ?? eventId,
+          stage: String(v.stage),
+          error_code: String(v.error_code),
+          value: Buffer.isBuffer(v.value) ? v.value.toString('base64') : null,
+        };
+        if (letter.event_id) this.outcome(letter.event_id).deadLetters.push(letter);
+        else this.anonymousDeadLetters.push(letter);
+        return;
       }
+      if (!eventId) return;
+      const o = this.outcome(eventId);
+      o.results.add(r.kind as ResultKind);
+      o.resultRecords += 1;
+      o.lastResultAt = Math.max(o.lastResultAt, r.timestamp);
     });
   }
 
@@ -324,7 +327,7 @@ export class OutputCollector {
   }
 
   async stop(): Promise<void> {
-    await this.consumer?.disconnect().catch(() => undefined);
+    await this.reader?.stop().catch(() => undefined);
   }
 }
 

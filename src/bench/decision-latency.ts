@@ -11,6 +11,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { loadConfig, prefixedTopics } from '../config/index.js';
 import { Connector } from '../connector/connector.js';
+import { OutputReader } from '../connector/output-reader.js';
 import { writeCorpus } from '../demo/corpus.js';
 import { KafkaClient } from '../kafka/client.js';
 import { silentLogger } from '../observability/logger.js';
@@ -84,17 +85,23 @@ async function main(): Promise<void> {
   }
 
   const decisions = new Map<string, Map<string, number>>();
-  const consumer = kafka.consumer({ groupId: `${run}-reader`, maxWaitTimeMs: 50 });
-  await consumer.connect();
-  await consumer.subscribe(
-    variants.map((v) => v.topics.decision),
-    { fromBeginning: true },
+  const readers = variants.map(
+    (v) =>
+      new OutputReader({
+        kafka,
+        topics: v.topics,
+        groupId: `${run}-reader-${v.name}`,
+        kinds: ['decision'],
+        maxWaitTimeMs: 50,
+      }),
   );
-  await consumer.run(async (batch) => {
-    const seen = decisions.get(batch.topic) ?? new Map<string, number>();
-    for (const m of batch.messages) seen.set(m.key!.toString(), Number(m.timestamp));
-    decisions.set(batch.topic, seen);
-  });
+  for (const reader of readers) {
+    await reader.start((r) => {
+      const seen = decisions.get(r.topic) ?? new Map<string, number>();
+      seen.set(r.key!, r.timestamp);
+      decisions.set(r.topic, seen);
+    });
+  }
 
   // Documents arrive at a steady rate, the same ones to both variants at the same time.
   const started = Date.now();
@@ -159,7 +166,7 @@ async function main(): Promise<void> {
   for (const r of rows) console.log(r);
   console.log(JSON.stringify(report));
 
-  await consumer.disconnect();
+  for (const reader of readers) await reader.stop();
   await producer.disconnect();
   for (const v of variants) {
     await v.connector.stop();

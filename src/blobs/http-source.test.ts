@@ -87,8 +87,12 @@ function handle(req: http.IncomingMessage, res: http.ServerResponse): void {
 }
 
 let source: BlobSource;
+/** Spool directories of other processes, present before this file started: never looked at. */
+const foreign = new Set<string>();
+let ownSpool: string | null = null;
 
 beforeAll(async () => {
+  for (const d of fs.readdirSync(os.tmpdir())) if (d.startsWith(SPOOL_PREFIX)) foreign.add(d);
   server = http.createServer(handle);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   port = (server.address() as AddressInfo).port;
@@ -103,17 +107,29 @@ afterAll(async () => {
 
 const at = (p: string) => `http://${host}${p}`;
 
+/** This source's spool directory: a new one holding a copy of this file's test content. */
+function findOwnSpool(): string | null {
+  for (const d of fs.readdirSync(os.tmpdir())) {
+    if (!d.startsWith(SPOOL_PREFIX) || foreign.has(d)) continue;
+    const dir = path.join(os.tmpdir(), d);
+    try {
+      if (fs.readdirSync(dir).some((f) => fs.readFileSync(path.join(dir, f)).equals(content))) return dir;
+    } catch {
+      // Another process's directory, removed meanwhile or not readable: not ours.
+    }
+  }
+  return null;
+}
+
+/** The files in this source's spool (and nobody else's). */
 function spoolFiles(): string[] {
-  return fs
-    .readdirSync(os.tmpdir())
-    .filter((d) => d.startsWith(SPOOL_PREFIX))
-    .flatMap((d) => {
-      try {
-        return fs.readdirSync(path.join(os.tmpdir(), d)).map((f) => path.join(os.tmpdir(), d, f));
-      } catch {
-        return [];
-      }
-    });
+  ownSpool ??= findOwnSpool();
+  if (!ownSpool) return [];
+  try {
+    return fs.readdirSync(ownSpool).map((f) => path.join(ownSpool!, f));
+  } catch {
+    return [];
+  }
 }
 
 describe('http(s):// blobs', () => {

@@ -29,6 +29,8 @@ export class ApiError extends Error {
   readonly retriable: boolean;
   readonly body?: unknown;
   readonly requestId?: string;
+  /** How many times the call was sent before this error ended it (set by the retry loop). */
+  attempts = 1;
 
   constructor(message: string, context: ApiErrorContext) {
     super(message, context.cause === undefined ? undefined : { cause: context.cause });

@@ -1,7 +1,7 @@
 import { NotFoundError, ServerError } from './errors.js';
 import { FakeClock } from './test-helpers.js';
 import { pollUntilReady } from './poll.js';
-import { backoffDelay, DEFAULT_RETRY_POLICY, parseRetryAfter } from './retry.js';
+import { backoffDelay, DEFAULT_RETRY_POLICY, parseRetryAfter, withRetries } from './retry.js';
 
 describe('parseRetryAfter', () => {
   it('reads delta-seconds', () => {
@@ -75,5 +75,40 @@ describe('pollUntilReady', () => {
       ),
     ).rejects.toBeInstanceOf(ServerError);
     expect(calls).toBe(1);
+  });
+});
+
+describe('withRetries', () => {
+  const policy = { attempts: 4, maxTotalMs: 60_000, minDelayMs: 10, maxDelayMs: 100 };
+  const serverError = () => new ServerError('boom', { method: 'GET', endpoint: 'GET /x', status: 503 });
+
+  it('says on the final error how many times the call was sent', async () => {
+    const clock = new FakeClock();
+    let sent = 0;
+    const pending = withRetries(
+      async () => {
+        sent += 1;
+        throw serverError();
+      },
+      policy,
+      () => ({ retry: true }),
+      clock,
+    ).catch((e: unknown) => e);
+    await clock.advance(10_000);
+    const error = (await pending) as ServerError;
+    expect(error).toBeInstanceOf(ServerError);
+    expect([sent, error.attempts]).toEqual([4, 4]);
+  });
+
+  it('counts one attempt for an error that is not retried', async () => {
+    const error = (await withRetries(
+      async () => {
+        throw serverError();
+      },
+      policy,
+      () => ({ retry: false }),
+      new FakeClock(),
+    ).catch((e: unknown) => e)) as ServerError;
+    expect(error.attempts).toBe(1);
   });
 });

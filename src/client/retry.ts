@@ -5,7 +5,9 @@
  * module only decides when.
  */
 import pRetry, { AbortError } from 'p-retry';
+import { ApiError } from './errors.js';
 import { type Clock, systemClock } from './limiter.js';
+import { backoffDelay as jitteredBackoff } from '../util/backoff.js';
 
 export interface RetryPolicy {
   /** Attempts in all, the first one included. */
@@ -35,8 +37,7 @@ export interface RetryDecision {
  * retry is immediate.
  */
 export function backoffDelay(retry: number, policy: RetryPolicy, random: () => number = Math.random): number {
-  const cap = Math.min(policy.maxDelayMs, policy.minDelayMs * 2 ** retry);
-  return cap / 2 + random() * (cap / 2);
+  return jitteredBackoff(retry, { initialMs: policy.minDelayMs, maxMs: policy.maxDelayMs }, random);
 }
 
 /**
@@ -70,31 +71,39 @@ export async function withRetries<T>(
   clock: Clock = systemClock,
 ): Promise<T> {
   const start = clock.now();
-  return pRetry(
-    async (attemptNumber) => {
-      try {
-        return await attempt(attemptNumber);
-      } catch (error) {
-        // p-retry never retries a TypeError it does not recognise as a network error; all our
-        // failures are Error subclasses, so wrap anything odd to keep the decision ours.
-        if (error instanceof Error) throw error;
-        throw new AbortError(String(error));
-      }
-    },
-    {
-      retries: Math.max(0, policy.attempts - 1),
-      maxRetryTime: policy.maxTotalMs,
-      // The delay is ours (Retry-After, jitter), slept in shouldRetry; p-retry adds none.
-      minTimeout: 0,
-      shouldRetry: async ({ error, retriesConsumed }) => {
-        const decision = decide(error);
-        if (!decision.retry) return false;
-        const remaining = policy.maxTotalMs - (clock.now() - start);
-        const delay = decision.retryAfterMs ?? backoffDelay(retriesConsumed, policy);
-        if (delay >= remaining) return false;
-        await clock.sleep(delay);
-        return true;
+  let sent = 0;
+  try {
+    return await pRetry(
+      async (attemptNumber) => {
+        sent = attemptNumber;
+        try {
+          return await attempt(attemptNumber);
+        } catch (error) {
+          // p-retry never retries a TypeError it does not recognise as a network error; all our
+          // failures are Error subclasses, so wrap anything odd to keep the decision ours.
+          if (error instanceof Error) throw error;
+          throw new AbortError(String(error));
+        }
       },
-    },
-  );
+      {
+        retries: Math.max(0, policy.attempts - 1),
+        maxRetryTime: policy.maxTotalMs,
+        // The delay is ours (Retry-After, jitter), slept in shouldRetry; p-retry adds none.
+        minTimeout: 0,
+        shouldRetry: async ({ error, retriesConsumed }) => {
+          const decision = decide(error);
+          if (!decision.retry) return false;
+          const remaining = policy.maxTotalMs - (clock.now() - start);
+          const delay = decision.retryAfterMs ?? backoffDelay(retriesConsumed, policy);
+          if (delay >= remaining) return false;
+          await clock.sleep(delay);
+          return true;
+        },
+      },
+    );
+  } catch (error) {
+    // The dead letter of a call that failed after retries says how often it was tried.
+    if (error instanceof ApiError) error.attempts = sent;
+    throw error;
+  }
 }

@@ -3,8 +3,14 @@ import os from 'node:os';
 import path from 'node:path';
 import { ConfigError, configReference, loadConfig, redactConfig } from './load.js';
 
+const dirs: string[] = [];
+afterAll(() => {
+  for (const dir of dirs) fs.rmSync(dir, { recursive: true, force: true });
+});
+
 function tmpFile(name: string, content: string): string {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'docstream-config-'));
+  dirs.push(dir);
   const file = path.join(dir, name);
   fs.writeFileSync(file, content);
   return file;

@@ -2,7 +2,7 @@ import type { PipelineConfiguration } from '../api/schemas.js';
 import { AWAITABLE, type Awaitable } from './types.js';
 
 /** Results awaited per pipeline by default (the design): decision is added when enabled. */
-export const DEFAULT_AWAITED: Record<PipelineConfiguration, Awaitable[]> = {
+const DEFAULT_AWAITED: Record<PipelineConfiguration, Awaitable[]> = {
   FRAUD_ONLY: ['fraud', 'quality', 'classification'],
   QUALITY_ONLY: ['quality'],
   CLASSIFICATION_ONLY: ['classification'],

@@ -2,13 +2,14 @@ import { Readable } from 'node:stream';
 import { silentLogger } from '../observability/logger.js';
 import { DocumentEngine, type EngineOptions } from './engine.js';
 import { PollScheduler } from '../util/scheduler.js';
+import type { DocumentState } from './state/codec.js';
+import type { StatePort } from './state/writer.js';
 import {
   ResultNotReady,
   type ApiPort,
   type ArrivalEvent,
   type Awaitable,
   type DeadLetter,
-  type DocumentState,
   type OpenedBlob,
   type OutputPort,
   type SourceRecord,
@@ -17,7 +18,7 @@ import {
 class FakeApi implements ApiPort {
   calls: string[] = [];
   notReadyPolls = new Map<Awaitable, number>();
-  createError: (Error & { status?: number; retriable?: boolean }) | null = null;
+  createError: (Error & { status?: number; retriable?: boolean; attempts?: number }) | null = null;
   private n = 0;
   async createSubmission(): Promise<{ submission_id: string; upload_url: string }> {
     this.calls.push('create');
@@ -48,7 +49,7 @@ class FakeApi implements ApiPort {
   }
 }
 
-class FakeOut implements OutputPort {
+class FakeOut implements OutputPort, StatePort {
   results: Array<{ kind: Awaitable; submission_id: string; source: string | undefined }> = [];
   letters: DeadLetter[] = [];
   states: DocumentState[] = [];
@@ -112,6 +113,7 @@ function setup(options: Partial<EngineOptions> = {}, blobError?: Error & { code?
     {
       api,
       out,
+      states: out,
       scheduler,
       logger: silentLogger,
       blobs: {
@@ -122,7 +124,6 @@ function setup(options: Partial<EngineOptions> = {}, blobError?: Error & { code?
       },
     },
     {
-      maxInFlight: 10,
       pollInitialMs: 5,
       pollMaxMs: 20,
       deadlineMs: 60000,
@@ -226,6 +227,13 @@ describe('DocumentEngine', () => {
     api.createError = Object.assign(new Error('query_id: too long'), { status: 400, retriable: false });
     expect(await engine.admit(source, event(), undefined)).toBe('dead-lettered');
     expect(out.letters[0]).toMatchObject({ stage: 'create', error_code: 'api_400', http_status: 400 });
+  });
+
+  it('says in the dead letter how many times the API client tried', async () => {
+    const { api, out, engine } = setup();
+    api.createError = Object.assign(new Error('unavailable'), { status: 503, retriable: true, attempts: 6 });
+    expect(await engine.admit(source, event(), undefined)).toBe('dead-lettered');
+    expect(out.letters[0]).toMatchObject({ stage: 'create', error_code: 'api_503', attempts: 6 });
   });
 
   it('dead-letters a document whose results miss the deadline and records it as failed', async () => {

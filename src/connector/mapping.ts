@@ -16,7 +16,6 @@ import type {
   QualityScoreSymbol,
   ResultEnvelope,
   SampleMetadataValue,
-  DeadLetterStage,
 } from '../serde/types.js';
 import type { DeadLetter, DocumentIdentity, ResultExtra } from './types.js';
 
@@ -189,7 +188,7 @@ export function deadLetterValue(letter: DeadLetter, now: number): DeadLetterValu
     source_offset: letter.source ? Number(letter.source.offset) : -1,
     event_id: letter.event_id,
     submission_id: letter.submission_id,
-    stage: letter.stage as DeadLetterStage,
+    stage: letter.stage,
     error_code: letter.error_code,
     message: letter.message,
     http_status: letter.http_status,

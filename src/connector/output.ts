@@ -1,19 +1,12 @@
 /**
  * Where the workflow's outcomes go: result events (Avro through the registry, key = submission id,
- * headers event_id and traceparent), dead letters, and state records (JSON, key = event_id, on the
- * state topic partition equal to the input partition). Each call resolves once Kafka acknowledged it.
+ * headers event_id and traceparent) and dead letters. Each call resolves once Kafka acknowledged it.
+ * State records have their own writer (`state/writer.ts`).
  */
 import type { CoalescingSender } from '../kafka/coalescer.js';
 import type { Registry } from '../serde/registry.js';
 import { classificationValue, deadLetterValue, decisionValue, fraudValue, qualityValue } from './mapping.js';
-import type {
-  Awaitable,
-  DeadLetter,
-  DocumentIdentity,
-  DocumentState,
-  OutputPort,
-  ResultExtra,
-} from './types.js';
+import type { Awaitable, DeadLetter, DocumentIdentity, OutputPort, ResultExtra } from './types.js';
 
 export interface OutputTopics {
   fraud: string;
@@ -21,24 +14,13 @@ export interface OutputTopics {
   classification: string;
   decision: string;
   dlq: string;
-  state: string;
-}
-
-export function encodeState(state: DocumentState): Buffer {
-  return Buffer.from(JSON.stringify(state), 'utf8');
-}
-
-export function decodeState(value: Buffer): DocumentState | null {
-  const parsed = JSON.parse(value.toString('utf8')) as DocumentState;
-  return parsed && parsed.v === 1 && typeof parsed.event_id === 'string' ? parsed : null;
 }
 
 export class KafkaOutput implements OutputPort {
   constructor(
-    private readonly sender: CoalescingSender,
-    private readonly registry: Registry,
+    private readonly sender: Pick<CoalescingSender, 'send'>,
+    private readonly registry: Pick<Registry, 'encode'>,
     private readonly topics: OutputTopics,
-    private readonly onState: (state: DocumentState) => void = () => undefined,
     private readonly now: () => number = Date.now,
   ) {}
 
@@ -76,14 +58,5 @@ export class KafkaOutput implements OutputPort {
       value: this.registry.encode(this.topics.dlq, deadLetterValue(letter, this.now())),
       headers,
     });
-  }
-
-  async writeState(state: DocumentState): Promise<void> {
-    await this.sender.send(this.topics.state, {
-      key: state.event_id,
-      value: encodeState(state),
-      partition: state.partition,
-    });
-    this.onState(state);
   }
 }

@@ -134,7 +134,7 @@ const EXTENSION: Record<SampleKind, string> = {
   unsupported: 'csv',
 };
 
-export const SAMPLE_KINDS = Object.keys(EXPECTED_TYPE) as SampleKind[];
+const SAMPLE_KINDS = Object.keys(EXPECTED_TYPE) as SampleKind[];
 
 /** Writes one file per kind into `dir` and describes them. */
 export async function writeCorpus(

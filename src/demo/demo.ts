@@ -11,6 +11,7 @@ import path from 'node:path';
 import { stripVTControlCharacters } from 'node:util';
 import { loadConfig, prefixedTopics } from '../config/index.js';
 import { Connector } from '../connector/connector.js';
+import { OutputReader } from '../connector/output-reader.js';
 import { KafkaClient } from '../kafka/client.js';
 import { createLogger } from '../observability/logger.js';
 import { startSandbox, type Sandbox } from '../sandbox/index.js';
@@ -84,7 +85,7 @@ export async function runDemo(options: DemoOptions): Promise<number> {
   let connector: Connector | null = null;
   const kafka = new KafkaClient({ brokers: ['localhost:9092'], clientId: 'docstream-demo' });
   const producer = kafka.producer();
-  const collector = kafka.consumer({ groupId: `${run}-viewer`, maxWaitTimeMs: 100 });
+  let collector: OutputReader | null = null;
   try {
     say('2/4  sandbox of the Document Analysis API');
     sandbox = await startSandbox({
@@ -226,32 +227,23 @@ export async function runDemo(options: DemoOptions): Promise<number> {
             .join('  ');
       say(`  [${String(done).padStart(2)}/${rows.size}] ${row.event.padEnd(18)} ${detail}`);
     };
-    await collector.connect();
-    await collector.subscribe(
-      [topics.fraud, topics.quality, topics.classification, topics.decision, topics.dlq],
-      {
-        fromBeginning: true,
-      },
-    );
-    await collector.run(async (batch) => {
-      for (const m of batch.messages) {
-        const v = (await registry.decode(m.value!)) as Record<string, unknown>;
-        // Dead letters of unreadable events have no event_id: they carry the original key, which is the id.
-        const originalKey = Buffer.isBuffer(v.key) ? v.key.toString('utf8') : null;
-        const id = m.topic === topics.dlq ? (originalKey ?? (v.event_id as string)) : (v.event_id as string);
-        const row = rows.get(id);
-        if (!row) continue;
-        const status = String(v.status ?? '');
-        const score = (v.score as string | null) ?? (status !== 'SUCCESS' ? status : undefined);
-        if (m.topic === topics.fraud) row.fraud = score;
-        else if (m.topic === topics.quality) row.quality = score;
-        else if (m.topic === topics.classification)
-          row.classification = (v.document_type as string | null) ?? status;
-        else if (m.topic === topics.decision) row.decision = (v.decision as string | null) ?? status;
-        else row.dead = `${v.stage as string}/${v.error_code as string}`;
-        row.got += 1;
-        if (row.got === row.awaited) finished(row);
-      }
+    collector = new OutputReader({ kafka, topics, groupId: `${run}-viewer`, decoder: registry });
+    await collector.start((m) => {
+      const v = m.value!;
+      // Dead letters of unreadable events have no event_id: they carry the original key, which is the id.
+      const originalKey = Buffer.isBuffer(v.key) ? v.key.toString('utf8') : null;
+      const id = m.kind === 'dlq' ? (originalKey ?? (v.event_id as string)) : (v.event_id as string);
+      const row = rows.get(id);
+      if (!row) return;
+      const status = String(v.status ?? '');
+      const score = (v.score as string | null) ?? (status !== 'SUCCESS' ? status : undefined);
+      if (m.kind === 'fraud') row.fraud = score;
+      else if (m.kind === 'quality') row.quality = score;
+      else if (m.kind === 'classification') row.classification = (v.document_type as string | null) ?? status;
+      else if (m.kind === 'decision') row.decision = (v.decision as string | null) ?? status;
+      else row.dead = `${v.stage as string}/${v.error_code as string}`;
+      row.got += 1;
+      if (row.got === row.awaited) finished(row);
     });
     await producer.connect();
     await producer.send(
@@ -289,7 +281,7 @@ export async function runDemo(options: DemoOptions): Promise<number> {
     say(green('demo complete'));
     return 0;
   } finally {
-    await collector.disconnect().catch(() => undefined);
+    await collector?.stop().catch(() => undefined);
     await producer.disconnect().catch(() => undefined);
     await connector?.stop().catch(() => undefined);
     await sandbox?.close().catch(() => undefined);

@@ -17,7 +17,18 @@ export interface ViewRecord {
   offset: string;
 }
 
-export class TopicView {
+/** A compacted topic read from the beginning and tailed (a `TopicView`, or a fake in unit tests). */
+export interface RecordFeed {
+  start(): Promise<void>;
+  stop(): Promise<void>;
+  /** Resolves once every record written so far (to these partitions) has been handed over. */
+  caughtUp(partitions?: number[]): Promise<void>;
+}
+
+/** Opens a feed that hands each record to `onRecord`. */
+export type OpenFeed = (onRecord: (record: ViewRecord) => void) => RecordFeed;
+
+export class TopicView implements RecordFeed {
   private consumer: KafkaConsumer | null = null;
   /** Next offset to read per partition (what the view has consumed). */
   private readonly position = new Map<number, bigint>();

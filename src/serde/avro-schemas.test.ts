@@ -11,7 +11,6 @@ import type {
   ClassificationResultValue,
   DeadLetterValue,
   DecisionResultValue,
-  DocumentStateValue,
   FeedbackEventValue,
   FraudResultValue,
   QualityResultValue,
@@ -138,26 +137,6 @@ const samples: Record<AvroSchemaName, unknown> = {
     failed_at: 1_763_000_000_000,
     attributes: {},
   } satisfies DeadLetterValue,
-  DocumentState: {
-    event_id: 'evt-1',
-    submission_id: envelope.submission_id,
-    source_topic: 'documents.arrived',
-    source_partition: 0,
-    source_offset: 41,
-    status: 'RESULTS_PENDING',
-    pipeline_configuration: 'FRAUD_ONLY',
-    enable_decision: false,
-    query_id: null,
-    attributes: { a: 'b' },
-    traceparent: null,
-    awaited_results: ['fraud', 'quality', 'classification'],
-    published_results: ['quality'],
-    created_at: 1,
-    updated_at: 2,
-    deadline_at: 3,
-    attempts: 1,
-    error_code: null,
-  } satisfies DocumentStateValue,
 };
 
 type Named = {
@@ -211,23 +190,21 @@ describe('Avro schemas of the event contract', () => {
   });
 
   it('keeps the text of each file, defaults and docs included, for registration', () => {
-    expect(avroSchemaText('DocumentState')).toContain('"default": "UNKNOWN"');
+    expect(avroSchemaText('QualityResult')).toContain('"default": "UNKNOWN"');
   });
 
   it('maps an enum symbol unknown to the reader onto the enum default', () => {
-    const newer = avroSchemaJson('DocumentState') as unknown as {
+    const newer = avroSchemaJson('QualityResult') as unknown as {
       fields: Array<{ name: string; type: unknown }>;
     };
-    const status = newer.fields.find((field) => field.name === 'status')!;
-    status.type = {
-      ...(status.type as object),
-      symbols: [...(status.type as { symbols: string[] }).symbols, 'ARCHIVED'],
-    };
+    const score = newer.fields.find((field) => field.name === 'score')!;
+    const [nullType, scoreEnum] = score.type as [string, { symbols: string[] }];
+    score.type = [nullType, { ...scoreEnum, symbols: [...scoreEnum.symbols, 'ARCHIVED'] }];
     const writer = avro.Type.forSchema(newer as unknown as avro.Schema);
-    const reader = avroType('DocumentState');
-    const bytes = writer.toBuffer({ ...(samples.DocumentState as object), status: 'ARCHIVED' });
-    const read = reader.fromBuffer(bytes, reader.createResolver(writer)) as DocumentStateValue;
-    expect(read.status).toBe('UNKNOWN');
+    const reader = avroType('QualityResult');
+    const bytes = writer.toBuffer({ ...(samples.QualityResult as object), score: 'ARCHIVED' });
+    const read = reader.fromBuffer(bytes, reader.createResolver(writer)) as QualityResultValue;
+    expect(read.score).toBe('UNKNOWN');
   });
 });
 

@@ -15,7 +15,6 @@ export const AVRO_SCHEMA_NAMES = [
   'ClassificationResult',
   'DecisionResult',
   'DeadLetter',
-  'DocumentState',
 ] as const;
 export type AvroSchemaName = (typeof AVRO_SCHEMA_NAMES)[number];
 

@@ -123,38 +123,6 @@ export interface DeadLetterValue {
   attributes: Record<string, string>;
 }
 
-export const DOCUMENT_STATUSES = [
-  'CREATED',
-  'UPLOADED',
-  'CHARACTERISTICS_SENT',
-  'RESULTS_PENDING',
-  'DONE',
-  'FAILED',
-  'UNKNOWN',
-] as const;
-export type DocumentStatus = (typeof DOCUMENT_STATUSES)[number];
-
-export interface DocumentStateValue {
-  event_id: string;
-  submission_id: string | null;
-  source_topic: string | null;
-  source_partition: number;
-  source_offset: number;
-  status: DocumentStatus;
-  pipeline_configuration: string | null;
-  enable_decision: boolean;
-  query_id: string | null;
-  attributes: Record<string, string>;
-  traceparent: string | null;
-  awaited_results: string[];
-  published_results: string[];
-  created_at: number;
-  updated_at: number;
-  deadline_at: number | null;
-  attempts: number;
-  error_code: string | null;
-}
-
 export interface FeedbackEventValue {
   submission_id: string;
   feedback: { outcome: string; comment: string | null; labels: string[] };

@@ -1,5 +1,4 @@
 import { PollScheduler, type SchedulerClock } from './scheduler.js';
-import { pollDelay } from '../connector/backoff.js';
 
 class FakeClock implements SchedulerClock {
   t = 0;
@@ -68,15 +67,5 @@ describe('PollScheduler', () => {
     s.schedule('b', 10, () => ran.push('b'));
     clock.advance(10);
     expect(ran).toEqual(['b']);
-  });
-});
-
-describe('pollDelay', () => {
-  it('grows exponentially, is capped, and keeps at least half the nominal delay', () => {
-    expect(pollDelay(0, 500, 10000, () => 0)).toBe(250);
-    expect(pollDelay(0, 500, 10000, () => 1)).toBe(500);
-    expect(pollDelay(3, 500, 10000, () => 1)).toBe(4000);
-    expect(pollDelay(10, 500, 10000, () => 1)).toBe(10000);
-    expect(pollDelay(10, 500, 10000, () => 0)).toBe(5000);
   });
 });

@@ -9,13 +9,14 @@ import os from 'node:os';
 import path from 'node:path';
 import { loadConfig, prefixedTopics, type Config } from '../../src/config/index.js';
 import { Connector } from '../../src/connector/connector.js';
-import { KafkaClient, type IncomingMessage, type KafkaConsumer } from '../../src/kafka/index.js';
+import { OUTPUT_KINDS, OutputReader } from '../../src/connector/output-reader.js';
+import { KafkaClient } from '../../src/kafka/index.js';
 import { silentLogger } from '../../src/observability/logger.js';
 import { Registry } from '../../src/serde/registry.js';
 import { startSandbox, type Sandbox, type SandboxConfig, type DeepPartial } from '../../src/sandbox/index.js';
 import { uniqueName } from './topics.js';
 
-export const BROKERS = (process.env.DOCSTREAM_KAFKA_BROKERS ?? 'localhost:9092').split(',');
+const BROKERS = (process.env.DOCSTREAM_KAFKA_BROKERS ?? 'localhost:9092').split(',');
 export const REGISTRY_URL = process.env.DOCSTREAM_REGISTRY_URL ?? 'http://localhost:8081/apis/ccompat/v7';
 const CLI = path.resolve('dist/cli/index.js');
 
@@ -52,7 +53,7 @@ export class E2E {
   readonly dir = fs.mkdtempSync(path.join(os.tmpdir(), 'docstream-e2e-'));
   readonly outputs: Decoded[] = [];
   sandbox!: Sandbox;
-  private collector: KafkaConsumer | null = null;
+  private collector: OutputReader | null = null;
   private connectors: Connector[] = [];
   private children: ChildProcess[] = [];
   private configs = 0;
@@ -200,31 +201,19 @@ export class E2E {
     const admin = this.kafka.admin();
     await admin.connect();
     await admin.ensureTopics(
-      [t.fraud, t.quality, t.classification, t.decision, t.dlq].map((topic) => ({
-        topic,
-        numPartitions: t.outputPartitions,
-      })),
+      OUTPUT_KINDS.map((kind) => ({ topic: t[kind], numPartitions: t.outputPartitions })),
     );
     await admin.disconnect();
-    const consumer = this.kafka.consumer({ groupId: uniqueName('e2e-collect'), maxWaitTimeMs: 100 });
-    this.collector = consumer;
-    await consumer.connect();
-    await consumer.subscribe([t.fraud, t.quality, t.classification, t.decision, t.dlq], {
-      fromBeginning: true,
+    const reader = new OutputReader({
+      kafka: this.kafka,
+      topics: t,
+      groupId: uniqueName('e2e-collect'),
+      decoder: this.registry,
     });
-    await consumer.run(async (batch) => {
-      for (const m of batch.messages) this.outputs.push(await this.decode(m));
+    this.collector = reader;
+    await reader.start((r) => {
+      this.outputs.push({ topic: r.topic, key: r.key, headers: r.headers, value: r.value! });
     });
-  }
-
-  private async decode(m: IncomingMessage): Promise<Decoded> {
-    const value = (await this.registry.decode(m.value!)) as Record<string, unknown>;
-    return {
-      topic: m.topic,
-      key: m.key?.toString('utf8') ?? null,
-      headers: Object.fromEntries(Object.entries(m.headers).map(([k, v]) => [k, v.toString('utf8')])),
-      value,
-    };
   }
 
   on(kind: keyof Config['topics']): Decoded[] {
@@ -235,7 +224,7 @@ export class E2E {
   async stop(): Promise<void> {
     for (const child of this.children) if (child.exitCode === null) child.kill('SIGKILL');
     for (const c of this.connectors) await c.stop().catch(() => undefined);
-    await this.collector?.disconnect().catch(() => undefined);
+    await this.collector?.stop().catch(() => undefined);
     await this.producer.disconnect().catch(() => undefined);
     await this.sandbox?.close();
     fs.rmSync(this.dir, { recursive: true, force: true });

@@ -129,29 +129,6 @@ const outputs: Array<[AvroSchemaName, Record<string, unknown>]> = [
       attributes: {},
     },
   ],
-  [
-    'DocumentState',
-    {
-      event_id: 'evt-1',
-      submission_id: envelope.submission_id,
-      source_topic: 'documents.arrived',
-      source_partition: 0,
-      source_offset: 12,
-      status: 'RESULTS_PENDING',
-      pipeline_configuration: 'FRAUD_ONLY',
-      enable_decision: true,
-      query_id: null,
-      attributes: {},
-      traceparent: null,
-      awaited_results: ['fraud', 'quality', 'classification', 'decision'],
-      published_results: [],
-      created_at: 1,
-      updated_at: 2,
-      deadline_at: null,
-      attempts: 0,
-      error_code: null,
-    },
-  ],
 ];
 
 const prefix = uniqueName('serde');

@@ -5,11 +5,11 @@
  * commit while it has any, so the command refuses while a connector of the group is running.
  */
 import { InvalidArgumentError, type Command } from 'commander';
-import { loadConfig, type Config } from '../../config/index.js';
-import { KafkaClient } from '../../kafka/client.js';
+import { loadConfig } from '../../config/index.js';
+import { kafkaClientOf } from '../../connector/wiring.js';
 import type { OffsetResetPlan, OffsetResetTarget } from '../../kafka/admin.js';
 
-export interface ReplayFlags {
+interface ReplayFlags {
   config?: string;
   topic?: string;
   group?: string;
@@ -21,7 +21,7 @@ export interface ReplayFlags {
 }
 
 /** A refusal the user can act on (exit code 1, no stack trace). */
-export class ReplayRefused extends Error {}
+class ReplayRefused extends Error {}
 
 function parseDatetime(value: string): number {
   const ms = Date.parse(value);
@@ -41,7 +41,7 @@ function parseOffsets(value: string): Record<number, string> {
   return out;
 }
 
-export function targetOf(flags: ReplayFlags): OffsetResetTarget {
+function targetOf(flags: ReplayFlags): OffsetResetTarget {
   const chosen: OffsetResetTarget[] = [];
   if (flags.toDatetime !== undefined) chosen.push({ kind: 'timestamp', timestamp: flags.toDatetime });
   if (flags.toEarliest) chosen.push({ kind: 'earliest' });
@@ -52,20 +52,8 @@ export function targetOf(flags: ReplayFlags): OffsetResetTarget {
   return chosen[0]!;
 }
 
-function kafkaOf(config: Config): KafkaClient {
-  const k = config.kafka;
-  return new KafkaClient({
-    brokers: k.brokers,
-    clientId: `${k.clientId}-replay`,
-    ssl: k.ssl,
-    ...(k.saslMechanism !== 'none'
-      ? { sasl: { mechanism: k.saslMechanism, username: k.saslUsername, password: k.saslPassword } }
-      : {}),
-  });
-}
-
 /** The table of a plan: what the group would re-read (or skip) on each partition. */
-export function formatPlan(plan: OffsetResetPlan): string {
+function formatPlan(plan: OffsetResetPlan): string {
   const rows = [['partition', 'current', 'target', 're-read', 'skipped']];
   for (const p of plan.partitions) {
     // A group without a committed offset starts at the beginning (the connector reads from earliest).
@@ -83,12 +71,12 @@ export function formatPlan(plan: OffsetResetPlan): string {
   return rows.map((r) => r.map((cell, i) => cell.padStart(widths[i]!)).join('  ')).join('\n');
 }
 
-export async function replay(flags: ReplayFlags, out: (line: string) => void): Promise<OffsetResetPlan> {
+async function replay(flags: ReplayFlags, out: (line: string) => void): Promise<OffsetResetPlan> {
   const config = loadConfig(flags.config ? { files: flags.config.split(',') } : {});
   const target = targetOf(flags);
   const topic = flags.topic ?? config.topics.arrived;
   const group = flags.group ?? config.kafka.groupId;
-  const admin = kafkaOf(config).admin();
+  const admin = kafkaClientOf(config, { clientId: `${config.kafka.clientId}-replay` }).admin();
   await admin.connect();
   try {
     const state = await admin.describeGroup(group);

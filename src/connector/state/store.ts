@@ -4,27 +4,17 @@
  * that partition are unfinished (resume them). Writes of this instance are applied at once; records
  * read back from the topic never move a document's state backwards.
  */
-import type { Logger } from '../observability/logger.js';
-import type { KafkaAdmin } from '../kafka/admin.js';
-import type { KafkaClient } from '../kafka/client.js';
-import { TopicView, type ViewRecord } from '../kafka/view.js';
-import { decodeState } from './output.js';
-import type { DocumentState } from './types.js';
+import type { OpenFeed, RecordFeed, ViewRecord } from '../../kafka/view.js';
+import { decodeState, isUnfinished, type DocumentState } from './codec.js';
 
 export class StateStore {
   private readonly states = new Map<string, DocumentState>();
   private readonly eventBySubmission = new Map<string, string>();
-  private readonly view: TopicView;
+  private readonly view: RecordFeed;
 
-  constructor(kafka: KafkaClient, admin: KafkaAdmin, topic: string, logger: Logger) {
-    this.view = new TopicView(
-      kafka,
-      admin,
-      topic,
-      (r) => this.applyRecord(r),
-      logger,
-      'docstream-state-view',
-    );
+  /** `open` reads the state topic (`wiring.ts` passes a `TopicView`). */
+  constructor(open: OpenFeed) {
+    this.view = open((r) => this.applyRecord(r));
   }
 
   start(): Promise<void> {
@@ -56,7 +46,7 @@ export class StateStore {
   unfinished(partition: number): DocumentState[] {
     const out: DocumentState[] = [];
     for (const s of this.states.values()) {
-      if (s.partition === partition && (s.status === 'CREATED' || s.status === 'UPLOADED')) out.push(s);
+      if (s.partition === partition && isUnfinished(s)) out.push(s);
     }
     return out;
   }

@@ -7,16 +7,24 @@
  * was acknowledged by Kafka.
  */
 import { WEBHOOK_EVENT_DECISION_FINISHED, type WebhookEvent } from '../api/schemas.js';
-import type { DocumentAnalysisClient } from '../client/client.js';
-import type { DocumentEngine } from '../connector/engine.js';
-import type { StateStore } from '../connector/state-store.js';
-import type { DocumentIdentity, OutputPort } from '../connector/types.js';
-import type { KafkaAdmin } from '../kafka/admin.js';
-import type { KafkaClient } from '../kafka/client.js';
 import type { CoalescingSender } from '../kafka/coalescer.js';
-import { TopicView, type ViewRecord } from '../kafka/view.js';
+import type { OpenFeed, RecordFeed, ViewRecord } from '../kafka/view.js';
 import type { Logger } from '../observability/logger.js';
-import type { HandlerOutcome, WebhookHandler } from './receiver.js';
+import type { HandlerOutcome, WebhookHandler } from '../webhooks/receiver.js';
+import type { DocumentState } from './state/codec.js';
+import type { DocumentIdentity, OutputPort } from './types.js';
+
+/** The engine of this instance as the decision fast path sees it. */
+export interface DecisionEngine {
+  deliverDecision(submissionId: string, body: Record<string, unknown>): Promise<boolean>;
+  decisionPublishedElsewhere(submissionId: string): Promise<void>;
+}
+
+/** The shared state, to find a submission's document when another instance owns it. */
+export interface DecisionState {
+  bySubmission(submissionId: string): DocumentState | undefined;
+  caughtUp(): Promise<void>;
+}
 
 interface DeliveryRecord {
   webhook_id: string;
@@ -26,39 +34,31 @@ interface DeliveryRecord {
   handled_at: number;
 }
 
-export interface WebhookServiceDeps {
-  kafka: KafkaClient;
-  admin: KafkaAdmin;
-  sender: CoalescingSender;
-  output: OutputPort;
-  client: DocumentAnalysisClient;
-  state: StateStore;
+export interface DecisionWebhookDeps {
+  /** Reads the shared webhook topic (`topic`) from the beginning and tails it. */
+  openFeed: OpenFeed;
+  sender: Pick<CoalescingSender, 'send'>;
+  output: Pick<OutputPort, 'publishResult'>;
+  api: { getDecision(submissionId: string): Promise<unknown> };
+  state: DecisionState;
   topic: string;
   logger: Logger;
   /** The engine of this instance, when the receiver runs inside `docstream run`. */
-  engine?: DocumentEngine;
+  engine?: DecisionEngine;
 }
 
 const idKey = (webhookId: string) => `id:${webhookId}`;
 const eventKey = (submissionId: string, type: string, version: number) =>
   `sub:${submissionId}:${type}:${version}`;
 
-export class WebhookService {
+export class DecisionWebhooks {
   private readonly seen = new Set<string>();
-  private readonly decided = new Set<string>();
   /** Deliveries being handled, by dedupe key: a duplicate arriving meanwhile waits for the first. */
   private readonly handling = new Map<string, Promise<HandlerOutcome>>();
-  private readonly view: TopicView;
+  private readonly view: RecordFeed;
 
-  constructor(private readonly deps: WebhookServiceDeps) {
-    this.view = new TopicView(
-      deps.kafka,
-      deps.admin,
-      deps.topic,
-      (r) => this.applyRecord(r),
-      deps.logger,
-      'docstream-webhook-view',
-    );
+  constructor(private readonly deps: DecisionWebhookDeps) {
+    this.view = deps.openFeed((r) => this.applyRecord(r));
   }
 
   async start(): Promise<void> {
@@ -69,9 +69,6 @@ export class WebhookService {
   stop(): Promise<void> {
     return this.view.stop();
   }
-
-  /** Whether a decision for this submission was already published through a webhook, by any instance. */
-  decisionDelivered = (submissionId: string): boolean => this.decided.has(submissionId);
 
   readonly handler: WebhookHandler = async (
     event: WebhookEvent,
@@ -98,7 +95,7 @@ export class WebhookService {
 
   private async handle(event: WebhookEvent, webhookId: string, keys: string[]): Promise<HandlerOutcome> {
     const submissionId = event.payload.id;
-    const body = (await this.deps.client.getDecision(submissionId)) as Record<string, unknown>;
+    const body = (await this.deps.api.getDecision(submissionId)) as Record<string, unknown>;
     const local = await this.deps.engine?.deliverDecision(submissionId, body);
     if (!local) {
       const identity = await this.identityOf(submissionId);
@@ -121,7 +118,6 @@ export class WebhookService {
     const value = Buffer.from(JSON.stringify(record));
     await Promise.all(keys.map((key) => this.deps.sender.send(this.deps.topic, { key, value })));
     for (const k of keys) this.seen.add(k);
-    this.decided.add(submissionId);
     return 'accepted';
   }
 
@@ -150,7 +146,6 @@ export class WebhookService {
     this.seen.add(record.key);
     if (record.key.startsWith('sub:')) {
       const parsed = JSON.parse(record.value.toString('utf8')) as DeliveryRecord;
-      this.decided.add(parsed.submission_id);
       void this.deps.engine
         ?.decisionPublishedElsewhere(parsed.submission_id)
         .catch((err: unknown) =>

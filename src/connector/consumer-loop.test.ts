@@ -1,0 +1,257 @@
+import type {
+  Assignment,
+  BatchControl,
+  GroupJoin,
+  IncomingBatch,
+  IncomingMessage,
+  TopicPartitionOffset,
+} from '../kafka/consumer.js';
+import { silentLogger } from '../observability/logger.js';
+import { ConsumerLoop, type LoopConsumer, type LoopEngine, type LoopState } from './consumer-loop.js';
+import type { DocumentState } from './state/codec.js';
+
+const topics = { arrived: 'in', feedback: 'fb' };
+
+class FakeConsumer implements LoopConsumer {
+  assignment: Assignment = { in: [0, 1], fb: [0] };
+  calls: string[] = [];
+  commits: TopicPartitionOffset[][] = [];
+  failCommit = false;
+  pause(topic: string, partitions: number[]): void {
+    this.calls.push(`pause ${topic} ${partitions.join(',')}`);
+  }
+  resume(topic: string, partitions: number[]): void {
+    this.calls.push(`resume ${topic} ${partitions.join(',')}`);
+  }
+  currentAssignment(): Assignment {
+    return this.assignment;
+  }
+  async commitOffsets(offsets: TopicPartitionOffset[]): Promise<void> {
+    if (this.failCommit) throw new Error('rebalance in progress');
+    this.commits.push(offsets);
+  }
+}
+
+class FakeEngine implements LoopEngine {
+  inFlight = 0;
+  resumed: string[] = [];
+  revoked: number[][] = [];
+  resume(state: DocumentState): void {
+    this.resumed.push(state.event_id);
+  }
+  revoke(partitions: Iterable<number>): void {
+    this.revoked.push([...partitions]);
+  }
+}
+
+class FakeState implements LoopState {
+  reads: number[][] = [];
+  byPartition = new Map<number, DocumentState[]>();
+  async caughtUp(partitions: number[]): Promise<void> {
+    this.reads.push(partitions);
+  }
+  unfinished(partition: number): DocumentState[] {
+    return this.byPartition.get(partition) ?? [];
+  }
+}
+
+class FakeControl implements BatchControl {
+  resolved: string[] = [];
+  running = true;
+  resolveOffset(offset: string): void {
+    this.resolved.push(offset);
+  }
+  async heartbeat(): Promise<void> {}
+  isRunning(): boolean {
+    return this.running;
+  }
+  isStale(): boolean {
+    return false;
+  }
+}
+
+function message(topic: string, partition: number, offset: number): IncomingMessage {
+  return {
+    topic,
+    partition,
+    offset: String(offset),
+    timestamp: '0',
+    key: null,
+    value: Buffer.from('{}'),
+    headers: {},
+  };
+}
+
+function batch(topic: string, partition: number, offsets: number[]): IncomingBatch {
+  return {
+    topic,
+    partition,
+    highWatermark: '100',
+    messages: offsets.map((o) => message(topic, partition, o)),
+  };
+}
+
+function setup(maxInFlight = 3) {
+  const consumer = new FakeConsumer();
+  const engine = new FakeEngine();
+  const state = new FakeState();
+  const handled: string[] = [];
+  const feedback: string[] = [];
+  /** Each arrival is admitted (its admission counts against the limit while it runs) unless `reject` names its offset. */
+  const reject = new Set<string>();
+  const inFlightSeen: number[] = [];
+  const loop = new ConsumerLoop({
+    topics,
+    maxInFlight,
+    engine,
+    state,
+    arrivals: async (m) => {
+      handled.push(`${m.partition}:${m.offset}`);
+      if (reject.has(m.offset)) throw new Error('state topic unavailable');
+    },
+    feedback: async (m) => {
+      feedback.push(m.offset);
+    },
+    logger: silentLogger,
+    onInFlight: (n) => inFlightSeen.push(n),
+  });
+  loop.attach(consumer);
+  return { loop, consumer, engine, state, handled, feedback, reject, inFlightSeen };
+}
+
+function join(added: Assignment, removed: Assignment, assignment: Assignment): GroupJoin {
+  return { memberId: 'm', isLeader: true, assignment, added, removed };
+}
+
+describe('ConsumerLoop', () => {
+  it('admits records until maxInFlight documents run, then pauses the input and resolves what it took', async () => {
+    const { loop, consumer, handled } = setup(3);
+    const control = new FakeControl();
+    await loop.onBatch(batch('in', 0, [10, 11, 12, 13, 14]), control);
+    expect(handled).toEqual(['0:10', '0:11', '0:12']);
+    expect(control.resolved).toEqual(['12']);
+    expect(consumer.calls).toEqual(['pause in 0,1']);
+    expect(loop.paused).toBe(true);
+  });
+
+  it('resumes the input only once a tenth of the slots are free (hysteresis)', async () => {
+    const { loop, consumer, engine } = setup(20);
+    engine.inFlight = 20;
+    await loop.onBatch(batch('in', 0, [1]), new FakeControl());
+    expect(consumer.calls).toEqual(['pause in 0,1']);
+    engine.inFlight = 19;
+    loop.onRoom();
+    expect(loop.paused).toBe(true);
+    engine.inFlight = 18;
+    loop.onRoom();
+    expect(consumer.calls).toEqual(['pause in 0,1', 'resume in 0,1']);
+    expect(loop.paused).toBe(false);
+  });
+
+  it('does not resume after stop', async () => {
+    const { loop, consumer, engine } = setup(2);
+    engine.inFlight = 2;
+    await loop.onBatch(batch('in', 0, [1]), new FakeControl());
+    loop.stop();
+    engine.inFlight = 0;
+    loop.onRoom();
+    expect(consumer.calls).toEqual(['pause in 0,1']);
+  });
+
+  it('takes no record after stop', async () => {
+    const { loop, handled } = setup();
+    loop.stop();
+    const control = new FakeControl();
+    await loop.onBatch(batch('in', 0, [1, 2]), control);
+    expect(handled).toEqual([]);
+    expect(control.resolved).toEqual([]);
+  });
+
+  it('rejects the batch and resolves nothing when a record could not be recorded', async () => {
+    const { loop, reject, consumer } = setup(10);
+    reject.add('2');
+    const control = new FakeControl();
+    await expect(loop.onBatch(batch('in', 0, [1, 2, 3]), control)).rejects.toThrow('state topic unavailable');
+    expect(control.resolved).toEqual([]);
+    // Offset 1 is durable, 2 is not: the commit stops before 2 even though 3 completed.
+    await loop.commit();
+    expect(consumer.commits).toEqual([[{ topic: 'in', partition: 0, offset: '2' }]]);
+  });
+
+  it('commits the next offset of each moved partition once, and again only when it moves', async () => {
+    const { loop, consumer } = setup(10);
+    await loop.onBatch(batch('in', 0, [5, 6]), new FakeControl());
+    await loop.onBatch(batch('in', 1, [0]), new FakeControl());
+    await loop.commit();
+    expect(consumer.commits).toEqual([
+      [
+        { topic: 'in', partition: 0, offset: '7' },
+        { topic: 'in', partition: 1, offset: '1' },
+      ],
+    ]);
+    await loop.commit();
+    expect(consumer.commits).toHaveLength(1);
+    await loop.onBatch(batch('in', 0, [7]), new FakeControl());
+    await loop.commit();
+    expect(consumer.commits[1]).toEqual([{ topic: 'in', partition: 0, offset: '8' }]);
+  });
+
+  it('keeps an offset to commit when a commit fails, and commits it next time', async () => {
+    const { loop, consumer } = setup(10);
+    await loop.onBatch(batch('in', 0, [0]), new FakeControl());
+    consumer.failCommit = true;
+    await loop.commit();
+    expect(consumer.commits).toEqual([]);
+    consumer.failCommit = false;
+    await loop.commit();
+    expect(consumer.commits).toEqual([[{ topic: 'in', partition: 0, offset: '1' }]]);
+  });
+
+  it('reads the state of a partition and resumes its unfinished documents once, before its first record', async () => {
+    const { loop, state, engine } = setup(10);
+    state.byPartition.set(1, [
+      { event_id: 'evt-a' } as DocumentState,
+      { event_id: 'evt-b' } as DocumentState,
+    ]);
+    await loop.onBatch(batch('in', 1, [0]), new FakeControl());
+    await loop.onBatch(batch('in', 1, [1]), new FakeControl());
+    expect(state.reads).toEqual([[1]]);
+    expect(engine.resumed).toEqual(['evt-a', 'evt-b']);
+  });
+
+  it('on a rebalance revokes the lost partitions, forgets their offsets, and starts unpaused', async () => {
+    const { loop, consumer, engine, state } = setup(1);
+    await loop.onBatch(batch('in', 0, [3]), new FakeControl());
+    // Takes 4, then is full before 5.
+    await loop.onBatch(batch('in', 1, [4, 5]), new FakeControl());
+    expect(loop.paused).toBe(true);
+    consumer.assignment = { in: [1, 2], fb: [0] };
+    loop.onGroupJoin(join({ in: [2] }, { in: [0] }, consumer.assignment));
+    expect(engine.revoked).toEqual([[0]]);
+    expect(loop.paused).toBe(false);
+    expect(consumer.calls.at(-1)).toBe('resume in 1,2');
+    await new Promise((r) => setImmediate(r));
+    expect(state.reads).toContainEqual([2]);
+    await loop.commit();
+    // Partition 0 is gone: only partition 1's offset is committed.
+    expect(consumer.commits).toEqual([[{ topic: 'in', partition: 1, offset: '5' }]]);
+  });
+
+  it('handles feedback records one by one, resolving and committing each', async () => {
+    const { loop, feedback, consumer, handled } = setup(1);
+    const control = new FakeControl();
+    await loop.onBatch(batch('fb', 0, [0, 1, 2]), control);
+    expect(feedback).toEqual(['0', '1', '2']);
+    expect(handled).toEqual([]);
+    expect(control.resolved).toEqual(['0', '1', '2']);
+    await loop.commit();
+    expect(consumer.commits).toEqual([[{ topic: 'fb', partition: 0, offset: '3' }]]);
+  });
+
+  it('reports the number in flight after each admission', async () => {
+    const { loop, inFlightSeen, engine } = setup(10);
+    engine.inFlight = 5;
+    await loop.onBatch(batch('in', 0, [0, 1]), new FakeControl());
+    expect(inFlightSeen).toEqual([5, 5]);
+  });
+});

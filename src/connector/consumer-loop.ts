@@ -1,0 +1,237 @@
+/**
+ * The consumer loop: takes arrival and feedback records batch by batch, admits at most `maxInFlight`
+ * documents (pausing the input topic when full, resuming with hysteresis), prepares each assigned
+ * partition (its state read, its unfinished documents resumed) before taking its records, and
+ * commits the highest offset below which every outcome is durable. It alone owns the in-flight
+ * limit. It reaches Kafka, the engine and the state only through the narrow interfaces below, so it
+ * is unit-tested with fakes (`consumer-loop.test.ts`).
+ */
+import type {
+  Assignment,
+  BatchControl,
+  GroupJoin,
+  IncomingBatch,
+  IncomingMessage,
+  TopicPartitionOffset,
+} from '../kafka/consumer.js';
+import type { Logger } from '../observability/logger.js';
+import { OffsetTracker } from './offsets.js';
+import type { DocumentState } from './state/codec.js';
+
+/** The parts of the Kafka consumer the loop drives. */
+export interface LoopConsumer {
+  pause(topic: string, partitions: number[]): void;
+  resume(topic: string, partitions: number[]): void;
+  currentAssignment(): Assignment;
+  commitOffsets(offsets: TopicPartitionOffset[]): Promise<void>;
+}
+
+/** The engine as the loop sees it: how many documents run, and who runs which partition. */
+export interface LoopEngine {
+  readonly inFlight: number;
+  resume(state: DocumentState): void;
+  revoke(partitions: Iterable<number>): void;
+}
+
+/** The state as the loop sees it: read a partition's records, then list its unfinished documents. */
+export interface LoopState {
+  caughtUp(partitions: number[]): Promise<void>;
+  unfinished(partition: number): DocumentState[];
+}
+
+/**
+ * Handles one record. Resolves once its outcome is durable (recorded or dead-lettered); rejects only
+ * when Kafka could not record it, so the record is fetched again.
+ */
+export type RecordHandler = (message: IncomingMessage) => Promise<void>;
+
+export interface ConsumerLoopOptions {
+  topics: { arrived: string; feedback: string };
+  maxInFlight: number;
+  engine: LoopEngine;
+  state: LoopState;
+  arrivals: RecordHandler;
+  feedback: RecordHandler;
+  logger: Logger;
+  /** Called whenever the number of documents in flight may have changed. */
+  onInFlight?: (inFlight: number) => void;
+  heartbeatMs?: number;
+}
+
+export class ConsumerLoop {
+  private consumer: LoopConsumer | null = null;
+  private readonly trackers = new Map<string, OffsetTracker>();
+  /** Per input partition: a promise resolved once its state is read and its unfinished work resumed. */
+  private readonly prepared = new Map<number, Promise<void>>();
+  private admitting = 0;
+  private inputPaused = false;
+  private stopping = false;
+
+  constructor(private readonly o: ConsumerLoopOptions) {}
+
+  /** Starts driving this consumer (call before its first batch). */
+  attach(consumer: LoopConsumer): void {
+    this.consumer = consumer;
+  }
+
+  /** No record is taken after this; running admissions finish. */
+  stop(): void {
+    this.stopping = true;
+  }
+
+  get paused(): boolean {
+    return this.inputPaused;
+  }
+
+  /** The group's answer to a rebalance: drop what was lost, prepare what was gained, start unpaused. */
+  onGroupJoin(join: GroupJoin): void {
+    const { arrived, feedback } = this.o.topics;
+    const removed = join.removed[arrived] ?? [];
+    if (removed.length > 0) {
+      this.o.engine.revoke(removed);
+      for (const p of removed) {
+        this.trackers.get(arrived)?.drop(p);
+        this.prepared.delete(p);
+      }
+    }
+    for (const p of join.removed[feedback] ?? []) this.trackers.get(feedback)?.drop(p);
+    for (const p of join.added[arrived] ?? []) void this.prepare(p).catch(() => undefined);
+    this.o.logger.info({ assignment: join.assignment }, 'partitions assigned');
+    // A fresh assignment starts unpaused; the next batch pauses again if the instance is still full.
+    this.inputPaused = false;
+    this.consumer?.resume(arrived, join.assignment[arrived] ?? []);
+  }
+
+  /** The batch handler to give the Kafka consumer (`autoResolve: false`). */
+  readonly onBatch = async (batch: IncomingBatch, control: BatchControl): Promise<void> => {
+    if (batch.topic === this.o.topics.feedback) return this.onFeedbackBatch(batch, control);
+    await this.prepare(batch.partition);
+    const offsets = this.tracker(batch.topic).partition(batch.partition);
+    const max = this.o.maxInFlight;
+    const admissions: Array<Promise<void>> = [];
+    let last: string | null = null;
+    const heartbeat = setInterval(
+      () => void control.heartbeat().catch(() => undefined),
+      this.o.heartbeatMs ?? 1000,
+    );
+    try {
+      for (const message of batch.messages) {
+        if (!control.isRunning() || control.isStale() || this.stopping) break;
+        if (this.o.engine.inFlight + this.admitting >= max) {
+          this.pauseInput();
+          break;
+        }
+        offsets.track(message.offset);
+        last = message.offset;
+        this.admitting += 1;
+        admissions.push(
+          this.o
+            .arrivals(message)
+            .then(() => {
+              offsets.complete(message.offset);
+              this.o.onInFlight?.(this.o.engine.inFlight);
+            })
+            .finally(() => {
+              this.admitting -= 1;
+            }),
+        );
+      }
+      const settled = await Promise.allSettled(admissions);
+      const failure = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
+      // Nothing after an unrecorded record may be taken: the batch is fetched again from the last
+      // resolved offset, and the records already recorded are recognised by their state.
+      if (failure) throw failure.reason;
+      if (last !== null) control.resolveOffset(last);
+    } finally {
+      clearInterval(heartbeat);
+    }
+  };
+
+  /** A document finished or was dropped: resume the input once a tenth of the slots are free. */
+  onRoom(): void {
+    const inFlight = this.o.engine.inFlight;
+    this.o.onInFlight?.(inFlight);
+    if (!this.inputPaused || !this.consumer || this.stopping) return;
+    const max = this.o.maxInFlight;
+    // Hysteresis: resume once a tenth of the slots are free, not at every single free slot.
+    if (inFlight + this.admitting > max - Math.max(1, Math.floor(max / 10))) return;
+    this.inputPaused = false;
+    this.consumer.resume(this.o.topics.arrived, this.assigned(this.o.topics.arrived));
+  }
+
+  /** Commits the highest safe offset of every assigned partition that moved. */
+  async commit(): Promise<void> {
+    const consumer = this.consumer;
+    if (!consumer) return;
+    const assignment = consumer.currentAssignment();
+    for (const [topic, tracker] of this.trackers) {
+      const owned = new Set(assignment[topic] ?? []);
+      const entries = tracker.toCommit().filter((e) => owned.has(e.partition));
+      if (entries.length === 0) continue;
+      try {
+        await consumer.commitOffsets(
+          entries.map((e) => ({ topic, partition: e.partition, offset: e.offset })),
+        );
+        tracker.markCommitted(entries);
+      } catch (err) {
+        // A rebalance in progress: the next owner starts from the last committed offset and
+        // recognises recorded documents by their state, so nothing is lost or submitted twice.
+        this.o.logger.debug({ err: (err as Error).message }, 'commit failed; will retry');
+      }
+    }
+  }
+
+  private async onFeedbackBatch(batch: IncomingBatch, control: BatchControl): Promise<void> {
+    const offsets = this.tracker(batch.topic).partition(batch.partition);
+    for (const message of batch.messages) {
+      if (!control.isRunning() || control.isStale() || this.stopping) break;
+      offsets.track(message.offset);
+      await this.o.feedback(message);
+      offsets.complete(message.offset);
+      control.resolveOffset(message.offset);
+      await control.heartbeat();
+    }
+  }
+
+  private tracker(topic: string): OffsetTracker {
+    let t = this.trackers.get(topic);
+    if (!t) {
+      t = new OffsetTracker();
+      this.trackers.set(topic, t);
+    }
+    return t;
+  }
+
+  /** Reads every state record of a newly assigned partition, then resumes its unfinished documents. */
+  private prepare(partition: number): Promise<void> {
+    let p = this.prepared.get(partition);
+    if (!p) {
+      p = this.o.state.caughtUp([partition]).then(() => {
+        const unfinished = this.o.state.unfinished(partition);
+        for (const s of unfinished) this.o.engine.resume(s);
+        if (unfinished.length > 0)
+          this.o.logger.info({ partition, documents: unfinished.length }, 'resumed unfinished documents');
+      });
+      p.catch((err: unknown) => {
+        this.prepared.delete(partition);
+        this.o.logger.warn(
+          { partition, err: (err as Error).message },
+          'preparing a partition failed; will retry',
+        );
+      });
+      this.prepared.set(partition, p);
+    }
+    return p;
+  }
+
+  private pauseInput(): void {
+    if (this.inputPaused || !this.consumer) return;
+    this.inputPaused = true;
+    this.consumer.pause(this.o.topics.arrived, this.assigned(this.o.topics.arrived));
+    this.o.logger.debug({ inFlight: this.o.engine.inFlight }, 'input paused: in-flight limit reached');
+  }
+
+  private assigned(topic: string): number[] {
+    return this.consumer?.currentAssignment()[topic] ?? [];
+  }
+}

@@ -1,0 +1,110 @@
+import type { IncomingMessage } from '../kafka/consumer.js';
+import { silentLogger } from '../observability/logger.js';
+import { arrivalHandler } from './arrivals.js';
+import { feedbackHandler } from './feedback.js';
+import type { DeadLetter } from './types.js';
+
+const decoder = {
+  decode: async (): Promise<unknown> => {
+    throw new Error('no Avro in these tests');
+  },
+};
+
+function message(value: string | null, topic = 'in'): IncomingMessage {
+  return {
+    topic,
+    partition: 1,
+    offset: '9',
+    timestamp: '0',
+    key: Buffer.from('k'),
+    value: value === null ? null : Buffer.from(value),
+    headers: { traceparent: Buffer.from('tp') },
+  };
+}
+
+describe('arrival records', () => {
+  function setup() {
+    const letters: DeadLetter[] = [];
+    const admitted: Array<{ event_id: string; offset: string; existing: unknown }> = [];
+    const handle = arrivalHandler({
+      decoder,
+      engine: {
+        admit: async (source, event, existing) => {
+          admitted.push({ event_id: event.event_id, offset: source.offset, existing });
+          return 'started';
+        },
+      },
+      state: { get: (id) => (id === 'seen' ? ({ event_id: 'seen' } as never) : undefined) },
+      deadLetter: async (l) => {
+        letters.push(l);
+      },
+      logger: silentLogger,
+    });
+    return { handle, letters, admitted };
+  }
+
+  it('admits a valid event with its source record and any existing state', async () => {
+    const { handle, admitted, letters } = setup();
+    await handle(message(JSON.stringify({ event_id: 'seen', blob: { url: 'file:///tmp/a.pdf' } })));
+    expect(admitted).toEqual([{ event_id: 'seen', offset: '9', existing: { event_id: 'seen' } }]);
+    expect(letters).toEqual([]);
+  });
+
+  it('dead-letters unreadable bytes at stage decode and an invalid event at stage validate', async () => {
+    const { handle, letters, admitted } = setup();
+    await handle(message('{ nope'));
+    await handle(message(JSON.stringify({ event_id: 'e-1', blob: 'not an object' })));
+    expect(admitted).toEqual([]);
+    expect(letters.map((l) => [l.stage, l.error_code, l.source?.offset, l.source?.traceparent])).toEqual([
+      ['decode', 'invalid_json', '9', 'tp'],
+      ['validate', 'schema_invalid', '9', 'tp'],
+    ]);
+    expect(letters[1]?.event_id).toBe('e-1');
+  });
+});
+
+describe('feedback records', () => {
+  function setup(fail?: Error & { status?: number; retriable?: boolean }) {
+    const letters: DeadLetter[] = [];
+    const sent: string[] = [];
+    const handle = feedbackHandler({
+      decoder,
+      api: {
+        putFeedback: async (id) => {
+          if (fail) throw fail;
+          sent.push(id);
+        },
+      },
+      deadLetter: async (l) => {
+        letters.push(l);
+      },
+    });
+    return { handle, letters, sent };
+  }
+  const sub = 'sub-000000000000000000001';
+  const feedback = JSON.stringify({ submission_id: sub, feedback: { outcome: 'FRAUD' } });
+
+  it('sends valid feedback to the API', async () => {
+    const { handle, sent, letters } = setup();
+    await handle(message(feedback, 'fb'));
+    expect(sent).toEqual([sub]);
+    expect(letters).toEqual([]);
+  });
+
+  it('dead-letters an unreadable record and feedback the API refuses for good', async () => {
+    const bad = setup();
+    await bad.handle(message('[]', 'fb'));
+    expect(bad.letters.map((l) => [l.stage, l.error_code])).toEqual([['feedback', 'schema_invalid']]);
+    const refused = setup(Object.assign(new Error('gone'), { status: 404, retriable: true }));
+    await refused.handle(message(feedback, 'fb'));
+    expect(refused.letters.map((l) => [l.stage, l.error_code, l.http_status, l.submission_id])).toEqual([
+      ['feedback', 'api_404', 404, sub],
+    ]);
+  });
+
+  it('throws a retriable failure so the record is tried again', async () => {
+    const { handle, letters } = setup(Object.assign(new Error('busy'), { status: 503, retriable: true }));
+    await expect(handle(message(feedback, 'fb'))).rejects.toThrow('busy');
+    expect(letters).toEqual([]);
+  });
+});

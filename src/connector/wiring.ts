@@ -1,0 +1,169 @@
+/**
+ * Builds every part of a connector from the configuration: the Kafka, registry and API clients, the
+ * blob source, the state store and writer, the output and the engine. Nothing else reads the
+ * configuration's connection settings, so `docstream replay` and the connector connect alike.
+ */
+import { createBlobSource } from '../blobs/index.js';
+import { DocumentAnalysisClient } from '../client/client.js';
+import type { Config } from '../config/index.js';
+import { KafkaClient } from '../kafka/client.js';
+import { CoalescingSender } from '../kafka/coalescer.js';
+import { TopicView } from '../kafka/view.js';
+import type { KafkaAdmin } from '../kafka/admin.js';
+import type { KafkaProducer } from '../kafka/producer.js';
+import type { Logger } from '../observability/logger.js';
+import type { ConnectorMetrics } from '../observability/metrics.js';
+import { Registry } from '../serde/registry.js';
+import { PollScheduler } from '../util/scheduler.js';
+import { apiPort } from './api-port.js';
+import { parseAwaitedOverride } from './awaited.js';
+import type { DeadLetterSink } from './dead-letters.js';
+import { DocumentEngine } from './engine.js';
+import { KafkaOutput } from './output.js';
+import { StateStore } from './state/store.js';
+import { StateWriter } from './state/writer.js';
+import type { Awaitable } from './types.js';
+
+/** The Kafka client of the configuration (brokers, TLS, SASL). */
+export function kafkaClientOf(
+  config: Config,
+  options: { clientId?: string; logger?: Logger } = {},
+): KafkaClient {
+  const k = config.kafka;
+  return new KafkaClient({
+    brokers: k.brokers,
+    clientId: options.clientId ?? k.clientId,
+    ssl: k.ssl,
+    ...(k.saslMechanism !== 'none'
+      ? { sasl: { mechanism: k.saslMechanism, username: k.saslUsername, password: k.saslPassword } }
+      : {}),
+    ...(options.logger ? { logger: options.logger } : {}),
+  });
+}
+
+function registryOf(config: Config, logger: Logger): Registry {
+  return new Registry({
+    url: config.registry.url,
+    logger,
+    ...(config.registry.username
+      ? { username: config.registry.username, password: config.registry.password }
+      : {}),
+  });
+}
+
+function apiClientOf(config: Config, logger: Logger, metrics: ConnectorMetrics): DocumentAnalysisClient {
+  const api = config.api;
+  return new DocumentAnalysisClient({
+    ...(api.cell ? { cell: api.cell } : { baseUrl: api.baseUrl }),
+    ...(api.tokenUrl ? { tokenUrl: api.tokenUrl } : {}),
+    ...(Object.keys(api.cells as object).length > 0
+      ? { cells: api.cells as Record<string, { baseUrl: string; tokenUrl: string }> }
+      : {}),
+    clientId: api.clientId,
+    clientSecret: api.clientSecret,
+    rateLimit: { ratePerSecond: api.ratePerSecond },
+    retry: { attempts: api.retryAttempts, maxTotalMs: api.retryMaxTotalMs },
+    timeoutMs: api.timeoutMs,
+    logger,
+    onCall: (call) =>
+      metrics.recordCall({
+        endpoint: `${call.method} ${call.endpoint}`,
+        status: call.status,
+        retried: call.retried,
+      }),
+  });
+}
+
+/** Every part of one connector, connected to nothing yet. */
+export interface ConnectorParts {
+  kafka: KafkaClient;
+  admin: KafkaAdmin;
+  producer: KafkaProducer;
+  registry: Registry;
+  client: DocumentAnalysisClient;
+  blobs: ReturnType<typeof createBlobSource>;
+  sender: CoalescingSender;
+  output: KafkaOutput;
+  state: StateStore;
+  scheduler: PollScheduler;
+  engine: DocumentEngine;
+  /** Writes a dead letter raised outside the engine, counted like the engine's. */
+  deadLetter: DeadLetterSink;
+}
+
+export function buildParts(
+  config: Config,
+  logger: Logger,
+  metrics: ConnectorMetrics,
+  onRoom: () => void,
+): ConnectorParts {
+  const kafka = kafkaClientOf(config, { logger });
+  const registry = registryOf(config, logger);
+  const client = apiClientOf(config, logger, metrics);
+  const blobs = createBlobSource(config.blobs, { logger });
+  const admin = kafka.admin();
+  const producer = kafka.producer();
+  const sender = new CoalescingSender(producer);
+  const t = config.topics;
+  const output = new KafkaOutput(sender, registry, {
+    fraud: t.fraud,
+    quality: t.quality,
+    classification: t.classification,
+    decision: t.decision,
+    dlq: t.dlq,
+  });
+  const state = new StateStore(
+    (onRecord) => new TopicView(kafka, admin, t.state, onRecord, logger, 'docstream-state-view'),
+  );
+  const scheduler = new PollScheduler();
+  const c = config.connector;
+  const engine = new DocumentEngine(
+    {
+      api: apiPort(client, { withMetadata: c.withMetadata }),
+      blobs,
+      out: output,
+      states: new StateWriter(sender, t.state, state),
+      scheduler,
+      logger,
+    },
+    {
+      pollInitialMs: c.pollInitialMs,
+      pollMaxMs: c.pollMaxMs,
+      deadlineMs: c.deadlineMs,
+      decisionPolling: c.decisionPolling,
+      deleteAfterPublish: c.deleteAfterPublish,
+      attachReportUrl: c.attachReportUrl,
+      awaitedOverride: parseAwaitedOverride(c.awaitedResults),
+    },
+    {
+      onPublished: (kind: Awaitable) => metrics.resultsPublished.inc({ kind }),
+      onFinished: (s, outcome) => {
+        if (outcome === 'failed') return;
+        metrics.completed.inc({ outcome });
+        if (outcome === 'done')
+          metrics.stageDuration.observe({ stage: 'end_to_end' }, (Date.now() - s.created_at) / 1000);
+      },
+      onDeadLetter: (stage, code) => metrics.failed.inc({ stage, reason: code }),
+      onStage: (stage, ms) => metrics.stageDuration.observe({ stage }, ms / 1000),
+      onRoom,
+    },
+  );
+  const deadLetter: DeadLetterSink = async (letter) => {
+    await output.deadLetter(letter);
+    metrics.failed.inc({ stage: letter.stage, reason: letter.error_code });
+  };
+  return {
+    kafka,
+    admin,
+    producer,
+    registry,
+    client,
+    blobs,
+    sender,
+    output,
+    state,
+    scheduler,
+    engine,
+    deadLetter,
+  };
+}
