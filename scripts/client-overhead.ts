@@ -4,7 +4,7 @@
  * validation) and once as a bare got call with a fixed bearer token and JSON.parse.
  * Reports, asserts nothing. Bounded: at most N calls per side and a wall-clock deadline.
  *
- *   npx tsc -p tsconfig.json --outDir .cache/build && node .cache/build/scripts/client-overhead.js [N]
+ *   npm run build:scripts && node .cache/scripts/scripts/client-overhead.js [N]
  */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -89,14 +89,24 @@ async function main(): Promise<void> {
     await viaClient();
   }
   const samples = { bare: [] as number[], client: [] as number[] };
+  // CPU of this process (the in-process server's share is the same for both sides).
+  const cpu = { bare: 0, client: 0 };
+  const cpuNow = () => {
+    const u = process.cpuUsage();
+    return u.user + u.system;
+  };
   // Interleaved, so drift of the shared machine affects both sides alike.
   for (let i = 0; i < N && Date.now() - started < DEADLINE_MS; i++) {
     let t = performance.now();
+    let c = cpuNow();
     await bare();
     samples.bare.push(performance.now() - t);
+    cpu.bare += cpuNow() - c;
     t = performance.now();
+    c = cpuNow();
     await viaClient();
     samples.client.push(performance.now() - t);
+    cpu.client += cpuNow() - c;
   }
   await new Promise<void>((resolve) => server.close(() => resolve()));
 
@@ -112,6 +122,8 @@ async function main(): Promise<void> {
       describe('client', samples.client),
       `overhead per call: mean ${(mean(samples.client) - mean(samples.bare)).toFixed(3)}ms, ` +
         `median ${(median(samples.client) - median(samples.bare)).toFixed(3)}ms`,
+      `CPU per call (client + in-process server): bare ${(cpu.bare / 1000 / samples.bare.length).toFixed(3)}ms, ` +
+        `client ${(cpu.client / 1000 / samples.client.length).toFixed(3)}ms`,
     ].join('\n') + '\n',
   );
 }
