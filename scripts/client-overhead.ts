@@ -5,13 +5,18 @@
  * Reports, asserts nothing. Bounded: at most N calls per side and a wall-clock deadline.
  *
  *   npm run build:scripts && node .cache/scripts/scripts/client-overhead.js [N]
+ *   node .cache/scripts/scripts/client-overhead.js --concurrent   CPU per call: node:http, got, client
  */
-import { createServer } from 'node:http';
+import { fork } from 'node:child_process';
+import http, { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { got } from 'got';
 import { DocumentAnalysisClient } from '../src/client/client.js';
 
-const N = Math.min(500, Math.max(10, Number(process.argv[2] ?? 500)));
+const N = Math.min(
+  500,
+  Math.max(10, Number(process.argv[2]?.startsWith('--') ? 500 : (process.argv[2] ?? 500))),
+);
 const DEADLINE_MS = 60_000;
 const ID = 'sub-0123456789abcdef0123456';
 
@@ -48,7 +53,101 @@ function describe(label: string, samples: number[]): string {
   return `${label.padEnd(8)} n=${samples.length} mean=${mean.toFixed(3)}ms p50=${percentile(sorted, 50).toFixed(3)}ms p95=${percentile(sorted, 95).toFixed(3)}ms`;
 }
 
+/** Concurrent calls, in bounded count: CPU per call of this process (the server runs in a child). */
+async function cpuPerCall(call: () => Promise<unknown>, calls: number, concurrency: number): Promise<number> {
+  let next = 0;
+  const before = process.cpuUsage();
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next++ < calls) await call();
+    }),
+  );
+  const used = process.cpuUsage(before);
+  return (used.user + used.system) / 1000 / calls;
+}
+
+function nodeHttpGet(agent: http.Agent, url: string): Promise<unknown> {
+  return new Promise((resolve, reject) => {
+    const req = http.get(
+      url,
+      { agent, headers: { authorization: 'Bearer tok', accept: 'application/json' } },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => (text += c));
+        res.on('end', () => resolve(JSON.parse(text) as unknown));
+        res.on('error', reject);
+      },
+    );
+    req.on('error', reject);
+  });
+}
+
+/**
+ * `--concurrent`: the server in a child process, so this process's CPU is the client's alone;
+ * 2000 GETs at 32 concurrent through node:http, got (extended once, keep-alive) and the client.
+ */
+async function concurrent(): Promise<void> {
+  const server = fork(new URL(import.meta.url).pathname, ['--server'], {
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  const port = await new Promise<number>((resolve) => server.once('message', (m) => resolve(m as number)));
+  const baseUrl = `http://127.0.0.1:${port}`;
+  const url = `${baseUrl}/v2/submission/${ID}/fraud`;
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 64, maxFreeSockets: 64 });
+  const bareGot = got.extend({
+    agent: { http: agent },
+    headers: { authorization: 'Bearer tok', accept: 'application/json' },
+    throwHttpErrors: false,
+    retry: { limit: 0 },
+    responseType: 'text',
+  });
+  const client = new DocumentAnalysisClient({
+    baseUrl,
+    clientId: 'bench',
+    clientSecret: 'bench',
+    rateLimit: { ratePerSecond: 1_000_000, burst: 1000 },
+  });
+  const sides: Record<string, () => Promise<unknown>> = {
+    'node:http': () => nodeHttpGet(agent, url),
+    got: async () => JSON.parse((await bareGot(url)).body) as unknown,
+    client: () => client.getFraud(ID),
+  };
+  const results: Record<string, number[]> = {};
+  for (let round = 0; round < 3; round++) {
+    for (const [name, call] of Object.entries(sides)) {
+      if (round === 0) await cpuPerCall(call, 300, 32);
+      (results[name] ??= []).push(await cpuPerCall(call, 2000, 32));
+    }
+  }
+  server.kill();
+  for (const [name, values] of Object.entries(results)) {
+    const best = Math.min(...values);
+    process.stdout.write(
+      `${name.padEnd(10)} CPU per call: best of 3 ${best.toFixed(3)} ms (${values.map((v) => v.toFixed(3)).join(', ')})\n`,
+    );
+  }
+}
+
+function serve(): void {
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(
+        req.url === '/oauth2/token'
+          ? JSON.stringify({ access_token: 'tok', token_type: 'Bearer', expires_in: 3600 })
+          : body,
+      );
+    });
+  });
+  server.keepAliveTimeout = 60_000;
+  server.listen(0, '127.0.0.1', () => process.send?.((server.address() as AddressInfo).port));
+}
+
 async function main(): Promise<void> {
+  if (process.argv[2] === '--server') return serve();
+  if (process.argv[2] === '--concurrent') return concurrent();
   const server = createServer((req, res) => {
     req.resume();
     req.on('end', () => {

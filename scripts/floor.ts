@@ -177,14 +177,16 @@ async function main(): Promise<void> {
     );
     const file = await fs.promises.readFile(new URL(event.blob.url));
     await call('PUT', uploadUrl, { 'content-type': 'application/octet-stream' }, file);
-    await sleep(settings.latencyMs);
+    // Past the processing time with a margin, so that nearly every result needs one GET, like the
+    // connector's readiness estimate; the GETs that still came early are reported (notReady).
+    await sleep(settings.latencyMs + 150);
     await Promise.all(
       (['fraud', 'quality', 'classification'] as const).map(async (kind) => {
         for (;;) {
           const reply = await call('GET', `${base.origin}/v2/submission/${id}/${kind}`, auth);
           if (reply.status === 200) return write(settings.resultTopics[kind], id, reply.body);
           notReady += 1;
-          await sleep(20);
+          await sleep(50);
         }
       }),
     );

@@ -15,10 +15,7 @@
  * - nothing else is retried: 4xx answers are final (401 aside: one token refresh and one
  *   resend, since the request was refused before any work).
  */
-import http from 'node:http';
-import https from 'node:https';
 import type { Readable } from 'node:stream';
-import { got, type Got, type OptionsInit, RequestError, type Response } from 'got';
 import { ZodUnion, type z } from 'zod';
 import { describeZodError, ErrorBody } from '../api/schemas.js';
 import type { Logger } from '../observability/logger.js';
@@ -34,6 +31,7 @@ import {
 } from './errors.js';
 import type { AdaptiveRateLimiter, Clock } from './limiter.js';
 import { systemClock } from './limiter.js';
+import { Wire, WireError, type WireResponse } from './wire.js';
 import {
   finalOnFailure,
   parseRetryAfter,
@@ -97,15 +95,6 @@ export interface SenderOptions {
   clock?: Clock;
 }
 
-export const DEFAULT_MAX_SOCKETS = 256;
-
-/**
- * Idle keep-alive connections are closed after this long: below the 5 s idle timeout of Node's
- * HTTP server and of most proxies, so a request is not sent on a connection the server is closing
- * (a create that fails that way cannot be resent).
- */
-const IDLE_SOCKET_MS = 4_000;
-
 /** Connection failures that happen before any request byte leaves this process. */
 const NOT_SENT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EAI_NONAME', 'EAI_FAIL']);
 
@@ -113,40 +102,18 @@ export class HttpSender {
   private readonly logger: Logger;
   private readonly clock: Clock;
   private tokens?: TokenSource;
-  private readonly agents: { http: http.Agent; https: https.Agent };
-  private readonly got: Got;
+  private readonly wire: Wire;
 
   constructor(private readonly options: SenderOptions) {
     this.logger = options.logger ?? silentLogger;
     this.clock = options.clock ?? systemClock;
     this.tokens = options.tokens;
-    // One pool per client and origin, every connection kept alive and reused. Node's global agent
-    // keeps at most 256 idle sockets and closes the rest after a burst, so a backlog of uploads
-    // opened a new TCP connection for about a third of all calls; here idle sockets are kept up to
-    // the pool size and closed only after IDLE_SOCKET_MS.
-    const maxSockets = options.maxSockets ?? DEFAULT_MAX_SOCKETS;
-    const pool = {
-      keepAlive: true,
-      maxSockets,
-      maxFreeSockets: maxSockets,
-      scheduling: 'lifo' as const,
-      timeout: IDLE_SOCKET_MS,
-    };
-    this.agents = { http: new http.Agent(pool), https: new https.Agent(pool) };
-    // The fixed options are merged once here instead of on every request.
-    this.got = got.extend({
-      agent: this.agents,
-      throwHttpErrors: false,
-      retry: { limit: 0 },
-      timeout: { request: options.timeoutMs },
-      responseType: 'text',
-    });
+    this.wire = new Wire(options.maxSockets);
   }
 
   /** Closes the pooled connections (idle ones at once, busy ones when their request ends). */
   close(): void {
-    this.agents.http.destroy();
-    this.agents.https.destroy();
+    this.wire.close();
   }
 
   /** The token source is set after construction because it requests tokens through `send`. */
@@ -238,7 +205,7 @@ export class HttpSender {
     attempt: number,
     token: string | undefined,
     afterRefresh: boolean,
-  ): Promise<Response<string>> {
+  ): Promise<WireResponse> {
     const headers: Record<string, string> = { accept: 'application/json', ...request.headers };
     if (token !== undefined) headers.authorization = `Bearer ${token}`;
     let body: Readable | Buffer | undefined;
@@ -257,14 +224,17 @@ export class HttpSender {
         attempt,
         retried: attempt > 1 || afterRefresh,
       });
-    // Only what this request sets: got validates and merges every key given, undefined ones too.
-    const options: OptionsInit = { method: request.method, headers };
-    if (request.searchParams !== undefined) options.searchParams = request.searchParams;
-    if (request.json !== undefined) options.json = request.json;
-    if (request.form !== undefined) options.form = request.form;
-    if (body !== undefined) options.body = body;
     try {
-      const response = (await this.got(request.url, options)) as Response<string>;
+      const response = await this.wire.exchange({
+        method: request.method,
+        url: request.url,
+        headers,
+        searchParams: request.searchParams,
+        json: request.json,
+        form: request.form,
+        body,
+        timeoutMs: this.options.timeoutMs,
+      });
       report(response.statusCode);
       return response;
     } catch (error) {
@@ -274,7 +244,7 @@ export class HttpSender {
   }
 
   private connectionError(request: SendRequest<unknown>, error: unknown): ApiError {
-    const code = error instanceof RequestError ? error.code : undefined;
+    const code = error instanceof WireError ? error.code : undefined;
     const reason = error instanceof Error ? error.message : String(error);
     return new ConnectionError(`${request.method} ${request.route} failed without an answer: ${reason}`, {
       method: request.method,
@@ -286,12 +256,12 @@ export class HttpSender {
     });
   }
 
-  private retryAfter(response: Response<string>): number | undefined {
+  private retryAfter(response: WireResponse): number | undefined {
     const header = response.headers['retry-after'];
     return parseRetryAfter(Array.isArray(header) ? header[0] : header);
   }
 
-  private httpError(request: SendRequest<unknown>, response: Response<string>): ApiError {
+  private httpError(request: SendRequest<unknown>, response: WireResponse): ApiError {
     const body = parseJson(response.body);
     const parsed = ErrorBody.safeParse(body);
     const detail = parsed.success
@@ -310,7 +280,7 @@ export class HttpSender {
     });
   }
 
-  private parse<T>(request: SendRequest<T>, response: Response<string>): T {
+  private parse<T>(request: SendRequest<T>, response: WireResponse): T {
     if (!request.schema) return undefined as T;
     const body = parseJson(response.body);
     const result = request.schema.safeParse(body);
