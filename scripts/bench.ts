@@ -109,17 +109,24 @@ function printThroughput(r: ThroughputResult): void {
       `${d.liveHeapInFlight ?? '-'} in flight = ${d.liveHeapKbPerInFlight ?? '-'} KB per in-flight document ` +
       `(GC of the samples: ${d.sampleGcMs} ms CPU, subtracted); new TCP connections to the API: ${d.apiConnections ?? '-'}`,
   );
+  console.log(
+    `Kafka records written per document: state ${d.stateRecordsPerDoc ?? '-'}, results and dead letters ` +
+      `${d.outputRecordsPerDoc ?? '-'} (the floor writes 1 and 3)`,
+  );
   if (r.scaleOut.length > 0) {
-    const s0 = r.scaleOut[0]!;
     console.log(
-      `\nscale-out: ${s0.docs} docs, one sandbox limit ${p.scaleRate}/s shared by all instances (one client id), ` +
+      `\nscale-out: ${p.scaleDocs} docs, one sandbox limit ${p.scaleRate}/s shared by all instances (one client id), ` +
         `each configured with api.ratePerSecond ${p.scaleRate}, ${p.scalePartitions} partitions`,
     );
     const w = [10, 16, 12, 14, 12, 10, 12];
     console.log(
       row(['instances', 'completed/DLQ', 'docs/s', '% of bound', 'calls', '429 %', 'CPU ms/doc'], w),
     );
-    for (const m of r.scaleOut)
+    for (const m of r.scaleOut) {
+      if ('error' in m) {
+        console.log(row([m.instances, `failed: ${m.error}`], [10, 80]));
+        continue;
+      }
       console.log(
         row(
           [
@@ -134,6 +141,7 @@ function printThroughput(r: ThroughputResult): void {
           w,
         ),
       );
+    }
   }
   console.log(
     `docstream: ${r.docstream.percentOfBound}% of the bound; ` +

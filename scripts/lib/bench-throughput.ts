@@ -93,7 +93,29 @@ export interface CpuMeasure {
   liveHeapKbPerInFlight: number | null;
   /** New TCP connections the connectors opened to the API during the run. */
   apiConnections: number | null;
+  /** Records the connectors wrote per settled document: to the state topic, and results + dead letters. */
+  stateRecordsPerDoc: number | null;
+  outputRecordsPerDoc: number | null;
 }
+
+/** Records in a topic (no transactions here, so offsets count records). */
+async function recordCount(kafka: KafkaClient, topics: string[]): Promise<number | null> {
+  const admin = kafka.admin();
+  try {
+    await admin.connect();
+    let total = 0;
+    for (const topic of topics) {
+      for (const p of await admin.topicOffsets(topic)) total += Number(p.high) - Number(p.low);
+    }
+    return total;
+  } catch {
+    return null;
+  } finally {
+    await admin.disconnect().catch(() => undefined);
+  }
+}
+
+export type ScaleOutResult = ScaleOutMeasure | { instances: number; error: string };
 
 export interface ScaleOutMeasure {
   instances: number;
@@ -126,7 +148,7 @@ export interface ThroughputResult {
   };
   docstream: RunMeasure & CpuMeasure & { percentOfBound: number };
   floor: (FloorMeasure & { ratio: number | null }) | null;
-  scaleOut: ScaleOutMeasure[];
+  scaleOut: ScaleOutResult[];
   baseline: RunMeasure | null;
   speedup: number | null;
   /** What concurrency allows over the baseline: the bound over the baseline's throughput. */
@@ -357,6 +379,13 @@ async function runDocstream(
     }
     if (cpuUs !== null) cpuUs -= gcCpuUs;
     const settled = measured.completed + measured.deadLetters;
+    const stateRecords = await recordCount(kafka, [topics.state]);
+    const outputRecords = await recordCount(kafka, [
+      topics.fraud,
+      topics.quality,
+      topics.classification,
+      topics.dlq,
+    ]);
     const idleLive = idleSamples[0]?.gcAvailable ? idleSamples[0].heapUsed : null;
     const peakLive = live as { heap: number; inFlight: number } | null;
     return {
@@ -380,6 +409,8 @@ async function runDocstream(
           ? round((peakLive.heap - idleLive) / 1024 / peakLive.inFlight, 1)
           : null,
       apiConnections: connections,
+      stateRecordsPerDoc: stateRecords === null || settled === 0 ? null : round(stateRecords / settled, 2),
+      outputRecordsPerDoc: outputRecords === null || settled === 0 ? null : round(outputRecords / settled, 2),
     };
   } finally {
     await Promise.all(
@@ -481,25 +512,33 @@ export async function runThroughput(o: ThroughputOptions): Promise<ThroughputRes
           dir,
         )
       : null;
-    const scaleOut: ScaleOutMeasure[] = [];
+    const scaleOut: ScaleOutResult[] = [];
     for (const instances of o.scaleOut) {
       const burst = Math.max(1, Math.ceil(o.scaleRate / 5));
-      const run = await runDocstream(
-        { ...o, cpuProfDir: null },
-        {
-          label: `scale-out x${instances}`,
-          docs: o.scaleDocs,
-          rate: o.scaleRate,
-          burst,
-          partitions: o.scalePartitions,
-          clientRate: o.scaleRate,
-          instances,
-        },
-        kafka,
-        dir,
-        files,
-      );
       const bound = boundOf(o.scaleRate, o.maxInFlight * instances, o.latencyMs);
+      // One failed run (the shared Kafka refusing a topic creation, say) must not lose the others.
+      let run: RunMeasure & CpuMeasure;
+      try {
+        run = await runDocstream(
+          { ...o, cpuProfDir: null },
+          {
+            label: `scale-out x${instances}`,
+            docs: o.scaleDocs,
+            rate: o.scaleRate,
+            burst,
+            partitions: o.scalePartitions,
+            clientRate: o.scaleRate,
+            instances,
+          },
+          kafka,
+          dir,
+          files,
+        );
+      } catch (err) {
+        o.log(`scale-out x${instances} failed: ${err instanceof Error ? err.message : String(err)}`);
+        scaleOut.push({ instances, error: err instanceof Error ? err.message : String(err) });
+        continue;
+      }
       scaleOut.push({
         instances,
         docs: run.docs,
