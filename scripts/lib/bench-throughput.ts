@@ -50,6 +50,8 @@ export interface ThroughputOptions {
   cpuProfDir: string | null;
   /** The scale-out series: instance counts, each against one shared sandbox limit. */
   scaleOut: number[];
+  /** Scale-out runs apply the group share to each connector's limiter through the probe (a preview). */
+  emulateShare: boolean;
   scaleDocs: number;
   scaleRate: number;
   scalePartitions: number;
@@ -119,6 +121,7 @@ export type ScaleOutResult = ScaleOutMeasure | { instances: number; error: strin
 
 export interface ScaleOutMeasure {
   instances: number;
+  emulatedShare: boolean;
   docs: number;
   completed: number;
   deadLetters: number;
@@ -219,6 +222,7 @@ interface RunShape {
   partitions: number;
   clientRate: number;
   instances: number;
+  emulateShare?: boolean;
 }
 
 function arrivals(prefix: string, n: number, files: string[]): Arrival[] {
@@ -289,7 +293,20 @@ async function runDocstream(
   const nodeArgs = ['--expose-gc', '--import', pathToFileUrl(PROBE)];
   if (o.cpuProfDir) nodeArgs.push('--cpu-prof', `--cpu-prof-dir=${o.cpuProfDir}`);
   try {
-    await ensureInputTopics(kafka, topics);
+    // The shared broker sometimes refuses a creation right after the previous run's topics were
+    // deleted ("does not host this topic-partition"); a few seconds later it accepts it.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await ensureInputTopics(kafka, topics);
+        break;
+      } catch (err) {
+        if (attempt >= 4) throw err;
+        o.log(
+          `${shape.label}: creating topics failed (${err instanceof Error ? err.message : String(err)}), again in 3 s`,
+        );
+        await new Promise((resolve) => setTimeout(resolve, 3000));
+      }
+    }
     for (let i = 0; i < shape.instances; i++) {
       const httpPort = await freePort();
       const config = writeConnectorConfig(dir, {
@@ -301,7 +318,13 @@ async function runDocstream(
         fileRoots: [dir],
         httpPort,
       });
-      connectors.push(new ConnectorProcess(config, httpPort, { nodeArgs, ipc: true }));
+      // Read by the probe at start-up; the spawned child keeps its own copy of the environment.
+      if (shape.emulateShare) process.env.BENCH_EMULATE_SHARE = `${topics.arrived}:${shape.partitions}`;
+      try {
+        connectors.push(new ConnectorProcess(config, httpPort, { nodeArgs, ipc: true }));
+      } finally {
+        delete process.env.BENCH_EMULATE_SHARE;
+      }
     }
     // Every member must hold a partition before the clock starts, or the first rebalance is measured.
     await Promise.all(connectors.map((c) => c.ready()));
@@ -529,6 +552,7 @@ export async function runThroughput(o: ThroughputOptions): Promise<ThroughputRes
             partitions: o.scalePartitions,
             clientRate: o.scaleRate,
             instances,
+            emulateShare: o.emulateShare,
           },
           kafka,
           dir,
@@ -541,6 +565,7 @@ export async function runThroughput(o: ThroughputOptions): Promise<ThroughputRes
       }
       scaleOut.push({
         instances,
+        emulatedShare: o.emulateShare,
         docs: run.docs,
         completed: run.completed,
         deadLetters: run.deadLetters,
