@@ -6,6 +6,11 @@
  *   npm run bench -- --docs 400 --latency-ms 1000 --rate 50 --partitions 1 --max-in-flight 500
  *   npm run bench -- --mode stream --size-mb 1024   memory with a large file (and --small-mb 64)
  *   npm run bench -- --mode state                   state footprint per finished doc, restore time
+ *   npm run bench -- --docs 2000 --latency-ms 200 --rate 5000 --partitions 4 --max-in-flight 1000 \
+ *     --baseline-docs 0 --scale-out none                CPU per document against the floor
+ *   --instances N     connector processes in one group for the main run
+ *   --emulate-share   scale-out runs apply the limiter's group share on each join (preview, see bench-probe.ts)
+ *   --cpu-prof        writes a V8 CPU profile of each main-run connector into bench-results/profiles
  *
  * Prints a table and writes bench-results/<timestamp>.json. Bounded: --timeout-s (default 600)
  * stops everything. The npm script compiles scripts/ with tsconfig.scripts.json into .cache/scripts.
@@ -29,6 +34,14 @@ const flags = parseFlags(process.argv.slice(2), {
   clientRate: 0,
   baselineDocs: 30,
   baselinePollMs: 250,
+  instances: 1,
+  floor: true,
+  cpuProf: false,
+  scaleOut: '1,2,3',
+  emulateShare: false,
+  scaleDocs: 240,
+  scaleRate: 40,
+  scalePartitions: 4,
   sizeMb: 1024,
   smallMb: 64,
   timeoutS: 600,
@@ -42,6 +55,12 @@ const log = (line: string) =>
 function bounded(n: number, min: number, max: number, name: string): number {
   if (!Number.isFinite(n) || n < min || n > max) throw new Error(`--${name} must be within ${min}..${max}`);
   return n;
+}
+
+/** `--scale-out 1,2,3` or `none`. */
+function parseInstanceList(text: string): number[] {
+  if (text === 'none' || text === '') return [];
+  return text.split(',').map((part) => bounded(Number(part), 1, 8, 'scale-out'));
 }
 
 function row(cells: Array<string | number | null>, widths: number[]): string {
@@ -77,6 +96,60 @@ function printThroughput(r: ThroughputResult): void {
   line('heap MB idle/peak', (m) => (m.peakHeapMb ? `${m.idleHeapMb}/${m.peakHeapMb}` : null));
   line('peak in flight', (m) => m.peakInFlight ?? null);
   line('heap KB / in-flight doc', (m) => m.heapKbPerInFlight ?? null);
+  const d = r.docstream;
+  console.log(
+    `\nCPU per document (connector process${p.instances > 1 ? 'es' : ''}, user+sys, first record to last result): ` +
+      `${d.cpuMsPerDoc ?? '-'} ms` +
+      (r.floor
+        ? `; floor (bare HTTP + plain Kafka writes, same run) ${r.floor.cpuMsPerDoc} ms; ratio ${r.floor.ratio ?? '-'}x`
+        : ''),
+  );
+  if (r.floor)
+    console.log(
+      `floor: ${r.floor.completed} docs in ${r.floor.durationS} s, ${r.floor.httpCalls} HTTP calls ` +
+        `(${r.floor.notReady} not ready), ${r.floor.kafkaRequests} Kafka produce requests, ` +
+        `${r.floor.tcpConnections} TCP connections`,
+    );
+  console.log(
+    `live heap (after full GC): idle ${d.liveHeapIdleMb ?? '-'} MB, ${d.liveHeapPeakMb ?? '-'} MB with ` +
+      `${d.liveHeapInFlight ?? '-'} in flight = ${d.liveHeapKbPerInFlight ?? '-'} KB per in-flight document ` +
+      `(GC of the samples: ${d.sampleGcMs} ms CPU, subtracted); new TCP connections to the API: ${d.apiConnections ?? '-'}`,
+  );
+  console.log(
+    `Kafka records written per document: state ${d.stateRecordsPerDoc ?? '-'}, results and dead letters ` +
+      `${d.outputRecordsPerDoc ?? '-'} (the floor writes 1 and 3)`,
+  );
+  if (r.scaleOut.length > 0) {
+    console.log(
+      `\nscale-out: ${p.scaleDocs} docs, one sandbox limit ${p.scaleRate}/s shared by all instances (one client id), ` +
+        `each configured with api.ratePerSecond ${p.scaleRate}, ${p.scalePartitions} partitions` +
+        (p.emulateShare ? '; setShare(owned, total) applied on each group join (emulated by the probe)' : ''),
+    );
+    const w = [10, 16, 12, 14, 12, 10, 12];
+    console.log(
+      row(['instances', 'completed/DLQ', 'docs/s', '% of bound', 'calls', '429 %', 'CPU ms/doc'], w),
+    );
+    for (const m of r.scaleOut) {
+      if ('error' in m) {
+        console.log(row([m.instances, `failed: ${m.error}`], [10, 80]));
+        continue;
+      }
+      console.log(
+        row(
+          [
+            m.instances,
+            `${m.completed}/${m.deadLetters}`,
+            m.throughputDocsPerS,
+            `${m.percentOfBound}% of ${m.boundDocsPerS}`,
+            m.calls,
+            m.percent429,
+            m.cpuMsPerDoc,
+          ],
+          w,
+        ),
+      );
+    }
+  }
   console.log(
     `docstream: ${r.docstream.percentOfBound}% of the bound; ` +
       `speedup over baseline ${r.speedup ?? '-'}x (bound / baseline = ${r.expectedSpeedup ?? '-'}x)`,
@@ -129,6 +202,14 @@ async function main(): Promise<void> {
       clientRate: Number(flags.clientRate) > 0 ? Number(flags.clientRate) : rate,
       baselineDocs: bounded(Number(flags.baselineDocs), 0, 1000, 'baseline-docs'),
       baselinePollMs: bounded(Number(flags.baselinePollMs), 10, 60_000, 'baseline-poll-ms'),
+      instances: bounded(Number(flags.instances), 1, 8, 'instances'),
+      floor: flags.floor === true,
+      cpuProfDir: flags.cpuProf === true ? path.resolve('bench-results', 'profiles') : null,
+      scaleOut: parseInstanceList(String(flags.scaleOut)),
+      emulateShare: flags.emulateShare === true,
+      scaleDocs: bounded(Number(flags.scaleDocs), 1, 5000, 'scale-docs'),
+      scaleRate: bounded(Number(flags.scaleRate), 1, 10_000, 'scale-rate'),
+      scalePartitions: bounded(Number(flags.scalePartitions), 1, 64, 'scale-partitions'),
       deadline,
       log,
     });

@@ -3,14 +3,17 @@
  * child process) and then through the naive baseline, each against its own fresh sandbox with the
  * same latency and rate limit, on the real Kafka and registry.
  */
+import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { writeCorpus, type SampleKind } from '../../src/demo/corpus.js';
 import { KafkaClient } from '../../src/kafka/index.js';
 import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
 import { runBaseline } from '../baseline.js';
 import { apiCalls, type ApiCalls } from './api-calls.js';
+import { runFloor, type FloorMeasure } from './bench-floor.js';
 import {
   BROKERS,
   ConnectorProcess,
@@ -39,6 +42,19 @@ export interface ThroughputOptions {
   clientRate: number;
   baselineDocs: number;
   baselinePollMs: number;
+  /** Connector processes in one consumer group for the main run. */
+  instances: number;
+  /** Measure the floor (bare HTTP + plain Kafka writes) after the main run. */
+  floor: boolean;
+  /** Write a V8 CPU profile of each connector child into this directory. */
+  cpuProfDir: string | null;
+  /** The scale-out series: instance counts, each against one shared sandbox limit. */
+  scaleOut: number[];
+  /** Scale-out runs apply the group share to each connector's limiter through the probe (a preview). */
+  emulateShare: boolean;
+  scaleDocs: number;
+  scaleRate: number;
+  scalePartitions: number;
   deadline: number;
   log: (line: string) => void;
 }
@@ -66,6 +82,58 @@ export interface RunMeasure {
   heapKbPerInFlight?: number | null;
 }
 
+export interface CpuMeasure {
+  /** user + system CPU of the connector processes from the first record produced to the last result, per document. */
+  cpuMsPerDoc: number | null;
+  /** The CPU of the forced collections of the heap samples, already subtracted. */
+  sampleGcMs: number;
+  /** Live heap (after a full GC) idle, and at the sample with the most documents in flight. */
+  liveHeapIdleMb: number | null;
+  liveHeapPeakMb: number | null;
+  liveHeapInFlight: number | null;
+  /** (live heap at that sample - live heap idle) / documents in flight then. */
+  liveHeapKbPerInFlight: number | null;
+  /** New TCP connections the connectors opened to the API during the run. */
+  apiConnections: number | null;
+  /** Records the connectors wrote per settled document: to the state topic, and results + dead letters. */
+  stateRecordsPerDoc: number | null;
+  outputRecordsPerDoc: number | null;
+}
+
+/** Records in a topic (no transactions here, so offsets count records). */
+async function recordCount(kafka: KafkaClient, topics: string[]): Promise<number | null> {
+  const admin = kafka.admin();
+  try {
+    await admin.connect();
+    let total = 0;
+    for (const topic of topics) {
+      for (const p of await admin.topicOffsets(topic)) total += Number(p.high) - Number(p.low);
+    }
+    return total;
+  } catch {
+    return null;
+  } finally {
+    await admin.disconnect().catch(() => undefined);
+  }
+}
+
+export type ScaleOutResult = ScaleOutMeasure | { instances: number; error: string };
+
+export interface ScaleOutMeasure {
+  instances: number;
+  emulatedShare: boolean;
+  docs: number;
+  completed: number;
+  deadLetters: number;
+  throughputDocsPerS: number;
+  boundDocsPerS: number;
+  percentOfBound: number;
+  calls: number;
+  rateLimited: number;
+  percent429: number;
+  cpuMsPerDoc: number | null;
+}
+
 const HEAP = 'docstream_nodejs_heap_size_used_bytes';
 const IN_FLIGHT = 'docstream_documents_in_flight';
 
@@ -81,7 +149,9 @@ export interface ThroughputResult {
     concurrencyDocsPerS: number;
     docsPerS: number;
   };
-  docstream: RunMeasure & { percentOfBound: number };
+  docstream: RunMeasure & CpuMeasure & { percentOfBound: number };
+  floor: (FloorMeasure & { ratio: number | null }) | null;
+  scaleOut: ScaleOutResult[];
   baseline: RunMeasure | null;
   speedup: number | null;
   /** What concurrency allows over the baseline: the bound over the baseline's throughput. */
@@ -94,12 +164,65 @@ const MIN_CALLS = 2 + RESULT_KINDS.length;
 /** Of those, the calls the API's rate limit counts (not the upload). */
 const RATE_LIMITED_CALLS = 1 + RESULT_KINDS.length;
 
-async function sandboxFor(o: ThroughputOptions, docs: number): Promise<Sandbox> {
+async function sandboxFor(
+  o: Pick<ThroughputOptions, 'latencyMs' | 'rate' | 'burst'>,
+  docs: number,
+): Promise<Sandbox> {
   return startSandbox({
     processing: { distribution: 'fixed', meanMs: o.latencyMs },
     rateLimit: { ratePerSecond: o.rate, burst: o.burst },
     maxSubmissions: Math.max(1000, docs * 2),
   });
+}
+
+const PROBE = fileURLToPath(new URL('./bench-probe.js', import.meta.url));
+
+interface ProbeSample {
+  cpuUs: number;
+  gcCpuUs: number;
+  heapUsed: number;
+  gcAvailable: boolean;
+  connections: Record<string, number>;
+}
+
+/** The parent side of scripts/lib/bench-probe.ts: one request at a time over the child's IPC channel. */
+class Probe {
+  private next = 0;
+  constructor(private readonly child: ChildProcess) {}
+
+  sample(gc: boolean, timeoutMs = 10_000): Promise<ProbeSample | null> {
+    const id = ++this.next;
+    return new Promise((resolve) => {
+      const onMessage = (m: { type?: string; id?: number } & ProbeSample) => {
+        if (m.type !== 'probe' || m.id !== id) return;
+        done(m);
+      };
+      const timer = setTimeout(() => done(null), timeoutMs);
+      const done = (value: ProbeSample | null) => {
+        clearTimeout(timer);
+        this.child.off('message', onMessage);
+        resolve(value);
+      };
+      this.child.on('message', onMessage);
+      try {
+        this.child.send({ type: 'probe', id, gc });
+      } catch {
+        done(null);
+      }
+    });
+  }
+}
+
+/** The parameters one docstream run differs in: the main run and each scale-out run. */
+interface RunShape {
+  label: string;
+  docs: number;
+  rate: number;
+  burst: number;
+  partitions: number;
+  clientRate: number;
+  instances: number;
+  emulateShare?: boolean;
 }
 
 function arrivals(prefix: string, n: number, files: string[]): Arrival[] {
@@ -152,44 +275,97 @@ export function round(n: number, digits: number): number {
 
 async function runDocstream(
   o: ThroughputOptions,
+  shape: RunShape,
   kafka: KafkaClient,
   dir: string,
   files: string[],
-): Promise<RunMeasure> {
+): Promise<RunMeasure & CpuMeasure> {
   const id = uniqueName('bench');
-  const topics = prefixedTopics(id, o.partitions);
-  const sandbox = await sandboxFor(o, o.docs);
+  const topics = prefixedTopics(id, shape.partitions);
+  const sandbox = await sandboxFor(
+    { latencyMs: o.latencyMs, rate: shape.rate, burst: shape.burst },
+    shape.docs,
+  );
+  const apiPort = new URL(sandbox.baseUrl).port;
   const collector = new OutputCollector(kafka, topics);
   const producer = kafka.producer();
-  let connector: ConnectorProcess | null = null;
+  const connectors: ConnectorProcess[] = [];
+  const nodeArgs = ['--expose-gc', '--import', pathToFileUrl(PROBE)];
+  if (o.cpuProfDir) nodeArgs.push('--cpu-prof', `--cpu-prof-dir=${o.cpuProfDir}`);
   try {
-    await ensureInputTopics(kafka, topics);
-    const httpPort = await freePort();
-    const config = writeConnectorConfig(dir, {
-      topics,
-      groupId: `${id}-group`,
-      apiBaseUrl: sandbox.baseUrl,
-      ratePerSecond: o.clientRate,
-      maxInFlight: o.maxInFlight,
-      fileRoots: [dir],
-      httpPort,
-    });
-    connector = new ConnectorProcess(config, httpPort);
-    await connector.ready();
+    // The shared broker sometimes refuses a creation right after the previous run's topics were
+    // deleted ("does not host this topic-partition"); a few seconds later it accepts it.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await ensureInputTopics(kafka, topics);
+        break;
+      } catch (err) {
+        if (attempt >= 4) throw err;
+        o.log(
+          `${shape.label}: creating topics failed (${err instanceof Error ? err.message : String(err)}), again in 3 s`,
+        );
+        await new Promise((resolve) => setTimeout(resolve, 3000));
+      }
+    }
+    for (let i = 0; i < shape.instances; i++) {
+      const httpPort = await freePort();
+      const config = writeConnectorConfig(dir, {
+        topics,
+        groupId: `${id}-group`,
+        apiBaseUrl: sandbox.baseUrl,
+        ratePerSecond: shape.clientRate,
+        maxInFlight: o.maxInFlight,
+        fileRoots: [dir],
+        httpPort,
+      });
+      // Read by the probe at start-up; the spawned child keeps its own copy of the environment.
+      if (shape.emulateShare) process.env.BENCH_EMULATE_SHARE = `${topics.arrived}:${shape.partitions}`;
+      try {
+        connectors.push(new ConnectorProcess(config, httpPort, { nodeArgs, ipc: true }));
+      } finally {
+        delete process.env.BENCH_EMULATE_SHARE;
+      }
+    }
+    // Every member must hold a partition before the clock starts, or the first rebalance is measured.
+    await Promise.all(connectors.map((c) => c.ready()));
     await collector.start();
     await producer.connect();
-    const idleRss = connector.memoryKb('VmRSS');
-    const idleHeap = (await connector.gauges([HEAP]))[HEAP] ?? null;
+    const probes = connectors.map((c) => new Probe(c.child));
+    const idleSamples = await Promise.all(probes.map((p) => p.sample(true)));
+    const idleRss = connectors[0]!.memoryKb('VmRSS');
+    const idleHeap = (await connectors[0]!.gauges([HEAP]))[HEAP] ?? null;
     let peakHeap = 0;
     let peakInFlight = 0;
-    const sampling = setInterval(() => {
-      void connector?.gauges([HEAP, IN_FLIGHT]).then((g) => {
-        peakHeap = Math.max(peakHeap, g[HEAP] ?? 0);
-        peakInFlight = Math.max(peakInFlight, g[IN_FLIGHT] ?? 0);
-      });
+    // Live-heap samples: a full GC in the child at a new in-flight high, at most every 2 s and 5 in all.
+    let gcCpuUs = 0;
+    let live: { heap: number; inFlight: number } | null = null;
+    let gcSamples = 0;
+    let lastGcAt = 0;
+    let sampling = false;
+    const sampler = setInterval(() => {
+      if (sampling) return;
+      sampling = true;
+      void (async () => {
+        const gauges = await connectors[0]!.gauges([HEAP, IN_FLIGHT]);
+        const inFlight = gauges[IN_FLIGHT] ?? 0;
+        peakHeap = Math.max(peakHeap, gauges[HEAP] ?? 0);
+        peakInFlight = Math.max(peakInFlight, inFlight);
+        if (inFlight > (live?.inFlight ?? 0) && gcSamples < 5 && Date.now() - lastGcAt > 2000) {
+          gcSamples += 1;
+          lastGcAt = Date.now();
+          const sample = await probes[0]!.sample(true);
+          if (sample) {
+            gcCpuUs += sample.gcCpuUs;
+            live = { heap: sample.heapUsed, inFlight };
+          }
+        }
+      })().finally(() => (sampling = false));
     }, 1000);
-    o.log(`docstream: connector ready (pid ${connector.pid}), producing ${o.docs} documents`);
-    const batch = arrivals(id, o.docs, files);
+    o.log(
+      `${shape.label}: ${shape.instances} connector(s) ready (pid ${connectors.map((c) => c.pid).join(', ')}), ` +
+        `producing ${shape.docs} documents`,
+    );
+    const batch = arrivals(id, shape.docs, files);
     const sentAt = await produceArrivals(producer, topics.arrived, batch);
     const ids = batch.map((a) => a.event_id);
     const start = Math.min(...sentAt.values());
@@ -199,17 +375,44 @@ async function runDocstream(
       () => {
         const done = ids.filter((e) => collector.settled(e)).length;
         o.log(
-          `docstream: ${done}/${ids.length} done, RSS ${Math.round((connector?.memoryKb('VmRSS') ?? 0) / 1024)} MB`,
+          `${shape.label}: ${done}/${ids.length} done, RSS ${Math.round((connectors[0]?.memoryKb('VmRSS') ?? 0) / 1024)} MB`,
         );
       },
     );
-    clearInterval(sampling);
-    if (!ok) o.log('docstream: time limit reached before every document finished');
-    const peak = connector.memoryKb('VmHWM');
+    clearInterval(sampler);
+    while (sampling) await new Promise((resolve) => setTimeout(resolve, 50));
+    const endSamples = await Promise.all(probes.map((p) => p.sample(false)));
+    if (!ok) o.log(`${shape.label}: time limit reached before every document finished`);
+    const peak = connectors[0]!.memoryKb('VmHWM');
     const end = Math.max(...ids.map((e) => collector.byEvent.get(e)?.lastResultAt ?? 0), start + 1);
     const calls = apiCalls(sandbox.stats());
+    const measured = measure(ids, sentAt, collector, calls, { start, end });
+    let cpuUs: number | null = 0;
+    let connections: number | null = 0;
+    for (let i = 0; i < connectors.length; i++) {
+      const a = idleSamples[i];
+      const b = endSamples[i];
+      if (!a || !b || cpuUs === null || connections === null) {
+        cpuUs = null;
+        connections = null;
+        continue;
+      }
+      cpuUs += b.cpuUs - a.cpuUs;
+      connections += (b.connections[apiPort] ?? 0) - (a.connections[apiPort] ?? 0);
+    }
+    if (cpuUs !== null) cpuUs -= gcCpuUs;
+    const settled = measured.completed + measured.deadLetters;
+    const stateRecords = await recordCount(kafka, [topics.state]);
+    const outputRecords = await recordCount(kafka, [
+      topics.fraud,
+      topics.quality,
+      topics.classification,
+      topics.dlq,
+    ]);
+    const idleLive = idleSamples[0]?.gcAvailable ? idleSamples[0].heapUsed : null;
+    const peakLive = live as { heap: number; inFlight: number } | null;
     return {
-      ...measure(ids, sentAt, collector, calls, { start, end }),
+      ...measured,
       peakRssMb: peak === null ? null : round(peak / 1024, 1),
       idleRssMb: idleRss === null ? null : round(idleRss / 1024, 1),
       idleHeapMb: idleHeap === null ? null : round(idleHeap / 2 ** 20, 1),
@@ -219,17 +422,35 @@ async function runDocstream(
         idleHeap !== null && peakHeap > 0 && peakInFlight > 0
           ? round((peakHeap - idleHeap) / 1024 / peakInFlight, 1)
           : null,
+      cpuMsPerDoc: cpuUs === null || settled === 0 ? null : round(cpuUs / 1000 / settled, 3),
+      sampleGcMs: round(gcCpuUs / 1000, 1),
+      liveHeapIdleMb: idleLive === null ? null : round(idleLive / 2 ** 20, 1),
+      liveHeapPeakMb: peakLive ? round(peakLive.heap / 2 ** 20, 1) : null,
+      liveHeapInFlight: peakLive ? peakLive.inFlight : null,
+      liveHeapKbPerInFlight:
+        idleLive !== null && peakLive && peakLive.inFlight > 0
+          ? round((peakLive.heap - idleLive) / 1024 / peakLive.inFlight, 1)
+          : null,
+      apiConnections: connections,
+      stateRecordsPerDoc: stateRecords === null || settled === 0 ? null : round(stateRecords / settled, 2),
+      outputRecordsPerDoc: outputRecords === null || settled === 0 ? null : round(outputRecords / settled, 2),
     };
   } finally {
-    if (connector) {
-      const code = await connector.stop();
-      if (code !== 0) o.log(`docstream: connector exited with ${code}:\n${connector.logTail}`);
-    }
+    await Promise.all(
+      connectors.map(async (connector) => {
+        const code = await connector.stop();
+        if (code !== 0) o.log(`${shape.label}: connector exited with ${code}:\n${connector.logTail}`);
+      }),
+    );
     await collector.stop();
     await producer.disconnect().catch(() => undefined);
     await sandbox.close();
     await deleteTopics(kafka, topics);
   }
+}
+
+function pathToFileUrl(file: string): string {
+  return new URL(`file://${file}`).href;
 }
 
 async function runNaive(o: ThroughputOptions, kafka: KafkaClient, files: string[]): Promise<RunMeasure> {
@@ -275,15 +496,91 @@ async function runNaive(o: ThroughputOptions, kafka: KafkaClient, files: string[
   }
 }
 
+function boundOf(rate: number, maxInFlight: number, latencyMs: number): number {
+  return Math.min(rate / RATE_LIMITED_CALLS, maxInFlight / (Math.max(1, latencyMs) / 1000));
+}
+
 export async function runThroughput(o: ThroughputOptions): Promise<ThroughputResult> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'docstream-bench-'));
   const kafka = new KafkaClient({ brokers: BROKERS, clientId: 'docstream-bench' });
   try {
     const files = (await writeCorpus(dir, KINDS)).map((s) => s.file);
-    const docstream = await runDocstream(o, kafka, dir, files);
+    const docstream = await runDocstream(
+      o,
+      {
+        label: 'docstream',
+        docs: o.docs,
+        rate: o.rate,
+        burst: o.burst,
+        partitions: o.partitions,
+        clientRate: o.clientRate,
+        instances: o.instances,
+      },
+      kafka,
+      dir,
+      files,
+    );
+    const floorRun = o.floor
+      ? await runFloor(
+          {
+            docs: o.docs,
+            latencyMs: o.latencyMs,
+            partitions: o.partitions,
+            maxInFlight: o.maxInFlight,
+            deadline: o.deadline,
+            arrivals: (prefix) => arrivals(prefix, o.docs, files),
+            log: o.log,
+          },
+          kafka,
+          dir,
+        )
+      : null;
+    const scaleOut: ScaleOutResult[] = [];
+    for (const instances of o.scaleOut) {
+      const burst = Math.max(1, Math.ceil(o.scaleRate / 5));
+      const bound = boundOf(o.scaleRate, o.maxInFlight * instances, o.latencyMs);
+      // One failed run (the shared Kafka refusing a topic creation, say) must not lose the others.
+      let run: RunMeasure & CpuMeasure;
+      try {
+        run = await runDocstream(
+          { ...o, cpuProfDir: null },
+          {
+            label: `scale-out x${instances}`,
+            docs: o.scaleDocs,
+            rate: o.scaleRate,
+            burst,
+            partitions: o.scalePartitions,
+            clientRate: o.scaleRate,
+            instances,
+            emulateShare: o.emulateShare,
+          },
+          kafka,
+          dir,
+          files,
+        );
+      } catch (err) {
+        o.log(`scale-out x${instances} failed: ${err instanceof Error ? err.message : String(err)}`);
+        scaleOut.push({ instances, error: err instanceof Error ? err.message : String(err) });
+        continue;
+      }
+      scaleOut.push({
+        instances,
+        emulatedShare: o.emulateShare,
+        docs: run.docs,
+        completed: run.completed,
+        deadLetters: run.deadLetters,
+        throughputDocsPerS: run.throughputDocsPerS,
+        boundDocsPerS: round(bound, 2),
+        percentOfBound: round((100 * run.throughputDocsPerS) / bound, 1),
+        calls: run.calls.total,
+        rateLimited: run.calls.rateLimited,
+        percent429: round((100 * run.calls.rateLimited) / Math.max(1, run.calls.total), 2),
+        cpuMsPerDoc: run.cpuMsPerDoc,
+      });
+    }
     const baseline = o.baselineDocs > 0 ? await runNaive(o, kafka, files) : null;
     const rateLimitDocsPerS = o.rate / RATE_LIMITED_CALLS;
-    const concurrencyDocsPerS = o.maxInFlight / (o.latencyMs / 1000);
+    const concurrencyDocsPerS = (o.maxInFlight * o.instances) / (o.latencyMs / 1000);
     const bound = Math.min(rateLimitDocsPerS, concurrencyDocsPerS);
     const { deadline: _deadline, log: _log, ...parameters } = o;
     return {
@@ -297,6 +594,16 @@ export async function runThroughput(o: ThroughputOptions): Promise<ThroughputRes
         ...docstream,
         percentOfBound: round((100 * docstream.throughputDocsPerS) / bound, 1),
       },
+      floor: floorRun
+        ? {
+            ...floorRun,
+            ratio:
+              docstream.cpuMsPerDoc !== null && floorRun.cpuMsPerDoc > 0
+                ? round(docstream.cpuMsPerDoc / floorRun.cpuMsPerDoc, 2)
+                : null,
+          }
+        : null,
+      scaleOut,
       baseline,
       speedup:
         baseline && baseline.throughputDocsPerS > 0

@@ -113,6 +113,12 @@ process.once('exit', () => {
   for (const child of live) child.kill('SIGKILL');
 });
 
+/** How the benchmark starts a child: extra node flags (`--expose-gc`, `--import`, `--cpu-prof`) and an IPC channel. */
+export interface SpawnOptions {
+  nodeArgs?: string[];
+  ipc?: boolean;
+}
+
 /** `docstream run` as a child process: readiness from /readyz, peak memory from /proc. */
 export class ConnectorProcess {
   readonly child: ChildProcess;
@@ -122,11 +128,16 @@ export class ConnectorProcess {
   constructor(
     configFile: string,
     private readonly httpPort: number,
+    spawnOptions: SpawnOptions = {},
   ) {
-    this.child = spawn(process.execPath, [CLI, 'run', '--config', configFile], {
-      stdio: ['ignore', 'ignore', 'pipe'],
-      env: Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('DOCSTREAM_'))),
-    });
+    this.child = spawn(
+      process.execPath,
+      [...(spawnOptions.nodeArgs ?? []), CLI, 'run', '--config', configFile],
+      {
+        stdio: spawnOptions.ipc ? ['ignore', 'ignore', 'pipe', 'ipc'] : ['ignore', 'ignore', 'pipe'],
+        env: Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('DOCSTREAM_'))),
+      },
+    );
     this.child.stderr?.on('data', (chunk: Buffer) => {
       this.stderrTail = (this.stderrTail + chunk.toString('utf8')).slice(-4000);
     });

@@ -16,7 +16,6 @@
  *   resend, since the request was refused before any work).
  */
 import type { Readable } from 'node:stream';
-import { got, RequestError, type Response } from 'got';
 import { ZodUnion, type z } from 'zod';
 import { describeZodError, ErrorBody } from '../api/schemas.js';
 import type { Logger } from '../observability/logger.js';
@@ -32,6 +31,7 @@ import {
 } from './errors.js';
 import type { AdaptiveRateLimiter, Clock } from './limiter.js';
 import { systemClock } from './limiter.js';
+import { Wire, WireError, type WireResponse } from './wire.js';
 import {
   finalOnFailure,
   parseRetryAfter,
@@ -87,6 +87,8 @@ export interface SenderOptions {
   limiter: AdaptiveRateLimiter;
   retry: RetryPolicy;
   timeoutMs: number;
+  /** Connections kept per origin (API, token endpoint, upload host); more requests queue. */
+  maxSockets?: number;
   tokens?: TokenSource;
   logger?: Logger;
   onCall?: OnCall;
@@ -100,11 +102,18 @@ export class HttpSender {
   private readonly logger: Logger;
   private readonly clock: Clock;
   private tokens?: TokenSource;
+  private readonly wire: Wire;
 
   constructor(private readonly options: SenderOptions) {
     this.logger = options.logger ?? silentLogger;
     this.clock = options.clock ?? systemClock;
     this.tokens = options.tokens;
+    this.wire = new Wire(options.maxSockets);
+  }
+
+  /** Closes the pooled connections (idle ones at once, busy ones when their request ends). */
+  close(): void {
+    this.wire.close();
   }
 
   /** The token source is set after construction because it requests tokens through `send`. */
@@ -196,7 +205,7 @@ export class HttpSender {
     attempt: number,
     token: string | undefined,
     afterRefresh: boolean,
-  ): Promise<Response<string>> {
+  ): Promise<WireResponse> {
     const headers: Record<string, string> = { accept: 'application/json', ...request.headers };
     if (token !== undefined) headers.authorization = `Bearer ${token}`;
     let body: Readable | Buffer | undefined;
@@ -216,17 +225,15 @@ export class HttpSender {
         retried: attempt > 1 || afterRefresh,
       });
     try {
-      const response = await got(request.url, {
+      const response = await this.wire.exchange({
         method: request.method,
+        url: request.url,
         headers,
         searchParams: request.searchParams,
         json: request.json,
         form: request.form,
         body,
-        throwHttpErrors: false,
-        retry: { limit: 0 },
-        timeout: { request: this.options.timeoutMs },
-        responseType: 'text',
+        timeoutMs: this.options.timeoutMs,
       });
       report(response.statusCode);
       return response;
@@ -237,7 +244,7 @@ export class HttpSender {
   }
 
   private connectionError(request: SendRequest<unknown>, error: unknown): ApiError {
-    const code = error instanceof RequestError ? error.code : undefined;
+    const code = error instanceof WireError ? error.code : undefined;
     const reason = error instanceof Error ? error.message : String(error);
     return new ConnectionError(`${request.method} ${request.route} failed without an answer: ${reason}`, {
       method: request.method,
@@ -249,12 +256,12 @@ export class HttpSender {
     });
   }
 
-  private retryAfter(response: Response<string>): number | undefined {
+  private retryAfter(response: WireResponse): number | undefined {
     const header = response.headers['retry-after'];
     return parseRetryAfter(Array.isArray(header) ? header[0] : header);
   }
 
-  private httpError(request: SendRequest<unknown>, response: Response<string>): ApiError {
+  private httpError(request: SendRequest<unknown>, response: WireResponse): ApiError {
     const body = parseJson(response.body);
     const parsed = ErrorBody.safeParse(body);
     const detail = parsed.success
@@ -273,7 +280,7 @@ export class HttpSender {
     });
   }
 
-  private parse<T>(request: SendRequest<T>, response: Response<string>): T {
+  private parse<T>(request: SendRequest<T>, response: WireResponse): T {
     if (!request.schema) return undefined as T;
     const body = parseJson(response.body);
     const result = request.schema.safeParse(body);

@@ -98,4 +98,91 @@ describe('AdaptiveRateLimiter', () => {
     expect(() => new AdaptiveRateLimiter({ ratePerSecond: 0 })).toThrow(RangeError);
     expect(() => new AdaptiveRateLimiter({ ratePerSecond: 5, decreaseFactor: 1 })).toThrow(RangeError);
   });
+
+  describe('share of a group', () => {
+    it('spaces releases at the share of the configured rate', async () => {
+      const clock = new FakeClock();
+      const limiter = new AdaptiveRateLimiter({ ratePerSecond: 40, clock });
+      limiter.setShare(1, 4);
+      expect(limiter.currentCeiling()).toBe(10);
+      expect(limiter.currentRate()).toBe(10);
+      const times = releases(limiter, clock, 4);
+      await clock.advance(1000);
+      expect(times).toEqual([0, 100, 200, 300]);
+    });
+
+    it('adds up to the configured rate across the members of a group', () => {
+      const clock = new FakeClock();
+      const shares = [
+        [2, 4],
+        [1, 4],
+        [1, 4],
+      ] as const;
+      const ceilings = shares.map(([owned, total]) => {
+        const limiter = new AdaptiveRateLimiter({ ratePerSecond: 40, clock });
+        limiter.setShare(owned, total);
+        return limiter.currentCeiling();
+      });
+      expect(ceilings).toEqual([20, 10, 10]);
+    });
+
+    it('keeps a rate lowered by 429s as far below the new ceiling as it was below the old one', () => {
+      const clock = new FakeClock();
+      const limiter = new AdaptiveRateLimiter({ ratePerSecond: 40, clock });
+      limiter.onRateLimited(0);
+      expect(limiter.currentRate()).toBe(20);
+      limiter.setShare(1, 2);
+      expect(limiter.currentCeiling()).toBe(20);
+      expect(limiter.currentRate()).toBe(10);
+      limiter.setShare(2, 2);
+      expect(limiter.currentRate()).toBe(20);
+    });
+
+    it('still halves on a 429 and recovers only up to the shared ceiling', async () => {
+      const clock = new FakeClock();
+      const limiter = new AdaptiveRateLimiter({ ratePerSecond: 40, clock });
+      limiter.setShare(1, 2);
+      limiter.onRateLimited(0);
+      expect(limiter.currentRate()).toBe(10);
+      // Recovery follows the share too: 40/20 per second for the whole rate, half of it here.
+      await clock.advance(1000);
+      limiter.onSuccess();
+      expect(limiter.currentRate()).toBeCloseTo(11);
+      await clock.advance(60_000);
+      limiter.onSuccess();
+      expect(limiter.currentRate()).toBe(20);
+    });
+
+    it('gives an instance without partitions the floor, and the whole rate back with 1 of 1', () => {
+      const clock = new FakeClock();
+      const limiter = new AdaptiveRateLimiter({ ratePerSecond: 40, minRatePerSecond: 2, clock });
+      limiter.setShare(0, 4);
+      expect(limiter.currentCeiling()).toBe(2);
+      expect(limiter.currentRate()).toBe(2);
+      limiter.setShare(1, 1);
+      expect(limiter.currentCeiling()).toBe(40);
+      expect(limiter.currentRate()).toBe(40);
+      expect(limiter.share()).toEqual({ owned: 1, total: 1 });
+    });
+
+    it('applies a smaller share to callers already waiting', async () => {
+      const clock = new FakeClock();
+      const limiter = new AdaptiveRateLimiter({ ratePerSecond: 10, clock });
+      const times = releases(limiter, clock, 4);
+      await clock.advance(50);
+      expect(times).toEqual([0]);
+      limiter.setShare(1, 2);
+      await clock.advance(1000);
+      // The slot at 100 was scheduled before the change; after it, spacing is 1/5 s.
+      expect(times).toEqual([0, 100, 300, 500]);
+    });
+
+    it('rejects a share that is not a part of a whole', () => {
+      const limiter = new AdaptiveRateLimiter({ ratePerSecond: 10 });
+      expect(() => limiter.setShare(3, 2)).toThrow(RangeError);
+      expect(() => limiter.setShare(1, 0)).toThrow(RangeError);
+      expect(() => limiter.setShare(-1, 2)).toThrow(RangeError);
+      expect(() => limiter.setShare(0.5, 2)).toThrow(RangeError);
+    });
+  });
 });

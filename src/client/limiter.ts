@@ -13,6 +13,14 @@
  * caller until it has passed. Each success adds `increasePerSecond` per elapsed second back,
  * up to the configured ceiling. Several clients against one server therefore settle a little
  * below the server's limit instead of oscillating around it.
+ *
+ * Share of a group (`setShare`): instances of one consumer group spend one API limit, and
+ * AIMD alone lets each of them overshoot until its own 429s teach it. An instance that knows
+ * it holds `owned` of the group's `total` input partitions lowers its ceiling to that share of
+ * the configured rate, so the group's ceilings add up to the limit; the adaptive part works
+ * below that ceiling, unchanged, for what nobody knows (other clients of the same account, a
+ * limit lower than configured). Burst and recovery speed follow the share by default, so N
+ * instances together behave like one. See docs/performance.md, "A group shares one limit".
  */
 
 export interface Clock {
@@ -44,12 +52,18 @@ interface Waiter {
 }
 
 export class AdaptiveRateLimiter {
-  private readonly ceiling: number;
+  /** The configured rate: the ceiling of an instance that holds the whole share. */
+  private readonly configured: number;
+  private readonly configuredBurst?: number;
+  private readonly configuredIncrease?: number;
+  private ceiling: number;
   private readonly floor: number;
-  private readonly burst: number;
+  private burst: number;
   private readonly decreaseFactor: number;
-  private readonly increasePerSecond: number;
+  private increasePerSecond: number;
   private readonly clock: Clock;
+  private shareOwned = 1;
+  private shareTotal = 1;
 
   private rate: number;
   private tat = Number.NEGATIVE_INFINITY;
@@ -61,17 +75,18 @@ export class AdaptiveRateLimiter {
 
   constructor(options: RateLimiterOptions) {
     if (!(options.ratePerSecond > 0)) throw new RangeError('ratePerSecond must be > 0');
-    this.ceiling = options.ratePerSecond;
+    this.configured = options.ratePerSecond;
+    this.ceiling = this.configured;
     this.floor = Math.min(options.minRatePerSecond ?? Math.min(1, this.ceiling), this.ceiling);
     if (!(this.floor > 0)) throw new RangeError('minRatePerSecond must be > 0');
-    // By default 20 ms worth of calls may go back to back: a timer that wakes late (they do, on a busy
-    // event loop) is caught up instead of its lost time lowering the rate below the ceiling.
-    this.burst = Math.max(1, Math.floor(options.burst ?? this.ceiling / 50));
+    this.configuredBurst = options.burst;
+    this.configuredIncrease = options.increasePerSecond;
+    this.burst = this.burstFor(this.ceiling);
+    this.increasePerSecond = this.increaseFor(this.ceiling);
     this.decreaseFactor = options.decreaseFactor ?? 0.5;
     if (!(this.decreaseFactor > 0 && this.decreaseFactor < 1)) {
       throw new RangeError('decreaseFactor must be between 0 and 1');
     }
-    this.increasePerSecond = options.increasePerSecond ?? Math.max(0.5, this.ceiling / 20);
     this.clock = options.clock ?? systemClock;
     this.rate = this.ceiling;
     this.lastIncreaseAt = this.clock.now();
@@ -80,6 +95,38 @@ export class AdaptiveRateLimiter {
   /** The rate currently applied, in requests per second (for metrics). */
   currentRate(): number {
     return this.rate;
+  }
+
+  /** The ceiling the adaptive rate climbs back to: the configured rate times the share. */
+  currentCeiling(): number {
+    return this.ceiling;
+  }
+
+  /** The share last set: `owned` of `total` (1 of 1 until `setShare` is called). */
+  share(): { owned: number; total: number } {
+    return { owned: this.shareOwned, total: this.shareTotal };
+  }
+
+  /**
+   * This instance holds `owned` of the `total` units (input partitions) its group divides: its
+   * ceiling becomes that share of the configured rate, never below the floor. The current rate
+   * scales by the same factor, so a rate already lowered by 429s stays as far below the new
+   * ceiling as it was below the old one; a pause (Retry-After) in force is kept. Call it on every
+   * assignment, including the first; `setShare(1, 1)` gives the whole rate back.
+   */
+  setShare(owned: number, total: number): void {
+    if (!Number.isInteger(total) || total < 1) throw new RangeError('total must be an integer >= 1');
+    if (!Number.isInteger(owned) || owned < 0 || owned > total) {
+      throw new RangeError('owned must be an integer within 0..total');
+    }
+    const ceiling = Math.max(this.floor, (this.configured * owned) / total);
+    const scaled = this.rate * (ceiling / this.ceiling);
+    this.ceiling = ceiling;
+    this.rate = Math.min(ceiling, Math.max(this.floor, scaled));
+    this.burst = this.burstFor(ceiling);
+    this.increasePerSecond = this.increaseFor(ceiling);
+    this.shareOwned = owned;
+    this.shareTotal = total;
   }
 
   /** Waits for a slot. Resolves with the release time, to hand back to `onRateLimited`. */
@@ -114,6 +161,17 @@ export class AdaptiveRateLimiter {
     if (retryAfterMs !== undefined && retryAfterMs > 0) {
       this.pausedUntil = Math.max(this.pausedUntil, now + retryAfterMs);
     }
+  }
+
+  // By default 20 ms worth of calls may go back to back: a timer that wakes late (they do, on a busy
+  // event loop) is caught up instead of its lost time lowering the rate below the ceiling.
+  private burstFor(ceiling: number): number {
+    return Math.max(1, Math.floor(this.configuredBurst ?? ceiling / 50));
+  }
+
+  private increaseFor(ceiling: number): number {
+    if (this.configuredIncrease === undefined) return Math.max(0.5, ceiling / 20);
+    return this.configuredIncrease * (ceiling / this.configured);
   }
 
   /** Callers waiting for a slot (for metrics and tests). */

@@ -71,12 +71,21 @@ export async function withRetries<T>(
   clock: Clock = systemClock,
 ): Promise<T> {
   const start = clock.now();
-  let sent = 0;
+  // Most calls succeed at once: the first attempt runs outside p-retry (whose setup per call was
+  // about 1.5 % of the connector's CPU), and only a failure enters it, as its first attempt.
+  let firstError: unknown;
+  try {
+    return await attempt(1);
+  } catch (error) {
+    firstError = error;
+  }
+  let sent = 1;
   try {
     return await pRetry(
       async (attemptNumber) => {
         sent = attemptNumber;
         try {
+          if (attemptNumber === 1) throw firstError;
           return await attempt(attemptNumber);
         } catch (error) {
           // p-retry never retries a TypeError it does not recognise as a network error; all our

@@ -39,6 +39,7 @@ export const CommonOptionsShape = {
     })
     .optional(),
   timeoutMs: z.number().int().positive().optional(),
+  maxSockets: z.number().int().positive().optional(),
   logger: z.custom<Logger>((v) => typeof v === 'object' && v !== null, 'must be a logger').optional(),
   onCall: z.custom<OnCall>(isFunction, 'must be a function').optional(),
   clock: z.custom<Clock>((v) => typeof v === 'object' && v !== null, 'must be a clock').optional(),
@@ -58,6 +59,8 @@ export interface CommonOptions {
   rateLimit?: { ratePerSecond?: number; min?: number; burst?: number; increasePerSecond?: number };
   retry?: Partial<RetryPolicy>;
   timeoutMs?: number;
+  /** Keep-alive connections per origin (default 256); requests beyond wait for a free one. */
+  maxSockets?: number;
   logger?: Logger;
   onCall?: OnCall;
   clock?: Clock;
@@ -94,6 +97,7 @@ export function createTransport(
     limiter,
     retry,
     timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+    maxSockets: options.maxSockets,
     logger: options.logger,
     onCall: options.onCall,
     clock: options.clock,

@@ -1,0 +1,252 @@
+/**
+ * The floor of the benchmark: the least work a process can do for a FRAUD_ONLY document, run as a
+ * child so that its CPU is its own accounting. It reads the same arrival records, makes the same
+ * API calls (token once, create, upload, GET fraud / quality / classification) through a bare
+ * node:http keep-alive agent, and makes the same Kafka writes as plain bytes (one state record per
+ * document and one record per result), gathered like the connector's coalescing sender (one
+ * request in flight, what arrives meanwhile goes in the next). No validation, no schemas, no
+ * retries, no limiter: what is left is the cost of HTTP and Kafka themselves.
+ *
+ * Started by scripts/lib/bench-floor.ts with one argument, a JSON file of FloorSettings; reports
+ * { type: 'floor', ... } over IPC and exits.
+ */
+import fs from 'node:fs';
+import http from 'node:http';
+import kafkajs from 'kafkajs';
+
+const { Kafka, logLevel } = kafkajs;
+
+export interface FloorSettings {
+  brokers: string[];
+  groupId: string;
+  arrivedTopic: string;
+  stateTopic: string;
+  resultTopics: { fraud: string; quality: string; classification: string };
+  baseUrl: string;
+  clientId: string;
+  clientSecret: string;
+  docs: number;
+  maxInFlight: number;
+  /** The sandbox's processing time: results are asked for once it has passed. */
+  latencyMs: number;
+  deadline: number;
+}
+
+export interface FloorReport {
+  type: 'floor';
+  completed: number;
+  /** user + system CPU from the first record taken to the last result acknowledged. */
+  cpuUs: number;
+  durationMs: number;
+  httpCalls: number;
+  notReady: number;
+  kafkaRequests: number;
+  sockets: number;
+}
+
+interface Reply {
+  status: number;
+  body: Buffer;
+}
+
+const settings = JSON.parse(fs.readFileSync(process.argv[2] as string, 'utf8')) as FloorSettings;
+const base = new URL(settings.baseUrl);
+const agent = new http.Agent({
+  keepAlive: true,
+  maxSockets: settings.maxInFlight + 8,
+  maxFreeSockets: settings.maxInFlight + 8,
+});
+let sockets = 0;
+let httpCalls = 0;
+let notReady = 0;
+
+function call(method: string, url: string, headers: http.OutgoingHttpHeaders, body?: Buffer): Promise<Reply> {
+  httpCalls += 1;
+  return new Promise((resolve, reject) => {
+    const req = http.request(url, { method, headers, agent }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks) }));
+      res.on('error', reject);
+    });
+    req.on('socket', (s) => {
+      if (!(s as { counted?: boolean }).counted) {
+        (s as { counted?: boolean }).counted = true;
+        sockets += 1;
+      }
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+const kafka = new Kafka({
+  brokers: settings.brokers,
+  clientId: 'docstream-floor',
+  logLevel: logLevel.NOTHING,
+});
+const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+let kafkaRequests = 0;
+let queue: Array<{
+  topic: string;
+  key: string;
+  value: Buffer;
+  done: () => void;
+  fail: (e: unknown) => void;
+}> = [];
+let sending = false;
+
+function write(topic: string, key: string, value: Buffer): Promise<void> {
+  return new Promise((done, fail) => {
+    queue.push({ topic, key, value, done, fail });
+    if (!sending) void flush();
+  });
+}
+
+async function flush(): Promise<void> {
+  sending = true;
+  while (queue.length > 0) {
+    const items = queue;
+    queue = [];
+    const byTopic = new Map<string, Array<{ key: string; value: Buffer }>>();
+    for (const item of items) {
+      let list = byTopic.get(item.topic);
+      if (!list) byTopic.set(item.topic, (list = []));
+      list.push({ key: item.key, value: item.value });
+    }
+    kafkaRequests += 1;
+    try {
+      await producer.sendBatch({
+        acks: -1,
+        topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })),
+      });
+      for (const item of items) item.done();
+    } catch (err) {
+      for (const item of items) item.fail(err);
+    }
+  }
+  sending = false;
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function main(): Promise<void> {
+  const basic = Buffer.from(`${settings.clientId}:${settings.clientSecret}`).toString('base64');
+  const tokenReply = await call(
+    'POST',
+    `${base.origin}/oauth2/token`,
+    { authorization: `Basic ${basic}`, 'content-type': 'application/x-www-form-urlencoded' },
+    Buffer.from('grant_type=client_credentials'),
+  );
+  const token = (JSON.parse(tokenReply.body.toString('utf8')) as { access_token: string }).access_token;
+  const auth = { authorization: `Bearer ${token}`, accept: 'application/json' };
+  const jsonHeaders = { ...auth, 'content-type': 'application/json' };
+  await producer.connect();
+  const consumer = kafka.consumer({ groupId: settings.groupId, maxWaitTimeInMs: 100 });
+  await consumer.connect();
+  await consumer.subscribe({ topic: settings.arrivedTopic, fromBeginning: true });
+
+  let started = 0;
+  let cpuAtStart = 0;
+  let completed = 0;
+  let inFlight = 0;
+  const waiters: Array<() => void> = [];
+  let finish!: () => void;
+  const finished = new Promise<void>((resolve) => (finish = resolve));
+
+  const document = async (value: Buffer): Promise<void> => {
+    const event = JSON.parse(value.toString('utf8')) as {
+      event_id: string;
+      query_id: string;
+      blob: { url: string };
+    };
+    const created = await call(
+      'POST',
+      `${base.origin}/v2/submission`,
+      jsonHeaders,
+      Buffer.from(JSON.stringify({ query_id: event.query_id })),
+    );
+    const { submission_id: id, upload_url: uploadUrl } = JSON.parse(created.body.toString('utf8')) as {
+      submission_id: string;
+      upload_url: string;
+    };
+    await write(
+      settings.stateTopic,
+      event.event_id,
+      Buffer.from(JSON.stringify({ event_id: event.event_id, submission_id: id, status: 'CREATED' })),
+    );
+    const file = await fs.promises.readFile(new URL(event.blob.url));
+    await call('PUT', uploadUrl, { 'content-type': 'application/octet-stream' }, file);
+    // Past the processing time with a margin, so that nearly every result needs one GET, like the
+    // connector's readiness estimate; the GETs that still came early are reported (notReady).
+    await sleep(settings.latencyMs + 150);
+    await Promise.all(
+      (['fraud', 'quality', 'classification'] as const).map(async (kind) => {
+        for (;;) {
+          const reply = await call('GET', `${base.origin}/v2/submission/${id}/${kind}`, auth);
+          if (reply.status === 200) return write(settings.resultTopics[kind], id, reply.body);
+          notReady += 1;
+          await sleep(50);
+        }
+      }),
+    );
+  };
+
+  await consumer.run({
+    eachBatch: async ({ batch, resolveOffset, heartbeat }) => {
+      for (const message of batch.messages) {
+        if (!message.value) continue;
+        if (started === 0) {
+          started = performance.now();
+          const cpu = process.cpuUsage();
+          cpuAtStart = cpu.user + cpu.system;
+        }
+        while (inFlight >= settings.maxInFlight) await new Promise<void>((resolve) => waiters.push(resolve));
+        inFlight += 1;
+        void document(message.value).then(
+          () => {
+            inFlight -= 1;
+            completed += 1;
+            waiters.shift()?.();
+            if (completed >= settings.docs) finish();
+          },
+          (err: unknown) => {
+            process.stderr.write(`floor: ${err instanceof Error ? err.message : String(err)}\n`);
+            inFlight -= 1;
+            waiters.shift()?.();
+          },
+        );
+        resolveOffset(message.offset);
+      }
+      await heartbeat();
+    },
+  });
+  const timer = setTimeout(finish, Math.max(1000, settings.deadline - Date.now()));
+  await finished;
+  clearTimeout(timer);
+  const cpu = process.cpuUsage();
+  const report: FloorReport = {
+    type: 'floor',
+    completed,
+    cpuUs: cpu.user + cpu.system - cpuAtStart,
+    durationMs: performance.now() - started,
+    httpCalls,
+    notReady,
+    kafkaRequests,
+    sockets,
+  };
+  process.send?.(report);
+  await consumer.disconnect().catch(() => undefined);
+  await producer.disconnect().catch(() => undefined);
+  agent.destroy();
+}
+
+main().then(
+  () => process.exit(0),
+  (err: unknown) => {
+    process.stderr.write(
+      `floor failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
+    );
+    process.exit(1);
+  },
+);

@@ -1,0 +1,123 @@
+/**
+ * Runs the floor (scripts/floor.ts) in its own child process against its own sandbox, on the same
+ * documents, and returns its CPU per document. The floor's sandbox has the same processing time
+ * but no effective rate limit: the floor measures cost, not pacing, and has no retry for a 429.
+ */
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { KafkaClient } from '../../src/kafka/index.js';
+import { startSandbox } from '../../src/sandbox/index.js';
+import type { FloorReport, FloorSettings } from '../floor.js';
+import {
+  BROKERS,
+  deleteTopics,
+  ensureInputTopics,
+  prefixedTopics,
+  produceArrivals,
+  uniqueName,
+  type Arrival,
+} from './harness.js';
+
+const FLOOR_SCRIPT = fileURLToPath(new URL('../floor.js', import.meta.url));
+
+export interface FloorOptions {
+  docs: number;
+  latencyMs: number;
+  partitions: number;
+  maxInFlight: number;
+  deadline: number;
+  arrivals: (prefix: string) => Arrival[];
+  log: (line: string) => void;
+}
+
+export interface FloorMeasure {
+  completed: number;
+  cpuMsPerDoc: number;
+  durationS: number;
+  httpCalls: number;
+  notReady: number;
+  kafkaRequests: number;
+  tcpConnections: number;
+}
+
+export async function runFloor(o: FloorOptions, kafka: KafkaClient, dir: string): Promise<FloorMeasure> {
+  const id = uniqueName('floor');
+  const topics = prefixedTopics(id, o.partitions);
+  const sandbox = await startSandbox({
+    processing: { distribution: 'fixed', meanMs: o.latencyMs },
+    rateLimit: { ratePerSecond: 1_000_000, burst: 1_000_000 },
+    maxSubmissions: Math.max(1000, o.docs * 2),
+  });
+  const producer = kafka.producer();
+  const admin = kafka.admin();
+  try {
+    await ensureInputTopics(kafka, topics);
+    await admin.connect();
+    await admin.ensureTopics(
+      [topics.state, topics.fraud, topics.quality, topics.classification].map((topic) => ({
+        topic,
+        numPartitions: o.partitions,
+        replicationFactor: 1,
+      })),
+    );
+    await admin.disconnect();
+    await producer.connect();
+    await produceArrivals(producer, topics.arrived, o.arrivals(id));
+    const settings: FloorSettings = {
+      brokers: BROKERS,
+      groupId: `${id}-group`,
+      arrivedTopic: topics.arrived,
+      stateTopic: topics.state,
+      resultTopics: { fraud: topics.fraud, quality: topics.quality, classification: topics.classification },
+      baseUrl: sandbox.baseUrl,
+      clientId: 'sandbox-client',
+      clientSecret: 'sandbox-secret',
+      docs: o.docs,
+      maxInFlight: o.maxInFlight,
+      latencyMs: o.latencyMs,
+      deadline: o.deadline,
+    };
+    const file = path.join(dir, `${id}.json`);
+    fs.writeFileSync(file, JSON.stringify(settings));
+    o.log(`floor: ${o.docs} documents through bare HTTP + plain Kafka writes`);
+    const child = spawn(process.execPath, [FLOOR_SCRIPT, file], {
+      stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+    });
+    let stderr = '';
+    child.stderr?.on('data', (c: Buffer) => (stderr = (stderr + c.toString('utf8')).slice(-4000)));
+    const killer = () => child.kill('SIGKILL');
+    process.once('exit', killer);
+    const report = await new Promise<FloorReport>((resolve, reject) => {
+      const timer = setTimeout(() => child.kill('SIGKILL'), Math.max(5000, o.deadline - Date.now()));
+      child.on('message', (m: FloorReport) => {
+        if (m.type === 'floor') resolve(m);
+      });
+      child.once('exit', (code) => {
+        clearTimeout(timer);
+        process.off('exit', killer);
+        reject(new Error(`floor exited with ${code} before reporting:\n${stderr}`));
+      });
+    });
+    const completed = Math.max(1, report.completed);
+    return {
+      completed: report.completed,
+      cpuMsPerDoc: round(report.cpuUs / 1000 / completed, 3),
+      durationS: round(report.durationMs / 1000, 2),
+      httpCalls: report.httpCalls,
+      notReady: report.notReady,
+      kafkaRequests: report.kafkaRequests,
+      tcpConnections: report.sockets,
+    };
+  } finally {
+    await producer.disconnect().catch(() => undefined);
+    await sandbox.close();
+    await deleteTopics(kafka, topics);
+  }
+}
+
+function round(n: number, digits: number): number {
+  const f = 10 ** digits;
+  return Math.round(n * f) / f;
+}
