@@ -9,6 +9,7 @@ import path from 'node:path';
 import { writeCorpus, type SampleKind } from '../../src/demo/corpus.js';
 import { KafkaClient } from '../../src/kafka/index.js';
 import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
+import { Progress } from '../../src/util/progress.js';
 import { runBaseline } from '../baseline.js';
 import { apiCalls, type ApiCalls } from './api-calls.js';
 import {
@@ -193,10 +194,17 @@ async function runDocstream(
     const sentAt = await produceArrivals(producer, topics.arrived, batch);
     const ids = batch.map((a) => a.event_id);
     const start = Math.min(...sentAt.values());
+    // On a terminal a progress line replaces the periodic log lines; in logs and CI, the log lines.
+    const progress = new Progress({ label: 'docstream', total: ids.length, unit: 'docs' });
     const ok = await waitUntil(
-      () => ids.every((e) => collector.settled(e)),
+      () => {
+        const settled = ids.filter((e) => collector.settled(e)).length;
+        progress.update(settled);
+        return settled === ids.length;
+      },
       o.deadline - Date.now(),
       () => {
+        if (progress.enabled) return;
         const done = ids.filter((e) => collector.settled(e)).length;
         o.log(
           `docstream: ${done}/${ids.length} done, RSS ${Math.round((connector?.memoryKb('VmRSS') ?? 0) / 1024)} MB`,
@@ -204,6 +212,7 @@ async function runDocstream(
       },
     );
     clearInterval(sampling);
+    progress.finish();
     if (!ok) o.log('docstream: time limit reached before every document finished');
     const peak = connector.memoryKb('VmHWM');
     const end = Math.max(...ids.map((e) => collector.byEvent.get(e)?.lastResultAt ?? 0), start + 1);
@@ -244,7 +253,9 @@ async function runNaive(o: ThroughputOptions, kafka: KafkaClient, files: string[
     const batch = arrivals(id, o.baselineDocs, files);
     const sentAt = await produceArrivals(producer, topics.arrived, batch);
     o.log(`baseline: ${o.baselineDocs} documents, one at a time`);
+    const progress = new Progress({ label: 'baseline', total: o.baselineDocs, unit: 'docs' });
     const run = await runBaseline({
+      onProcessed: (n) => progress.update(n),
       kafka,
       topics,
       apiBaseUrl: sandbox.baseUrl,
@@ -253,6 +264,7 @@ async function runNaive(o: ThroughputOptions, kafka: KafkaClient, files: string[
       maxDocs: o.baselineDocs,
       deadline: o.deadline,
     });
+    progress.finish();
     await collector.start();
     const ids = batch.map((a) => a.event_id).filter((_, i) => i < run.processed);
     await waitUntil(() => ids.every((e) => collector.complete(e)), 30_000);
