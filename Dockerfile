@@ -11,6 +11,7 @@ FROM node:20-bookworm-slim
 ENV NODE_ENV=production
 WORKDIR /app
 COPY package.json package-lock.json ./
+# --ignore-scripts: `prepare` builds with TypeScript, which --omit=dev leaves out; dist comes from `build`.
 RUN npm ci --omit=dev --ignore-scripts && npm cache clean --force
 COPY --from=build /app/dist ./dist
 COPY --from=build /app/avro ./avro

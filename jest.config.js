@@ -1,11 +1,11 @@
-// Jest runs ESM TypeScript through @swc/jest; `.js` import specifiers map back to `.ts` sources.
-const swc = [
-  '@swc/jest',
-  { jsc: { parser: { syntax: 'typescript' }, target: 'es2022' }, module: { type: 'es6' } },
-];
+// Jest runs ESM TypeScript through ts-jest (transpile-only: tsconfig.json sets isolatedModules, and
+// `npm run typecheck` is the type check); `.js` import specifiers map back to `.ts` sources.
+// ts-jest + jest 29 because every package they pull in is platform-neutral, so package-lock.json is
+// complete for every OS and `npm ci` accepts it (see README, "Dependencies").
+const tsJest = ['ts-jest', { useESM: true, tsconfig: '<rootDir>/tsconfig.json' }];
 const common = {
   extensionsToTreatAsEsm: ['.ts'],
-  transform: { '^.+\\.ts$': swc },
+  transform: { '^.+\\.ts$': tsJest },
   moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
   testEnvironment: 'node',
 };

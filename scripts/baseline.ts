@@ -20,6 +20,8 @@ export interface BaselineOptions {
   maxDocs: number;
   /** ...or at this time (epoch ms), whichever comes first. */
   deadline: number;
+  /** Called with the count after each document (progress display). */
+  onProcessed?: (processed: number) => void;
 }
 
 export interface BaselineResult {
@@ -96,6 +98,7 @@ export async function runBaseline(o: BaselineOptions): Promise<BaselineResult> {
       }
       processed += 1;
       endedAt = Date.now();
+      o.onProcessed?.(processed);
       control.resolveOffset(m.offset);
       await control.heartbeat();
     }

@@ -11,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { writeCorpus, type SampleKind } from '../../src/demo/corpus.js';
 import { KafkaClient } from '../../src/kafka/index.js';
 import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
+import { Progress } from '../../src/util/progress.js';
 import { runBaseline } from '../baseline.js';
 import { apiCalls, type ApiCalls } from './api-calls.js';
 import { runFloor, type FloorMeasure } from './bench-floor.js';
@@ -369,10 +370,17 @@ async function runDocstream(
     const sentAt = await produceArrivals(producer, topics.arrived, batch);
     const ids = batch.map((a) => a.event_id);
     const start = Math.min(...sentAt.values());
+    // On a terminal a progress line replaces the periodic log lines; in logs and CI, the log lines.
+    const progress = new Progress({ label: shape.label, total: ids.length, unit: 'docs' });
     const ok = await waitUntil(
-      () => ids.every((e) => collector.settled(e)),
+      () => {
+        const settled = ids.filter((e) => collector.settled(e)).length;
+        progress.update(settled);
+        return settled === ids.length;
+      },
       o.deadline - Date.now(),
       () => {
+        if (progress.enabled) return;
         const done = ids.filter((e) => collector.settled(e)).length;
         o.log(
           `${shape.label}: ${done}/${ids.length} done, RSS ${Math.round((connectors[0]?.memoryKb('VmRSS') ?? 0) / 1024)} MB`,
@@ -381,6 +389,7 @@ async function runDocstream(
     );
     clearInterval(sampler);
     while (sampling) await new Promise((resolve) => setTimeout(resolve, 50));
+    progress.finish();
     const endSamples = await Promise.all(probes.map((p) => p.sample(false)));
     if (!ok) o.log(`${shape.label}: time limit reached before every document finished`);
     const peak = connectors[0]!.memoryKb('VmHWM');
@@ -465,7 +474,9 @@ async function runNaive(o: ThroughputOptions, kafka: KafkaClient, files: string[
     const batch = arrivals(id, o.baselineDocs, files);
     const sentAt = await produceArrivals(producer, topics.arrived, batch);
     o.log(`baseline: ${o.baselineDocs} documents, one at a time`);
+    const progress = new Progress({ label: 'baseline', total: o.baselineDocs, unit: 'docs' });
     const run = await runBaseline({
+      onProcessed: (n) => progress.update(n),
       kafka,
       topics,
       apiBaseUrl: sandbox.baseUrl,
@@ -474,6 +485,7 @@ async function runNaive(o: ThroughputOptions, kafka: KafkaClient, files: string[
       maxDocs: o.baselineDocs,
       deadline: o.deadline,
     });
+    progress.finish();
     await collector.start();
     const ids = batch.map((a) => a.event_id).filter((_, i) => i < run.processed);
     await waitUntil(() => ids.every((e) => collector.complete(e)), 30_000);

@@ -14,6 +14,13 @@ export class ConnectorMetrics {
     registers: [this.registry],
   });
 
+  /** The configured connector.maxInFlight, so that dashboards and alerts compare in-flight with it. */
+  readonly inFlightLimit = new Gauge({
+    name: 'docstream_documents_in_flight_limit',
+    help: 'Most documents this instance processes at once (connector.maxInFlight)',
+    registers: [this.registry],
+  });
+
   readonly completed = new Counter({
     name: 'docstream_documents_completed_total',
     help: 'Documents whose results were all published (outcome: done or replayed)',

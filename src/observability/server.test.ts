@@ -32,4 +32,36 @@ describe('ops server', () => {
       await server.close();
     }
   });
+
+  it('exports readiness in /metrics, evaluated at each scrape, one run of the checks per scrape', async () => {
+    const metrics = new ConnectorMetrics({ defaultMetrics: false });
+    let kafkaOk = false;
+    let apiRuns = 0;
+    const server = await startOpsServer({
+      host: '127.0.0.1',
+      port: 0,
+      registry: metrics.registry,
+      checks: {
+        kafka: async () => ({ ok: kafkaOk }),
+        api: async () => {
+          apiRuns++;
+          return { ok: true };
+        },
+      },
+    });
+    try {
+      let text = await (await fetch(`${server.url}/metrics`)).text();
+      expect(text).toMatch(/^docstream_ready 0$/m);
+      expect(text).toMatch(/^docstream_readiness_check\{check="kafka"\} 0$/m);
+      expect(text).toMatch(/^docstream_readiness_check\{check="api"\} 1$/m);
+      expect(apiRuns).toBe(1);
+      kafkaOk = true;
+      text = await (await fetch(`${server.url}/metrics`)).text();
+      expect(text).toMatch(/^docstream_ready 1$/m);
+      expect(text).toMatch(/^docstream_readiness_check\{check="kafka"\} 1$/m);
+      expect(apiRuns).toBe(2);
+    } finally {
+      await server.close();
+    }
+  });
 });

@@ -4,7 +4,7 @@
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Registry } from 'prom-client';
+import { Gauge, type Registry } from 'prom-client';
 
 export type ReadinessCheck = () => Promise<{ ok: boolean; detail?: string }>;
 
@@ -13,12 +13,60 @@ export interface OpsServer {
   close(): Promise<void>;
 }
 
+async function runChecks(
+  checks: Record<string, ReadinessCheck>,
+): Promise<Array<readonly [string, { ok: boolean; detail?: string }]>> {
+  return Promise.all(
+    Object.entries(checks).map(async ([name, check]) => {
+      try {
+        return [name, await check()] as const;
+      } catch (err) {
+        return [name, { ok: false, detail: err instanceof Error ? err.message : String(err) }] as const;
+      }
+    }),
+  );
+}
+
+/**
+ * Readiness as metrics, evaluated at each scrape: Prometheus does not call /readyz, and an alert on
+ * "not ready" needs the answer in /metrics. Registered once per registry.
+ */
+function registerReadinessGauges(registry: Registry, checks: Record<string, ReadinessCheck>): void {
+  if (registry.getSingleMetric('docstream_ready')) return;
+  // Both gauges are collected concurrently in one scrape: they share one run of the checks.
+  let pending: ReturnType<typeof runChecks> | null = null;
+  const evaluate = () => {
+    pending ??= runChecks(checks).finally(() => {
+      pending = null;
+    });
+    return pending;
+  };
+  new Gauge({
+    name: 'docstream_readiness_check',
+    help: 'Each readiness check of /readyz: 1 passing, 0 failing',
+    labelNames: ['check'] as const,
+    registers: [registry],
+    async collect() {
+      for (const [name, result] of await evaluate()) this.set({ check: name }, result.ok ? 1 : 0);
+    },
+  });
+  new Gauge({
+    name: 'docstream_ready',
+    help: 'Whether every readiness check passes (what /readyz answers 200 for): 1 ready, 0 not',
+    registers: [registry],
+    async collect() {
+      this.set((await evaluate()).every(([, r]) => r.ok) ? 1 : 0);
+    },
+  });
+}
+
 export async function startOpsServer(options: {
   host: string;
   port: number;
   registry: Registry;
   checks: Record<string, ReadinessCheck>;
 }): Promise<OpsServer> {
+  registerReadinessGauges(options.registry, options.checks);
   const server = http.createServer((req, res) => {
     void handle(req, res).catch((err: unknown) => {
       res.writeHead(500, { 'content-type': 'application/json' });
@@ -45,15 +93,7 @@ export async function startOpsServer(options: {
       return;
     }
     if (path === '/readyz') {
-      const results = await Promise.all(
-        Object.entries(options.checks).map(async ([name, check]) => {
-          try {
-            return [name, await check()] as const;
-          } catch (err) {
-            return [name, { ok: false, detail: err instanceof Error ? err.message : String(err) }] as const;
-          }
-        }),
-      );
+      const results = await runChecks(options.checks);
       const ready = results.every(([, r]) => r.ok);
       res.writeHead(ready ? 200 : 503, { 'content-type': 'application/json' });
       res.end(JSON.stringify({ status: ready ? 'ready' : 'not ready', checks: Object.fromEntries(results) }));

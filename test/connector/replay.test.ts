@@ -3,7 +3,7 @@
  * resets and refuses while the group is active; a replayed input reuses the submissions (results are
  * re-emitted, nothing analysed again) and `reprocess: true` forces a new submission.
  */
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { sampleBytes } from '../../src/demo/corpus.js';
@@ -24,6 +24,23 @@ async function replayCli(args: string[]): Promise<{ code: number; stdout: string
     const e = err as { code?: number; stdout?: string; stderr?: string };
     return { code: e.code ?? -1, stdout: e.stdout ?? '', stderr: e.stderr ?? '' };
   }
+}
+
+/** `docstream replay` left running (for --watch): its output so far, and its end. */
+function replayWatching(args: string[]) {
+  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('DOCSTREAM_')));
+  const child = spawn(process.execPath, [CLI, 'replay', ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const out = { stdout: '', stderr: '' };
+  child.stdout.on('data', (chunk: Buffer) => (out.stdout += chunk.toString('utf8')));
+  child.stderr.on('data', (chunk: Buffer) => (out.stderr += chunk.toString('utf8')));
+  const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+  const done = new Promise<{ code: number | null }>((resolve) =>
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code });
+    }),
+  );
+  return { out, done };
 }
 
 /** The table rows printed by the CLI, by partition: [current, target, re-read, skipped]. */
@@ -144,11 +161,16 @@ describe('replaying the input through the connector', () => {
     await waitFor('the first results', () => env.on('quality').length === ids.length, 30_000);
     await first.stop();
 
-    const reset = await replayCli(['--config', env.writeConfig(), '--to-earliest']);
-    expect(reset.code).toBe(0);
-    expect(rows(reset.stdout)[0]).toEqual([String(ids.length), '0', String(ids.length), '0']);
+    // --watch: the reset first, then it follows the connector re-reading (started once the reset is done).
+    const watching = replayWatching(['--config', env.writeConfig(), '--to-earliest', '--watch']);
+    await waitFor('the reset', () => watching.out.stdout.includes('watching group'), 30_000);
+    expect(rows(watching.out.stdout)[0]).toEqual([String(ids.length), '0', String(ids.length), '0']);
 
     const second = await env.startConnector();
+    expect(await watching.done).toEqual({ code: 0 });
+    expect(watching.out.stdout).toMatch(new RegExp(`re-read ${ids.length} records in \\d+s`));
+    // Not a terminal: no progress line, nothing on stderr.
+    expect(watching.out.stderr).toBe('');
     await waitFor('the re-emitted results', () => env.on('quality').length === 2 * ids.length, 30_000);
     const keys = new Map<string, Set<string>>();
     for (const o of env.on('quality')) {

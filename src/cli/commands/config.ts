@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { checkConfigFile } from '../../config/check.js';
 import { configReference, loadConfig, redactConfig } from '../../config/index.js';
 
 export function registerConfigCommand(program: Command): void {
@@ -14,5 +15,23 @@ export function registerConfigCommand(program: Command): void {
     .description('Print the reference of every configuration key as a markdown table')
     .action(() => {
       process.stdout.write(`${configReference()}\n`);
+    });
+  config
+    .command('check')
+    .description(
+      'Validate configuration files (JSON, or .env with DOCSTREAM_* variables); name every wrong key',
+    )
+    .argument('<files...>', 'files to check, e.g. config/production.json config/production.env')
+    .action((files: string[]) => {
+      let failed = false;
+      for (const file of files) {
+        const { errors, warnings, keys } = checkConfigFile(file);
+        for (const warning of warnings) process.stderr.write(`warning: ${warning}\n`);
+        for (const error of errors) process.stderr.write(`error: ${error}\n`);
+        if (errors.length > 0) failed = true;
+        else process.stdout.write(`${file}: ok (${keys} keys)\n`);
+      }
+      // Exit code 2, like every other invalid input to the CLI.
+      if (failed) process.exitCode = 2;
     });
 }

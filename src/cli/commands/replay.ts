@@ -7,9 +7,10 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import { loadConfig } from '../../config/index.js';
 import { kafkaClientOf } from '../../connector/wiring.js';
-import type { OffsetResetPlan, OffsetResetTarget } from '../../kafka/admin.js';
+import type { KafkaAdmin, OffsetResetPlan, OffsetResetTarget } from '../../kafka/admin.js';
+import { Progress, formatDuration } from '../../util/progress.js';
 
-interface ReplayFlags {
+export interface ReplayFlags {
   config?: string;
   topic?: string;
   group?: string;
@@ -18,6 +19,7 @@ interface ReplayFlags {
   toLatest?: boolean;
   toOffset?: Record<number, string>;
   dryRun?: boolean;
+  watch?: boolean;
 }
 
 /** A refusal the user can act on (exit code 1, no stack trace). */
@@ -71,7 +73,44 @@ function formatPlan(plan: OffsetResetPlan): string {
   return rows.map((r) => r.map((cell, i) => cell.padStart(widths[i]!)).join('  ')).join('\n');
 }
 
-async function replay(flags: ReplayFlags, out: (line: string) => void): Promise<OffsetResetPlan> {
+/** Records the group re-reads after a reset: from each target to the end the partition had then. */
+export function replayBacklog(plan: OffsetResetPlan): number {
+  return plan.partitions.reduce((sum, p) => {
+    const n = BigInt(p.high) - BigInt(p.target);
+    return sum + (n > 0n ? Number(n) : 0);
+  }, 0);
+}
+
+/**
+ * Follows a replay: polls the group's committed offsets until every partition has re-read up to the
+ * end it had at the reset (the connector, started after the reset, does the reading). Progress on a
+ * terminal; nothing elsewhere.
+ */
+export async function watchReplay(
+  admin: Pick<KafkaAdmin, 'groupOffsets'>,
+  plan: OffsetResetPlan,
+  progress: Progress,
+  intervalMs = 1000,
+): Promise<{ records: number; seconds: number }> {
+  const started = Date.now();
+  const total = replayBacklog(plan);
+  for (;;) {
+    const committed = await admin.groupOffsets(plan.groupId, plan.topic);
+    let done = 0;
+    for (const p of plan.partitions) {
+      const span = BigInt(p.high) - BigInt(p.target);
+      if (span <= 0n) continue;
+      const at = committed.get(p.partition);
+      const read = at === null || at === undefined ? 0n : BigInt(at) - BigInt(p.target);
+      done += Number(read < 0n ? 0n : read > span ? span : read);
+    }
+    progress.update(done, total);
+    if (done >= total) return { records: total, seconds: (Date.now() - started) / 1000 };
+    await new Promise((resolve) => setTimeout(resolve, intervalMs));
+  }
+}
+
+export async function replay(flags: ReplayFlags, out: (line: string) => void): Promise<OffsetResetPlan> {
   const config = loadConfig(flags.config ? { files: flags.config.split(',') } : {});
   const target = targetOf(flags);
   const topic = flags.topic ?? config.topics.arrived;
@@ -93,6 +132,16 @@ async function replay(flags: ReplayFlags, out: (line: string) => void): Promise<
     out(formatPlan(plan));
     if (active) out(`note: group ${group} has active members; it must be stopped before a real replay`);
     if (plan.applied) out('offsets reset; the next `docstream run` re-reads from the targets');
+    if (flags.watch && !plan.applied)
+      out('note: --watch follows a real replay; a dry run has nothing to follow');
+    if (flags.watch && plan.applied) {
+      const backlog = replayBacklog(plan);
+      out(`watching group ${group} re-read ${backlog} records (Ctrl-C stops watching; the reset stays)`);
+      const progress = new Progress({ label: `replay ${topic}`, total: backlog, unit: 'records' });
+      const { records, seconds } = await watchReplay(admin, plan, progress);
+      progress.finish();
+      out(`re-read ${records} records in ${formatDuration(seconds)}`);
+    }
     return plan;
   } finally {
     await admin.disconnect().catch(() => undefined);
@@ -115,6 +164,10 @@ export function registerReplayCommand(program: Command): void {
     .option('--to-latest', 'the end (skip everything not yet read)')
     .option('--to-offset <list>', 'explicit offsets: <partition>=<offset>[,...]', parseOffsets)
     .option('--dry-run', 'print the plan without changing anything')
+    .option(
+      '--watch',
+      'after the reset, follow the group re-reading up to the end (records, rate, time left on a terminal)',
+    )
     .action(async (flags: ReplayFlags) => {
       try {
         await replay(flags, (line) => process.stdout.write(`${line}\n`));

@@ -9,6 +9,7 @@ async function serve(opts: { config?: string }, consume: boolean): Promise<void>
   const config = loadConfig(opts.config ? { files: opts.config.split(',') } : {});
   const logger = createLogger({ level: config.log.level, format: config.log.format });
   const connector = await Connector.start({ config, logger, consume });
+  connector.metrics.inFlightLimit.set(config.connector.maxInFlight);
   let ops: OpsServer | null = null;
   if (config.http.port > 0) {
     ops = await startOpsServer({

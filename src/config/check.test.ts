@@ -1,0 +1,136 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { checkConfigFile } from './check.js';
+import { loadConfig } from './load.js';
+
+const examples = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../config');
+
+function tmpFile(name: string, content: string): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'docstream-check-'));
+  const file = path.join(dir, name);
+  fs.writeFileSync(file, content);
+  return file;
+}
+
+/** `NAME=value` lines of an env file, secrets' `_FILE` paths replaced by real files here. */
+function envOf(file: string): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const line of fs.readFileSync(file, 'utf8').split('\n')) {
+    const match = /^([A-Z0-9_]+)=(.*)$/.exec(line.trim());
+    if (!match) continue;
+    const [, name, value] = match as unknown as [string, string, string];
+    if (!name.startsWith('DOCSTREAM_')) continue;
+    if (name === 'DOCSTREAM_CONFIG') env[name] = path.join(examples, path.basename(value));
+    else if (name.endsWith('_FILE')) {
+      env[name] = tmpFile('secret', name.includes('WEBHOOKS') ? 'whsec_dGVzdC1zZWNyZXQtMQ==\n' : 's3cret\n');
+    } else env[name] = value;
+  }
+  return env;
+}
+
+describe('the example configurations in config/', () => {
+  const files = fs.readdirSync(examples).filter((f) => f.endsWith('.json') || f.endsWith('.env'));
+
+  it('are there: production (JSON + environment) and the sandbox', () => {
+    expect(files.sort()).toEqual(['production.env', 'production.json', 'sandbox.json']);
+  });
+
+  it.each(files)('%s passes config check', (file) => {
+    const result = checkConfigFile(path.join(examples, file));
+    expect(result.errors).toEqual([]);
+    expect(result.keys).toBeGreaterThan(3);
+    // The only secret written into an example is the sandbox's public webhook secret.
+    expect(result.warnings).toEqual(
+      file === 'sandbox.json' ? [expect.stringMatching(/webhooks\.secrets is a secret/)] : [],
+    );
+  });
+
+  it('sandbox.json loads and points at this machine', () => {
+    const config = loadConfig({ env: {}, files: [path.join(examples, 'sandbox.json')] });
+    expect(config.kafka.brokers).toEqual(['localhost:9092']);
+    expect(config.blobs.s3Endpoint).toBe('http://localhost:9002');
+    expect(config.webhooks.secrets).toHaveLength(1);
+  });
+
+  it('production.env with production.json loads: a cell, TLS + SASL, every secret from a file', () => {
+    const config = loadConfig({ env: envOf(path.join(examples, 'production.env')) });
+    expect(config.api.cell).toBe('eu-1');
+    expect(config.kafka.ssl).toBe(true);
+    expect(config.kafka.saslMechanism).toBe('scram-sha-512');
+    expect(config.kafka.saslPassword).toBe('s3cret');
+    expect(config.registry.password).toBe('s3cret');
+    expect(config.api.clientSecret).toBe('s3cret');
+    expect(config.webhooks.secrets).toEqual(['whsec_dGVzdC1zZWNyZXQtMQ==']);
+    expect(config.blobs.s3Buckets.length).toBeGreaterThan(0);
+  });
+});
+
+describe('checkConfigFile', () => {
+  it('names every wrong key at once, with the closest known one', () => {
+    const file = tmpFile(
+      'bad.json',
+      JSON.stringify({
+        kafka: { brokerz: ['x'], ssl: 'yes' },
+        topic: {},
+        connector: { maxInFlight: 0 },
+      }),
+    );
+    const { errors } = checkConfigFile(file);
+    expect(errors).toEqual([
+      expect.stringMatching(/unknown configuration key 'kafka\.brokerz' \(did you mean 'kafka\.brokers'\?\)/),
+      expect.stringMatching(/kafka\.ssl: expected true or false/),
+      expect.stringMatching(/unknown configuration section 'topic' \(did you mean 'topics'\?\)/),
+      expect.stringMatching(/connector\.maxInFlight: expected a number between 1 and/),
+    ]);
+  });
+
+  it('refuses a cell without an address and SASL without a user', () => {
+    const file = tmpFile(
+      'c.json',
+      JSON.stringify({ api: { cell: 'us-1' }, kafka: { saslMechanism: 'plain' } }),
+    );
+    const { errors } = checkConfigFile(file);
+    expect(errors).toEqual([
+      expect.stringMatching(/api\.cell: cell "us-1" has no configured address/),
+      expect.stringMatching(/kafka\.saslMechanism is plain but kafka\.saslUsername is not set/),
+    ]);
+  });
+
+  it('reports invalid JSON and an unreadable file', () => {
+    expect(checkConfigFile(tmpFile('c.json', '{"kafka": ')).errors).toEqual([
+      expect.stringMatching(/invalid JSON/),
+    ]);
+    expect(checkConfigFile('/nonexistent/docstream.json').errors).toEqual([
+      expect.stringMatching(/cannot read \(ENOENT\)/),
+    ]);
+  });
+
+  it('checks .env files: unknown variables, values, secret paths; other variables pass', () => {
+    const file = tmpFile(
+      'prod.env',
+      [
+        '# comment',
+        'NODE_EXTRA_CA_CERTS=/etc/ca.pem',
+        'DOCSTREAM_KAFKA_BROKERZ=a:1',
+        'export DOCSTREAM_CONNECTOR_MAX_IN_FLIGHT=many',
+        'DOCSTREAM_API_CLIENT_SECRET_FILE=secrets/api',
+        'DOCSTREAM_REGISTRY_PASSWORD=hunter2',
+        'not a variable',
+      ].join('\n'),
+    );
+    const { errors, warnings } = checkConfigFile(file);
+    expect(errors).toEqual([
+      expect.stringMatching(
+        /:3: unknown configuration variable DOCSTREAM_KAFKA_BROKERZ \(did you mean 'DOCSTREAM_KAFKA_BROKERS'\?\)/,
+      ),
+      expect.stringMatching(/:4: DOCSTREAM_CONNECTOR_MAX_IN_FLIGHT: expected an integer/),
+      expect.stringMatching(/:5: DOCSTREAM_API_CLIENT_SECRET_FILE: expected an absolute path/),
+      expect.stringMatching(/:7: expected NAME=value/),
+    ]);
+    expect(warnings).toEqual([expect.stringMatching(/DOCSTREAM_REGISTRY_PASSWORD holds a secret/)]);
+    // A warning names the variable, never the secret's value.
+    expect(warnings.join(' ')).not.toContain('hunter2');
+  });
+});

@@ -1,0 +1,213 @@
+/**
+ * `docstream config check`: validates a configuration file against the spec and reports every
+ * problem at once (the loader stops at the first), so a user fixing a file sees all wrong keys.
+ * JSON files hold configuration sections; `.env` files hold `DOCSTREAM_*` variables (as given to
+ * `docker run --env-file` or systemd's EnvironmentFile), where secrets come from `…_FILE` paths.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { resolveAddress } from '../client/cells.js';
+import { ConfigError, coerce } from './load.js';
+import { CONFIG_SPEC, RESERVED_ENV, envName, type FieldSpec } from './spec.js';
+
+export interface CheckResult {
+  /** Each problem names the key (or variable) and, where it has one, the line. */
+  errors: string[];
+  /** Allowed but risky, e.g. a secret written into a file. */
+  warnings: string[];
+  /** How many keys or variables were read. */
+  keys: number;
+}
+
+const sections = CONFIG_SPEC as unknown as Record<string, Record<string, FieldSpec>>;
+
+function distance(a: string, b: string): number {
+  const row = Array.from({ length: b.length + 1 }, (_, i) => i);
+  for (let i = 1; i <= a.length; i++) {
+    let diagonal = row[0]!;
+    row[0] = i;
+    for (let j = 1; j <= b.length; j++) {
+      const above = row[j]!;
+      row[j] = Math.min(row[j]! + 1, row[j - 1]! + 1, diagonal + (a[i - 1] === b[j - 1] ? 0 : 1));
+      diagonal = above;
+    }
+  }
+  return row[b.length]!;
+}
+
+/** The closest known name, when it is close enough to be a typo. */
+function suggest(name: string, known: Iterable<string>): string {
+  let best = '';
+  let bestDistance = Infinity;
+  for (const candidate of known) {
+    const d = distance(name.toLowerCase(), candidate.toLowerCase());
+    if (d < bestDistance) [best, bestDistance] = [candidate, d];
+  }
+  return bestDistance <= Math.max(2, Math.floor(name.length / 4)) ? ` (did you mean '${best}'?)` : '';
+}
+
+function coerceInto(
+  result: CheckResult,
+  spec: FieldSpec,
+  value: unknown,
+  where: string,
+): { ok: boolean; value?: unknown } {
+  try {
+    return { ok: true, value: coerce(spec, value, where) };
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    result.errors.push(err.message);
+    return { ok: false };
+  }
+}
+
+/** Checks that hold across keys; `values` has only what the file set, as `section.key`. */
+function crossChecks(result: CheckResult, values: Map<string, unknown>, origin: string): void {
+  const cells = values.get('api.cells');
+  if (cells !== undefined) {
+    const isAddress = (v: unknown) =>
+      typeof v === 'object' && v !== null && typeof (v as { baseUrl?: unknown }).baseUrl === 'string';
+    if (typeof cells !== 'object' || cells === null || Array.isArray(cells)) {
+      result.errors.push(`${origin}: api.cells: expected an object of cell name to {"baseUrl", "tokenUrl"}`);
+    } else {
+      for (const [name, address] of Object.entries(cells)) {
+        if (!isAddress(address)) {
+          result.errors.push(`${origin}: api.cells.${name}: expected {"baseUrl", "tokenUrl"}`);
+        }
+      }
+    }
+  }
+  const cell = values.get('api.cell');
+  if (typeof cell === 'string' && cell !== '') {
+    try {
+      resolveAddress({ cell, cells: (cells ?? {}) as Record<string, { baseUrl: string }> });
+    } catch (err) {
+      result.errors.push(`${origin}: api.cell: ${(err as Error).message}`);
+    }
+  }
+  const mechanism = values.get('kafka.saslMechanism');
+  if (typeof mechanism === 'string' && mechanism !== 'none' && !values.get('kafka.saslUsername')) {
+    result.errors.push(`${origin}: kafka.saslMechanism is ${mechanism} but kafka.saslUsername is not set`);
+  }
+}
+
+function checkJson(text: string, origin: string): CheckResult {
+  const result: CheckResult = { errors: [], warnings: [], keys: 0 };
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (err) {
+    result.errors.push(`${origin}: invalid JSON (${(err as Error).message})`);
+    return result;
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+    result.errors.push(`${origin}: the configuration must be a JSON object of sections`);
+    return result;
+  }
+  const values = new Map<string, unknown>();
+  for (const [section, fields] of Object.entries(parsed)) {
+    const known = sections[section];
+    if (!known) {
+      result.errors.push(
+        `${origin}: unknown configuration section '${section}'${suggest(section, Object.keys(sections))}`,
+      );
+      continue;
+    }
+    if (typeof fields !== 'object' || fields === null || Array.isArray(fields)) {
+      result.errors.push(`${origin}: section '${section}' must be an object`);
+      continue;
+    }
+    for (const [key, value] of Object.entries(fields)) {
+      result.keys++;
+      const spec = Object.hasOwn(known, key) ? known[key] : undefined;
+      if (!spec) {
+        result.errors.push(
+          `${origin}: unknown configuration key '${section}.${key}'` +
+            suggest(
+              `${section}.${key}`,
+              Object.keys(known).map((k) => `${section}.${k}`),
+            ),
+        );
+        continue;
+      }
+      const coerced = coerceInto(result, spec, value, `${origin}: ${section}.${key}`);
+      if (!coerced.ok) continue;
+      values.set(`${section}.${key}`, coerced.value);
+      const empty = coerced.value === '' || (Array.isArray(coerced.value) && coerced.value.length === 0);
+      if (spec.secret && !empty) {
+        result.warnings.push(
+          `${origin}: ${section}.${key} is a secret written into the file; ` +
+            `prefer ${envName(section, key)}_FILE pointing at a file only docstream can read`,
+        );
+      }
+    }
+  }
+  crossChecks(result, values, origin);
+  return result;
+}
+
+/** Parses `NAME=value` lines (comments, blank lines and a leading `export` allowed). */
+function checkEnv(text: string, origin: string): CheckResult {
+  const result: CheckResult = { errors: [], warnings: [], keys: 0 };
+  const known = new Map<string, [string, string, FieldSpec, boolean]>();
+  for (const [section, fields] of Object.entries(sections)) {
+    for (const [key, spec] of Object.entries(fields)) {
+      known.set(envName(section, key), [section, key, spec, false]);
+      if (spec.secret) known.set(`${envName(section, key)}_FILE`, [section, key, spec, true]);
+    }
+  }
+  const values = new Map<string, unknown>();
+  text.split(/\r?\n/).forEach((raw, index) => {
+    const where = `${origin}:${index + 1}`;
+    const line = raw.trim();
+    if (line === '' || line.startsWith('#')) return;
+    const match = /^(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=(.*)$/.exec(line);
+    if (!match) {
+      result.errors.push(`${where}: expected NAME=value`);
+      return;
+    }
+    const [, variable, rawValue] = match as unknown as [string, string, string];
+    const value = rawValue.replace(/^(['"])(.*)\1$/, '$2');
+    if (!variable.startsWith('DOCSTREAM_')) return; // NODE_EXTRA_CA_CERTS and the like pass through
+    if (RESERVED_ENV.some((r) => variable === r || (r.endsWith('_') && variable.startsWith(r)))) return;
+    result.keys++;
+    const entry = known.get(variable);
+    if (!entry) {
+      result.errors.push(
+        `${where}: unknown configuration variable ${variable}${suggest(variable, known.keys())}`,
+      );
+      return;
+    }
+    const [section, key, spec, isFile] = entry;
+    if (isFile) {
+      // The secret file exists where docstream runs, not necessarily here: check only its shape.
+      if (!path.isAbsolute(value)) result.errors.push(`${where}: ${variable}: expected an absolute path`);
+      values.set(`${section}.${key}`, '(from file)');
+      return;
+    }
+    const coerced = coerceInto(result, spec, value, `${where}: ${variable}`);
+    if (!coerced.ok) return;
+    values.set(`${section}.${key}`, coerced.value);
+    if (spec.secret && value !== '') {
+      result.warnings.push(`${where}: ${variable} holds a secret; prefer ${variable}_FILE`);
+    }
+  });
+  crossChecks(result, values, origin);
+  return result;
+}
+
+/** Checks one file: `.env` files as variables, anything else as JSON. */
+export function checkConfigFile(file: string): CheckResult {
+  let text: string;
+  try {
+    text = fs.readFileSync(file, 'utf8');
+  } catch (err) {
+    return {
+      errors: [`${file}: cannot read (${(err as NodeJS.ErrnoException).code})`],
+      warnings: [],
+      keys: 0,
+    };
+  }
+  const base = path.basename(file);
+  return base.endsWith('.env') || base.startsWith('.env') ? checkEnv(text, file) : checkJson(text, file);
+}
