@@ -311,3 +311,44 @@ describe('start-up', () => {
     expect(env.childLogs.at(-1)!.join('')).toContain('start-up failed while preparing topics and schemas');
   }, 120_000);
 });
+
+describe('a crashed consumer', () => {
+  const env = new E2E();
+  beforeAll(async () => {
+    await env.start();
+  });
+  afterAll(async () => {
+    await env.stop();
+  });
+
+  it('is restarted with back-off and counted; not ready meanwhile; the record is processed after', async () => {
+    const file = await env.writeFile('crash.pdf', await sampleBytes('clean-pdf'));
+    const connector = await env.startConnector();
+    await env.collect();
+    await waitFor('a partition assigned', () => connector.isReady().assigned > 0, 30_000);
+    // Admission fails unexpectedly (not a data fault, not an outage) for a while: the batch fails, the
+    // consumer crashes, and the restarted consumer fetches the record again.
+    const engine = connector.engine;
+    const admit = engine.admit.bind(engine);
+    const failUntil = Date.now() + 8000;
+    engine.admit = async (...args) => {
+      if (Date.now() < failUntil) throw new Error('simulated unexpected admission failure');
+      return admit(...args);
+    };
+    await env.produce([arrival('evt-crash', file)]);
+    let sawUnready = false;
+    await waitUntil(
+      'the event analysed after restarts',
+      async () => {
+        if (!connector.isReady().kafka) sawUnready = true;
+        return env.forEvent('evt-crash').length >= 3;
+      },
+      90_000,
+    );
+    const restarts = (await connector.metrics.consumerRestarts.get()).values[0]?.value ?? 0;
+    expect(restarts).toBeGreaterThanOrEqual(1);
+    expect(sawUnready).toBe(true);
+    expect(env.on('dlq')).toEqual([]);
+    await waitFor('ready again', () => connector.isReady().kafka, 30_000);
+  }, 120_000);
+});
