@@ -92,6 +92,11 @@ export const CONFIG_SPEC = {
     saslMechanism: f.enum(['none', 'plain', 'scram-sha-256', 'scram-sha-512'], 'none', 'SASL mechanism.'),
     saslUsername: f.string('', 'SASL user name.'),
     saslPassword: f.secret('', 'SASL password.'),
+    maxMessageBytes: f.int(
+      1000000,
+      "Largest message the connector writes; a topic's lower max.message.bytes, read from the broker at boot, lowers it. Larger messages end in a (cut) dead letter.",
+      1024,
+    ),
   },
   topics: {
     arrived: f.string('documents.arrived', 'Input topic of arrival events.'),

@@ -107,11 +107,17 @@ export class Connector {
     );
     await step('connecting the producer', () => producer.connect());
     // The limits the broker applies: a message over them fails at once, and ends in a (cut) letter.
-    producer.setTopicLimits(
-      await step('reading max.message.bytes of the output topics', () =>
-        admin.maxMessageBytes([t.state, t.dlq, t.fraud, t.quality, t.classification, t.decision]),
-      ),
-    );
+    // Without the right to describe configs, kafka.maxMessageBytes stands for every topic.
+    try {
+      producer.setTopicLimits(
+        await admin.maxMessageBytes([t.state, t.dlq, t.fraud, t.quality, t.classification, t.decision]),
+      );
+    } catch (err) {
+      this.log.warn(
+        { err: (err as Error).message, maxMessageBytes: config.kafka.maxMessageBytes },
+        'could not read max.message.bytes of the topics; using kafka.maxMessageBytes',
+      );
+    }
     await step('reading the state topic', async () => {
       await state.start();
       await state.caughtUp();

@@ -113,7 +113,7 @@ export function buildParts(
   const client = apiClientOf(config, logger, metrics);
   const blobs = createBlobSource(config.blobs, { logger });
   const admin = kafka.admin();
-  const producer = kafka.producer();
+  const producer = kafka.producer({ maxMessageBytes: config.kafka.maxMessageBytes });
   const sender = new CoalescingSender(producer);
   const t = config.topics;
   const c = config.connector;
