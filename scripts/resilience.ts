@@ -251,7 +251,7 @@ export async function runResilience(options: ResilienceOptions): Promise<Resilie
       const m = badById.get(a.event_id);
       if (!m) return false;
       const raw = (Buffer.isBuffer(m.value) ? m.value : Buffer.from(m.value, 'utf8')).toString('base64');
-      return collector.anonymousDeadLetters.some((l) => (l.value ?? '') === raw);
+      return collector.anonymousDeadLetters.some((l) => (l.value ?? '') === raw || l.key === a.event_id);
     };
     const settledCount = () => input.slice(0, produced).filter(isSettled).length;
 
