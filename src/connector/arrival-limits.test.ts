@@ -1,4 +1,5 @@
 import type { IncomingMessage } from '../kafka/consumer.js';
+import { MessageTooLargeError } from '../kafka/errors.js';
 import { silentLogger } from '../observability/logger.js';
 import { RegistryUnavailableError } from '../serde/registry.js';
 import { arrivalHandler, type ArrivalLimits } from './arrivals.js';
@@ -16,13 +17,18 @@ function message(value: unknown): IncomingMessage {
   };
 }
 
-function setup(limits: ArrivalLimits, decode: () => Promise<unknown> = async () => ({})) {
+function setup(
+  limits: ArrivalLimits,
+  decode: () => Promise<unknown> = async () => ({}),
+  admitError: Error | null = null,
+) {
   const letters: DeadLetter[] = [];
   const admitted: string[] = [];
   const handle = arrivalHandler({
     decoder: { decode },
     engine: {
       admit: async (_source, event) => {
+        if (admitError) throw admitError;
         admitted.push(event.event_id);
         return 'started';
       },
@@ -63,6 +69,21 @@ describe('the size rule of arrival events', () => {
     expect(letters.map((l) => [l.event_id, l.error_code, l.attributes])).toEqual([
       ['huge', 'event_too_large', {}],
     ]);
+  });
+
+  it('dead-letters an event whose state write the broker refused as too large, rethrows other failures', async () => {
+    const tooLarge = new MessageTooLargeError({
+      topic: 'state',
+      size: 2_000_000,
+      limit: 1_000_000,
+      fromBroker: true,
+    });
+    const { handle, letters } = setup({ maxAttributesBytes: 1000 }, undefined, tooLarge);
+    await handle(message({ event_id: 'e', blob }));
+    expect(letters.map((l) => [l.stage, l.error_code])).toEqual([['validate', 'event_too_large']]);
+    const other = setup({ maxAttributesBytes: 1000 }, undefined, new Error('state topic unavailable'));
+    await expect(other.handle(message({ event_id: 'e', blob }))).rejects.toThrow('state topic unavailable');
+    expect(other.letters).toEqual([]);
   });
 
   it('throws a registry outage (the record is retried), never dead-letters it', async () => {

@@ -9,6 +9,7 @@
  * stall its partition.
  */
 import type { IncomingMessage } from '../kafka/consumer.js';
+import { isMessageTooLarge } from '../kafka/errors.js';
 import type { Logger } from '../observability/logger.js';
 import { decodeDocumentArrived, type AvroDecoder } from '../serde/input.js';
 import { deadLetterOf, decodeStage, type DeadLetterSink } from './dead-letters.js';
@@ -100,7 +101,22 @@ export function arrivalHandler(deps: ArrivalDeps): (message: IncomingMessage) =>
       );
       return;
     }
-    const outcome = await deps.engine.admit(source, event, deps.state.get(event.event_id));
+    let outcome: AdmitOutcome;
+    try {
+      outcome = await deps.engine.admit(source, event, deps.state.get(event.event_id));
+    } catch (err) {
+      // The size rule above measures the state before it exists; should a write still be refused as
+      // too large, the same record would be refused at every redelivery: it ends in a letter instead.
+      if (!isMessageTooLarge(err)) throw err;
+      await deps.deadLetter(
+        deadLetterOf(
+          err,
+          { source, event_id: event.event_id, submission_id: null, attributes: event.attributes },
+          { stage: 'validate', fallbackCode: 'event_too_large' },
+        ),
+      );
+      return;
+    }
     deps.logger.debug(
       { event_id: event.event_id, outcome, partition: message.partition, offset: message.offset },
       'admitted',
