@@ -92,6 +92,11 @@ export const CONFIG_SPEC = {
     saslMechanism: f.enum(['none', 'plain', 'scram-sha-256', 'scram-sha-512'], 'none', 'SASL mechanism.'),
     saslUsername: f.string('', 'SASL user name.'),
     saslPassword: f.secret('', 'SASL password.'),
+    maxMessageBytes: f.int(
+      1000000,
+      "Largest message the connector writes; a topic's lower max.message.bytes, read from the broker at boot, lowers it. Larger messages end in a (cut) dead letter.",
+      1024,
+    ),
   },
   topics: {
     arrived: f.string('documents.arrived', 'Input topic of arrival events.'),
@@ -145,6 +150,12 @@ export const CONFIG_SPEC = {
     timeoutMs: f.int(30000, 'Timeout of one HTTP request.', 100),
     retryAttempts: f.int(6, 'Attempts per call for retriable failures (429, 5xx, network).', 1, 50),
     retryMaxTotalMs: f.int(120000, 'Bound on the total time spent retrying one call.', 100),
+    createRetryAttempts: f.int(
+      6,
+      'Attempts of a create whose answer was lost (5xx, connection reset after sending); each retry may leave an empty submission behind.',
+      1,
+      20,
+    ),
   },
   connector: {
     maxInFlight: f.int(
@@ -172,6 +183,15 @@ export const CONFIG_SPEC = {
       'Override of the results awaited per pipeline, e.g. {"FRAUD_ONLY": ["fraud"]}; default per the design.',
     ),
     commitIntervalMs: f.int(1000, 'How often safe offsets are committed.', 50),
+    maxAttributesBytes: f.int(
+      65536,
+      'Largest serialised attributes of an event (echoed into every output): larger ones are dead-lettered (attributes_too_large).',
+      2,
+    ),
+    redactFields: f.list(
+      [],
+      'Fields (dotted paths, e.g. blob.url or attributes.email) removed from the copy of the original record in dead letters; submission_characteristics always is.',
+    ),
     shutdownTimeoutMs: f.int(30000, 'Bound on a graceful shutdown.', 100),
   },
   blobs: {
