@@ -22,7 +22,8 @@ import { registerTenantRoutes } from './routes/tenants.js';
 import { registerTokenRoute } from './routes/token.js';
 import { registerUploadRoute } from './routes/upload.js';
 
-const API_PATH = /^\/v[02](\/|\?|$)/;
+/** Matched against the route the router chose, never the raw URL (which may percent-encode the prefix). */
+const API_ROUTE = /^\/v[02](\/|$)/;
 
 function tooMany(ctx: SandboxContext, reply: FastifyReply, waitMs: number, why: string): FastifyReply {
   ctx.stats.increment('rateLimited');
@@ -37,7 +38,10 @@ async function gate(
   request: FastifyRequest,
   reply: FastifyReply,
 ): Promise<FastifyReply | void> {
-  if (!API_PATH.test(request.url)) return;
+  // `/%762/submission` reaches the `/v2/submission` route: the router decodes the path, so the
+  // decision whether a request needs a token must be taken on the route it matched.
+  const route = request.routeOptions.url;
+  if (route === undefined || !API_ROUTE.test(route)) return;
   const config = ctx.config();
   if (config.faults.extraLatencyMs > 0) await sleep(config.faults.extraLatencyMs);
   if (chance(ctx.random(), config.faults.dropRate)) {

@@ -1,0 +1,44 @@
+/**
+ * The sandbox as an attacker sees it: requests that try to skip authentication, break the
+ * token endpoint or make it answer huge bodies.
+ */
+import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
+import { api, call, token } from './helpers.js';
+
+let sb: Sandbox;
+
+beforeAll(async () => {
+  sb = await startSandbox({ processing: { distribution: 'fixed', meanMs: 20 } });
+});
+
+afterAll(async () => {
+  await sb.close();
+});
+
+describe('percent-encoded API paths', () => {
+  // The router decodes %76 to "v", so these reach the /v2 and /v0 routes.
+  const disguised: Array<[string, string, string | undefined]> = [
+    ['POST', '/%762/submission', '{}'],
+    ['POST', '/%76%32/submission', '{}'],
+    ['DELETE', '/%76%32/submission/x', undefined],
+    ['GET', '/%762/submission/x/fraud', undefined],
+    ['PUT', '/v%32/submission/x/feedback', '{}'],
+    ['POST', '/%760/tenants', '{"name":"x","cells":["eu-1"]}'],
+    ['GET', '/%760/tenants/x/applications', undefined],
+  ];
+
+  test.each(disguised)('%s %s without a token: 401', async (method, path, body) => {
+    const res = await call(`${sb.baseUrl}${path}`, {
+      method,
+      headers: body === undefined ? {} : { 'content-type': 'application/json' },
+      body,
+    });
+    expect(res.status).toBe(401);
+  });
+
+  test('a token without the route scope gets 403 on the encoded path too', async () => {
+    const reader = await token(sb, 'sandbox-client', 'sandbox-secret', 'submissions.read');
+    const res = await api(sb, reader).json('POST', '/%762/submission', {});
+    expect(res.status).toBe(403);
+  });
+});
