@@ -2,13 +2,33 @@
  * The sandbox as an attacker sees it: requests that try to skip authentication, break the
  * token endpoint or make it answer huge bodies.
  */
+import { request as httpRequest } from 'node:http';
+import { exportSPKI, generateKeyPair, SignJWT, type CryptoKey } from 'jose';
 import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
-import { api, call, token } from './helpers.js';
+import { api, basic, call, token } from './helpers.js';
 
 let sb: Sandbox;
+let adminKey: CryptoKey;
 
 beforeAll(async () => {
-  sb = await startSandbox({ processing: { distribution: 'fixed', meanMs: 20 } });
+  const { publicKey, privateKey } = await generateKeyPair('RS256', { extractable: true });
+  adminKey = privateKey;
+  sb = await startSandbox({
+    processing: { distribution: 'fixed', meanMs: 20 },
+    clients: [
+      {
+        clientId: 'sandbox-client',
+        clientSecret: 'sandbox-secret',
+        scopes: ['submissions.read', 'submissions.write'],
+      },
+      {
+        clientId: 'tenant-admin',
+        publicKeyPem: await exportSPKI(publicKey),
+        kid: 'admin-key-1',
+        scopes: ['tenants.write'],
+      },
+    ],
+  });
 });
 
 afterAll(async () => {
@@ -40,5 +60,25 @@ describe('percent-encoded API paths', () => {
     const reader = await token(sb, 'sandbox-client', 'sandbox-secret', 'submissions.read');
     const res = await api(sb, reader).json('POST', '/%762/submission', {});
     expect(res.status).toBe(403);
+  });
+});
+
+const FORM = { 'content-type': 'application/x-www-form-urlencoded' };
+
+describe('token endpoint', () => {
+  test('malformed percent-encoding in Basic credentials is a 401, not a 500', async () => {
+    for (const [id, secret] of [
+      ['sandbox-client%', 'sandbox-secret'],
+      ['sandbox-client', '%E0%A4%A'],
+      ['%zz', '%'],
+    ]) {
+      const res = await call(sb.tokenUrl, {
+        method: 'POST',
+        headers: { ...FORM, authorization: basic(id as string, secret as string) },
+        body: 'grant_type=client_credentials',
+      });
+      expect(res.status).toBe(401);
+      expect((res.body as { error: string }).error).toBe('invalid_client');
+    }
   });
 });
