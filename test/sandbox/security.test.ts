@@ -28,6 +28,7 @@ beforeAll(async () => {
         scopes: ['tenants.write'],
       },
     ],
+    tokenUrls: ['https://auth.example.test/oauth2/token'],
   });
 });
 
@@ -80,5 +81,51 @@ describe('token endpoint', () => {
       expect(res.status).toBe(401);
       expect((res.body as { error: string }).error).toBe('invalid_client');
     }
+  });
+
+  let jti = 0;
+  const assertion = (aud: string) =>
+    new SignJWT({})
+      .setProtectedHeader({ alg: 'RS256', kid: 'admin-key-1' })
+      .setIssuer('tenant-admin')
+      .setSubject('tenant-admin')
+      .setAudience(aud)
+      .setIssuedAt()
+      .setExpirationTime('2m')
+      .setJti(`security-${++jti}-${Date.now()}`)
+      .sign(adminKey);
+
+  /** POSTs an assertion with a chosen Host header (fetch does not let a caller set it). */
+  const postAssertion = (jwt: string, host?: string) =>
+    new Promise<number>((resolve, reject) => {
+      const body = new URLSearchParams({
+        grant_type: 'client_credentials',
+        client_assertion_type: 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer',
+        client_assertion: jwt,
+      }).toString();
+      const req = httpRequest(
+        sb.tokenUrl,
+        {
+          method: 'POST',
+          headers: { ...FORM, 'content-length': Buffer.byteLength(body), ...(host ? { host } : {}) },
+        },
+        (res) => {
+          res.resume();
+          res.on('end', () => resolve(res.statusCode ?? 0));
+        },
+      );
+      req.on('error', reject);
+      req.end(body);
+    });
+
+  test('the assertion audience is checked against configured token URLs, not the Host header', async () => {
+    // An assertion minted for another server, replayed with a Host header that matches it.
+    expect(
+      await postAssertion(await assertion('http://evil.example.test/oauth2/token'), 'evil.example.test'),
+    ).toBe(401);
+    expect(await postAssertion(await assertion(sb.tokenUrl))).toBe(200);
+    const port = new URL(sb.tokenUrl).port;
+    expect(await postAssertion(await assertion(`http://localhost:${port}/oauth2/token`))).toBe(200);
+    expect(await postAssertion(await assertion('https://auth.example.test/oauth2/token'))).toBe(200);
   });
 });
