@@ -12,7 +12,7 @@ import Fastify, {
 } from 'fastify';
 import { SandboxConfigError } from './config.js';
 import type { SandboxContext } from './context.js';
-import { HttpError } from './http.js';
+import { capMessage, HttpError } from './http.js';
 import { chance } from './random.js';
 import { formatRetryAfter } from './rate-limit.js';
 import { registerControlRoutes, type ControlActions } from './routes/control.js';
@@ -91,10 +91,12 @@ function onError(ctx: SandboxContext) {
     if (error instanceof HttpError) {
       return reply.code(error.status).headers(error.headers).send({ message: error.message });
     }
-    if (error instanceof SandboxConfigError) return reply.code(400).send({ message: error.message });
+    if (error instanceof SandboxConfigError) {
+      return reply.code(400).send({ message: capMessage(error.message) });
+    }
     const status = (error as FastifyError).statusCode;
     if (status !== undefined && status >= 400 && status < 500) {
-      return reply.code(status).send({ message: error.message });
+      return reply.code(status).send({ message: capMessage(error.message) });
     }
     ctx.logger.error(
       { err: error, method: request.method, route: request.routeOptions.url },
@@ -116,7 +118,7 @@ export function buildServer(ctx: SandboxContext, actions: ControlActions): Fasti
   });
   app.setErrorHandler(onError(ctx));
   app.setNotFoundHandler(async (request, reply) =>
-    reply.code(404).send({ message: `no route ${request.method} ${request.url.split('?')[0]}` }),
+    reply.code(404).send({ message: capMessage(`no route ${request.method} ${request.url.split('?')[0]}`) }),
   );
 
   registerTokenRoute(app, ctx);

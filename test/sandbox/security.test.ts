@@ -129,3 +129,20 @@ describe('token endpoint', () => {
     expect(await postAssertion(await assertion('https://auth.example.test/oauth2/token'))).toBe(200);
   });
 });
+
+describe('error bodies', () => {
+  test('an error listing thousands of unknown fields answers a capped message', async () => {
+    const c = api(sb, await token(sb));
+    const body = Object.fromEntries(Array.from({ length: 20000 }, (_, i) => [`unknown_field_${i}`, 1]));
+    const res = await c.json('POST', '/v2/submission', body);
+    expect(res.status).toBe(400);
+    expect((res.body as { message: string }).message).toMatch(/^unknown fields unknown_field_0, /);
+    expect(res.text.length).toBeLessThan(2048);
+  });
+
+  test('a 404 for a very long path does not echo all of it', async () => {
+    const res = await call(`${sb.baseUrl}/${'a'.repeat(8000)}`);
+    expect(res.status).toBe(404);
+    expect(res.text.length).toBeLessThan(2048);
+  });
+});
