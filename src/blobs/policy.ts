@@ -3,7 +3,7 @@
  * so `config.blobs` can be passed as is, while this module stays free of the config loader.
  */
 export interface BlobPolicy {
-  /** Directories `file://` blobs may be read from; symlinks are resolved before the check. */
+  /** Directories `file://` blobs may be read from; symlinks are resolved before the check; empty allows none. */
   fileRoots: readonly string[];
   /** `host` or `host:port` entries `http(s)://` blobs may be fetched from; empty allows none. */
   httpHosts: readonly string[];

@@ -17,7 +17,11 @@ describe('loadConfig', () => {
     expect(config.registry.url).toBe('http://localhost:8081/apis/ccompat/v7');
     expect(config.api.baseUrl).toBe('http://localhost:8080');
     expect(config.api.clientId).toBe('sandbox-client');
-    expect(config.blobs.fileRoots).toContain(os.tmpdir());
+  });
+
+  it('opens no file roots and no http hosts by default', () => {
+    const { blobs } = loadConfig({ env: {}, files: [] });
+    expect([blobs.fileRoots, blobs.httpHosts, blobs.allowPrivateNetworks]).toEqual([[], [], false]);
   });
 
   it('reads files, then the environment, then overrides', () => {

@@ -3,7 +3,6 @@
  * The loader, the validation, the environment-variable names and the reference docs
  * (`docstream config docs`) are all derived from this table, so they cannot drift apart.
  */
-import os from 'node:os';
 
 export type FieldKind = 'string' | 'int' | 'number' | 'bool' | 'list' | 'enum' | 'json';
 
@@ -176,8 +175,8 @@ export const CONFIG_SPEC = {
   },
   blobs: {
     fileRoots: f.list(
-      () => [process.cwd(), os.tmpdir()],
-      'Directories file:// blobs may be read from (default: the working directory and the system temp dir).',
+      [],
+      'Directories file:// blobs may be read from; empty allows none (an event could otherwise upload any readable file).',
     ),
     httpHosts: f.list(
       [],
