@@ -48,6 +48,13 @@ describe('blob access with the default configuration', () => {
     expect(error.message).toMatch(/file:\/\/ blobs are not allowed.*blobs\.fileRoots/);
   });
 
+  it('refuses any bucket, naming blobs.s3Buckets, without asking S3', async () => {
+    const error = await blobError(source.resolve({ url: 's3://company-private/payroll.pdf' }));
+    expect(error.code).toBe('blob_not_allowed');
+    expect(error.message).toMatch(/blobs\.s3Buckets/);
+    expect(requests).toBe(0);
+  });
+
   it('refuses any http(s) host, naming blobs.httpHosts', async () => {
     const error = await blobError(source.resolve({ url: 'https://example.com/a.pdf' }));
     expect(error.code).toBe('blob_not_allowed');

@@ -9,7 +9,7 @@ export interface BlobPolicy {
   httpHosts: readonly string[];
   /** Allow loopback, private, link-local and unique-local addresses (metadata stays refused). */
   allowPrivateNetworks: boolean;
-  /** Buckets `s3://` blobs may be read from; empty allows any. */
+  /** Buckets `s3://` blobs may be read from; empty allows none. */
   s3Buckets: readonly string[];
   /** S3 endpoint URL for an S3-compatible store; empty means AWS. */
   s3Endpoint: string;

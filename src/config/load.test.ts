@@ -19,9 +19,14 @@ describe('loadConfig', () => {
     expect(config.api.clientId).toBe('sandbox-client');
   });
 
-  it('opens no file roots and no http hosts by default', () => {
+  it('opens no blob source by default: no file roots, no hosts, no buckets', () => {
     const { blobs } = loadConfig({ env: {}, files: [] });
-    expect([blobs.fileRoots, blobs.httpHosts, blobs.allowPrivateNetworks]).toEqual([[], [], false]);
+    expect([blobs.fileRoots, blobs.httpHosts, blobs.s3Buckets, blobs.allowPrivateNetworks]).toEqual([
+      [],
+      [],
+      [],
+      false,
+    ]);
   });
 
   it('reads files, then the environment, then overrides', () => {

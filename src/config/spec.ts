@@ -186,7 +186,7 @@ export const CONFIG_SPEC = {
       false,
       'Allow http(s) blobs on loopback, private or link-local addresses (metadata endpoints stay refused).',
     ),
-    s3Buckets: f.list([], 'Buckets s3:// blobs may be read from; empty allows any.'),
+    s3Buckets: f.list([], 'Buckets s3:// blobs may be read from; empty allows none.'),
     s3Endpoint: f.string('', 'S3 endpoint URL for an S3-compatible store (empty: AWS).'),
     s3Region: f.string('us-east-1', 'S3 region.'),
     s3ForcePathStyle: f.bool(true, 'Use path-style S3 addressing (needed by most S3-compatible stores).'),
