@@ -71,6 +71,35 @@ describe('loadConfig', () => {
     expect(JSON.stringify(redactConfig(config))).not.toContain('top-secret');
   });
 
+  it('redacts passwords embedded in URLs, in plain keys and inside JSON values', () => {
+    const config = loadConfig({
+      env: {
+        DOCSTREAM_REGISTRY_URL: 'https://reg-user:reg-pass@registry.example:8081/apis/ccompat/v7',
+        DOCSTREAM_API_CELLS: JSON.stringify({
+          'eu-1': {
+            baseUrl: 'https://cell-user:cell%40pass@eu.example',
+            tokenUrl: 'https://:token-pass@auth.example/oauth2/token',
+          },
+        }),
+        DOCSTREAM_KAFKA_BROKERS: 'broker.example:9092',
+      },
+      files: [],
+    });
+    const shown = JSON.stringify(redactConfig(config));
+    for (const secret of ['reg-pass', 'cell%40pass', 'token-pass']) expect(shown).not.toContain(secret);
+    const redacted = redactConfig(config);
+    expect(redacted.registry!.url).toBe('https://reg-user:[redacted]@registry.example:8081/apis/ccompat/v7');
+    expect(redacted.api!.cells).toEqual({
+      'eu-1': {
+        baseUrl: 'https://cell-user:[redacted]@eu.example',
+        tokenUrl: 'https://:[redacted]@auth.example/oauth2/token',
+      },
+    });
+    // URLs without a password are shown as they are.
+    expect(redacted.api!.baseUrl).toBe('http://localhost:8080');
+    expect(redacted.kafka!.brokers).toEqual(['broker.example:9092']);
+  });
+
   it('ignores reserved tooling variables', () => {
     expect(() =>
       loadConfig({ env: { DOCSTREAM_TEST_STACK: 'reuse', DOCSTREAM_CONFIG: '' }, files: [] }),
