@@ -28,6 +28,15 @@ async function post(url: string, body: string, headers: Record<string, string>) 
   return { status: res.status, body: (await res.json()) as { message: string } };
 }
 
+async function postTyped(url: string, body: string, contentType: string, headers: Record<string, string>) {
+  const res = await fetch(url, {
+    method: 'POST',
+    body,
+    headers: { ...headers, 'content-type': contentType },
+  });
+  return { status: res.status, body: (await res.json()) as { message: string } };
+}
+
 function signedHeaders(body: string, id = 'msg_1', withSecret = secret): Record<string, string> {
   const at = new Date();
   return {
@@ -94,6 +103,24 @@ describe('webhook receiver against a hostile sender', () => {
       },
       timeouts: { headersMs: 300, requestMs: 600, keepAliveMs: 300 },
     });
+
+  it('refuses a signed delivery that is not declared as JSON, accepts JSON with a charset', async () => {
+    const receiver = await start();
+    try {
+      calls = 0;
+      const body = JSON.stringify(event);
+      for (const type of ['text/plain', 'application/x-www-form-urlencoded', 'application/jsonp']) {
+        const res = await postTyped(receiver.url, body, type, signedHeaders(body, `msg_${type}`));
+        expect(res.status).toBe(415);
+      }
+      expect(calls).toBe(0);
+      const ok = await postTyped(receiver.url, body, 'application/json; charset=utf-8', signedHeaders(body));
+      expect(ok.status).toBe(200);
+      expect(calls).toBe(1);
+    } finally {
+      await receiver.close();
+    }
+  });
 
   /** Writes `first`, then nothing; resolves with what the server sent once it closed the socket. */
   function stall(url: string, first: string): Promise<string> {

@@ -80,6 +80,10 @@ function header(req: http.IncomingMessage, name: string): string | undefined {
   return Array.isArray(v) ? v[0] : v;
 }
 
+function isJson(contentType: string | undefined): boolean {
+  return contentType?.split(';')[0]?.trim().toLowerCase() === 'application/json';
+}
+
 export async function startWebhookReceiver(options: ReceiverOptions): Promise<WebhookReceiver> {
   const { logger } = options;
   const answer = (res: http.ServerResponse, status: number, message: string, outcome: string): void => {
@@ -102,6 +106,11 @@ export async function startWebhookReceiver(options: ReceiverOptions): Promise<We
         const path = (req.url ?? '/').split('?')[0];
         if (path !== options.path) return answer(res, 404, 'not found', 'not_found');
         if (req.method !== 'POST') return answer(res, 405, 'only POST is accepted', 'method_not_allowed');
+        // The sender signs JSON; any other declared type is not a delivery, even when signed.
+        if (!isJson(header(req, 'content-type'))) {
+          logger.warn({ webhook_id: header(req, 'webhook-id') }, 'webhook refused: not application/json');
+          return answer(res, 415, 'Content-Type must be application/json', 'unsupported_media_type');
+        }
         let body: Buffer;
         try {
           body = await readBody(req, options.maxBodyBytes);
