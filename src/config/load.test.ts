@@ -100,6 +100,38 @@ describe('loadConfig', () => {
     expect(redacted.kafka!.brokers).toEqual(['broker.example:9092']);
   });
 
+  it('refuses plain http API and token URLs outside loopback unless api.allowInsecureHttp', () => {
+    const load = (env: Record<string, string>) => () => loadConfig({ env, files: [] });
+    expect(load({ DOCSTREAM_API_BASE_URL: 'http://api.example.com' })).toThrow(
+      /api\.baseUrl: http:\/\/api\.example\.com .*unencrypted.*api\.allowInsecureHttp/,
+    );
+    expect(load({ DOCSTREAM_API_TOKEN_URL: 'http://10.0.0.5/oauth2/token' })).toThrow(/api\.tokenUrl/);
+    expect(
+      load({
+        DOCSTREAM_API_CELL: 'eu-1',
+        DOCSTREAM_API_CELLS: JSON.stringify({
+          'eu-1': { baseUrl: 'https://eu.example', tokenUrl: 'http://u:pw@auth.example/t' },
+        }),
+      }),
+    ).toThrow(/api\.cells\.eu-1\.tokenUrl: http:\/\/auth\.example /);
+    try {
+      load({ DOCSTREAM_API_TOKEN_URL: 'http://u:pw@auth.example/t' })();
+    } catch (error) {
+      expect((error as Error).message).not.toContain('pw');
+    }
+    for (const url of [
+      'http://localhost:8080',
+      'http://127.0.0.2:9',
+      'http://[::1]:8080',
+      'https://api.example.com',
+    ]) {
+      expect(load({ DOCSTREAM_API_BASE_URL: url })).not.toThrow();
+    }
+    expect(
+      load({ DOCSTREAM_API_BASE_URL: 'http://sandbox:8080', DOCSTREAM_API_ALLOW_INSECURE_HTTP: 'true' }),
+    ).not.toThrow();
+  });
+
   it('ignores reserved tooling variables', () => {
     expect(() =>
       loadConfig({ env: { DOCSTREAM_TEST_STACK: 'reuse', DOCSTREAM_CONFIG: '' }, files: [] }),

@@ -6,6 +6,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { CONFIG_SPEC, RESERVED_ENV, envName, type Config, type FieldSpec } from './spec.js';
+import { apiUrls, insecureHttpProblem } from './transport.js';
 
 export class ConfigError extends Error {
   override name = 'ConfigError';
@@ -158,7 +159,12 @@ export function loadConfig(options: LoadOptions = {}): Config {
   }
   applyEnv(raw, env);
   if (options.overrides) applyObject(raw, options.overrides, 'command line');
-  return raw as unknown as Config;
+  const config = raw as unknown as Config;
+  for (const [where, url] of apiUrls(config.api)) {
+    const problem = insecureHttpProblem(url, config.api.allowInsecureHttp);
+    if (problem) throw new ConfigError(`${where}: ${problem}`);
+  }
+  return config;
 }
 
 const REDACTED = '[redacted]';

@@ -136,6 +136,10 @@ export const CONFIG_SPEC = {
     clientId: f.string('sandbox-client', 'OAuth client id (default: the sandbox client).'),
     clientSecret: f.secret('sandbox-secret', 'OAuth client secret (default: the public sandbox secret).'),
     cells: f.json({}, 'Map of cell name to {"baseUrl", "tokenUrl"} for the real service.'),
+    allowInsecureHttp: f.bool(
+      false,
+      'Allow plain http:// API and token URLs on hosts other than loopback (the client secret and tokens then cross the network unencrypted).',
+    ),
     ratePerSecond: f.number(
       20,
       'Ceiling of API calls per second for this instance (adaptive below it on 429).',
