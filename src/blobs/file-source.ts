@@ -86,6 +86,12 @@ export async function openFileBlob(
   policy: BlobPolicy,
   logger: Logger,
 ): Promise<OpenedBlob> {
+  if (policy.fileRoots.length === 0) {
+    throw new BlobError(
+      'blob_not_allowed',
+      `${display}: file:// blobs are not allowed; list the directories docstream may read in blobs.fileRoots`,
+    );
+  }
   const roots = await realRoots(policy.fileRoots);
   const notAllowed = (why: string) =>
     new BlobError('blob_not_allowed', `${display} ${why}; it is outside blobs.fileRoots`);

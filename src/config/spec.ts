@@ -3,7 +3,6 @@
  * The loader, the validation, the environment-variable names and the reference docs
  * (`docstream config docs`) are all derived from this table, so they cannot drift apart.
  */
-import os from 'node:os';
 
 export type FieldKind = 'string' | 'int' | 'number' | 'bool' | 'list' | 'enum' | 'json';
 
@@ -142,6 +141,10 @@ export const CONFIG_SPEC = {
     clientId: f.string('sandbox-client', 'OAuth client id (default: the sandbox client).'),
     clientSecret: f.secret('sandbox-secret', 'OAuth client secret (default: the public sandbox secret).'),
     cells: f.json({}, 'Map of cell name to {"baseUrl", "tokenUrl"} for the real service.'),
+    allowInsecureHttp: f.bool(
+      false,
+      'Allow plain http:// API and token URLs on hosts other than loopback (the client secret and tokens then cross the network unencrypted).',
+    ),
     ratePerSecond: f.number(
       20,
       'Ceiling of API calls per second for this instance (adaptive below it on 429).',
@@ -196,8 +199,8 @@ export const CONFIG_SPEC = {
   },
   blobs: {
     fileRoots: f.list(
-      () => [process.cwd(), os.tmpdir()],
-      'Directories file:// blobs may be read from (default: the working directory and the system temp dir).',
+      [],
+      'Directories file:// blobs may be read from; empty allows none (an event could otherwise upload any readable file).',
     ),
     httpHosts: f.list(
       [],
@@ -207,7 +210,7 @@ export const CONFIG_SPEC = {
       false,
       'Allow http(s) blobs on loopback, private or link-local addresses (metadata endpoints stay refused).',
     ),
-    s3Buckets: f.list([], 'Buckets s3:// blobs may be read from; empty allows any.'),
+    s3Buckets: f.list([], 'Buckets s3:// blobs may be read from; empty allows none.'),
     s3Endpoint: f.string('', 'S3 endpoint URL for an S3-compatible store (empty: AWS).'),
     s3Region: f.string('us-east-1', 'S3 region.'),
     s3ForcePathStyle: f.bool(true, 'Use path-style S3 addressing (needed by most S3-compatible stores).'),
