@@ -174,6 +174,18 @@ export const CONFIG_SPEC = {
     commitIntervalMs: f.int(1000, 'How often safe offsets are committed.', 50),
     shutdownTimeoutMs: f.int(30000, 'Bound on a graceful shutdown.', 100),
   },
+  state: {
+    retentionMs: f.int(
+      604800000,
+      'How long a finished document stays in the state after it finished (default 7 days); a redelivered or replayed input older than that is submitted again.',
+      1000,
+    ),
+    expiryIntervalMs: f.int(
+      60000,
+      'How often finished documents past the retention window are removed (tombstones written).',
+      1000,
+    ),
+  },
   blobs: {
     fileRoots: f.list(
       () => [process.cwd(), os.tmpdir()],

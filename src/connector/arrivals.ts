@@ -6,20 +6,21 @@ import type { IncomingMessage } from '../kafka/consumer.js';
 import type { Logger } from '../observability/logger.js';
 import { decodeDocumentArrived, type AvroDecoder } from '../serde/input.js';
 import { deadLetterOf, decodeStage, type DeadLetterSink } from './dead-letters.js';
-import type { AdmitOutcome } from './engine.js';
-import type { DocumentState } from './state/codec.js';
+import type { AdmitOutcome, Existing } from './engine.js';
+import type { Recorded } from './state/store.js';
+import type { ReplayMarker } from './state/record.js';
 import type { ArrivalEvent, SourceRecord } from './types.js';
 
 export interface ArrivalDeps {
   decoder: AvroDecoder;
   engine: {
-    admit(
-      source: SourceRecord,
-      event: ArrivalEvent,
-      existing: DocumentState | undefined,
-    ): Promise<AdmitOutcome>;
+    admit(source: SourceRecord, event: ArrivalEvent, existing: Existing): Promise<AdmitOutcome>;
   };
-  state: { get(eventId: string): DocumentState | undefined };
+  /** The state of the record's partition (owned and restored before its records are admitted). */
+  state: {
+    get(partition: number, eventId: string): Recorded | undefined;
+    marker(partition: number): ReplayMarker | undefined;
+  };
   deadLetter: DeadLetterSink;
   logger: Logger;
 }
@@ -51,7 +52,11 @@ export function arrivalHandler(deps: ArrivalDeps): (message: IncomingMessage) =>
       return;
     }
     const event = decoded.event;
-    const outcome = await deps.engine.admit(source, event, deps.state.get(event.event_id));
+    const existing = {
+      recorded: deps.state.get(message.partition, event.event_id),
+      marker: deps.state.marker(message.partition),
+    };
+    const outcome = await deps.engine.admit(source, event, existing);
     deps.logger.debug(
       { event_id: event.event_id, outcome, partition: message.partition, offset: message.offset },
       'admitted',

@@ -60,6 +60,7 @@ describe('PartitionState', () => {
         awaited: ['quality'],
         published: ['quality'],
         finished_at: NOW - DAY,
+        generation: 0,
       },
     });
     expect(state.unfinishedOf(1)).toEqual([]);
