@@ -210,6 +210,16 @@ export class Connector {
     };
   }
 
+  /** The input partitions assigned, the state partitions restored for them, and those holding documents. */
+  statePartitions(): { assigned: number[]; owned: number[]; held: number[] } {
+    const assigned = this.consumer?.currentAssignment()[this.topics.arrived] ?? [];
+    return {
+      assigned: [...assigned].sort((a, b) => a - b),
+      owned: this.parts.state.owned(),
+      held: this.parts.state.partitions.finished.partitionsHeld(),
+    };
+  }
+
   /** Commits the highest safe offset of every assigned partition that moved. */
   commit(): Promise<void> {
     return this.loop.commit();

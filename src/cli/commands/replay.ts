@@ -146,7 +146,9 @@ async function replay(
     let plan = planned;
     if (!flags.dryRun) {
       const back = movedBack(planned);
-      if (back.size > 0) {
+      // No state topic yet: no connector ever finished a document, so there is nothing to re-emit.
+      const stateExists = (await admin.listTopics()).includes(config.topics.state);
+      if (back.size > 0 && stateExists) {
         const markers = await readReplayMarkers(kafka, admin, config.topics.state, silentLogger);
         const generation = nextGeneration(markers);
         // An earlier replay not finished yet keeps its range: the new marker covers it too.
