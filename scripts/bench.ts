@@ -6,6 +6,7 @@
  *   npm run bench -- --docs 400 --latency-ms 1000 --rate 50 --partitions 1 --max-in-flight 500
  *   npm run bench -- --mode stream --size-mb 1024   memory with a large file (and --small-mb 64)
  *   npm run bench -- --mode state                   state footprint per finished doc, restore time
+ *   npm run bench -- --mode inflight                live heap per in-flight doc (--inflight-docs 5000)
  *
  * Prints a table and writes bench-results/<timestamp>.json. Bounded: --timeout-s (default 600)
  * stops everything. The npm script compiles scripts/ with tsconfig.scripts.json into .cache/scripts.
@@ -13,6 +14,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { printInflight, runInflight } from './lib/bench-inflight.js';
 import { printState, runState } from './lib/bench-state.js';
 import { runStream, type StreamMeasure } from './lib/bench-stream.js';
 import { runThroughput, type RunMeasure, type ThroughputResult } from './lib/bench-throughput.js';
@@ -34,6 +36,7 @@ const flags = parseFlags(process.argv.slice(2), {
   timeoutS: 600,
   stateDocs: 300_000,
   restoreDocs: 1_000_000,
+  inflightDocs: 5000,
 });
 
 const log = (line: string) =>
@@ -143,8 +146,15 @@ async function main(): Promise<void> {
     });
     printState(state);
     result = { mode: 'state', ...state };
+  } else if (flags.mode === 'inflight') {
+    const inflight = await runInflight({
+      docs: bounded(Number(flags.inflightDocs), 100, 100_000, 'inflight-docs'),
+      deadline,
+    });
+    printInflight(inflight);
+    result = { mode: 'inflight', ...inflight };
   } else {
-    throw new Error(`--mode must be throughput, stream or state, got ${String(flags.mode)}`);
+    throw new Error(`--mode must be throughput, stream, state or inflight, got ${String(flags.mode)}`);
   }
 
   const dir = path.resolve('bench-results');
