@@ -1,0 +1,134 @@
+import type { ChangelogSink } from '../../kafka/changelog.js';
+import { silentLogger } from '../../observability/logger.js';
+import { encodeState, type FinishedState, type UnfinishedState } from './record.js';
+import { OwnedState, type StateFeed } from './store.js';
+
+const DAY = 86_400_000;
+const NOW = 1_800_000_000_000;
+
+/** A changelog reader over in-memory partitions: assign replays a partition's records into the sink. */
+class FakeFeed implements StateFeed {
+  owned = new Set<number>();
+  log = new Map<number, Array<{ key: string; value: Buffer | null }>>();
+  constructor(private readonly sink: ChangelogSink) {}
+  async start(): Promise<void> {}
+  async stop(): Promise<void> {}
+  async assign(partitions: number[]): Promise<void> {
+    for (const p of partitions) {
+      this.owned.add(p);
+      (this.log.get(p) ?? []).forEach((r, offset) =>
+        this.sink.apply({ key: Buffer.from(r.key), value: r.value, partition: p, offset, timestamp: NOW }),
+      );
+    }
+  }
+  revoke(partitions: number[]): void {
+    for (const p of partitions) {
+      this.owned.delete(p);
+      this.sink.drop(p);
+    }
+  }
+  caughtUp(partitions: number[]): boolean {
+    return partitions.every((p) => this.owned.has(p));
+  }
+  ownedPartitions(): number[] {
+    return [...this.owned].sort();
+  }
+}
+
+const unfinished = (eventId: string, partition: number): UnfinishedState => ({
+  v: 2,
+  event_id: eventId,
+  submission_id: `sub-${eventId}`,
+  status: 'UPLOADED',
+  input: { topic: 'in', partition, offset: '1' },
+  awaited: ['quality'],
+  published: [],
+  created_at: NOW,
+  updated_at: NOW,
+});
+
+const finished = (eventId: string, partition: number, at: number): FinishedState => ({
+  v: 2,
+  event_id: eventId,
+  submission_id: `sub-${eventId}`,
+  status: 'DONE',
+  input: { topic: 'in', partition, offset: '1' },
+  awaited: ['quality'],
+  published: ['quality'],
+  finished_at: at,
+});
+
+function make() {
+  let feed!: FakeFeed;
+  const tombstones: string[] = [];
+  const store = new OwnedState(
+    (sink) => {
+      feed = new FakeFeed(sink);
+      return feed;
+    },
+    {
+      inputTopic: 'in',
+      retentionMs: 7 * DAY,
+      logger: silentLogger,
+      now: () => NOW,
+      tombstone: async (p, id) => {
+        tombstones.push(`${p}/${id}`);
+      },
+    },
+  );
+  return { store, feed, tombstones };
+}
+
+describe('OwnedState', () => {
+  it('holds only owned partitions: writes for a partition that left are not applied', async () => {
+    const { store } = make();
+    await store.assign([0]);
+    store.put(unfinished('a', 0));
+    store.put(unfinished('b', 1));
+    expect(store.get(0, 'a')).toEqual({ unfinished: unfinished('a', 0) });
+    expect(store.get(1, 'b')).toBeUndefined();
+    expect(store.unfinished(0).map((s) => s.event_id)).toEqual(['a']);
+    store.revoke([0]);
+    expect(store.get(0, 'a')).toBeUndefined();
+    expect(store.owned()).toEqual([]);
+  });
+
+  it('restores a partition on assign and writes tombstones for documents past the window', async () => {
+    const { store, feed, tombstones } = make();
+    feed.log.set(2, [
+      { key: 'old', value: encodeState(finished('old', 2, NOW - 8 * DAY)) },
+      { key: 'new', value: encodeState(finished('new', 2, NOW - DAY)) },
+      { key: 'open', value: encodeState(unfinished('open', 2)) },
+    ]);
+    await store.assign([2]);
+    expect(store.caughtUp([2])).toBe(true);
+    expect(store.get(2, 'old')).toBeUndefined();
+    expect(store.get(2, 'new')).toMatchObject({ finished: { status: 'DONE' } });
+    expect(store.unfinished(2).map((s) => s.event_id)).toEqual(['open']);
+    await new Promise((r) => setImmediate(r));
+    expect(tombstones).toEqual(['2/old']);
+  });
+
+  it('expires finished documents of owned partitions on the timer, with their tombstones', async () => {
+    let now = NOW;
+    let feed!: FakeFeed;
+    const tombstones: string[] = [];
+    const store = new OwnedState((sink) => (feed = new FakeFeed(sink)), {
+      inputTopic: 'in',
+      retentionMs: DAY,
+      logger: silentLogger,
+      now: () => now,
+      tombstone: async (p, id) => void tombstones.push(`${p}/${id}`),
+    });
+    await store.assign([0]);
+    expect(feed.owned.has(0)).toBe(true);
+    store.put(finished('x', 0, NOW));
+    store.put(finished('y', 0, NOW + DAY / 2));
+    now = NOW + DAY + 1000;
+    expect(store.expire()).toBe(1);
+    await new Promise((r) => setImmediate(r));
+    expect(tombstones).toEqual(['0/x']);
+    expect(store.get(0, 'x')).toBeUndefined();
+    expect(store.get(0, 'y')).toBeDefined();
+  });
+});
