@@ -2,8 +2,9 @@
  * One `documents.arrived` record: decoded and validated, then admitted by the engine; a record that
  * cannot be read becomes a dead letter (stage `decode` or `validate`).
  *
- * Size rule: the attributes are echoed into every output event, so an event whose attributes exceed `maxAttributesBytes` is refused (`attributes_too_large`), and so is one whose
- * first state record would not fit the state topic (`event_too_large`). Both are decided before a
+ * Size rule: the attributes are echoed into every output event, so an event whose attributes
+ * exceed `maxAttributesBytes` is refused (`attributes_too_large`), and so is one whose first state
+ * record would not fit the state topic (`event_too_large`). Both are decided before a
  * submission exists: admitted, such an event would fail its state write on every redelivery and
  * stall its partition.
  */
