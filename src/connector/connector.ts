@@ -1,7 +1,8 @@
 /**
  * `docstream run`: one member of the consumer group. Builds its parts (`wiring.ts`), prepares the
  * topics and schemas (`topology.ts`), reads the state, starts the consumer loop
- * (`consumer-loop.ts`) and the decision webhook receiver when enabled, and shuts down cleanly.
+ * (`consumer-loop.ts`), the tail of decision webhook deliveries and the receiver when enabled, and
+ * shuts down cleanly.
  */
 import type { Config } from '../config/index.js';
 import type { DocumentAnalysisClient } from '../client/client.js';
@@ -84,12 +85,19 @@ export class Connector {
     const { admin, registry, producer, state, kafka } = this.parts;
     const t = this.topics;
     await admin.connect();
-    const inputPartitions = await ensureTopology(admin, registry, t, this.log);
+    const inputPartitions = await ensureTopology(admin, registry, t, this.log, {
+      deadlineMs: config.connector.deadlineMs,
+    });
     await producer.connect();
+    // Every instance reads the recent deliveries before it resumes a document (whichever instance
+    // received them), alongside loading the state.
+    const deliveries = this.startDeliveries();
+    deliveries.catch(() => undefined);
     await state.start();
     await state.caughtUp();
     this.log.info({ documents: state.size }, 'state loaded');
-    if (config.webhooks.enabled || this.options.consume === false) await this.startWebhooks();
+    await deliveries;
+    if (config.webhooks.enabled || this.options.consume === false) await this.startReceiver();
     if (this.options.consume === false) {
       this.started = true;
       return;
@@ -132,10 +140,8 @@ export class Connector {
     this.started = true;
   }
 
-  private async startWebhooks(): Promise<void> {
-    const w = this.options.config.webhooks;
-    if (w.secrets.length === 0)
-      throw new Error('webhooks.secrets: at least one whsec_ signing secret is required');
+  /** Tails the webhook topic: the engine hears of every delivery, whichever instance received it. */
+  private async startDeliveries(): Promise<void> {
     this.webhooks = new DecisionWebhooks({
       openFeed: (onRecord) =>
         new TopicView(
@@ -147,21 +153,25 @@ export class Connector {
           'docstream-webhook-view',
         ),
       sender: this.parts.sender,
-      output: this.parts.output,
-      api: this.client,
-      state: this.parts.state,
+      deliveries: this.parts.deliveries,
       topic: this.topics.webhooks,
       logger: this.log,
       ...(this.options.consume === false ? {} : { engine: this.engine }),
     });
     await this.webhooks.start();
+  }
+
+  private async startReceiver(): Promise<void> {
+    const w = this.options.config.webhooks;
+    if (w.secrets.length === 0)
+      throw new Error('webhooks.secrets: at least one whsec_ signing secret is required');
     this.receiver = await startWebhookReceiver({
       host: w.host,
       port: w.port,
       path: w.path,
       maxBodyBytes: w.maxBodyBytes,
       verifier: new WebhookVerifier(w.secrets, w.toleranceSeconds),
-      handler: this.webhooks.handler,
+      handler: this.webhooks!.handler,
       logger: this.log,
       onOutcome: (outcome) => this.metrics.webhooks.inc({ outcome }),
     });

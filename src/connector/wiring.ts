@@ -18,6 +18,7 @@ import { PollScheduler } from '../util/scheduler.js';
 import { apiPort } from './api-port.js';
 import { parseAwaitedOverride } from './awaited.js';
 import type { DeadLetterSink } from './dead-letters.js';
+import { deliveryWindowMs, RecentDeliveries } from './decision-deliveries.js';
 import { DocumentEngine } from './engine.js';
 import { KafkaOutput } from './output.js';
 import { StateStore } from './state/store.js';
@@ -86,6 +87,8 @@ export interface ConnectorParts {
   output: KafkaOutput;
   state: StateStore;
   scheduler: PollScheduler;
+  /** Decision webhook deliveries of the last deadline window (read from the webhook topic). */
+  deliveries: RecentDeliveries;
   engine: DocumentEngine;
   /** Writes a dead letter raised outside the engine, counted like the engine's. */
   deadLetter: DeadLetterSink;
@@ -117,6 +120,7 @@ export function buildParts(
   );
   const scheduler = new PollScheduler();
   const c = config.connector;
+  const deliveries = new RecentDeliveries(deliveryWindowMs(c.deadlineMs));
   const engine = new DocumentEngine(
     {
       api: apiPort(client, { withMetadata: c.withMetadata }),
@@ -125,6 +129,7 @@ export function buildParts(
       states: new StateWriter(sender, t.state, state),
       scheduler,
       logger,
+      deliveries,
     },
     {
       pollInitialMs: c.pollInitialMs,
@@ -163,6 +168,7 @@ export function buildParts(
     output,
     state,
     scheduler,
+    deliveries,
     engine,
     deadLetter,
   };
