@@ -4,6 +4,7 @@
  *   2xx only once Kafka acknowledged it: from then on the delivery is durable and the sender may stop;
  * - every instance tails that topic and tells its engine, which fetches and publishes the decision only
  *   if it runs that submission and still waits for it (the instance owning the document's partition).
+ *   The receiving instance tells its own engine at once, without waiting for Kafka.
  * So no instance needs another's state: the receiver knows nothing of documents, the owner knows its
  * own. The deliveries of the last deadline window are kept in memory (`decision-deliveries.ts`) for
  * deduplication and for documents resumed after a restart or a rebalance.
@@ -74,6 +75,9 @@ export class DecisionWebhooks {
       // The first delivery failed (and answered 5xx): this one does the work instead.
       if (outcome !== 'failed') return 'duplicate';
     }
+    // Running here, the document need not wait for the record: its decision event does not depend on
+    // it, and the engine publishes it once whatever else says it is ready. The answer still waits.
+    this.deps.engine?.decisionReady(submissionId);
     const work = this.record({
       webhook_id: webhookId,
       submission_id: submissionId,
@@ -94,7 +98,6 @@ export class DecisionWebhooks {
       key: delivery.submission_id,
       value: encodeDelivery(delivery),
     });
-    // Durable now. When this instance runs the document it need not wait for its own tail to see it.
     this.accept(delivery);
     return 'accepted';
   }
