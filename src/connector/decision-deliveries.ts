@@ -69,14 +69,38 @@ export function decodeDelivery(value: Buffer): Delivery {
 }
 
 interface Known {
-  /** Webhook ids seen for this submission (the sender's retries reuse one; a few at most are kept). */
-  ids: string[];
-  /** `type:version` of the events seen: the other deduplication key of the spec. */
-  events: string[];
+  /**
+   * Webhook ids seen for this submission: usually one (the sender's retries reuse it), an array when
+   * there are more (a few at most are kept). One string rather than an array keeps an entry small.
+   */
+  ids: string | string[];
+  /** `type:version` of the events seen (interned: a handful of distinct values), the spec's other key. */
+  events: string | string[];
   at: number;
 }
 
 const MAX_IDS = 8;
+const interned = new Map<string, string>();
+
+function intern(value: string): string {
+  let v = interned.get(value);
+  if (v === undefined) {
+    // Bounded: event types and versions are few; anything beyond is simply not shared.
+    if (interned.size < 64) interned.set(value, value);
+    v = value;
+  }
+  return v;
+}
+
+function includes(list: string | string[], value: string): boolean {
+  return typeof list === 'string' ? list === value : list.includes(value);
+}
+
+function added(list: string | string[], value: string, max: number): string | string[] {
+  if (includes(list, value)) return list;
+  const out = typeof list === 'string' ? [list, value] : [...list, value];
+  return out.length > max ? out.slice(out.length - max) : out;
+}
 
 export class RecentDeliveries {
   /** In arrival order (an update moves the entry to the end), so expiry reads from the front. */
@@ -95,16 +119,13 @@ export class RecentDeliveries {
     this.expire();
     if (d.received_at < this.now() - this.windowMs) return false;
     const known = this.bySubmission.get(d.submission_id);
-    const event = `${d.type}:${d.version}`;
+    const event = intern(`${d.type}:${d.version}`);
     if (!known) {
-      this.bySubmission.set(d.submission_id, { ids: [d.webhook_id], events: [event], at: d.received_at });
+      this.bySubmission.set(d.submission_id, { ids: d.webhook_id, events: event, at: d.received_at });
       return true;
     }
-    if (!known.ids.includes(d.webhook_id)) {
-      known.ids.push(d.webhook_id);
-      if (known.ids.length > MAX_IDS) known.ids.shift();
-    }
-    if (!known.events.includes(event)) known.events.push(event);
+    known.ids = added(known.ids, d.webhook_id, MAX_IDS);
+    known.events = added(known.events, event, MAX_IDS);
     known.at = Math.max(known.at, d.received_at);
     this.bySubmission.delete(d.submission_id);
     this.bySubmission.set(d.submission_id, known);
@@ -119,7 +140,7 @@ export class RecentDeliveries {
   /** Already recorded: same webhook-id, or same (submission, event type, version). */
   isDuplicate(submissionId: string, webhookId: string, type: string, version: number): boolean {
     const known = this.bySubmission.get(submissionId);
-    return !!known && (known.ids.includes(webhookId) || known.events.includes(`${type}:${version}`));
+    return !!known && (includes(known.ids, webhookId) || includes(known.events, `${type}:${version}`));
   }
 
   get size(): number {
