@@ -33,8 +33,11 @@ class FakeApi implements ApiPort {
   async putCharacteristics(): Promise<void> {
     this.calls.push('characteristics');
   }
+  /** While set, decision GETs wait for it (to make two fetches overlap). */
+  holdDecision: Promise<void> | null = null;
   async getResult(kind: Awaitable, id: string): Promise<Record<string, unknown>> {
     this.calls.push(`get:${kind}`);
+    if (kind === 'decision' && this.holdDecision) await this.holdDecision;
     const left = this.notReadyPolls.get(kind) ?? 0;
     if (left > 0) {
       this.notReadyPolls.set(kind, left - 1);
@@ -296,18 +299,24 @@ describe('DocumentEngine', () => {
   });
 
   it('publishes a decision once when a webhook and a poll fetch it at the same time', async () => {
-    const { api, out, engine, until } = setup({ decisionPolling: true, pollInitialMs: 10 });
-    api.notReadyPolls.set('decision', 1);
+    const { api, out, engine, until } = setup({ decisionPolling: true });
+    let release: () => void = () => undefined;
+    api.holdDecision = new Promise<void>((r) => (release = r));
     await engine.admit(
       source,
       event({ pipeline_configuration: 'QUALITY_ONLY', enable_decision: true }),
       undefined,
     );
     const sub = out.states[0]!.submission_id;
-    await new Promise((r) => setTimeout(r, 5));
+    // The poll's GET is out when the delivery comes: a second GET starts, and both succeed.
+    for (let i = 0; i < 100 && !api.calls.includes('get:decision'); i++)
+      await new Promise((r) => setTimeout(r, 5));
     engine.decisionReady(sub);
+    await new Promise((r) => setTimeout(r, 10));
+    expect(api.calls.filter((c) => c === 'get:decision')).toHaveLength(2);
+    release();
     await until(1);
-    await new Promise((r) => setTimeout(r, 40));
+    await new Promise((r) => setTimeout(r, 20));
     expect(out.results.filter((r) => r.kind === 'decision')).toHaveLength(1);
   });
 

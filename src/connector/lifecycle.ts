@@ -175,7 +175,7 @@ export class Lifecycle {
     await this.fail(run, { code: 'deadline_exceeded', message }, 'poll', 'deadline_exceeded', polls);
   }
 
-  async markPublished(run: Run, kind: Awaitable): Promise<void> {
+  private async markPublished(run: Run, kind: Awaitable): Promise<void> {
     run.published.add(kind);
     // Failed at its deadline meanwhile: the FAILED state stands.
     if (run.finishing) return;
@@ -281,7 +281,7 @@ export class Lifecycle {
     try {
       body = await this.ports.api.getResult(kind, run.state.submission_id);
     } catch (err) {
-      if (run.cancelled) return;
+      if (run.cancelled || run.finishing) return;
       if (err instanceof ResultNotReady) {
         if (timed) this.estimator(kind).observe(false, this.now());
         this.schedulePoll(run, kind, attempt + 1);
@@ -304,7 +304,7 @@ export class Lifecycle {
     await this.publish(run, kind, body, kind === 'decision' && run.decisionDelivered ? 'webhook' : 'poll');
   }
 
-  async publish(
+  private async publish(
     run: Run,
     kind: Awaitable,
     body: Record<string, unknown>,
