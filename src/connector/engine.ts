@@ -200,11 +200,6 @@ export class DocumentEngine {
     }
   }
 
-  /** The identity of a document running here (for the decision fast path's lookup by submission). */
-  runningIdentity(submissionId: string): DocumentIdentity | undefined {
-    return this.bySubmission.get(submissionId)?.identity;
-  }
-
   private run(
     state: UnfinishedState,
     mode: 'process' | 'replay',
@@ -223,34 +218,12 @@ export class DocumentEngine {
   }
 
   /**
-   * A decision delivered by a webhook for a document this instance is running: publish it now and stop
-   * polling for it. Returns false when the document is not running here.
+   * A webhook delivery (received by any instance) says this submission's decision is ready: fetched and
+   * published here if this instance runs the document and still waits for it, else nothing.
    */
-  async deliverDecision(submissionId: string, body: Record<string, unknown>): Promise<boolean> {
+  decisionReady(submissionId: string): void {
     const run = this.bySubmission.get(submissionId);
-    if (!run || !run.state.awaited.includes('decision')) return false;
-    if (run.published.has('decision')) return true;
-    this.ports.scheduler.cancel(run.key('decision'));
-    await this.lifecycle.publish(run, 'decision', body, 'webhook');
-    return true;
-  }
-
-  /**
-   * Another instance published this submission's decision (seen in the shared webhook topic): stop
-   * waiting for it here without publishing it again.
-   */
-  async decisionPublishedElsewhere(submissionId: string): Promise<void> {
-    const run = this.bySubmission.get(submissionId);
-    if (
-      !run ||
-      run.mode !== 'process' ||
-      !run.state.awaited.includes('decision') ||
-      run.published.has('decision')
-    ) {
-      return;
-    }
-    this.ports.scheduler.cancel(run.key('decision'));
-    await this.lifecycle.markPublished(run, 'decision');
+    if (run) this.lifecycle.decisionDelivered(run);
   }
 
   private start(run: Run): void {
@@ -262,6 +235,7 @@ export class DocumentEngine {
   private release(run: Run, cancelled: boolean): void {
     if (cancelled) run.cancelled = true;
     for (const kind of run.state.awaited) this.ports.scheduler.cancel(run.key(kind));
+    this.ports.scheduler.cancel(run.key('deadline'));
     if (this.runs.get(run.state.event_id) === run) this.runs.delete(run.state.event_id);
     if (this.bySubmission.get(run.state.submission_id) === run)
       this.bySubmission.delete(run.state.submission_id);

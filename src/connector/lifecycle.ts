@@ -49,6 +49,8 @@ export interface EnginePorts {
   inputs: InputPort;
   scheduler: PollScheduler;
   logger: Logger;
+  /** Decision webhook deliveries recorded recently (any instance's receiver): their decision is ready. */
+  deliveries?: { has(submissionId: string): boolean };
   now?: () => number;
   random?: () => number;
 }
@@ -111,22 +113,83 @@ export class Lifecycle {
   }
 
   async advance(run: Run): Promise<void> {
+    this.armDeadline(run);
+    // A resumed document's decision may have been delivered while nobody ran it.
+    if (this.awaitsDecision(run) && this.ports.deliveries?.has(run.state.submission_id))
+      run.decisionDelivered = true;
     if (run.state.status === 'CREATED') {
       const ok = await this.upload(run);
       if (!ok) return;
     }
-    if (run.cancelled) return;
+    if (run.cancelled || run.finishing) return;
     run.uploadedAt ||= this.now();
     for (const kind of run.state.awaited) {
       if (run.published.has(kind)) continue;
-      if (kind === 'decision' && run.mode === 'process' && !this.options.decisionPolling) continue;
+      if (kind === 'decision' && !this.pollsDecision(run)) continue;
       this.schedulePoll(run, kind, 0);
     }
     await this.maybeFinish(run);
   }
 
-  async markPublished(run: Run, kind: Awaitable): Promise<void> {
+  /**
+   * A webhook delivery says the document's decision is ready: fetch it now (then publish it like a
+   * polled one, `source: webhook`). Retries after a failed fetch are the poll loop's, polling or not.
+   */
+  decisionDelivered(run: Run): void {
+    if (!this.awaitsDecision(run) || run.decisionDelivered) return;
+    run.decisionDelivered = true;
+    // Not uploaded yet: `advance` schedules the fetch once it is.
+    if (run.state.status === 'CREATED') return;
+    this.schedulePoll(run, 'decision', 0);
+  }
+
+  private awaitsDecision(run: Run): boolean {
+    return (
+      run.mode === 'process' &&
+      !run.cancelled &&
+      !run.finishing &&
+      run.state.awaited.includes('decision') &&
+      !run.published.has('decision')
+    );
+  }
+
+  private pollsDecision(run: Run): boolean {
+    return run.mode === 'replay' || this.options.decisionPolling || run.decisionDelivered;
+  }
+
+  /**
+   * Every document ends by its deadline, whatever polls or webhooks do: a timer of its own, at
+   * creation + deadline (a replay: from the start of the replay, its results being final already).
+   */
+  private armDeadline(run: Run): void {
+    const from = run.mode === 'replay' ? this.now() : run.createdAt;
+    run.deadlineAt = from + this.options.deadlineMs;
+    this.ports.scheduler.schedule(run.key('deadline'), run.deadlineAt, () => this.track(this.expire(run)));
+  }
+
+  /**
+   * Fails a document past its deadline: `decision/deadline` when the decision is all that is missing,
+   * else `poll/deadline_exceeded` naming every result that is not final.
+   */
+  private async expire(run: Run): Promise<void> {
+    const missing = run.state.awaited.filter((k) => !run.published.has(k));
+    if (missing.length === 0 || run.cancelled || run.finishing) return;
+    const polls = Math.max(0, ...missing.map((k) => run.attempts.get(k) ?? 0));
+    const after = `${this.options.deadlineMs} ms`;
+    if (missing.length === 1 && missing[0] === 'decision') {
+      const why = this.pollsDecision(run) ? '' : ' (decision polling is off and no webhook delivery arrived)';
+      const message = `decision not received within ${after}${why}`;
+      await this.fail(run, { code: 'deadline', message }, 'decision', 'deadline', polls);
+      return;
+    }
+    const message = `${missing.join(', ')} result not final after ${after}`;
+    await this.fail(run, { code: 'deadline_exceeded', message }, 'poll', 'deadline_exceeded', polls);
+  }
+
+  private async markPublished(run: Run, kind: Awaitable): Promise<void> {
     run.published.add(kind);
+    // Failed at its deadline meanwhile: the FAILED state stands.
+    if (run.finishing) return;
     const s = run.state;
     if (s.status === 'CREATED' || s.status === 'UPLOADED')
       run.state = { ...s, published: [...run.published], updated_at: this.now() };
@@ -195,7 +258,7 @@ export class Lifecycle {
     await run.blob?.cleanup();
     run.blob = null;
     this.events.onStage?.('upload', this.now() - started);
-    if (run.cancelled) return false;
+    if (run.cancelled || run.finishing) return false;
     run.uploadedAt = this.now();
     run.input = null;
     run.state = { ...s, status: 'UPLOADED', pending: undefined, updated_at: this.now() };
@@ -215,7 +278,8 @@ export class Lifecycle {
   private schedulePoll(run: Run, kind: Awaitable, attempt: number): void {
     const { pollInitialMs } = this.options;
     let delay: number;
-    if (run.mode === 'replay') delay = attempt === 0 ? 0 : this.delay(attempt - 1, pollInitialMs);
+    if (run.mode === 'replay' || (kind === 'decision' && run.decisionDelivered))
+      delay = attempt === 0 ? 0 : this.delay(attempt - 1, pollInitialMs);
     else if (attempt === 0) {
       // First poll: when this kind of result is usually ready, counted from the upload.
       delay = Math.max(0, run.uploadedAt + this.estimator(kind).value - this.now());
@@ -227,19 +291,20 @@ export class Lifecycle {
   }
 
   private async poll(run: Run, kind: Awaitable, attempt: number): Promise<void> {
-    if (run.cancelled || run.published.has(kind)) return;
-    if (this.now() > run.createdAt + this.options.deadlineMs) {
-      const message = `${kind} result not final after ${this.options.deadlineMs} ms`;
-      await this.fail(run, { code: 'deadline_exceeded', message }, 'poll', 'deadline_exceeded', attempt);
+    if (run.cancelled || run.finishing || run.published.has(kind)) return;
+    if (this.now() > run.deadlineAt) {
+      await this.expire(run);
       return;
     }
+    // A fetch prompted by a webhook says nothing of when this kind of result is usually ready.
+    const timed = attempt === 0 && run.mode === 'process' && !(kind === 'decision' && run.decisionDelivered);
     let body: Record<string, unknown>;
     try {
       body = await this.ports.api.getResult(kind, run.state.submission_id);
     } catch (err) {
-      if (run.cancelled) return;
+      if (run.cancelled || run.finishing) return;
       if (err instanceof ResultNotReady) {
-        if (attempt === 0 && run.mode === 'process') this.estimator(kind).observe(false, this.now());
+        if (timed) this.estimator(kind).observe(false, this.now());
         this.schedulePoll(run, kind, attempt + 1);
         return;
       }
@@ -255,12 +320,27 @@ export class Lifecycle {
       await this.fail(run, err, 'poll', 'poll_failed', attempt + 1);
       return;
     }
-    if (attempt === 0 && run.mode === 'process') this.estimator(kind).observe(true, this.now());
-    if (run.cancelled) return;
-    await this.publish(run, kind, body, 'poll');
+    if (timed) this.estimator(kind).observe(true, this.now());
+    if (run.cancelled || run.finishing) return;
+    await this.publish(run, kind, body, kind === 'decision' && run.decisionDelivered ? 'webhook' : 'poll');
   }
 
-  async publish(
+  private async publish(
+    run: Run,
+    kind: Awaitable,
+    body: Record<string, unknown>,
+    source: 'poll' | 'webhook',
+  ): Promise<void> {
+    if (run.published.has(kind) || run.publishing.has(kind)) return;
+    run.publishing.add(kind);
+    try {
+      await this.publishOnce(run, kind, body, source);
+    } finally {
+      run.publishing.delete(kind);
+    }
+  }
+
+  private async publishOnce(
     run: Run,
     kind: Awaitable,
     body: Record<string, unknown>,
@@ -352,7 +432,9 @@ export class Lifecycle {
     fallbackCode: string,
     attempts?: number,
   ): Promise<void> {
-    if (run.cancelled) return;
+    // One end per document: a deadline and a failed poll at once write one letter.
+    if (run.cancelled || run.finishing) return;
+    run.finishing = true;
     await this.deadLetter(
       err,
       { source: await this.sourceOf(run), ...subjectOf(run) },
