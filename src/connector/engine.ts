@@ -14,10 +14,12 @@
  * - Every failure ends in a dead letter (`dead-letters.ts`) with stage, code, message, HTTP status
  *   and attempts.
  */
-import { Lifecycle, type EngineEvents, type EngineOptions, type EnginePorts } from './lifecycle.js';
+import type { EngineEvents, EngineOptions, EnginePorts } from './engine-ports.js';
+import { Lifecycle } from './lifecycle.js';
 import { createdState, finishedOf, identityOf, inputOf, Run } from './run.js';
 import type { Recorded } from './state/store.js';
-import type { ReplayMarker, UnfinishedState } from './state/record.js';
+import type { UnfinishedState } from './state/document-state.js';
+import type { ReplayMarker } from './state/replay-marker.js';
 import type { ArrivalEvent, CreatedSubmission, DocumentIdentity, OpenedBlob, SourceRecord } from './types.js';
 
 export type { EngineOptions };

@@ -1,116 +1,19 @@
 /**
  * Everything that happens to an admitted document in the background: upload, polling each awaited
  * result, publishing it, recording progress, finishing (or failing into a dead letter) and deleting
- * the submission. The engine (`engine.ts`) decides which documents run; this module moves one along.
+ * the submission. The engine (`engine.ts`) decides which documents run; this module moves one along
+ * (how one ends, from recording its state to deleting the submission: `run-ending.ts`).
  */
-import type { Logger } from '../observability/logger.js';
-import type { PollScheduler } from '../util/scheduler.js';
 import { isMessageTooLarge } from '../kafka/errors.js';
-import { backoffDelay } from '../util/backoff.js';
-import type { AwaitedOverride } from './awaited.js';
-import {
-  deadLetterOf,
-  failureOf,
-  type DeadLetterStage,
-  type LetterContext,
-  type LetterSubject,
-} from './dead-letters.js';
+import { failureOf, type DeadLetterStage } from './dead-letters.js';
 import { ReadinessEstimator } from './readiness.js';
 import type { Run } from './run.js';
-import type { FinishedState, UnfinishedState } from './state/record.js';
-import type { StatePort } from './state/writer.js';
-import {
-  ResultNotReady,
-  type ApiPort,
-  type Awaitable,
-  type BlobPort,
-  type DeadLetter,
-  type DocumentIdentity,
-  type InputPort,
-  type OutputPort,
-  type SourceRecord,
-} from './types.js';
+import { RunEnding } from './run-ending.js';
+import type { UnfinishedState } from './state/document-state.js';
+import { ResultNotReady, type Awaitable } from './types.js';
 
-export interface EngineOptions {
-  pollInitialMs: number;
-  pollMaxMs: number;
-  deadlineMs: number;
-  decisionPolling: boolean;
-  deleteAfterPublish: boolean;
-  attachReportUrl: boolean;
-  awaitedOverride?: AwaitedOverride;
-}
-
-export interface EnginePorts {
-  api: ApiPort;
-  blobs: BlobPort;
-  out: OutputPort;
-  states: StatePort;
-  inputs: InputPort;
-  scheduler: PollScheduler;
-  logger: Logger;
-  /** Decision webhook deliveries recorded recently (any instance's receiver): their decision is ready. */
-  deliveries?: { has(submissionId: string): boolean };
-  now?: () => number;
-  random?: () => number;
-}
-
-/** What the engine reports for metrics and the demo. */
-export interface EngineEvents {
-  onPublished?(kind: Awaitable, doc: DocumentIdentity, body: Record<string, unknown>): void;
-  onFinished?(doc: FinishedDoc, outcome: 'done' | 'failed' | 'replayed'): void;
-  onDeadLetter?(stage: DeadLetterStage, code: string): void;
-  onStage?(stage: string, durationMs: number): void;
-  /** A slot was released: the consumer may resume paused partitions. */
-  onRoom?(): void;
-}
-
-/** A document that left the engine, as metrics see it. */
-export interface FinishedDoc {
-  event_id: string;
-  submission_id: string;
-  created_at: number;
-}
-
-export class Lifecycle {
+export class Lifecycle extends RunEnding {
   private readonly estimators = new Map<Awaitable, ReadinessEstimator>();
-  private readonly tasks = new Set<Promise<unknown>>();
-  readonly now: () => number;
-  private readonly random: () => number;
-
-  constructor(
-    private readonly ports: EnginePorts,
-    private readonly options: EngineOptions,
-    private readonly events: EngineEvents,
-    /** Takes a run out of the engine (finished, failed, or cancelled). */
-    private readonly release: (run: Run, cancelled: boolean) => void,
-  ) {
-    this.now = ports.now ?? Date.now;
-    this.random = ports.random ?? Math.random;
-  }
-
-  /** Runs a background step; its unexpected failure is logged, and `settle` waits for it. */
-  track(p: Promise<unknown>): void {
-    const guarded = p.catch((err: unknown) => this.ports.logger.error({ err }, 'unexpected connector error'));
-    this.tasks.add(guarded);
-    void guarded.finally(() => this.tasks.delete(guarded));
-  }
-
-  /** Resolves when every step in progress settled, or after `timeoutMs`. */
-  async settle(timeoutMs: number): Promise<void> {
-    const settle = Promise.allSettled([...this.tasks]);
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([settle, new Promise((r) => (timer = setTimeout(r, timeoutMs)))]);
-    clearTimeout(timer);
-  }
-
-  /** Writes the dead letter of a failure and counts it. */
-  async deadLetter(err: unknown, subject: LetterSubject, context: LetterContext): Promise<DeadLetter> {
-    const letter = deadLetterOf(err, subject, context);
-    await this.ports.out.deadLetter(letter);
-    this.events.onDeadLetter?.(context.stage, letter.error_code);
-    return letter;
-  }
 
   async advance(run: Run): Promise<void> {
     this.armDeadline(run);
@@ -195,31 +98,6 @@ export class Lifecycle {
       run.state = { ...s, published: [...run.published], updated_at: this.now() };
     if (!this.isComplete(run)) await this.record(run);
     await this.maybeFinish(run);
-  }
-
-  /**
-   * Writes the run's latest state, retrying until Kafka acknowledges it (e.g. through a broker
-   * restart): a background step that gave up here would leave the document in flight forever.
-   */
-  private async record(run: Run): Promise<void> {
-    for (let attempt = 0; ; attempt++) {
-      try {
-        await this.ports.states.writeState(run.state);
-        return;
-      } catch (err) {
-        // A revoked or stopped run: the next owner resumes from the last state that was recorded.
-        if (run.cancelled) return;
-        this.ports.logger.warn(
-          { event_id: run.state.event_id, attempt, err: failureOf(err).message },
-          'recording state failed; retrying',
-        );
-        await new Promise((resolve) => setTimeout(resolve, this.delay(attempt, this.options.pollInitialMs)));
-      }
-    }
-  }
-
-  private delay(attempt: number, initialMs: number): number {
-    return backoffDelay(attempt, { initialMs, maxMs: this.options.pollMaxMs }, this.random);
   }
 
   private async upload(run: Run): Promise<boolean> {
@@ -376,120 +254,4 @@ export class Lifecycle {
     run.published.add(kind);
     await this.maybeFinish(run);
   }
-
-  private isComplete(run: Run): boolean {
-    return run.state.awaited.every((k) => run.published.has(k));
-  }
-
-  private async maybeFinish(run: Run): Promise<void> {
-    if (run.cancelled || run.finishing || !this.isComplete(run)) return;
-    run.finishing = true;
-    if (run.mode === 'replay') {
-      // Recording the generation makes a replay re-emit once, also when it is itself interrupted.
-      if (run.state.status === 'DONE' && run.replayGeneration > (run.state.generation ?? 0)) {
-        run.state = { ...run.state, generation: run.replayGeneration };
-        await this.record(run);
-      }
-      this.events.onFinished?.(finishedDoc(run), 'replayed');
-      this.release(run, false);
-      return;
-    }
-    run.state = finishedState(run, 'DONE', this.now());
-    await this.record(run);
-    this.events.onFinished?.(finishedDoc(run), 'done');
-    this.release(run, false);
-    if (this.options.deleteAfterPublish) this.track(this.deleteSubmission(run, 0));
-  }
-
-  private async deleteSubmission(run: Run, attempt: number): Promise<void> {
-    const state = run.state;
-    try {
-      await this.ports.api.deleteSubmission(state.submission_id);
-    } catch (err) {
-      const f = failureOf(err);
-      if (f.status === 404) return;
-      if ((f.status === 409 || f.retriable) && attempt < 8) {
-        const delay = this.delay(attempt, this.options.pollInitialMs);
-        this.ports.scheduler.schedule(run.key('delete'), this.now() + delay, () =>
-          this.track(this.deleteSubmission(run, attempt + 1)),
-        );
-        return;
-      }
-      const subject = { source: null, ...subjectOf(run) };
-      await this.deadLetter(err, subject, {
-        stage: 'delete',
-        fallbackCode: 'delete_failed',
-        attempts: attempt + 1,
-      });
-    }
-  }
-
-  /** Dead-letters a running document and records it FAILED (never submitted again unless reprocessed). */
-  private async fail(
-    run: Run,
-    err: unknown,
-    stage: DeadLetterStage,
-    fallbackCode: string,
-    attempts?: number,
-  ): Promise<void> {
-    // One end per document: a deadline and a failed poll at once write one letter.
-    if (run.cancelled || run.finishing) return;
-    run.finishing = true;
-    await this.deadLetter(
-      err,
-      { source: await this.sourceOf(run), ...subjectOf(run) },
-      { stage, fallbackCode, ...(attempts === undefined ? {} : { attempts }) },
-    );
-    if (run.mode === 'process') {
-      run.state = finishedState(run, 'FAILED', this.now());
-      await this.record(run);
-    }
-    this.events.onFinished?.(finishedDoc(run), 'failed');
-    this.release(run, false);
-  }
-
-  /**
-   * The input record of a running document, read back by its pointer for a dead letter; when it is
-   * gone (or cannot be read now) the letter still names it, without its bytes.
-   */
-  private async sourceOf(run: Run): Promise<SourceRecord> {
-    const p = run.pointer;
-    try {
-      const record = await this.ports.inputs.read(p);
-      if (record) return record;
-    } catch (err) {
-      this.ports.logger.warn(
-        { event_id: run.eventId, err: failureOf(err).message },
-        'input record not read back for a dead letter; it carries the pointer only',
-      );
-    }
-    return { ...p, key: null, value: null, traceparent: run.identity.traceparent };
-  }
-}
-
-function subjectOf(run: Run) {
-  return {
-    event_id: run.eventId,
-    submission_id: run.state.submission_id,
-    attributes: run.identity.attributes,
-  };
-}
-
-function finishedDoc(run: Run) {
-  return { event_id: run.eventId, submission_id: run.state.submission_id, created_at: run.createdAt };
-}
-
-/** A finished document keeps only what deduplication and replay need (`state/record.ts`). */
-function finishedState(run: Run, status: 'DONE' | 'FAILED', at: number): FinishedState {
-  const s = run.state;
-  return {
-    v: 2,
-    event_id: s.event_id,
-    submission_id: s.submission_id,
-    status,
-    input: s.input,
-    awaited: s.awaited,
-    published: [...run.published],
-    finished_at: at,
-  };
 }

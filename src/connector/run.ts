@@ -5,8 +5,8 @@
  * finished document's results emitted again; only the replay generation is recorded).
  */
 import { awaitedResults, type AwaitedOverride } from './awaited.js';
-import type { FinishedEntry } from './state/finished-index.js';
-import type { FinishedState, InputPointer, UnfinishedState } from './state/record.js';
+import type { FinishedEntry } from './state/partition-index.js';
+import type { FinishedState, InputPointer, UnfinishedState } from './state/document-state.js';
 import type {
   ArrivalEvent,
   Awaitable,
