@@ -4,8 +4,9 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 
-const root = path.resolve(import.meta.dirname, '../..');
+const root = fileURLToPath(new URL('../..', import.meta.url));
 const read = (name: string) => fs.readFileSync(path.join(root, name), 'utf8');
 
 describe('docker-compose.yml', () => {
