@@ -251,7 +251,17 @@ export class KafkaConsumer {
     if (Object.keys(removed).length === 0) return;
     this.assignment = {};
     const left: GroupJoin = { memberId: '', isLeader: false, assignment: {}, added: {}, removed };
-    for (const listener of this.joinListeners) listener(left);
+    for (const listener of this.joinListeners) {
+      // Called from kafkajs' crash event: a listener that throws here would take the process down.
+      try {
+        listener(left);
+      } catch (err) {
+        this.consumer.logger().error('a group listener failed after a crash', {
+          groupId: this.groupId,
+          error: (err as Error).message,
+        });
+      }
+    }
   }
 
   private async restartRun(): Promise<void> {

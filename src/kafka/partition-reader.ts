@@ -61,15 +61,20 @@ export class PartitionReader {
     });
     this.consumer = consumer;
     consumer.onGroupJoin((join) => {
-      this.joined = true;
+      const all = join.assignment[this.topic] ?? [];
+      // A crashed consumer left the group (an empty assignment): nothing can be sought until the
+      // restart joins again; open partitions keep their positions for that join.
+      this.joined = all.length > 0;
+      if (!this.joined) return;
       // Before the first fetch of this generation: nothing not asked for is read, and open
       // partitions go on from where their handler is, not from the group's (absent) commit.
-      const all = join.assignment[this.topic] ?? [];
       consumer.pause(
         this.topic,
         all.filter((p) => !this.open.has(p)),
       );
-      for (const [partition, state] of this.open) consumer.seek(this.topic, partition, String(state.next));
+      for (const [partition, state] of this.open) {
+        if (all.includes(partition)) consumer.seek(this.topic, partition, String(state.next));
+      }
     });
     await consumer.connect();
     await consumer.subscribe([this.topic], { fromBeginning: true });
