@@ -28,7 +28,7 @@ class FakeConsumer {
   }
   join(partitions: number[]): void {
     this.joined = partitions.length > 0;
-    const assignment = partitions.length > 0 ? { t: partitions } : {};
+    const assignment: Record<string, number[]> = partitions.length > 0 ? { t: partitions } : {};
     this.onJoin?.({ memberId: 'm', isLeader: true, assignment, added: {}, removed: {} });
   }
 }
