@@ -41,6 +41,8 @@ export class Connector {
   private lagTimer: NodeJS.Timeout | null = null;
   private stopping: Promise<void> | null = null;
   private started = false;
+  /** The input topic's partition count, read at start-up: the whole of the group's API share. */
+  private inputPartitions = 1;
   private readonly log: Logger;
 
   private constructor(private readonly options: ConnectorOptions) {
@@ -60,6 +62,7 @@ export class Connector {
       feedback: feedbackHandler({ decoder: registry, api: this.client, deadLetter }),
       logger,
       onInFlight: (n) => this.metrics.inFlight.set(n),
+      groupShare: { limiter: this.client.limiter, totalPartitions: () => this.inputPartitions },
     });
   }
 
@@ -85,6 +88,7 @@ export class Connector {
     const t = this.topics;
     await admin.connect();
     const inputPartitions = await ensureTopology(admin, registry, t, this.log);
+    this.inputPartitions = inputPartitions;
     await producer.connect();
     await state.start();
     await state.caughtUp();
