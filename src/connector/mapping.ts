@@ -17,6 +17,7 @@ import type {
   ResultEnvelope,
   SampleMetadataValue,
 } from '../serde/types.js';
+import { responseText } from '../client/http.js';
 import type { DeadLetter, DocumentIdentity, ResultExtra } from './types.js';
 
 type Body = Record<string, unknown>;
@@ -35,6 +36,9 @@ const num = (v: unknown): number | null => (typeof v === 'number' && Number.isFi
 const int = (v: unknown): number | null => (typeof v === 'number' && Number.isInteger(v) ? v : null);
 const obj = (v: unknown): Body | null =>
   typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Body) : null;
+
+/** The API's own text when the client kept it (no second serialisation), else the body re-serialised. */
+const responseJson = (body: Body): string => responseText(body) ?? JSON.stringify(body);
 
 function symbol<T extends string>(v: unknown, known: readonly T[], unknown: T): T | null {
   if (typeof v !== 'string') return null;
@@ -105,7 +109,7 @@ function analysis(body: Body) {
     sha256: str(body.sha256),
     sample_metadata: sampleMetadata(body.sample_metadata),
     indicators: indicators(body.indicators),
-    response_json: JSON.stringify(body),
+    response_json: responseJson(body),
   };
 }
 
@@ -150,7 +154,7 @@ export function classificationValue(
     analysis_time: str(body.analysis_time),
     deployment_version: str(body.deployment_version),
     sha256: str(body.sha256),
-    response_json: JSON.stringify(body),
+    response_json: responseJson(body),
   };
 }
 
@@ -175,7 +179,7 @@ export function decisionValue(
       : null,
     decision_inputs_json: body.decision_inputs === undefined ? null : JSON.stringify(body.decision_inputs),
     source: extra.source ?? 'poll',
-    response_json: JSON.stringify(body),
+    response_json: responseJson(body),
   };
 }
 
