@@ -11,6 +11,9 @@ describe('resilience, short form: SIGKILLs, sandbox storms and malformed input o
     // the design documents: the API has no idempotency key); a second submission of an event whose
     // first one was recorded is never allowed.
     expect(report.duplicatesAfterRecording).toBe(0);
+    // A resent create (lost answer) or a kill before the state record leaves an empty submission,
+    // never a second analysis: no event's file is uploaded to two submissions.
+    expect(report.analysedTwiceQueryIds).toEqual([]);
     expect(report.duplicatesInCrashWindow).toBeLessThanOrEqual(report.duplicateSubmissions);
     // Every malformed record became a dead letter; every good one has its results or a dead letter.
     expect(report.deadLetters.expected).toBe(SHORT.malformed);

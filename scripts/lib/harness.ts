@@ -261,6 +261,11 @@ export interface DeadLetterSeen {
   error_code: string;
   /** The original value (base64), to recognise inputs that had no readable event_id. */
   value: string | null;
+  /**
+   * The original key (the harness keys every record by its event id): recognises inputs whose value
+   * the letter does not carry as it was (personal fields removed, or an Avro value withheld).
+   */
+  key: string | null;
 }
 
 export interface EventOutcome {
@@ -304,6 +309,7 @@ export class OutputCollector {
           stage: String(v.stage),
           error_code: String(v.error_code),
           value: Buffer.isBuffer(v.value) ? v.value.toString('base64') : null,
+          key: Buffer.isBuffer(v.key) ? v.key.toString('utf8') : null,
         };
         if (letter.event_id) this.outcome(letter.event_id).deadLetters.push(letter);
         else this.anonymousDeadLetters.push(letter);

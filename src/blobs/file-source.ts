@@ -132,6 +132,12 @@ export class FileBlobReader {
 
   async open(filePath: string, display: string, ref: BlobRef): Promise<OpenedBlob> {
     const { policy, logger } = this;
+    if (policy.fileRoots.length === 0) {
+      throw new BlobError(
+        'blob_not_allowed',
+        `${display}: file:// blobs are not allowed; list the directories docstream may read in blobs.fileRoots`,
+      );
+    }
     const roots = await this.realRoots();
     const notAllowed = (why: string) =>
       new BlobError('blob_not_allowed', `${display} ${why}; it is outside blobs.fileRoots`);

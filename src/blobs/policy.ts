@@ -3,13 +3,13 @@
  * so `config.blobs` can be passed as is, while this module stays free of the config loader.
  */
 export interface BlobPolicy {
-  /** Directories `file://` blobs may be read from; symlinks are resolved before the check. */
+  /** Directories `file://` blobs may be read from; symlinks are resolved before the check; empty allows none. */
   fileRoots: readonly string[];
   /** `host` or `host:port` entries `http(s)://` blobs may be fetched from; empty allows none. */
   httpHosts: readonly string[];
   /** Allow loopback, private, link-local and unique-local addresses (metadata stays refused). */
   allowPrivateNetworks: boolean;
-  /** Buckets `s3://` blobs may be read from; empty allows any. */
+  /** Buckets `s3://` blobs may be read from; empty allows none. */
   s3Buckets: readonly string[];
   /** S3 endpoint URL for an S3-compatible store; empty means AWS. */
   s3Endpoint: string;

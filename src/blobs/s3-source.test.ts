@@ -27,7 +27,7 @@ describe('s3Error', () => {
 });
 
 describe('s3:// bucket allowlist', () => {
-  it('refuses unlisted buckets before any request, and allows any bucket when the list is empty', async () => {
+  it('refuses unlisted buckets, and every bucket when the list is empty, before any request', async () => {
     let calls = 0;
     const client = {
       send: async () => {
@@ -37,18 +37,20 @@ describe('s3:// bucket allowlist', () => {
       destroy: () => undefined,
     } as unknown as S3Client;
     const listed = createBlobSource(policy({ s3Buckets: ['docs-in'] }), { s3Client: client });
-    const open = createBlobSource(policy({ s3Buckets: [] }), { s3Client: client });
+    const closed = createBlobSource(policy({ s3Buckets: [] }), { s3Client: client });
     try {
       expect((await blobError(listed.resolve({ url: 's3://other-bucket/k.pdf' }))).code).toBe(
         'blob_not_allowed',
       );
       expect(calls).toBe(0);
       expect((await blobError(listed.resolve({ url: 's3://docs-in/k.pdf' }))).code).toBe('blob_not_found');
-      expect((await blobError(open.resolve({ url: 's3://any-bucket/k.pdf' }))).code).toBe('blob_not_found');
-      expect(calls).toBe(2);
+      const refused = await blobError(closed.resolve({ url: 's3://any-bucket/k.pdf' }));
+      expect(refused.code).toBe('blob_not_allowed');
+      expect(refused.message).toMatch(/blobs\.s3Buckets/);
+      expect(calls).toBe(1);
     } finally {
       listed.close();
-      open.close();
+      closed.close();
     }
   });
 });

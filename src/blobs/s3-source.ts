@@ -95,7 +95,13 @@ export class S3BlobReader {
 
   async resolve(bucket: string, key: string, display: string, ref: BlobRef): Promise<OpenedBlob> {
     const { s3Buckets, maxBytes } = this.policy;
-    if (s3Buckets.length > 0 && !s3Buckets.includes(bucket)) {
+    if (s3Buckets.length === 0) {
+      throw new BlobError(
+        'blob_not_allowed',
+        `${display}: s3:// blobs are not allowed; list the buckets docstream may read in blobs.s3Buckets`,
+      );
+    }
+    if (!s3Buckets.includes(bucket)) {
       throw new BlobError('blob_not_allowed', `bucket ${bucket} of ${display} is not in blobs.s3Buckets`);
     }
     let head;

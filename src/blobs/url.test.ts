@@ -72,4 +72,10 @@ describe('parseBlobUrl', () => {
     expect(error.message).not.toContain('SECRETSIG');
     expect(error.message).not.toContain('secret');
   });
+
+  it('never repeats credentials of a URL without a scheme (found by the fuzz suite)', () => {
+    for (const raw of ['://user:secret@host/x', '//user:secret@host/x', 'user:secret@host']) {
+      expect(refusal(raw).message).not.toContain('secret');
+    }
+  });
 });

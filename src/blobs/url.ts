@@ -28,7 +28,8 @@ export function displayUrl(url: URL): string {
 /** A short, query-free excerpt of a string that failed to parse, safe to put in a message. */
 function excerpt(raw: string): string {
   const head = raw.split(/[?#]/, 1)[0] ?? '';
-  const withoutUserInfo = head.replace(/^([a-zA-Z][a-zA-Z0-9+.-]*:\/\/)[^/@]*@/, '$1');
+  // User info is cut wherever an authority could start, scheme or not ("://user:pw@host").
+  const withoutUserInfo = head.replace(/(^|\/\/)[^/]*@/g, '$1');
   const short = withoutUserInfo.length > 120 ? `${withoutUserInfo.slice(0, 120)}...` : withoutUserInfo;
   return JSON.stringify(short);
 }

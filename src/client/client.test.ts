@@ -364,6 +364,45 @@ describe('retries', () => {
     expect(server.count('POST', '/v2/submission')).toBe(1);
   });
 
+  it('resends a create answered 5xx within ambiguousCreateAttempts, never beyond', async () => {
+    let calls = 0;
+    route((_req, res) =>
+      ++calls <= 2
+        ? json(res, 503, { message: 'unavailable' })
+        : json(res, 200, { submission_id: ID, upload_url: `${server.baseUrl}/upload/x` }),
+    );
+    const retry = { attempts: 6, minDelayMs: 10, maxDelayMs: 50, maxTotalMs: 60_000 };
+    const created = await client({ retry: { ...retry, ambiguousCreateAttempts: 3 } }).createSubmission();
+    expect(created.submission_id).toBe(ID);
+    expect(server.count('POST', '/v2/submission')).toBe(3);
+
+    calls = -10;
+    const error = await caught(
+      client({ retry: { ...retry, ambiguousCreateAttempts: 2 } }).createSubmission(),
+    );
+    expect(error).toBeInstanceOf(ServerError);
+    expect(error.attempts).toBe(2);
+    expect(server.count('POST', '/v2/submission')).toBe(5);
+  });
+
+  it('resends a create reset after sending within ambiguousCreateAttempts', async () => {
+    let calls = 0;
+    route((_req, res) => {
+      if (++calls === 1) res.socket?.destroy();
+      else json(res, 200, { submission_id: ID, upload_url: `${server.baseUrl}/upload/x` });
+    });
+    const retry = { attempts: 6, minDelayMs: 10, maxDelayMs: 50, maxTotalMs: 60_000 };
+    await client({ retry: { ...retry, ambiguousCreateAttempts: 2 } }).createSubmission();
+    expect(server.count('POST', '/v2/submission')).toBe(2);
+  });
+
+  it('never resends a create refused with a 4xx, whatever ambiguousCreateAttempts says', async () => {
+    route((_req, res) => json(res, 400, { message: 'bad query_id' }));
+    const retry = { attempts: 6, minDelayMs: 10, maxDelayMs: 50, maxTotalMs: 60_000 };
+    await caught(client({ retry: { ...retry, ambiguousCreateAttempts: 5 } }).createSubmission());
+    expect(server.count('POST', '/v2/submission')).toBe(1);
+  });
+
   it('does not resend a create that timed out, but does resend a read', async () => {
     route(() => {
       // never answers

@@ -11,7 +11,8 @@
  *   server did work creates a second submission or tenant. It is retried only where the
  *   request provably did no work: 429 (the server refused it before doing anything), and
  *   connection failures that happened before a byte was sent (connection refused, DNS
- *   failure). Never after a 5xx, a timeout or a reset once the request was on the wire;
+ *   failure). After a 5xx, a timeout or a reset once the request was on the wire, only when
+ *   `retry.ambiguousCreateAttempts` > 1 (then each resend may leave an empty submission);
  * - nothing else is retried: 4xx answers are final (401 aside: one token refresh and one
  *   resend, since the request was refused before any work).
  */
@@ -136,16 +137,20 @@ export class HttpSender {
   async send<T>(request: SendRequest<T>): Promise<T> {
     // One token refresh per call, however many attempts it takes.
     const auth = { refreshed: false };
+    let attempts = 0;
     const context = {
       method: request.method,
       endpoint: `${request.method} ${request.route}`,
       submissionId: request.submissionId,
     };
     return withRetries(
-      (attempt) => this.attempt(request, attempt, auth),
+      (attempt) => {
+        attempts = attempt;
+        return this.attempt(request, attempt, auth);
+      },
       this.options.retry,
       (error) => {
-        const decision = this.decide(request.retry, error);
+        const decision = this.decide(request.retry, error, attempts);
         if (decision.retry) {
           this.logger.debug(
             {
@@ -163,11 +168,14 @@ export class HttpSender {
     );
   }
 
-  private decide(mode: RetryMode, error: Error): RetryDecision {
+  private decide(mode: RetryMode, error: Error, attempts: number): RetryDecision {
     if (mode === 'never') return { retry: false };
     if (error instanceof RateLimitError) return { retry: true, retryAfterMs: error.retryAfterMs };
-    if (error instanceof ServerError) return { retry: mode === 'idempotent' };
-    if (error instanceof ConnectionError) return { retry: mode === 'idempotent' || !error.requestSent };
+    // A create that may have done its work: resent only within its own, smaller budget.
+    const ambiguous = mode === 'create' && attempts < this.options.retry.ambiguousCreateAttempts;
+    if (error instanceof ServerError) return { retry: mode === 'idempotent' || ambiguous };
+    if (error instanceof ConnectionError)
+      return { retry: mode === 'idempotent' || !error.requestSent || ambiguous };
     return { retry: false };
   }
 

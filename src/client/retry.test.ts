@@ -24,7 +24,7 @@ describe('parseRetryAfter', () => {
 
 describe('backoffDelay', () => {
   it('grows exponentially up to the cap, with half of it jittered', () => {
-    const policy = { ...DEFAULT_RETRY_POLICY, minDelayMs: 100, maxDelayMs: 1000 };
+    const policy = { ...DEFAULT_RETRY_POLICY, minDelayMs: 100, maxDelayMs: 1000, ambiguousCreateAttempts: 1 };
     expect(backoffDelay(0, policy, () => 0)).toBe(50);
     expect(backoffDelay(0, policy, () => 1)).toBe(100);
     expect(backoffDelay(2, policy, () => 0)).toBe(200);
@@ -79,7 +79,13 @@ describe('pollUntilReady', () => {
 });
 
 describe('withRetries', () => {
-  const policy = { attempts: 4, maxTotalMs: 60_000, minDelayMs: 10, maxDelayMs: 100 };
+  const policy = {
+    attempts: 4,
+    maxTotalMs: 60_000,
+    minDelayMs: 10,
+    maxDelayMs: 100,
+    ambiguousCreateAttempts: 1,
+  };
   const serverError = () => new ServerError('boom', { method: 'GET', endpoint: 'GET /x', status: 503 });
 
   it('says on the final error how many times the call was sent', async () => {

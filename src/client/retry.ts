@@ -16,6 +16,12 @@ export interface RetryPolicy {
   maxTotalMs: number;
   minDelayMs: number;
   maxDelayMs: number;
+  /**
+   * Attempts of a create whose outcome is unknown (5xx, or no answer once the request was sent),
+   * within `attempts`. 1: never resent (the safe default: a resend may create a second submission).
+   * More: each resend may leave an empty submission behind, one nobody has the upload URL of.
+   */
+  ambiguousCreateAttempts: number;
 }
 
 export const DEFAULT_RETRY_POLICY: RetryPolicy = {
@@ -23,6 +29,7 @@ export const DEFAULT_RETRY_POLICY: RetryPolicy = {
   maxTotalMs: 60_000,
   minDelayMs: 200,
   maxDelayMs: 10_000,
+  ambiguousCreateAttempts: 1,
 };
 
 export interface RetryDecision {

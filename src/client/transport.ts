@@ -36,6 +36,7 @@ export const CommonOptionsShape = {
       maxTotalMs: z.number().int().min(0).optional(),
       minDelayMs: z.number().min(0).optional(),
       maxDelayMs: z.number().min(0).optional(),
+      ambiguousCreateAttempts: z.number().int().min(1).optional(),
     })
     .optional(),
   timeoutMs: z.number().int().positive().optional(),

@@ -23,7 +23,16 @@ describe('loadConfig', () => {
     expect(config.registry.url).toBe('http://localhost:8081/apis/ccompat/v7');
     expect(config.api.baseUrl).toBe('http://localhost:8080');
     expect(config.api.clientId).toBe('sandbox-client');
-    expect(config.blobs.fileRoots).toContain(os.tmpdir());
+  });
+
+  it('opens no blob source by default: no file roots, no hosts, no buckets', () => {
+    const { blobs } = loadConfig({ env: {}, files: [] });
+    expect([blobs.fileRoots, blobs.httpHosts, blobs.s3Buckets, blobs.allowPrivateNetworks]).toEqual([
+      [],
+      [],
+      [],
+      false,
+    ]);
   });
 
   it('reads files, then the environment, then overrides', () => {
@@ -66,6 +75,67 @@ describe('loadConfig', () => {
     const config = loadConfig({ env: { DOCSTREAM_API_CLIENT_SECRET_FILE: secretFile }, files: [] });
     expect(config.api.clientSecret).toBe('top-secret');
     expect(JSON.stringify(redactConfig(config))).not.toContain('top-secret');
+  });
+
+  it('redacts passwords embedded in URLs, in plain keys and inside JSON values', () => {
+    const config = loadConfig({
+      env: {
+        DOCSTREAM_REGISTRY_URL: 'https://reg-user:reg-pass@registry.example:8081/apis/ccompat/v7',
+        DOCSTREAM_API_CELLS: JSON.stringify({
+          'eu-1': {
+            baseUrl: 'https://cell-user:cell%40pass@eu.example',
+            tokenUrl: 'https://:token-pass@auth.example/oauth2/token',
+          },
+        }),
+        DOCSTREAM_KAFKA_BROKERS: 'broker.example:9092',
+      },
+      files: [],
+    });
+    const shown = JSON.stringify(redactConfig(config));
+    for (const secret of ['reg-pass', 'cell%40pass', 'token-pass']) expect(shown).not.toContain(secret);
+    const redacted = redactConfig(config);
+    expect(redacted.registry!.url).toBe('https://reg-user:[redacted]@registry.example:8081/apis/ccompat/v7');
+    expect(redacted.api!.cells).toEqual({
+      'eu-1': {
+        baseUrl: 'https://cell-user:[redacted]@eu.example',
+        tokenUrl: 'https://:[redacted]@auth.example/oauth2/token',
+      },
+    });
+    // URLs without a password are shown as they are.
+    expect(redacted.api!.baseUrl).toBe('http://localhost:8080');
+    expect(redacted.kafka!.brokers).toEqual(['broker.example:9092']);
+  });
+
+  it('refuses plain http API and token URLs outside loopback unless api.allowInsecureHttp', () => {
+    const load = (env: Record<string, string>) => () => loadConfig({ env, files: [] });
+    expect(load({ DOCSTREAM_API_BASE_URL: 'http://api.example.com' })).toThrow(
+      /api\.baseUrl: http:\/\/api\.example\.com .*unencrypted.*api\.allowInsecureHttp/,
+    );
+    expect(load({ DOCSTREAM_API_TOKEN_URL: 'http://10.0.0.5/oauth2/token' })).toThrow(/api\.tokenUrl/);
+    expect(
+      load({
+        DOCSTREAM_API_CELL: 'eu-1',
+        DOCSTREAM_API_CELLS: JSON.stringify({
+          'eu-1': { baseUrl: 'https://eu.example', tokenUrl: 'http://u:pw@auth.example/t' },
+        }),
+      }),
+    ).toThrow(/api\.cells\.eu-1\.tokenUrl: http:\/\/auth\.example /);
+    try {
+      load({ DOCSTREAM_API_TOKEN_URL: 'http://u:pw@auth.example/t' })();
+    } catch (error) {
+      expect((error as Error).message).not.toContain('pw');
+    }
+    for (const url of [
+      'http://localhost:8080',
+      'http://127.0.0.2:9',
+      'http://[::1]:8080',
+      'https://api.example.com',
+    ]) {
+      expect(load({ DOCSTREAM_API_BASE_URL: url })).not.toThrow();
+    }
+    expect(
+      load({ DOCSTREAM_API_BASE_URL: 'http://sandbox:8080', DOCSTREAM_API_ALLOW_INSECURE_HTTP: 'true' }),
+    ).not.toThrow();
   });
 
   it('ignores reserved tooling variables', () => {

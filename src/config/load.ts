@@ -6,6 +6,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { CONFIG_SPEC, RESERVED_ENV, envName, type Config, type FieldSpec } from './spec.js';
+import { apiUrls, insecureHttpProblem } from './transport.js';
 
 export class ConfigError extends Error {
   override name = 'ConfigError';
@@ -158,7 +159,33 @@ export function loadConfig(options: LoadOptions = {}): Config {
   }
   applyEnv(raw, env);
   if (options.overrides) applyObject(raw, options.overrides, 'command line');
-  return raw as unknown as Config;
+  const config = raw as unknown as Config;
+  for (const [where, url] of apiUrls(config.api)) {
+    const problem = insecureHttpProblem(url, config.api.allowInsecureHttp);
+    if (problem) throw new ConfigError(`${where}: ${problem}`);
+  }
+  return config;
+}
+
+const REDACTED = '[redacted]';
+
+/** A URL's password (`scheme://user:password@host`) replaced; other strings unchanged. */
+function redactUrlPassword(text: string): string {
+  // Found by pattern rather than `new URL`, so that no normalisation alters what is shown.
+  return text.replace(
+    /\b([a-zA-Z][a-zA-Z0-9+.-]*:\/\/[^\s/?#@:]*):[^\s/?#@]*@/g,
+    (_m, head: string) => `${head}:${REDACTED}@`,
+  );
+}
+
+/** Passwords inside URLs anywhere in a value (strings, lists, JSON such as `api.cells`). */
+function redactNested(value: unknown): unknown {
+  if (typeof value === 'string') return redactUrlPassword(value);
+  if (Array.isArray(value)) return value.map(redactNested);
+  if (typeof value === 'object' && value !== null) {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, redactNested(v)]));
+  }
+  return value;
 }
 
 /** The configuration with every secret replaced, for `docstream config show` and logs. */
@@ -169,7 +196,7 @@ export function redactConfig(config: Config): Record<string, Record<string, unkn
     for (const [key, spec] of Object.entries(fields)) {
       const value = (config as unknown as Raw)[section]![key];
       const empty = value === '' || (Array.isArray(value) && value.length === 0);
-      out[section][key] = spec.secret && !empty ? '[redacted]' : value;
+      out[section][key] = spec.secret && !empty ? REDACTED : redactNested(value);
     }
   }
   return out;

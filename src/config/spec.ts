@@ -3,7 +3,6 @@
  * The loader, the validation, the environment-variable names and the reference docs
  * (`docstream config docs`) are all derived from this table, so they cannot drift apart.
  */
-import os from 'node:os';
 
 export type FieldKind = 'string' | 'int' | 'number' | 'bool' | 'list' | 'enum' | 'json';
 
@@ -92,6 +91,11 @@ export const CONFIG_SPEC = {
     saslMechanism: f.enum(['none', 'plain', 'scram-sha-256', 'scram-sha-512'], 'none', 'SASL mechanism.'),
     saslUsername: f.string('', 'SASL user name.'),
     saslPassword: f.secret('', 'SASL password.'),
+    maxMessageBytes: f.int(
+      1000000,
+      "Largest message the connector writes; a topic's lower max.message.bytes, read from the broker at boot, lowers it. Larger messages end in a (cut) dead letter.",
+      1024,
+    ),
   },
   topics: {
     arrived: f.string('documents.arrived', 'Input topic of arrival events.'),
@@ -137,6 +141,10 @@ export const CONFIG_SPEC = {
     clientId: f.string('sandbox-client', 'OAuth client id (default: the sandbox client).'),
     clientSecret: f.secret('sandbox-secret', 'OAuth client secret (default: the public sandbox secret).'),
     cells: f.json({}, 'Map of cell name to {"baseUrl", "tokenUrl"} for the real service.'),
+    allowInsecureHttp: f.bool(
+      false,
+      'Allow plain http:// API and token URLs on hosts other than loopback (the client secret and tokens then cross the network unencrypted).',
+    ),
     ratePerSecond: f.number(
       20,
       'Ceiling of API calls per second for this instance (adaptive below it on 429).',
@@ -145,6 +153,12 @@ export const CONFIG_SPEC = {
     timeoutMs: f.int(30000, 'Timeout of one HTTP request.', 100),
     retryAttempts: f.int(6, 'Attempts per call for retriable failures (429, 5xx, network).', 1, 50),
     retryMaxTotalMs: f.int(120000, 'Bound on the total time spent retrying one call.', 100),
+    createRetryAttempts: f.int(
+      6,
+      'Attempts of a create whose answer was lost (5xx, connection reset after sending); each retry may leave an empty submission behind.',
+      1,
+      20,
+    ),
   },
   connector: {
     maxInFlight: f.int(
@@ -172,12 +186,21 @@ export const CONFIG_SPEC = {
       'Override of the results awaited per pipeline, e.g. {"FRAUD_ONLY": ["fraud"]}; default per the design.',
     ),
     commitIntervalMs: f.int(1000, 'How often safe offsets are committed.', 50),
+    maxAttributesBytes: f.int(
+      65536,
+      'Largest serialised attributes of an event (echoed into every output): larger ones are dead-lettered (attributes_too_large).',
+      2,
+    ),
+    redactFields: f.list(
+      [],
+      'Fields (dotted paths, e.g. blob.url or attributes.email) removed from the copy of the original record in dead letters; submission_characteristics always is.',
+    ),
     shutdownTimeoutMs: f.int(30000, 'Bound on a graceful shutdown.', 100),
   },
   blobs: {
     fileRoots: f.list(
-      () => [process.cwd(), os.tmpdir()],
-      'Directories file:// blobs may be read from (default: the working directory and the system temp dir).',
+      [],
+      'Directories file:// blobs may be read from; empty allows none (an event could otherwise upload any readable file).',
     ),
     httpHosts: f.list(
       [],
@@ -187,7 +210,7 @@ export const CONFIG_SPEC = {
       false,
       'Allow http(s) blobs on loopback, private or link-local addresses (metadata endpoints stay refused).',
     ),
-    s3Buckets: f.list([], 'Buckets s3:// blobs may be read from; empty allows any.'),
+    s3Buckets: f.list([], 'Buckets s3:// blobs may be read from; empty allows none.'),
     s3Endpoint: f.string('', 'S3 endpoint URL for an S3-compatible store (empty: AWS).'),
     s3Region: f.string('us-east-1', 'S3 region.'),
     s3ForcePathStyle: f.bool(true, 'Use path-style S3 addressing (needed by most S3-compatible stores).'),

@@ -1,8 +1,15 @@
 /**
  * One `documents.arrived` record: decoded and validated, then admitted by the engine; a record that
  * cannot be read becomes a dead letter (stage `decode` or `validate`).
+ *
+ * Size rule: the attributes are echoed into the state and every output event, so an event whose
+ * attributes exceed `maxAttributesBytes` is refused (`attributes_too_large`), and so is one whose
+ * first state record would not fit the state topic (`event_too_large`). Both are decided before a
+ * submission exists: admitted, such an event would fail its state write on every redelivery and
+ * stall its partition.
  */
 import type { IncomingMessage } from '../kafka/consumer.js';
+import { isMessageTooLarge } from '../kafka/errors.js';
 import type { Logger } from '../observability/logger.js';
 import { decodeDocumentArrived, type AvroDecoder } from '../serde/input.js';
 import { deadLetterOf, decodeStage, type DeadLetterSink } from './dead-letters.js';
@@ -22,6 +29,32 @@ export interface ArrivalDeps {
   state: { get(eventId: string): DocumentState | undefined };
   deadLetter: DeadLetterSink;
   logger: Logger;
+  /** Size rule (see above); absent: no limit beyond the decoder's own. */
+  limits?: ArrivalLimits;
+}
+
+export interface ArrivalLimits {
+  maxAttributesBytes: number;
+  /** Why the event's first state record cannot be written (too large), or null when it fits. */
+  stateProblem?(source: SourceRecord, event: ArrivalEvent): string | null;
+}
+
+/** The reason an event is too large to admit, or null. */
+export function sizeProblem(
+  limits: ArrivalLimits | undefined,
+  source: SourceRecord,
+  event: ArrivalEvent,
+): { code: 'attributes_too_large' | 'event_too_large'; message: string } | null {
+  if (!limits) return null;
+  const attributes = Buffer.byteLength(JSON.stringify(event.attributes));
+  if (attributes > limits.maxAttributesBytes) {
+    return {
+      code: 'attributes_too_large',
+      message: `attributes: ${attributes} bytes exceed the limit of ${limits.maxAttributesBytes} (connector.maxAttributesBytes)`,
+    };
+  }
+  const problem = limits.stateProblem?.(source, event) ?? null;
+  return problem === null ? null : { code: 'event_too_large', message: problem };
 }
 
 /** Where an input record came from, as dead letters and state carry it. */
@@ -51,7 +84,39 @@ export function arrivalHandler(deps: ArrivalDeps): (message: IncomingMessage) =>
       return;
     }
     const event = decoded.event;
-    const outcome = await deps.engine.admit(source, event, deps.state.get(event.event_id));
+    const tooLarge = sizeProblem(deps.limits, source, event);
+    if (tooLarge) {
+      await deps.deadLetter(
+        deadLetterOf(
+          tooLarge,
+          // Attributes too large for an output are too large for the letter too.
+          {
+            source,
+            event_id: event.event_id,
+            submission_id: null,
+            attributes: tooLarge.code === 'attributes_too_large' ? {} : event.attributes,
+          },
+          { stage: 'validate', fallbackCode: tooLarge.code },
+        ),
+      );
+      return;
+    }
+    let outcome: AdmitOutcome;
+    try {
+      outcome = await deps.engine.admit(source, event, deps.state.get(event.event_id));
+    } catch (err) {
+      // The size rule above measures the state before it exists; should a write still be refused as
+      // too large, the same record would be refused at every redelivery: it ends in a letter instead.
+      if (!isMessageTooLarge(err)) throw err;
+      await deps.deadLetter(
+        deadLetterOf(
+          err,
+          { source, event_id: event.event_id, submission_id: null, attributes: event.attributes },
+          { stage: 'validate', fallbackCode: 'event_too_large' },
+        ),
+      );
+      return;
+    }
     deps.logger.debug(
       { event_id: event.event_id, outcome, partition: message.partition, offset: message.offset },
       'admitted',

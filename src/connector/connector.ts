@@ -17,6 +17,7 @@ import { DecisionWebhooks } from './decision-webhooks.js';
 import type { DocumentEngine } from './engine.js';
 import { feedbackHandler } from './feedback.js';
 import { updateLag } from './lag.js';
+import { RegistryUnavailableError } from '../serde/registry.js';
 import { ensureTopology } from './topology.js';
 import { buildParts, type ConnectorParts } from './wiring.js';
 
@@ -26,6 +27,11 @@ export interface ConnectorOptions {
   metrics?: ConnectorMetrics;
   /** false: serve only the webhook receiver (`docstream webhooks`), consume no input. Default true. */
   consume?: boolean;
+  /**
+   * The consumer gave up restarting after crashes in a row: the caller should stop and exit non-zero
+   * so its supervisor restarts the process. Without it the connector stops itself.
+   */
+  onFatal?: (error: Error) => void;
 }
 
 export class Connector {
@@ -58,11 +64,24 @@ export class Connector {
       maxInFlight: config.connector.maxInFlight,
       engine: this.engine,
       state,
-      arrivals: arrivalHandler({ decoder: registry, engine: this.engine, state, deadLetter, logger }),
+      arrivals: arrivalHandler({
+        decoder: registry,
+        engine: this.engine,
+        state,
+        deadLetter,
+        logger,
+        limits: this.parts.arrivalLimits,
+      }),
       feedback: feedbackHandler({ decoder: registry, api: this.client, deadLetter }),
       logger,
       onInFlight: (n) => this.metrics.inFlight.set(n),
       groupShare: { limiter: this.client.limiter, totalPartitions: () => this.inputPartitions },
+      // A registry that cannot answer is no fault of the record: pause, probe, resume.
+      outage: {
+        isOutage: (err) => err instanceof RegistryUnavailableError,
+        probe: () => registry.checkAvailable(),
+        onChange: (paused) => this.metrics.inputPausedByRegistry.set(paused ? 1 : 0),
+      },
     });
   }
 
@@ -86,12 +105,27 @@ export class Connector {
     const { config } = this.options;
     const { admin, registry, producer, state, kafka } = this.parts;
     const t = this.topics;
-    await admin.connect();
-    const inputPartitions = await ensureTopology(admin, registry, t, this.log);
+    const inputPartitions = await step('connecting to Kafka', () => admin.connect()).then(() =>
+      step('preparing topics and schemas', () => ensureTopology(admin, registry, t, this.log)),
+    );
     this.inputPartitions = inputPartitions;
-    await producer.connect();
-    await state.start();
-    await state.caughtUp();
+    await step('connecting the producer', () => producer.connect());
+    // The limits the broker applies: a message over them fails at once, and ends in a (cut) letter.
+    // Without the right to describe configs, kafka.maxMessageBytes stands for every topic.
+    try {
+      producer.setTopicLimits(
+        await admin.maxMessageBytes([t.state, t.dlq, t.fraud, t.quality, t.classification, t.decision]),
+      );
+    } catch (err) {
+      this.log.warn(
+        { err: (err as Error).message, maxMessageBytes: config.kafka.maxMessageBytes },
+        'could not read max.message.bytes of the topics; using kafka.maxMessageBytes',
+      );
+    }
+    await step('reading the state topic', async () => {
+      await state.start();
+      await state.caughtUp();
+    });
     this.log.info({ documents: state.size }, 'state loaded');
     if (config.webhooks.enabled || this.options.consume === false) await this.startWebhooks();
     if (this.options.consume === false) {
@@ -111,8 +145,22 @@ export class Connector {
     consumer.onCrash((crash) =>
       this.log.error({ err: crash.error.message, restart: crash.restart }, 'consumer crashed'),
     );
-    await consumer.connect();
-    await consumer.subscribe([t.arrived, t.feedback], { fromBeginning: true });
+    consumer.onRestart((r) => {
+      this.metrics.consumerRestarts.inc();
+      this.log.warn(
+        { attempt: r.attempt, delayMs: r.delayMs, restarts: r.restarts },
+        'restarting the consumer',
+      );
+    });
+    consumer.onFatal((error) => {
+      this.log.fatal({ err: error.message }, 'the consumer gave up restarting');
+      if (this.options.onFatal) this.options.onFatal(error);
+      else void this.stop();
+    });
+    await step('joining the consumer group', async () => {
+      await consumer.connect();
+      await consumer.subscribe([t.arrived, t.feedback], { fromBeginning: true });
+    });
     await consumer.run(this.loop.onBatch, {
       autoResolve: false,
       partitionsConsumedConcurrently: Math.max(1, Math.min(4, inputPartitions)),
@@ -181,9 +229,15 @@ export class Connector {
   isReady(): { kafka: boolean; assigned: number } {
     const assignment = this.consumer?.currentAssignment() ?? {};
     return {
-      kafka: this.started && !this.stopping,
+      // False while a crashed consumer waits for its restart, and for good once it gave up.
+      kafka: this.started && !this.stopping && (this.consumer?.healthy() ?? true),
       assigned: (assignment[this.topics.arrived] ?? []).length,
     };
+  }
+
+  /** True while the input is paused because the schema registry is unavailable. */
+  get pausedForOutage(): boolean {
+    return this.loop.pausedForOutage;
   }
 
   /** Commits the highest safe offset of every assigned partition that moved. */
@@ -212,5 +266,25 @@ export class Connector {
       p.blobs.close();
     })();
     return this.stopping;
+  }
+}
+
+/** Runs one start-up step; its failure names the step (the CLI prints it and exits non-zero). */
+async function step<T>(what: string, run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (err) {
+    throw new StartupError(what, err);
+  }
+}
+
+/** A start-up step that failed for good (after the step's own retries). */
+export class StartupError extends Error {
+  constructor(
+    readonly step: string,
+    cause: unknown,
+  ) {
+    super(`start-up failed while ${step}: ${(cause as Error)?.message ?? String(cause)}`, { cause });
+    this.name = 'StartupError';
   }
 }

@@ -15,6 +15,7 @@ import type {
   TopicPartitionOffset,
 } from '../kafka/consumer.js';
 import type { Logger } from '../observability/logger.js';
+import { backoffDelay } from '../util/backoff.js';
 import { OffsetTracker } from './offsets.js';
 import type { DocumentState } from './state/codec.js';
 
@@ -66,6 +67,22 @@ export interface ConsumerLoopOptions {
    */
   groupShare?: { limiter: ShareLimiter; totalPartitions: () => number };
   heartbeatMs?: number;
+  /** How an outage of a dependency (the schema registry) pauses the input instead of crashing. */
+  outage?: OutageHandling;
+}
+
+/**
+ * A record handler that fails because a dependency is down (not because of the record) must not
+ * crash the consumer or dead-letter the record: the input pauses, `probe` is retried with back-off
+ * until it resolves, and the input resumes from the first record not handled.
+ */
+export interface OutageHandling {
+  isOutage(err: unknown): boolean;
+  probe(): Promise<void>;
+  /** Called with true when the input pauses for an outage, false when it resumes. */
+  onChange?(paused: boolean): void;
+  initialDelayMs?: number;
+  maxDelayMs?: number;
 }
 
 export class ConsumerLoop {
@@ -75,6 +92,8 @@ export class ConsumerLoop {
   private readonly prepared = new Map<number, Promise<void>>();
   private admitting = 0;
   private inputPaused = false;
+  /** Set while the input is paused for an outage; resolves when the probe succeeded. */
+  private outage: Promise<void> | null = null;
   private stopping = false;
 
   constructor(private readonly o: ConsumerLoopOptions) {}
@@ -110,11 +129,18 @@ export class ConsumerLoop {
     this.applyShare((join.assignment[arrived] ?? []).length);
     // A fresh assignment starts unpaused; the next batch pauses again if the instance is still full.
     this.inputPaused = false;
+    if (this.outage) {
+      this.consumer?.pause(arrived, join.assignment[arrived] ?? []);
+      this.consumer?.pause(feedback, join.assignment[feedback] ?? []);
+      return;
+    }
     this.consumer?.resume(arrived, join.assignment[arrived] ?? []);
   }
 
   /** The batch handler to give the Kafka consumer (`autoResolve: false`). */
   readonly onBatch = async (batch: IncomingBatch, control: BatchControl): Promise<void> => {
+    // Fetched before the pause: left unresolved, so they are fetched again after it.
+    if (this.outage) return;
     if (batch.topic === this.o.topics.feedback) return this.onFeedbackBatch(batch, control);
     await this.prepare(batch.partition);
     const offsets = this.tracker(batch.topic).partition(batch.partition);
@@ -127,7 +153,7 @@ export class ConsumerLoop {
     );
     try {
       for (const message of batch.messages) {
-        if (!control.isRunning() || control.isStale() || this.stopping) break;
+        if (!control.isRunning() || control.isStale() || this.stopping || this.outage) break;
         if (this.o.engine.inFlight + this.admitting >= max) {
           this.pauseInput();
           break;
@@ -148,10 +174,16 @@ export class ConsumerLoop {
         );
       }
       const settled = await Promise.allSettled(admissions);
-      const failure = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
+      const failed = settled.findIndex((s) => s.status === 'rejected');
       // Nothing after an unrecorded record may be taken: the batch is fetched again from the last
       // resolved offset, and the records already recorded are recognised by their state.
-      if (failure) throw failure.reason;
+      if (failed >= 0) {
+        const reason = (settled[failed] as PromiseRejectedResult).reason as unknown;
+        if (!this.o.outage?.isOutage(reason)) throw reason;
+        if (failed > 0) control.resolveOffset(batch.messages[failed - 1]!.offset);
+        this.enterOutage(reason);
+        return;
+      }
       if (last !== null) control.resolveOffset(last);
     } finally {
       clearInterval(heartbeat);
@@ -162,7 +194,7 @@ export class ConsumerLoop {
   onRoom(): void {
     const inFlight = this.o.engine.inFlight;
     this.o.onInFlight?.(inFlight);
-    if (!this.inputPaused || !this.consumer || this.stopping) return;
+    if (!this.inputPaused || !this.consumer || this.stopping || this.outage) return;
     const max = this.o.maxInFlight;
     // Hysteresis: resume once a tenth of the slots are free, not at every single free slot.
     if (inFlight + this.admitting > max - Math.max(1, Math.floor(max / 10))) return;
@@ -195,9 +227,15 @@ export class ConsumerLoop {
   private async onFeedbackBatch(batch: IncomingBatch, control: BatchControl): Promise<void> {
     const offsets = this.tracker(batch.topic).partition(batch.partition);
     for (const message of batch.messages) {
-      if (!control.isRunning() || control.isStale() || this.stopping) break;
+      if (!control.isRunning() || control.isStale() || this.stopping || this.outage) break;
       offsets.track(message.offset);
-      await this.o.feedback(message);
+      try {
+        await this.o.feedback(message);
+      } catch (err) {
+        if (!this.o.outage?.isOutage(err)) throw err;
+        this.enterOutage(err);
+        return;
+      }
       offsets.complete(message.offset);
       control.resolveOffset(message.offset);
       await control.heartbeat();
@@ -244,6 +282,45 @@ export class ConsumerLoop {
     if (!share) return;
     const total = Math.max(1, share.totalPartitions(), owned);
     share.limiter.setShare(owned, total);
+  }
+
+  /** True while the input is paused because a dependency is down. */
+  get pausedForOutage(): boolean {
+    return this.outage !== null;
+  }
+
+  /** Pauses both input topics and probes the dependency with back-off until it answers again. */
+  private enterOutage(err: unknown): void {
+    const handling = this.o.outage;
+    if (!handling || this.outage || !this.consumer) return;
+    const { arrived, feedback } = this.o.topics;
+    this.consumer.pause(arrived, this.assigned(arrived));
+    this.consumer.pause(feedback, this.assigned(feedback));
+    this.o.logger.warn({ err: (err as Error).message }, 'input paused: a dependency is unavailable');
+    handling.onChange?.(true);
+    this.outage = (async () => {
+      for (let attempt = 0; !this.stopping; attempt++) {
+        const delay = backoffDelay(attempt, {
+          initialMs: handling.initialDelayMs ?? 500,
+          maxMs: handling.maxDelayMs ?? 30_000,
+        });
+        await new Promise((resolve) => setTimeout(resolve, delay));
+        try {
+          await handling.probe();
+          return;
+        } catch (probeErr) {
+          this.o.logger.debug({ attempt, err: (probeErr as Error).message }, 'dependency still unavailable');
+        }
+      }
+    })().finally(() => {
+      this.outage = null;
+      handling.onChange?.(false);
+      if (this.stopping || !this.consumer) return;
+      this.o.logger.info('input resumed: the dependency answers again');
+      this.consumer.resume(feedback, this.assigned(feedback));
+      if (!this.inputPaused) this.consumer.resume(arrived, this.assigned(arrived));
+      else this.onRoom();
+    });
   }
 
   private pauseInput(): void {

@@ -78,3 +78,75 @@ export function decodeStage(code: InputErrorCode): DeadLetterStage {
 
 /** Writes a dead letter (resolves once Kafka acknowledged it). */
 export type DeadLetterSink = (letter: DeadLetter) => Promise<void>;
+
+/** Fields always removed from the copy of a record a dead letter carries: personal data. */
+export const ALWAYS_REDACTED = ['submission_characteristics'] as const;
+
+/** Why a letter's copy of the original value was changed; null when it was kept byte for byte. */
+export type Redaction = 'fields_removed' | 'value_withheld' | null;
+
+/**
+ * The source record as a dead letter may carry it: without `submission_characteristics` and the
+ * configured fields (dotted paths, e.g. `blob.url` or `attributes.email`). A JSON object is parsed,
+ * stripped and written again. A value that cannot be read without the registry (Avro, magic byte 0)
+ * or is no JSON object is withheld when it could hold a redacted field, because a letter must never
+ * need a working registry, or a parser that understands broken input, to be safe: the pointer
+ * (topic, partition, offset) still leads to the original, which stays in the input topic.
+ */
+export function redactSource(
+  source: SourceRecord,
+  fields: readonly string[] = [],
+): { source: SourceRecord; redaction: Redaction } {
+  const value = source.value;
+  if (value === null || value.length === 0) return { source, redaction: null };
+  const paths = [...ALWAYS_REDACTED, ...fields].map((f) => f.split('.'));
+  if (value[0] === 0) return { source: { ...source, value: null }, redaction: 'value_withheld' };
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(value.toString('utf8'));
+  } catch {
+    parsed = undefined;
+  }
+  if (!isRecord(parsed)) {
+    // Unreadable text: kept only when no redacted field's name occurs in it.
+    const text = value.toString('latin1');
+    const risky = paths.some((p) => text.includes(p[p.length - 1]!));
+    return risky
+      ? { source: { ...source, value: null }, redaction: 'value_withheld' }
+      : { source, redaction: null };
+  }
+  let removed = false;
+  for (const path of paths) removed = removePath(parsed, path) || removed;
+  if (!removed) return { source, redaction: null };
+  return {
+    source: { ...source, value: Buffer.from(JSON.stringify(parsed), 'utf8') },
+    redaction: 'fields_removed',
+  };
+}
+
+/** The letter's attributes without those named `attributes.<name>` in the redacted fields. */
+export function redactAttributes(
+  attributes: Record<string, string>,
+  fields: readonly string[] = [],
+): Record<string, string> {
+  const names = fields.filter((f) => f.startsWith('attributes.')).map((f) => f.slice('attributes.'.length));
+  if (names.length === 0) return attributes;
+  const kept = { ...attributes };
+  for (const name of names) delete kept[name];
+  return kept;
+}
+
+function removePath(object: Record<string, unknown>, path: string[]): boolean {
+  const [head, ...rest] = path;
+  if (head === undefined || !Object.hasOwn(object, head)) return false;
+  if (rest.length === 0) {
+    delete object[head];
+    return true;
+  }
+  const child = object[head];
+  return isRecord(child) ? removePath(child, rest) : false;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}

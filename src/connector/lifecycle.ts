@@ -5,6 +5,7 @@
  */
 import type { Logger } from '../observability/logger.js';
 import type { PollScheduler } from '../util/scheduler.js';
+import { isMessageTooLarge } from '../kafka/errors.js';
 import { backoffDelay } from '../util/backoff.js';
 import type { AwaitedOverride } from './awaited.js';
 import {
@@ -258,6 +259,11 @@ export class Lifecycle {
     try {
       await this.ports.out.publishResult(kind, run.identity, body, { report_url: reportUrl, source });
     } catch (err) {
+      // Too large for its topic: retrying cannot help, the document ends in a letter.
+      if (isMessageTooLarge(err)) {
+        await this.fail(run, err, 'publish', 'result_too_large');
+        return;
+      }
       this.ports.logger.warn({ kind, err: failureOf(err).message }, 'publishing a result failed; retrying');
       this.schedulePoll(run, kind, (run.attempts.get(kind) ?? 0) + 1);
       return;

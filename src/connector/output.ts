@@ -4,7 +4,14 @@
  * State records have their own writer (`state/writer.ts`).
  */
 import type { CoalescingSender } from '../kafka/coalescer.js';
+import { isMessageTooLarge } from '../kafka/errors.js';
+import { DEFAULT_MAX_MESSAGE_BYTES, messageSize } from '../kafka/message-size.js';
+import type { OutgoingMessage } from '../kafka/producer.js';
+import type { Logger } from '../observability/logger.js';
+import { fitDeadLetter } from '../serde/dead-letter-fit.js';
 import type { Registry } from '../serde/registry.js';
+import type { DeadLetterValue } from '../serde/types.js';
+import { redactAttributes, redactSource } from './dead-letters.js';
 import { classificationValue, deadLetterValue, decisionValue, fraudValue, qualityValue } from './mapping.js';
 import type { Awaitable, DeadLetter, DocumentIdentity, OutputPort, ResultExtra } from './types.js';
 
@@ -16,12 +23,24 @@ export interface OutputTopics {
   dlq: string;
 }
 
+/** How dead letters are made safe and small enough to write. */
+export interface DeadLetterOptions {
+  /** Fields removed from the letter's copy of the original value, besides the characteristics. */
+  redactFields?: readonly string[];
+  /** The dead-letter topic's message limit (the producer's, read from the broker at boot). */
+  limitFor?: (topic: string) => number;
+  logger?: Logger;
+  /** A letter that could not be written even cut to its bare fields: it is logged and counted. */
+  onUnwritable?: (letter: DeadLetter) => void;
+}
+
 export class KafkaOutput implements OutputPort {
   constructor(
     private readonly sender: Pick<CoalescingSender, 'send'>,
     private readonly registry: Pick<Registry, 'encode'>,
     private readonly topics: OutputTopics,
     private readonly now: () => number = Date.now,
+    private readonly dlq: DeadLetterOptions = {},
   ) {}
 
   async publishResult(
@@ -49,14 +68,66 @@ export class KafkaOutput implements OutputPort {
     });
   }
 
+  /**
+   * Writes a letter with its personal fields removed and cut to fit the topic, pointing at the
+   * original record. Resolves once Kafka acknowledged it; a letter that cannot fit even without the
+   * original bytes is logged and counted, and resolves too, so the partition moves on. Rejects only
+   * when Kafka could not be reached (the record is retried).
+   */
   async deadLetter(letter: DeadLetter): Promise<void> {
+    const topic = this.topics.dlq;
     const headers: Record<string, string> = {};
     if (letter.event_id) headers.event_id = letter.event_id;
     if (letter.source?.traceparent) headers.traceparent = letter.source.traceparent;
-    await this.sender.send(this.topics.dlq, {
-      key: letter.submission_id ?? letter.event_id ?? null,
-      value: this.registry.encode(this.topics.dlq, deadLetterValue(letter, this.now())),
+    const key = letter.submission_id ?? letter.event_id ?? null;
+    const fields = this.dlq.redactFields ?? [];
+    let safe: DeadLetter = { ...letter, attributes: redactAttributes(letter.attributes, fields) };
+    if (letter.source) {
+      const { source, redaction } = redactSource(letter.source, fields);
+      if (redaction) {
+        const pointer = `${source.topic}/${source.partition}@${source.offset}`;
+        const what =
+          redaction === 'fields_removed' ? 'personal fields removed' : 'withheld (may hold personal data)';
+        safe = {
+          ...safe,
+          source,
+          message: `${safe.message} [original value ${what}; the original is ${pointer}]`,
+        };
+      }
+    }
+    const value = deadLetterValue(safe, this.now());
+    const message = (v: DeadLetterValue): OutgoingMessage => ({
+      key,
+      value: this.registry.encode(topic, v),
       headers,
     });
+    let limit = this.dlq.limitFor?.(topic) ?? DEFAULT_MAX_MESSAGE_BYTES;
+    // A broker whose limit is below the one read at boot (changed since) refuses the letter without
+    // saying its limit: halve the size until it is taken or the bare letter does not fit.
+    for (let attempt = 0; attempt < 12; attempt++) {
+      const fitted = fitDeadLetter(value, limit, (v) => messageSize(message(v)));
+      if (!fitted) break;
+      const outgoing = message(fitted.letter);
+      try {
+        await this.sender.send(topic, outgoing);
+        return;
+      } catch (err) {
+        if (!isMessageTooLarge(err)) throw err;
+        limit = Math.floor(Math.min(limit, messageSize(outgoing)) / 2);
+      }
+    }
+    this.dlq.logger?.error(
+      {
+        topic,
+        source: letter.source
+          ? `${letter.source.topic}/${letter.source.partition}@${letter.source.offset}`
+          : null,
+        event_id: letter.event_id,
+        stage: letter.stage,
+        error_code: letter.error_code,
+      },
+      'dead letter too large to write even without the original record; skipped',
+    );
+    this.dlq.onUnwritable?.(letter);
   }
 }

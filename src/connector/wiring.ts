@@ -16,10 +16,13 @@ import type { ConnectorMetrics } from '../observability/metrics.js';
 import { Registry } from '../serde/registry.js';
 import { PollScheduler } from '../util/scheduler.js';
 import { apiPort } from './api-port.js';
+import type { ArrivalLimits } from './arrivals.js';
 import { parseAwaitedOverride } from './awaited.js';
 import type { DeadLetterSink } from './dead-letters.js';
 import { DocumentEngine } from './engine.js';
 import { KafkaOutput } from './output.js';
+import { createdState } from './run.js';
+import { encodeState } from './state/codec.js';
 import { StateStore } from './state/store.js';
 import { StateWriter } from './state/writer.js';
 import type { Awaitable } from './types.js';
@@ -62,7 +65,13 @@ function apiClientOf(config: Config, logger: Logger, metrics: ConnectorMetrics):
     clientId: api.clientId,
     clientSecret: api.clientSecret,
     rateLimit: { ratePerSecond: api.ratePerSecond },
-    retry: { attempts: api.retryAttempts, maxTotalMs: api.retryMaxTotalMs },
+    retry: {
+      attempts: api.retryAttempts,
+      maxTotalMs: api.retryMaxTotalMs,
+      // A lost create answer is retried: the resend may leave an empty submission (never analysed,
+      // nobody has its upload URL), which is better than a good document in the dead-letter topic.
+      ambiguousCreateAttempts: api.createRetryAttempts,
+    },
     timeoutMs: api.timeoutMs,
     logger,
     onCall: (call) =>
@@ -89,6 +98,8 @@ export interface ConnectorParts {
   engine: DocumentEngine;
   /** Writes a dead letter raised outside the engine, counted like the engine's. */
   deadLetter: DeadLetterSink;
+  /** The size rule of arrival events (`arrivals.ts`). */
+  arrivalLimits: ArrivalLimits;
 }
 
 export function buildParts(
@@ -102,21 +113,34 @@ export function buildParts(
   const client = apiClientOf(config, logger, metrics);
   const blobs = createBlobSource(config.blobs, { logger });
   const admin = kafka.admin();
-  const producer = kafka.producer();
+  const producer = kafka.producer({ maxMessageBytes: config.kafka.maxMessageBytes });
   const sender = new CoalescingSender(producer);
   const t = config.topics;
-  const output = new KafkaOutput(sender, registry, {
-    fraud: t.fraud,
-    quality: t.quality,
-    classification: t.classification,
-    decision: t.decision,
-    dlq: t.dlq,
-  });
+  const c = config.connector;
+  const output = new KafkaOutput(
+    sender,
+    registry,
+    {
+      fraud: t.fraud,
+      quality: t.quality,
+      classification: t.classification,
+      decision: t.decision,
+      dlq: t.dlq,
+    },
+    Date.now,
+    {
+      redactFields: c.redactFields,
+      limitFor: (topic) => producer.limitFor(topic),
+      logger,
+      onUnwritable: (letter) =>
+        metrics.deadLettersUnwritable.inc({ stage: letter.stage, reason: letter.error_code }),
+    },
+  );
   const state = new StateStore(
     (onRecord) => new TopicView(kafka, admin, t.state, onRecord, logger, 'docstream-state-view'),
   );
   const scheduler = new PollScheduler();
-  const c = config.connector;
+  const awaitedOverride = parseAwaitedOverride(c.awaitedResults);
   const engine = new DocumentEngine(
     {
       api: apiPort(client, { withMetadata: c.withMetadata }),
@@ -133,7 +157,7 @@ export function buildParts(
       decisionPolling: c.decisionPolling,
       deleteAfterPublish: c.deleteAfterPublish,
       attachReportUrl: c.attachReportUrl,
-      awaitedOverride: parseAwaitedOverride(c.awaitedResults),
+      awaitedOverride,
     },
     {
       onPublished: (kind: Awaitable) => metrics.resultsPublished.inc({ kind }),
@@ -148,6 +172,18 @@ export function buildParts(
       onRoom,
     },
   );
+  const arrivalLimits: ArrivalLimits = {
+    maxAttributesBytes: c.maxAttributesBytes,
+    // The first state record is the largest a document writes (it holds the upload URLs and the
+    // characteristics until the upload): measured with URLs longer than the API gives.
+    stateProblem: (source, event) => {
+      const probe = createdState(source, event, PROBE_SUBMISSION, 0, awaitedOverride);
+      const tooLarge = producer.checkSize(t.state, { key: event.event_id, value: encodeState(probe) });
+      return tooLarge
+        ? `its state record of ${tooLarge.size} bytes would exceed the state topic's limit of ${tooLarge.limit}`
+        : null;
+    },
+  };
   const deadLetter: DeadLetterSink = async (letter) => {
     await output.deadLetter(letter);
     metrics.failed.inc({ stage: letter.stage, reason: letter.error_code });
@@ -165,5 +201,13 @@ export function buildParts(
     scheduler,
     engine,
     deadLetter,
+    arrivalLimits,
   };
 }
+
+/** A created submission with identifiers and URLs at least as long as the API's. */
+const PROBE_SUBMISSION = {
+  submission_id: 'x'.repeat(64),
+  upload_url: 'x'.repeat(4096),
+  submission_characteristics_upload_url: 'x'.repeat(4096),
+};

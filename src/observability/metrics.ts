@@ -90,6 +90,25 @@ export class ConnectorMetrics {
     registers: [this.registry],
   });
 
+  readonly consumerRestarts = new Counter({
+    name: 'docstream_consumer_restarts_total',
+    help: 'Restarts of the Kafka consumer after a crash',
+    registers: [this.registry],
+  });
+
+  readonly deadLettersUnwritable = new Counter({
+    name: 'docstream_dead_letters_unwritable_total',
+    help: 'Dead letters too large to write even without the original record (logged, then skipped)',
+    labelNames: ['stage', 'reason'] as const,
+    registers: [this.registry],
+  });
+
+  readonly inputPausedByRegistry = new Gauge({
+    name: 'docstream_input_paused_registry',
+    help: '1 while the input is paused because the schema registry is unavailable',
+    registers: [this.registry],
+  });
+
   constructor(options: { defaultMetrics?: boolean } = {}) {
     if (options.defaultMetrics !== false)
       collectDefaultMetrics({ register: this.registry, prefix: 'docstream_' });

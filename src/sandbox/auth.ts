@@ -33,6 +33,19 @@ function safeEqual(a: string, b: string): boolean {
   return x.length === y.length && timingSafeEqual(x, y);
 }
 
+/** A form-urlencoded credential part; a malformed escape is the client's error (401), not ours. */
+function formDecode(part: string): string {
+  try {
+    return decodeURIComponent(part.replace(/\+/g, ' '));
+  } catch {
+    throw new OAuthError(
+      401,
+      'invalid_client',
+      'Authorization: malformed percent-encoding in Basic credentials',
+    );
+  }
+}
+
 /** Tokens and used assertion ids are pruned once the maps grow, so memory stays bounded. */
 const PRUNE_AT = 10000;
 
@@ -107,8 +120,8 @@ export class AuthServer {
       if (colon < 0)
         throw new OAuthError(401, 'invalid_client', 'Authorization: malformed Basic credentials');
       // RFC 6749 §2.3.1: both parts are form-urlencoded inside the Basic header.
-      id = decodeURIComponent(decoded.slice(0, colon).replace(/\+/g, ' '));
-      secret = decodeURIComponent(decoded.slice(colon + 1).replace(/\+/g, ' '));
+      id = formDecode(decoded.slice(0, colon));
+      secret = formDecode(decoded.slice(colon + 1));
       if (form.has('client_secret')) {
         throw new OAuthError(
           400,

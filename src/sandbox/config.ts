@@ -31,6 +31,12 @@ export const SandboxConfigSchema = z
     port: z.number().int().min(0).max(65535),
     clients: z.array(Client),
     tokenTtlSeconds: z.number().int().positive(),
+    /**
+     * Token endpoint URLs a client assertion may name as its audience, besides the URL the
+     * sandbox listens on (and its `localhost` spelling on loopback): add the address clients
+     * use when that is another name (a container's service name, a proxy).
+     */
+    tokenUrls: z.array(z.url({ protocol: /^https?$/ })),
     processing: z.strictObject({
       distribution: z.enum(['fixed', 'uniform', 'exponential']),
       meanMs: z.number().min(0),
@@ -108,6 +114,7 @@ export function defaultConfig(): SandboxConfig {
     port: 8080,
     clients: [{ ...DEFAULT_CLIENT, scopes: [...DEFAULT_CLIENT.scopes] }],
     tokenTtlSeconds: 3600,
+    tokenUrls: [],
     processing: { distribution: 'uniform', meanMs: 1500, minMs: 500, maxMs: 2500 },
     seed: null,
     rateLimit: null,

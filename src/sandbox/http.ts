@@ -4,13 +4,22 @@ import type { FastifyRequest } from 'fastify';
 import type { z } from 'zod';
 import { describeZodError } from '../api/schemas.js';
 
+/** Error messages are cut here: one listing thousands of unknown fields must not answer megabytes. */
+export const MAX_MESSAGE_CHARS = 1024;
+
+export function capMessage(message: string): string {
+  if (message.length <= MAX_MESSAGE_CHARS) return message;
+  const rest = message.length - MAX_MESSAGE_CHARS;
+  return `${message.slice(0, MAX_MESSAGE_CHARS)}... (${rest} more characters)`;
+}
+
 export class HttpError extends Error {
   constructor(
     readonly status: number,
     message: string,
     readonly headers: Record<string, string> = {},
   ) {
-    super(message);
+    super(capMessage(message));
   }
 }
 

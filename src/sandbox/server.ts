@@ -12,7 +12,7 @@ import Fastify, {
 } from 'fastify';
 import { SandboxConfigError } from './config.js';
 import type { SandboxContext } from './context.js';
-import { HttpError } from './http.js';
+import { capMessage, HttpError } from './http.js';
 import { chance } from './random.js';
 import { formatRetryAfter } from './rate-limit.js';
 import { registerControlRoutes, type ControlActions } from './routes/control.js';
@@ -22,7 +22,8 @@ import { registerTenantRoutes } from './routes/tenants.js';
 import { registerTokenRoute } from './routes/token.js';
 import { registerUploadRoute } from './routes/upload.js';
 
-const API_PATH = /^\/v[02](\/|\?|$)/;
+/** Matched against the route the router chose, never the raw URL (which may percent-encode the prefix). */
+const API_ROUTE = /^\/v[02](\/|$)/;
 
 function tooMany(ctx: SandboxContext, reply: FastifyReply, waitMs: number, why: string): FastifyReply {
   ctx.stats.increment('rateLimited');
@@ -37,7 +38,10 @@ async function gate(
   request: FastifyRequest,
   reply: FastifyReply,
 ): Promise<FastifyReply | void> {
-  if (!API_PATH.test(request.url)) return;
+  // `/%762/submission` reaches the `/v2/submission` route: the router decodes the path, so the
+  // decision whether a request needs a token must be taken on the route it matched.
+  const route = request.routeOptions.url;
+  if (route === undefined || !API_ROUTE.test(route)) return;
   const config = ctx.config();
   if (config.faults.extraLatencyMs > 0) await sleep(config.faults.extraLatencyMs);
   if (chance(ctx.random(), config.faults.dropRate)) {
@@ -87,10 +91,12 @@ function onError(ctx: SandboxContext) {
     if (error instanceof HttpError) {
       return reply.code(error.status).headers(error.headers).send({ message: error.message });
     }
-    if (error instanceof SandboxConfigError) return reply.code(400).send({ message: error.message });
+    if (error instanceof SandboxConfigError) {
+      return reply.code(400).send({ message: capMessage(error.message) });
+    }
     const status = (error as FastifyError).statusCode;
     if (status !== undefined && status >= 400 && status < 500) {
-      return reply.code(status).send({ message: error.message });
+      return reply.code(status).send({ message: capMessage(error.message) });
     }
     ctx.logger.error(
       { err: error, method: request.method, route: request.routeOptions.url },
@@ -112,7 +118,7 @@ export function buildServer(ctx: SandboxContext, actions: ControlActions): Fasti
   });
   app.setErrorHandler(onError(ctx));
   app.setNotFoundHandler(async (request, reply) =>
-    reply.code(404).send({ message: `no route ${request.method} ${request.url.split('?')[0]}` }),
+    reply.code(404).send({ message: capMessage(`no route ${request.method} ${request.url.split('?')[0]}`) }),
   );
 
   registerTokenRoute(app, ctx);

@@ -18,14 +18,14 @@ export interface VerifyInput {
 }
 
 /** Decodes a `whsec_<base64>` secret (or a bare base64 one) into the HMAC key. */
-function decodeSecret(secret: string): Buffer {
+export function decodeSecret(secret: string): Buffer {
   const b64 = secret.startsWith('whsec_') ? secret.slice('whsec_'.length) : secret;
   const key = Buffer.from(b64, 'base64');
   if (key.length === 0) throw new Error('webhook secret: not a whsec_ base64 secret');
   return key;
 }
 
-function sign(key: Buffer, id: string, timestamp: number | string, body: Buffer | string): string {
+export function sign(key: Buffer, id: string, timestamp: number | string, body: Buffer | string): string {
   const mac = createHmac('sha256', key);
   mac.update(`${id}.${timestamp}.`);
   mac.update(body);

@@ -101,12 +101,12 @@ describe('s3:// blobs against the local S3 store', () => {
   it('reports a missing key or bucket as not found', async () => {
     const missingKey = await blobError(source.resolve({ url: `s3://${bucket}/docs/nope.pdf` }));
     expect([missingKey.code, missingKey.retriable]).toEqual(['blob_not_found', false]);
-    const anyBucket = createBlobSource({ ...basePolicy, s3Buckets: [] });
+    const withAbsent = createBlobSource({ ...basePolicy, s3Buckets: [bucket, `${bucket}-absent`] });
     try {
-      const missingBucket = await blobError(anyBucket.resolve({ url: `s3://${bucket}-absent/k.pdf` }));
+      const missingBucket = await blobError(withAbsent.resolve({ url: `s3://${bucket}-absent/k.pdf` }));
       expect(missingBucket.code).toBe('blob_not_found');
     } finally {
-      anyBucket.close();
+      withAbsent.close();
     }
   });
 

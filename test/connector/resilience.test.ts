@@ -154,3 +154,35 @@ describe('a 429 storm and a low rate limit', () => {
     expect(env.sandbox.stats().rateLimited).toBeGreaterThan(0);
   });
 });
+
+describe('5xx and dropped connections on every endpoint, creates included', () => {
+  const env = new E2E();
+  beforeAll(async () => {
+    await env.start({ faults: { errorRate: 0.2, dropRate: 0.05 } });
+  });
+  afterAll(async () => {
+    await env.stop();
+  });
+
+  it('creates whose answer was lost are retried: no good document dead-lettered, none analysed twice', async () => {
+    const file = await env.writeFile('doc.pdf', await sampleBytes('clean-pdf'));
+    const ids = Array.from({ length: 30 }, (_, i) => `evt-5xx-${i}`);
+    await env.startConnector({ api: { ratePerSecond: 100 } });
+    await env.collect();
+    await env.produce(ids.map((id) => arrival(id, file, { pipeline_configuration: 'QUALITY_ONLY' })));
+    await waitFor('every result', () => distinctResults(env) >= ids.length, 90_000);
+    expect(env.on('dlq')).toEqual([]);
+    const stats = env.sandbox.stats();
+    const createFaults = Object.entries(stats.requests)
+      .filter(([k]) => k.startsWith('POST /v2/submission ') && / 5\d\d$/.test(k))
+      .reduce((n, [, c]) => n + c, 0);
+    expect(createFaults + stats.droppedConnections).toBeGreaterThan(0);
+    // Each event's file went to exactly one submission (the sandbox shows a sha256 once uploaded).
+    const res = await fetch(`${env.sandbox.baseUrl}/_sandbox/submissions`);
+    const { items } = (await res.json()) as { items: Array<{ query_id: string; sha256: string | null }> };
+    const uploads = new Map<string, number>();
+    for (const s of items) if (s.sha256) uploads.set(s.query_id, (uploads.get(s.query_id) ?? 0) + 1);
+    expect([...uploads.keys()].sort()).toEqual([...ids].sort());
+    expect([...uploads.values()].filter((n) => n !== 1)).toEqual([]);
+  });
+});

@@ -8,7 +8,16 @@ import { startOpsServer, type OpsServer } from '../../observability/server.js';
 async function serve(opts: { config?: string }, consume: boolean): Promise<void> {
   const config = loadConfig(opts.config ? { files: opts.config.split(',') } : {});
   const logger = createLogger({ level: config.log.level, format: config.log.format });
-  const connector = await Connector.start({ config, logger, consume });
+  let fatal: ((error: Error) => void) | null = null;
+  let connector: Connector;
+  try {
+    connector = await Connector.start({ config, logger, consume, onFatal: (error) => fatal?.(error) });
+  } catch (err) {
+    // Named step and cause (StartupError); a supervisor restarts the process.
+    logger.fatal({ err: (err as Error).message }, 'start-up failed');
+    logger.flush();
+    process.exit(1);
+  }
   connector.metrics.inFlightLimit.set(config.connector.maxInFlight);
   let ops: OpsServer | null = null;
   if (config.http.port > 0) {
@@ -39,19 +48,21 @@ async function serve(opts: { config?: string }, consume: boolean): Promise<void>
     logger.info({ url: ops.url }, 'metrics and health endpoints ready');
   }
   logger.info(consume ? 'connector running' : 'webhook receiver running');
-  await new Promise<void>((resolve) => {
+  const exitCode = await new Promise<number>((resolve) => {
     const shutdown = (signal: string) => {
       logger.info({ signal }, 'shutting down');
-      resolve();
+      resolve(0);
     };
     process.once('SIGTERM', () => shutdown('SIGTERM'));
     process.once('SIGINT', () => shutdown('SIGINT'));
+    // The consumer gave up restarting: stop and exit non-zero for the supervisor.
+    fatal = () => resolve(1);
   });
   await connector.stop();
   await ops?.close();
-  logger.info('stopped cleanly');
+  logger.info(exitCode === 0 ? 'stopped cleanly' : 'stopped after a fatal consumer failure');
   logger.flush();
-  process.exit(0);
+  process.exit(exitCode);
 }
 
 const CONFIG_HELP =

@@ -4,15 +4,18 @@
  * PDFs up to PDF_PARSE_CAP bytes are parsed with pdf-lib; larger ones rely on the streaming scan.
  */
 import { readFile } from 'node:fs/promises';
-import { inflateSync } from 'node:zlib';
+import { constants, inflateSync } from 'node:zlib';
 import { fileTypeFromBuffer } from 'file-type';
-import { decodePDFRawStream, PDFArray, PDFDocument, PDFRawStream, type PDFPage } from 'pdf-lib';
+import { PDFArray, PDFDocument, PDFName, PDFRawStream, type PDFPage } from 'pdf-lib';
+import { exceedsPdfLimits, PDF_LIMITS, type PdfLimits } from './pdf-limits.js';
 import type { InfoKey, ScanResult } from './scanner.js';
 
 export const PDF_PARSE_CAP = 8 * 1024 * 1024;
 const IMAGE_MIME = new Set(['image/png', 'image/jpeg', 'image/tiff', 'image/webp']);
 const MAX_TEXT_PAGES = 50;
 const MAX_TEXT_PER_PAGE = 4000;
+/** A content stream is inflated at most this far for its text. */
+const MAX_CONTENT_STREAM_BYTES = 1024 * 1024;
 
 export interface SampleMetadataFacts {
   producer: string | null;
@@ -35,8 +38,10 @@ export interface FileFacts {
   creationDate: Date | null;
   modDate: Date | null;
   eofCount: number;
-  /** The file claims to be a PDF but could not be parsed. */
+  /** The file claims to be a PDF but could not be parsed (or was too large once expanded). */
   parseFailed: boolean;
+  /** Why, when it is not plain malformed syntax: a bound of PdfLimits that was crossed. */
+  parseFailure?: string;
   pageText: string[];
   image: { width: number; height: number } | null;
 }
@@ -69,7 +74,11 @@ export function parsePdfDate(value: string | undefined | null): Date | null {
   return Number.isNaN(date.getTime()) ? null : date;
 }
 
-export async function inspectFile(path: string, scan: ScanResult): Promise<FileFacts> {
+export async function inspectFile(
+  path: string,
+  scan: ScanResult,
+  limits: PdfLimits = PDF_LIMITS,
+): Promise<FileFacts> {
   const detected = scan.size > 0 ? await fileTypeFromBuffer(scan.head) : undefined;
   const mime = detected?.mime ?? 'application/octet-stream';
   const base: FileFacts = {
@@ -100,7 +109,14 @@ export async function inspectFile(path: string, scan: ScanResult): Promise<FileF
   pdf.modDate = parsePdfDate(scan.info.ModDate);
   if (scan.size > PDF_PARSE_CAP) return pdf;
   try {
-    const doc = await PDFDocument.load(await readFile(path), {
+    const bytes = await readFile(path);
+    const exceeded = await exceedsPdfLimits(bytes, scan.pageObjects, limits);
+    if (exceeded !== null) {
+      pdf.parseFailed = true;
+      pdf.parseFailure = `the sandbox does not expand a PDF with ${exceeded}`;
+      return pdf;
+    }
+    const doc = await PDFDocument.load(bytes, {
       ignoreEncryption: true,
       updateMetadata: false,
       throwOnInvalidObject: true,
@@ -153,13 +169,9 @@ function pageText(page: PDFPage): string {
     let text = '';
     for (const stream of streams) {
       if (!(stream instanceof PDFRawStream)) continue;
-      let bytes: Uint8Array;
-      try {
-        bytes = decodePDFRawStream(stream).decode();
-      } catch {
-        bytes = inflateSync(stream.contents);
-      }
-      const source = Buffer.from(bytes).toString('latin1');
+      const bytes = contentBytes(stream);
+      if (bytes === null) continue;
+      const source = bytes.toString('latin1');
       for (const block of source.match(/BT[\s\S]*?ET/g) ?? []) {
         // Text operands are literal `(...)` or hex `<...>` strings (pdf-lib writes hex).
         for (const [, literal, hex] of block.matchAll(/\(((?:\\.|[^\\)])*)\)|<([0-9A-Fa-f\s]*)>/g)) {
@@ -175,6 +187,27 @@ function pageText(page: PDFPage): string {
     return text.trim();
   } catch {
     return '';
+  }
+}
+
+/**
+ * The bytes of an unfiltered or FlateDecode content stream, inflated at most
+ * MAX_CONTENT_STREAM_BYTES; null for other filters, whose text the sandbox does not extract
+ * (pdf-lib's decoders have no output bound).
+ */
+function contentBytes(stream: PDFRawStream): Buffer | null {
+  const filter = stream.dict.lookup(PDFName.of('Filter'));
+  const names = filter instanceof PDFArray ? filter.asArray() : filter === undefined ? [] : [filter];
+  if (names.length === 0) return Buffer.from(stream.contents);
+  if (names.length > 1 || names[0] !== PDFName.of('FlateDecode')) return null;
+  try {
+    // Sync flush: a truncated stream still gives the text before the cut, as pdf-lib's decoder did.
+    return inflateSync(stream.contents, {
+      maxOutputLength: MAX_CONTENT_STREAM_BYTES,
+      finishFlush: constants.Z_SYNC_FLUSH,
+    });
+  } catch {
+    return null;
   }
 }
 

@@ -73,6 +73,10 @@ function unprocessable(facts: FileFacts, ctx: AnalysisContext, kind: string): Js
   };
 }
 
+function parseFailure(facts: FileFacts): string {
+  return facts.parseFailure ?? 'the PDF structure could not be parsed';
+}
+
 export function failedResult(facts: FileFacts, ctx: AnalysisContext, kind: string, reason: string): Json {
   return { status: RESULT_STATUSES.failed, message: `${kind}: ${reason}`, ...common(facts, ctx) };
 }
@@ -109,7 +113,7 @@ const SEVERITY = { TRUSTED: 0, NORMAL: 1, WARNING: 2, HIGH_RISK: 3 } as const;
 
 export function fraudResult(facts: FileFacts, ctx: AnalysisContext): Json {
   if (facts.fileType === 'unsupported') return unprocessable(facts, ctx, 'fraud');
-  if (facts.parseFailed) return failedResult(facts, ctx, 'fraud', 'the PDF structure could not be parsed');
+  if (facts.parseFailed) return failedResult(facts, ctx, 'fraud', parseFailure(facts));
   const indicators: Json[] = [];
   let score: keyof typeof SEVERITY = 'NORMAL';
   const raise = (to: keyof typeof SEVERITY) => {
@@ -214,7 +218,7 @@ export function fraudResult(facts: FileFacts, ctx: AnalysisContext): Json {
 
 export function qualityResult(facts: FileFacts, ctx: AnalysisContext): Json {
   if (facts.fileType === 'unsupported') return unprocessable(facts, ctx, 'quality');
-  if (facts.parseFailed) return failedResult(facts, ctx, 'quality', 'the PDF structure could not be parsed');
+  if (facts.parseFailed) return failedResult(facts, ctx, 'quality', parseFailure(facts));
   const indicators: Json[] = [];
   let score = 'HIGH_QUALITY';
   if (facts.fileType === 'pdf' && facts.numPages === 0) score = 'NOT_RELEVANT_DOCUMENT';
@@ -254,8 +258,7 @@ export function qualityResult(facts: FileFacts, ctx: AnalysisContext): Json {
 
 export function classificationResult(facts: FileFacts, ctx: AnalysisContext): Json {
   if (facts.fileType === 'unsupported') return unprocessable(facts, ctx, 'classification');
-  if (facts.parseFailed)
-    return failedResult(facts, ctx, 'classification', 'the PDF structure could not be parsed');
+  if (facts.parseFailed) return failedResult(facts, ctx, 'classification', parseFailure(facts));
   const { type, matched } = classify(facts);
   const pages = Array.from({ length: Math.min(facts.numPages, 50) }, (_v, i) => ({
     page: i + 1,
@@ -273,7 +276,7 @@ export function classificationResult(facts: FileFacts, ctx: AnalysisContext): Js
 
 export function contentResult(facts: FileFacts, ctx: AnalysisContext): Json {
   if (facts.fileType === 'unsupported') return unprocessable(facts, ctx, 'content');
-  if (facts.parseFailed) return failedResult(facts, ctx, 'content', 'the PDF structure could not be parsed');
+  if (facts.parseFailed) return failedResult(facts, ctx, 'content', parseFailure(facts));
   const pages =
     facts.fileType === 'image'
       ? [{ page: 1, text: '' }]

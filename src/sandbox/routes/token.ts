@@ -21,17 +21,32 @@ async function readForm(request: FastifyRequest): Promise<URLSearchParams> {
   return new URLSearchParams(text);
 }
 
+const LOOPBACK_HOSTS = new Set(['127.0.0.1', '[::1]', 'localhost']);
+
+/**
+ * The audiences a client assertion may name: the token URL as the sandbox prints it, the same
+ * URL with the other loopback spellings, and the configured `tokenUrls`. Never the Host header:
+ * the caller chooses that, so it would let an assertion made for another server be replayed here.
+ */
+export function tokenAudiences(ctx: SandboxContext): string[] {
+  const own = new URL(`${ctx.baseUrl()}${PATHS.token}`);
+  const audiences = [own.href];
+  if (LOOPBACK_HOSTS.has(own.hostname)) {
+    for (const host of LOOPBACK_HOSTS) {
+      const alias = new URL(own.href);
+      alias.hostname = host;
+      audiences.push(alias.href);
+    }
+  }
+  return [...new Set([...audiences, ...ctx.config().tokenUrls])];
+}
+
 export function registerTokenRoute(app: FastifyInstance, ctx: SandboxContext): void {
   app.post(PATHS.token, async (request, reply) => {
     reply.header('cache-control', 'no-store').header('pragma', 'no-cache');
     try {
       const form = await readForm(request);
-      // The assertion audience may name the token URL as printed or as reached (Host header).
-      const reached = `${request.protocol}://${request.headers.host ?? ''}${PATHS.token}`;
-      const body = await ctx.auth.issue(form, request.headers.authorization, [
-        `${ctx.baseUrl()}${PATHS.token}`,
-        reached,
-      ]);
+      const body = await ctx.auth.issue(form, request.headers.authorization, tokenAudiences(ctx));
       return reply.code(200).send(body);
     } catch (err) {
       if (!(err instanceof OAuthError)) throw err;
