@@ -10,6 +10,7 @@
  *     --baseline-docs 0 --scale-out none                CPU per document against the floor
  *   --instances N     connector processes in one group for the main run
  *   --cpu-prof        writes a V8 CPU profile of each main-run connector into bench-results/profiles
+ *   npm run bench -- --mode inflight                live heap per in-flight doc (--inflight-docs 5000)
  *
  * Prints a table and writes bench-results/<timestamp>.json. Bounded: --timeout-s (default 600)
  * stops everything. The npm script compiles scripts/ with tsconfig.scripts.json into .cache/scripts.
@@ -17,6 +18,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { printInflight, runInflight } from './lib/bench-inflight.js';
 import { printState, runState } from './lib/bench-state.js';
 import { runStream, type StreamMeasure } from './lib/bench-stream.js';
 import { runThroughput, type RunMeasure, type ThroughputResult } from './lib/bench-throughput.js';
@@ -45,6 +47,7 @@ const flags = parseFlags(process.argv.slice(2), {
   timeoutS: 600,
   stateDocs: 300_000,
   restoreDocs: 1_000_000,
+  inflightDocs: 5000,
 });
 
 const log = (line: string) =>
@@ -221,8 +224,15 @@ async function main(): Promise<void> {
     });
     printState(state);
     result = { mode: 'state', ...state };
+  } else if (flags.mode === 'inflight') {
+    const inflight = await runInflight({
+      docs: bounded(Number(flags.inflightDocs), 100, 100_000, 'inflight-docs'),
+      deadline,
+    });
+    printInflight(inflight);
+    result = { mode: 'inflight', ...inflight };
   } else {
-    throw new Error(`--mode must be throughput, stream or state, got ${String(flags.mode)}`);
+    throw new Error(`--mode must be throughput, stream, state or inflight, got ${String(flags.mode)}`);
   }
 
   const dir = path.resolve('bench-results');

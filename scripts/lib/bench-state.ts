@@ -14,7 +14,7 @@
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
-import { PartitionState } from '../../src/connector/state/partition-state.js';
+import { OwnedState } from '../../src/connector/state/store.js';
 import { encodeState, type FinishedState } from '../../src/connector/state/record.js';
 import { ChangelogReader } from '../../src/kafka/changelog.js';
 import { KafkaClient, type KafkaAdmin, type OutgoingMessage } from '../../src/kafka/index.js';
@@ -83,11 +83,22 @@ async function child(topic: string, partitions: number[], stepwise: boolean): Pr
   const kafka = new KafkaClient({ brokers: BROKERS, clientId: 'docstream-bench-state' });
   const admin = kafka.admin();
   await admin.connect();
-  const state = new PartitionState({ inputTopic: 'bench-input' });
-  const reader = new ChangelogReader(kafka, admin, topic, state, silentLogger, {
-    restoreTimeoutMs: 600_000,
-    maxBytesPerPartition: 1024 * 1024,
-  });
+  // The connector's own store (`OwnedState`: changelog reader + partition state), as wired.
+  const owned = new OwnedState(
+    (sink) =>
+      new ChangelogReader(kafka, admin, topic, sink, silentLogger, {
+        restoreTimeoutMs: 600_000,
+        maxBytesPerPartition: 1024 * 1024,
+      }),
+    {
+      inputTopic: 'bench-input',
+      retentionMs: 7 * 86_400_000,
+      logger: silentLogger,
+      tombstone: async () => {},
+    },
+  );
+  const state = owned.partitions;
+  const reader = owned;
   await reader.start();
   await settle();
   const idle = usage();

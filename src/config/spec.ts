@@ -197,6 +197,18 @@ export const CONFIG_SPEC = {
     ),
     shutdownTimeoutMs: f.int(30000, 'Bound on a graceful shutdown.', 100),
   },
+  state: {
+    retentionMs: f.int(
+      604800000,
+      'How long a finished document stays in the state after it finished (default 7 days); a redelivered or replayed input older than that is submitted again.',
+      1000,
+    ),
+    expiryIntervalMs: f.int(
+      60000,
+      'How often finished documents past the retention window are removed (tombstones written).',
+      1000,
+    ),
+  },
   blobs: {
     fileRoots: f.list(
       [],

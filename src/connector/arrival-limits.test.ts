@@ -33,7 +33,7 @@ function setup(
         return 'started';
       },
     },
-    state: { get: () => undefined },
+    state: { get: () => undefined, marker: () => undefined },
     deadLetter: async (l) => {
       letters.push(l);
     },

@@ -2,9 +2,9 @@
  * One `documents.arrived` record: decoded and validated, then admitted by the engine; a record that
  * cannot be read becomes a dead letter (stage `decode` or `validate`).
  *
- * Size rule: the attributes are echoed into the state and every output event, so an event whose
- * attributes exceed `maxAttributesBytes` is refused (`attributes_too_large`), and so is one whose
- * first state record would not fit the state topic (`event_too_large`). Both are decided before a
+ * Size rule: the attributes are echoed into every output event, so an event whose attributes
+ * exceed `maxAttributesBytes` is refused (`attributes_too_large`), and so is one whose first state
+ * record would not fit the state topic (`event_too_large`). Both are decided before a
  * submission exists: admitted, such an event would fail its state write on every redelivery and
  * stall its partition.
  */
@@ -13,20 +13,21 @@ import { isMessageTooLarge } from '../kafka/errors.js';
 import type { Logger } from '../observability/logger.js';
 import { decodeDocumentArrived, type AvroDecoder } from '../serde/input.js';
 import { deadLetterOf, decodeStage, type DeadLetterSink } from './dead-letters.js';
-import type { AdmitOutcome } from './engine.js';
-import type { DocumentState } from './state/codec.js';
+import type { AdmitOutcome, Existing } from './engine.js';
+import type { Recorded } from './state/store.js';
+import type { ReplayMarker } from './state/record.js';
 import type { ArrivalEvent, SourceRecord } from './types.js';
 
 export interface ArrivalDeps {
   decoder: AvroDecoder;
   engine: {
-    admit(
-      source: SourceRecord,
-      event: ArrivalEvent,
-      existing: DocumentState | undefined,
-    ): Promise<AdmitOutcome>;
+    admit(source: SourceRecord, event: ArrivalEvent, existing: Existing): Promise<AdmitOutcome>;
   };
-  state: { get(eventId: string): DocumentState | undefined };
+  /** The state of the record's partition (owned and restored before its records are admitted). */
+  state: {
+    get(partition: number, eventId: string): Recorded | undefined;
+    marker(partition: number): ReplayMarker | undefined;
+  };
   deadLetter: DeadLetterSink;
   logger: Logger;
   /** Size rule (see above); absent: no limit beyond the decoder's own. */
@@ -103,7 +104,10 @@ export function arrivalHandler(deps: ArrivalDeps): (message: IncomingMessage) =>
     }
     let outcome: AdmitOutcome;
     try {
-      outcome = await deps.engine.admit(source, event, deps.state.get(event.event_id));
+      outcome = await deps.engine.admit(source, event, {
+        recorded: deps.state.get(message.partition, event.event_id),
+        marker: deps.state.marker(message.partition),
+      });
     } catch (err) {
       // The size rule above measures the state before it exists; should a write still be refused as
       // too large, the same record would be refused at every redelivery: it ends in a letter instead.

@@ -1,6 +1,7 @@
 /**
  * `docstream run`: one member of the consumer group. Builds its parts (`wiring.ts`), prepares the
- * topics and schemas (`topology.ts`), reads the state, starts the consumer loop
+ * topics and schemas (`topology.ts`), starts the state reader (each partition's state is restored when
+ * it is assigned), starts the consumer loop
  * (`consumer-loop.ts`) and the decision webhook receiver when enabled, and shuts down cleanly.
  */
 import type { Config } from '../config/index.js';
@@ -16,6 +17,7 @@ import { ConsumerLoop } from './consumer-loop.js';
 import { DecisionWebhooks } from './decision-webhooks.js';
 import type { DocumentEngine } from './engine.js';
 import { feedbackHandler } from './feedback.js';
+import type { DocumentState } from './state/codec.js';
 import { updateLag } from './lag.js';
 import { RegistryUnavailableError } from '../serde/registry.js';
 import { ensureTopology } from './topology.js';
@@ -45,6 +47,7 @@ export class Connector {
   private consumer: KafkaConsumer | null = null;
   private commitTimer: NodeJS.Timeout | null = null;
   private lagTimer: NodeJS.Timeout | null = null;
+  private expiryTimer: NodeJS.Timeout | null = null;
   private stopping: Promise<void> | null = null;
   private started = false;
   /** The input topic's partition count, read at start-up: the whole of the group's API share. */
@@ -122,11 +125,15 @@ export class Connector {
         'could not read max.message.bytes of the topics; using kafka.maxMessageBytes',
       );
     }
-    await step('reading the state topic', async () => {
+    await step('starting the state reader', async () => {
       await state.start();
-      await state.caughtUp();
+      await this.parts.inputReader.start();
     });
-    this.log.info({ documents: state.size }, 'state loaded');
+    this.expiryTimer = setInterval(() => {
+      const expired = state.expire();
+      if (expired > 0) this.log.info({ documents: expired }, 'finished documents expired from the state');
+    }, config.state.expiryIntervalMs);
+    this.expiryTimer.unref();
     if (config.webhooks.enabled || this.options.consume === false) await this.startWebhooks();
     if (this.options.consume === false) {
       this.started = true;
@@ -201,7 +208,7 @@ export class Connector {
       sender: this.parts.sender,
       output: this.parts.output,
       api: this.client,
-      state: this.parts.state,
+      state: this.decisionStateAdapter(),
       topic: this.topics.webhooks,
       logger: this.log,
       ...(this.options.consume === false ? {} : { engine: this.engine }),
@@ -220,18 +227,49 @@ export class Connector {
     this.log.info({ url: this.receiver.url }, 'webhook receiver listening');
   }
 
+  /**
+   * The old decision fast path looks a submission's document up in a whole-topic state, which no
+   * longer exists (each instance holds only its partitions): only documents running here are found.
+   * Minimal adapter until the reworked fast path (branch `decisions`) no longer needs the lookup.
+   */
+  private decisionStateAdapter() {
+    const engine = this.engine;
+    return {
+      bySubmission: (submissionId: string) => {
+        const identity = this.options.consume === false ? undefined : engine.runningIdentity(submissionId);
+        return identity as unknown as DocumentState | undefined;
+      },
+      caughtUp: async () => undefined,
+    };
+  }
+
   /** Where the webhook receiver listens, when it runs. */
   get webhookUrl(): string | null {
     return this.receiver?.url ?? null;
   }
 
-  /** True once consuming; with at least one partition assigned when `assigned` is asked for. */
-  isReady(): { kafka: boolean; assigned: number } {
+  /**
+   * True once consuming; with at least one partition assigned when `assigned` is asked for, and
+   * `restored` once the state of every assigned input partition is caught up.
+   */
+  isReady(): { kafka: boolean; assigned: number; restored: boolean } {
     const assignment = this.consumer?.currentAssignment() ?? {};
+    const assigned = assignment[this.topics.arrived] ?? [];
     return {
       // False while a crashed consumer waits for its restart, and for good once it gave up.
       kafka: this.started && !this.stopping && (this.consumer?.healthy() ?? true),
-      assigned: (assignment[this.topics.arrived] ?? []).length,
+      assigned: assigned.length,
+      restored: this.parts.state.caughtUp(assigned),
+    };
+  }
+
+  /** The input partitions assigned, the state partitions restored for them, and those holding documents. */
+  statePartitions(): { assigned: number[]; owned: number[]; held: number[] } {
+    const assigned = this.consumer?.currentAssignment()[this.topics.arrived] ?? [];
+    return {
+      assigned: [...assigned].sort((a, b) => a - b),
+      owned: this.parts.state.owned(),
+      held: this.parts.state.partitions.finished.partitionsHeld(),
     };
   }
 
@@ -251,6 +289,7 @@ export class Connector {
       this.loop.stop();
       if (this.commitTimer) clearInterval(this.commitTimer);
       if (this.lagTimer) clearInterval(this.lagTimer);
+      if (this.expiryTimer) clearInterval(this.expiryTimer);
       const timeout = this.options.config.connector.shutdownTimeoutMs;
       const p = this.parts;
       if (this.consumer) await this.consumer.stop().catch(() => undefined);
@@ -261,6 +300,7 @@ export class Connector {
       await this.commit();
       await this.consumer?.disconnect().catch(() => undefined);
       await p.state.stop().catch(() => undefined);
+      await p.inputReader.stop().catch(() => undefined);
       await p.producer.disconnect().catch(() => undefined);
       await p.admin.disconnect().catch(() => undefined);
       p.blobs.close();

@@ -58,8 +58,8 @@ function setup() {
   const loop = new ConsumerLoop({
     topics: { arrived: 'in', feedback: 'fb' },
     maxInFlight: 10,
-    engine: { inFlight: 0, resume: () => undefined, revoke: () => undefined },
-    state: { caughtUp: async () => undefined, unfinished: () => [] },
+    engine: { inFlight: 0, resume: async () => undefined, revoke: () => undefined },
+    state: { assign: async () => undefined, revoke: () => undefined, unfinished: () => [] },
     arrivals: async (m) => {
       handled.push(m.offset);
       if (down && m.offset === '3') throw new Outage('registry answered 503');
@@ -127,8 +127,8 @@ describe('ConsumerLoop during a registry outage', () => {
     const loop = new ConsumerLoop({
       topics: { arrived: 'in', feedback: 'fb' },
       maxInFlight: 10,
-      engine: { inFlight: 0, resume: () => undefined, revoke: () => undefined },
-      state: { caughtUp: async () => undefined, unfinished: () => [] },
+      engine: { inFlight: 0, resume: async () => undefined, revoke: () => undefined },
+      state: { assign: async () => undefined, revoke: () => undefined, unfinished: () => [] },
       arrivals: async () => {
         throw new Error('state topic unavailable');
       },

@@ -8,7 +8,7 @@ import type {
 } from '../kafka/consumer.js';
 import { silentLogger } from '../observability/logger.js';
 import { ConsumerLoop, type LoopConsumer, type LoopEngine, type LoopState } from './consumer-loop.js';
-import type { DocumentState } from './state/codec.js';
+import type { UnfinishedState } from './state/record.js';
 
 const topics = { arrived: 'in', feedback: 'fb' };
 
@@ -36,8 +36,8 @@ class FakeEngine implements LoopEngine {
   inFlight = 0;
   resumed: string[] = [];
   revoked: number[][] = [];
-  resume(state: DocumentState): void {
-    this.resumed.push(state.event_id);
+  async resume(states: UnfinishedState[]): Promise<void> {
+    for (const s of states) this.resumed.push(s.event_id);
   }
   revoke(partitions: Iterable<number>): void {
     this.revoked.push([...partitions]);
@@ -46,11 +46,15 @@ class FakeEngine implements LoopEngine {
 
 class FakeState implements LoopState {
   reads: number[][] = [];
-  byPartition = new Map<number, DocumentState[]>();
-  async caughtUp(partitions: number[]): Promise<void> {
+  revoked: number[][] = [];
+  byPartition = new Map<number, UnfinishedState[]>();
+  async assign(partitions: number[]): Promise<void> {
     this.reads.push(partitions);
   }
-  unfinished(partition: number): DocumentState[] {
+  revoke(partitions: number[]): void {
+    this.revoked.push(partitions);
+  }
+  unfinished(partition: number): UnfinishedState[] {
     return this.byPartition.get(partition) ?? [];
   }
 }
@@ -219,8 +223,8 @@ describe('ConsumerLoop', () => {
   it('reads the state of a partition and resumes its unfinished documents once, before its first record', async () => {
     const { loop, state, engine } = setup(10);
     state.byPartition.set(1, [
-      { event_id: 'evt-a' } as DocumentState,
-      { event_id: 'evt-b' } as DocumentState,
+      { event_id: 'evt-a' } as UnfinishedState,
+      { event_id: 'evt-b' } as UnfinishedState,
     ]);
     await loop.onBatch(batch('in', 1, [0]), new FakeControl());
     await loop.onBatch(batch('in', 1, [1]), new FakeControl());
@@ -237,6 +241,8 @@ describe('ConsumerLoop', () => {
     consumer.assignment = { in: [1, 2], fb: [0] };
     loop.onGroupJoin(join({ in: [2] }, { in: [0] }, consumer.assignment));
     expect(engine.revoked).toEqual([[0]]);
+    // The lost partition's state is dropped, after its documents were stopped.
+    expect(state.revoked).toEqual([[0]]);
     expect(loop.paused).toBe(false);
     expect(consumer.calls.at(-1)).toBe('resume in 1,2');
     await new Promise((r) => setImmediate(r));

@@ -3,7 +3,8 @@
  * documents (pausing the input topic when full, resuming with hysteresis), prepares each assigned
  * partition (its state read, its unfinished documents resumed) before taking its records, and
  * commits the highest offset below which every outcome is durable. It alone owns the in-flight
- * limit. It reaches Kafka, the engine and the state only through the narrow interfaces below, so it
+ * limit. A partition's state is restored (`state/store.ts`) before any of its records is taken, and
+ * dropped when the partition leaves. It reaches Kafka, the engine and the state only through the narrow interfaces below, so it
  * is unit-tested with fakes (`consumer-loop.test.ts`).
  */
 import type {
@@ -17,7 +18,7 @@ import type {
 import type { Logger } from '../observability/logger.js';
 import { backoffDelay } from '../util/backoff.js';
 import { OffsetTracker } from './offsets.js';
-import type { DocumentState } from './state/codec.js';
+import type { UnfinishedState } from './state/record.js';
 
 /** The parts of the Kafka consumer the loop drives. */
 export interface LoopConsumer {
@@ -30,14 +31,18 @@ export interface LoopConsumer {
 /** The engine as the loop sees it: how many documents run, and who runs which partition. */
 export interface LoopEngine {
   readonly inFlight: number;
-  resume(state: DocumentState): void;
+  resume(states: UnfinishedState[]): Promise<void>;
   revoke(partitions: Iterable<number>): void;
 }
 
-/** The state as the loop sees it: read a partition's records, then list its unfinished documents. */
+/**
+ * The state as the loop sees it: restore a partition (resolves once caught up), list its unfinished
+ * documents, forget it when it leaves.
+ */
 export interface LoopState {
-  caughtUp(partitions: number[]): Promise<void>;
-  unfinished(partition: number): DocumentState[];
+  assign(partitions: number[]): Promise<void>;
+  revoke(partitions: number[]): void;
+  unfinished(partition: number): UnfinishedState[];
 }
 
 /**
@@ -117,7 +122,9 @@ export class ConsumerLoop {
     const { arrived, feedback } = this.o.topics;
     const removed = join.removed[arrived] ?? [];
     if (removed.length > 0) {
+      // Every step of a running document is recorded as it happens: stopping them loses nothing.
       this.o.engine.revoke(removed);
+      this.o.state.revoke(removed);
       for (const p of removed) {
         this.trackers.get(arrived)?.drop(p);
         this.prepared.delete(p);
@@ -142,7 +149,6 @@ export class ConsumerLoop {
     // Fetched before the pause: left unresolved, so they are fetched again after it.
     if (this.outage) return;
     if (batch.topic === this.o.topics.feedback) return this.onFeedbackBatch(batch, control);
-    await this.prepare(batch.partition);
     const offsets = this.tracker(batch.topic).partition(batch.partition);
     const max = this.o.maxInFlight;
     const admissions: Array<Promise<void>> = [];
@@ -152,6 +158,8 @@ export class ConsumerLoop {
       this.o.heartbeatMs ?? 1000,
     );
     try {
+      // No record of a partition is admitted before its state is restored (heartbeats go on meanwhile).
+      await this.prepare(batch.partition);
       for (const message of batch.messages) {
         if (!control.isRunning() || control.isStale() || this.stopping || this.outage) break;
         if (this.o.engine.inFlight + this.admitting >= max) {
@@ -251,13 +259,13 @@ export class ConsumerLoop {
     return t;
   }
 
-  /** Reads every state record of a newly assigned partition, then resumes its unfinished documents. */
+  /** Restores the state of a newly assigned partition, then resumes its unfinished documents. */
   private prepare(partition: number): Promise<void> {
     let p = this.prepared.get(partition);
     if (!p) {
-      p = this.o.state.caughtUp([partition]).then(() => {
+      p = this.o.state.assign([partition]).then(async () => {
         const unfinished = this.o.state.unfinished(partition);
-        for (const s of unfinished) this.o.engine.resume(s);
+        await this.o.engine.resume(unfinished);
         if (unfinished.length > 0)
           this.o.logger.info({ partition, documents: unfinished.length }, 'resumed unfinished documents');
       });

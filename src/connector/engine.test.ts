@@ -2,7 +2,9 @@ import { Readable } from 'node:stream';
 import { silentLogger } from '../observability/logger.js';
 import { DocumentEngine, type EngineOptions } from './engine.js';
 import { PollScheduler } from '../util/scheduler.js';
-import type { DocumentState } from './state/codec.js';
+import type { FinishedDoc } from './lifecycle.js';
+import { isFinished, type DocumentStateV2, type InputPointer, type ReplayMarker } from './state/record.js';
+import type { Recorded } from './state/store.js';
 import type { StatePort } from './state/writer.js';
 import {
   ResultNotReady,
@@ -10,6 +12,7 @@ import {
   type ArrivalEvent,
   type Awaitable,
   type DeadLetter,
+  type InputPort,
   type OpenedBlob,
   type OutputPort,
   type SourceRecord,
@@ -52,7 +55,7 @@ class FakeApi implements ApiPort {
 class FakeOut implements OutputPort, StatePort {
   results: Array<{ kind: Awaitable; submission_id: string; source: string | undefined }> = [];
   letters: DeadLetter[] = [];
-  states: DocumentState[] = [];
+  states: DocumentStateV2[] = [];
   async publishResult(
     kind: Awaitable,
     doc: { submission_id: string },
@@ -66,7 +69,7 @@ class FakeOut implements OutputPort, StatePort {
   }
   /** Each state write with this status fails once (Kafka unavailable), then succeeds. */
   failOnce = new Set<string>();
-  async writeState(state: DocumentState): Promise<void> {
+  async writeState(state: DocumentStateV2): Promise<void> {
     if (this.failOnce.delete(state.status)) throw new Error('state topic unavailable');
     this.states.push(state);
   }
@@ -103,17 +106,58 @@ const source: SourceRecord = {
   traceparent: null,
 };
 
+/** The input topic as the engine reads it back: records by offset (a missing one is gone). */
+class FakeInputs implements InputPort {
+  records = new Map<string, { source: SourceRecord; event: ArrivalEvent }>();
+  reads: InputPointer[] = [];
+  add(src: SourceRecord, ev: ArrivalEvent): void {
+    this.records.set(src.offset, { source: src, event: ev });
+  }
+  async recall(pointers: InputPointer[]) {
+    this.reads.push(...pointers);
+    return pointers.map((p) => this.records.get(p.offset) ?? null);
+  }
+  async read(pointer: InputPointer) {
+    this.reads.push(pointer);
+    return this.records.get(pointer.offset)?.source ?? null;
+  }
+}
+
+/** What the state store would answer for a recorded state. */
+function recorded(
+  state: DocumentStateV2,
+  marker?: ReplayMarker,
+): { recorded: Recorded; marker: ReplayMarker | undefined } {
+  if (!isFinished(state)) return { recorded: { unfinished: state }, marker };
+  return {
+    recorded: {
+      finished: {
+        event_id: state.event_id,
+        submission_id: state.submission_id,
+        status: state.status,
+        awaited: state.awaited,
+        published: state.published,
+        finished_at: state.finished_at,
+        generation: state.generation ?? 0,
+      },
+    },
+    marker,
+  };
+}
+
 function setup(options: Partial<EngineOptions> = {}, blobError?: Error & { code?: string }) {
   const api = new FakeApi();
   const out = new FakeOut();
+  const inputs = new FakeInputs();
   const scheduler = new PollScheduler();
-  const finished: Array<{ state: DocumentState; outcome: string }> = [];
+  const finished: Array<{ state: FinishedDoc; outcome: string }> = [];
   let notify: () => void = () => undefined;
   const engine = new DocumentEngine(
     {
       api,
       out,
       states: out,
+      inputs,
       scheduler,
       logger: silentLogger,
       blobs: {
@@ -145,7 +189,7 @@ function setup(options: Partial<EngineOptions> = {}, blobError?: Error & { code?
       notify = check;
       check();
     });
-  return { api, out, engine, finished, until, scheduler };
+  return { api, out, engine, finished, until, scheduler, inputs };
 }
 
 describe('DocumentEngine', () => {
@@ -158,8 +202,17 @@ describe('DocumentEngine', () => {
     expect(api.calls.filter((c) => c === 'create')).toHaveLength(1);
     expect(api.calls).toContain('upload');
     expect(out.results.map((r) => r.kind).sort()).toEqual(['classification', 'decision', 'fraud', 'quality']);
-    expect(out.states.at(-1)?.status).toBe('DONE');
-    expect(out.states.at(-1)?.pending).toBeUndefined();
+    const last = out.states.at(-1)!;
+    expect(last.status).toBe('DONE');
+    // A finished document keeps only what deduplication and replay need.
+    expect(Object.keys(last).sort()).toEqual(
+      ['awaited', 'event_id', 'finished_at', 'input', 'published', 'status', 'submission_id', 'v'].sort(),
+    );
+    expect(last.input).toEqual({ topic: 'documents.arrived', partition: 0, offset: '7' });
+    // The upload URL is recorded only while the upload is pending.
+    expect(out.states[0]).toMatchObject({ status: 'CREATED', pending: { upload_url: 'http://upload/x' } });
+    expect(out.states[1]).toMatchObject({ status: 'UPLOADED' });
+    expect((out.states[1] as { pending?: unknown }).pending).toBeUndefined();
     expect(engine.inFlight).toBe(0);
   });
 
@@ -179,30 +232,90 @@ describe('DocumentEngine', () => {
     expect(out.results.map((r) => r.kind)).toEqual(['quality']);
   });
 
-  it('never submits a recorded document again: done ones are re-emitted, unfinished ones resumed', async () => {
+  it('never submits a recorded document again, nor publishes a finished one again on redelivery', async () => {
     const { api, out, engine, until } = setup();
     await engine.admit(source, event(), undefined);
     await until(1);
     const done = out.states.at(-1)!;
-    expect(await engine.admit(source, event(), done)).toBe('replayed');
-    await until(2);
+    // A crash redelivery of a finished document's input: nothing is published again.
+    expect(await engine.admit(source, event(), recorded(done))).toBe('published-before');
     expect(api.calls.filter((c) => c === 'create')).toHaveLength(1);
-    expect(out.results.filter((r) => r.kind === 'fraud')).toHaveLength(2);
+    expect(out.results.filter((r) => r.kind === 'fraud')).toHaveLength(1);
 
     const created = { ...out.states[0]!, event_id: 'evt-2' };
-    expect(await engine.admit({ ...source, offset: '8' }, event({ event_id: 'evt-2' }), created)).toBe(
-      'resumed',
-    );
-    await until(3);
+    expect(
+      await engine.admit({ ...source, offset: '8' }, event({ event_id: 'evt-2' }), recorded(created)),
+    ).toBe('resumed');
+    await until(2);
     expect(api.calls.filter((c) => c === 'create')).toHaveLength(1);
     expect(out.states.filter((s) => s.event_id === 'evt-2').at(-1)?.status).toBe('DONE');
+  });
+
+  it('re-emits a finished document once per replay marker that covers its record', async () => {
+    const { api, out, engine, until } = setup();
+    await engine.admit(source, event(), undefined);
+    await until(1);
+    const marker = { generation: 3, until_offset: '8', at: 0 };
+    // Identity of the replay comes from the arriving event.
+    const replayed = event({ attributes: { tenant: 'replayed' } });
+    expect(await engine.admit(source, replayed, recorded(out.states.at(-1)!, marker))).toBe('replayed');
+    await until(2);
+    expect(out.results.filter((r) => r.kind === 'fraud')).toHaveLength(2);
+    const afterReplay = out.states.at(-1)!;
+    expect(afterReplay).toMatchObject({ status: 'DONE', generation: 3 });
+    // The same replay delivering it again (interrupted and restarted): published already.
+    expect(await engine.admit(source, replayed, recorded(afterReplay, marker))).toBe('published-before');
+    // A record at or past the marker's offset is not part of the replay.
+    const fresh = { ...out.states[0]!, status: 'DONE' as const, finished_at: 1, generation: 0 };
+    delete (fresh as { pending?: unknown }).pending;
+    expect(
+      await engine.admit({ ...source, offset: '8' }, event(), recorded(fresh as DocumentStateV2, marker)),
+    ).toBe('published-before');
+    // A newer replay re-emits again.
+    expect(await engine.admit(source, replayed, recorded(afterReplay, { ...marker, generation: 4 }))).toBe(
+      'replayed',
+    );
+    await until(3);
+    expect(out.results.filter((r) => r.kind === 'fraud')).toHaveLength(3);
+    expect(api.calls.filter((c) => c === 'create')).toHaveLength(1);
+  });
+
+  it('resumes an unfinished document from its input record, read back by its pointer', async () => {
+    const { api, out, engine, until, inputs } = setup();
+    const ev = event({ event_id: 'evt-r', submission_characteristics: { customer_case_id: 'c' } });
+    inputs.add({ ...source, offset: '11', traceparent: 'tp-1' }, ev);
+    const state = {
+      v: 2 as const,
+      event_id: 'evt-r',
+      submission_id: 'sub-r',
+      status: 'CREATED' as const,
+      input: { topic: 'documents.arrived', partition: 0, offset: '11' },
+      awaited: ['fraud' as const],
+      published: [],
+      created_at: Date.now(),
+      updated_at: Date.now(),
+      pending: { upload_url: 'http://upload/r', characteristics_url: null, characteristics_pending: true },
+    };
+    // Its input gone, an unfinished upload cannot be resumed: a dead letter, recorded FAILED.
+    const gone = { ...state, event_id: 'evt-gone', input: { ...state.input, offset: '12' } };
+    await engine.resume([state, gone]);
+    await until(2);
+    expect(api.calls.filter((c) => c === 'characteristics')).toHaveLength(1);
+    expect(api.calls.filter((c) => c === 'create')).toHaveLength(0);
+    expect(out.states.filter((s) => s.event_id === 'evt-r').at(-1)?.status).toBe('DONE');
+    expect(out.letters).toHaveLength(1);
+    expect(out.letters[0]).toMatchObject({ event_id: 'evt-gone', error_code: 'input_gone', stage: 'upload' });
+    expect(out.letters[0]?.source).toMatchObject({ offset: '12', value: null });
+    expect(out.states.filter((s) => s.event_id === 'evt-gone').at(-1)?.status).toBe('FAILED');
   });
 
   it('submits again when the event asks to reprocess', async () => {
     const { api, out, engine, until } = setup();
     await engine.admit(source, event(), undefined);
     await until(1);
-    expect(await engine.admit(source, event({ reprocess: true }), out.states.at(-1))).toBe('started');
+    expect(await engine.admit(source, event({ reprocess: true }), recorded(out.states.at(-1)!))).toBe(
+      'started',
+    );
     await until(2);
     expect(api.calls.filter((c) => c === 'create')).toHaveLength(2);
   });
@@ -237,15 +350,18 @@ describe('DocumentEngine', () => {
   });
 
   it('dead-letters a document whose results miss the deadline and records it as failed', async () => {
-    const { api, out, engine, until } = setup({ deadlineMs: 30 });
+    const { api, out, engine, until, inputs } = setup({ deadlineMs: 30 });
     api.notReadyPolls.set('quality', 1000);
-    await engine.admit(source, event({ pipeline_configuration: 'QUALITY_ONLY' }), undefined);
+    const ev = event({ pipeline_configuration: 'QUALITY_ONLY' });
+    inputs.add(source, ev);
+    await engine.admit(source, ev, undefined);
     await until(1);
     expect(out.letters[0]).toMatchObject({ stage: 'poll', error_code: 'deadline_exceeded' });
-    // Raised long after admission, the dead letter still carries the original record's bytes.
+    // Raised long after admission, the dead letter carries the original record, read back by pointer.
+    expect(inputs.reads).toEqual([{ topic: 'documents.arrived', partition: 0, offset: '7' }]);
     expect(out.letters[0]?.source?.value?.toString()).toBe('{}');
-    expect(out.states.at(-1)?.input).toBeUndefined();
     expect(out.states.at(-1)?.status).toBe('FAILED');
+    expect(out.states.at(-1)).not.toHaveProperty('error');
   });
 
   it('takes a decision from a webhook and does not poll for it', async () => {

@@ -8,24 +8,34 @@
  * - `admit` resolves only once the record's outcome is durable: its state (with the submission id)
  *   acknowledged by Kafka, or a dead letter produced. Its offset may then be committed.
  * - A document whose state exists is never submitted again (unless the event says `reprocess`);
- *   unfinished ones are resumed from their state, finished ones have their results re-emitted.
+ *   unfinished ones are resumed from their state. A finished one's redelivered input publishes
+ *   nothing again, unless `docstream replay` moved the group back over it (its partition's replay
+ *   marker): then its results are re-emitted, once per replay.
  * - Every failure ends in a dead letter (`dead-letters.ts`) with stage, code, message, HTTP status
  *   and attempts.
  */
 import { Lifecycle, type EngineEvents, type EngineOptions, type EnginePorts } from './lifecycle.js';
-import { createdState, Run } from './run.js';
-import type { DocumentState } from './state/codec.js';
-import type { ArrivalEvent, CreatedSubmission, OpenedBlob, SourceRecord } from './types.js';
+import { createdState, finishedOf, identityOf, inputOf, Run } from './run.js';
+import type { Recorded } from './state/store.js';
+import type { ReplayMarker, UnfinishedState } from './state/record.js';
+import type { ArrivalEvent, CreatedSubmission, DocumentIdentity, OpenedBlob, SourceRecord } from './types.js';
 
 export type { EngineOptions };
 
-export type AdmitOutcome = 'started' | 'resumed' | 'replayed' | 'running' | 'dead-lettered' | 'skipped';
+export type AdmitOutcome =
+  'started' | 'resumed' | 'replayed' | 'running' | 'dead-lettered' | 'skipped' | 'published-before';
+
+/** What the engine knows of an arriving record's document: its state and its partition's replay marker. */
+export interface Existing {
+  recorded: Recorded | undefined;
+  marker: ReplayMarker | undefined;
+}
 
 export class DocumentEngine {
   private readonly runs = new Map<string, Run>();
   private readonly bySubmission = new Map<string, Run>();
   /** Submissions created whose state Kafka did not acknowledge: reused when the record comes back. */
-  private readonly unrecorded = new Map<string, DocumentState>();
+  private readonly unrecorded = new Map<string, UnfinishedState>();
   private readonly lifecycle: Lifecycle;
 
   constructor(
@@ -47,30 +57,53 @@ export class DocumentEngine {
   async admit(
     source: SourceRecord,
     event: ArrivalEvent,
-    existing: DocumentState | undefined,
+    existing: Existing = { recorded: undefined, marker: undefined },
   ): Promise<AdmitOutcome> {
-    if (existing && !event.reprocess) {
+    const recorded = existing.recorded;
+    if (recorded && !event.reprocess) {
       if (this.runs.has(event.event_id)) return 'running';
-      if (existing.status === 'DONE') {
-        this.start(new Run(existing, 'replay', null));
-        return 'replayed';
+      if ('unfinished' in recorded) {
+        const s = recorded.unfinished;
+        this.start(this.run(s, 'process', identityOf(event, source, s.submission_id), event));
+        return 'resumed';
       }
-      if (existing.status === 'FAILED') {
+      const done = recorded.finished;
+      if (done.status === 'FAILED') {
         this.ports.logger.info(
-          { event_id: event.event_id, submission_id: existing.submission_id },
+          { event_id: event.event_id, submission_id: done.submission_id },
           'document failed before; its dead letter stands (set reprocess to submit it again)',
         );
         return 'skipped';
       }
-      this.resume(existing);
-      return 'resumed';
+      const marker = existing.marker;
+      // Redelivered after a crash (or published again upstream): its results were published already.
+      if (
+        !marker ||
+        BigInt(source.offset) >= BigInt(marker.until_offset) ||
+        done.generation >= marker.generation
+      ) {
+        this.ports.logger.debug({ event_id: event.event_id }, 'finished before; results not published again');
+        return 'published-before';
+      }
+      // The replay takes the document's identity from the replayed event.
+      const run = new Run(
+        finishedOf(done, source),
+        'replay',
+        identityOf(event, source, done.submission_id),
+        null,
+        null,
+        this.lifecycle.now(),
+      );
+      run.replayGeneration = marker.generation;
+      this.start(run);
+      return 'replayed';
     }
     const earlier = this.unrecorded.get(event.event_id);
     if (earlier) {
       // Created before, but the state write failed and the record came back: record that submission.
       await this.ports.states.writeState(earlier);
       this.unrecorded.delete(event.event_id);
-      this.start(new Run(earlier, 'process', null));
+      this.start(this.run(earlier, 'process', identityOf(event, source, earlier.submission_id), event));
       return 'started';
     }
 
@@ -116,25 +149,71 @@ export class DocumentEngine {
       await blob.cleanup();
       throw err;
     }
-    this.start(new Run(state, 'process', blob));
+    const run = this.run(state, 'process', identityOf(event, source, created.submission_id), event);
+    run.blob = blob;
+    this.start(run);
     return 'started';
   }
 
-  /** Continues a document recorded in state but not finished (after a restart or a rebalance). */
-  resume(state: DocumentState): void {
-    if (this.runs.has(state.event_id) || state.status === 'DONE' || state.status === 'FAILED') return;
-    this.start(new Run(state, 'process', null));
+  /**
+   * Continues documents recorded in state but not finished (after a restart or a rebalance): each
+   * one's input record is read back for its identity and, while its upload is pending, its blob and
+   * characteristics. A document whose input is gone keeps going with what the state knows (its
+   * pending upload then fails into a dead letter). Throws when the input topic cannot be read now.
+   */
+  async resume(states: UnfinishedState[]): Promise<void> {
+    const todo = states.filter((s) => !this.runs.has(s.event_id));
+    if (todo.length === 0) return;
+    const inputs = await this.ports.inputs.recall(todo.map((s) => s.input));
+    todo.forEach((s, i) => {
+      // Its record may have arrived (and resumed it) while the input was read back.
+      if (this.runs.has(s.event_id)) return;
+      const recalled = inputs[i];
+      if (recalled && recalled.event.event_id === s.event_id) {
+        const { source, event } = recalled;
+        this.start(this.run(s, 'process', identityOf(event, source, s.submission_id), event));
+        return;
+      }
+      this.ports.logger.warn(
+        { event_id: s.event_id, submission_id: s.submission_id, status: s.status },
+        'input record of an unfinished document is gone; resuming with its state only',
+      );
+      const identity: DocumentIdentity = {
+        submission_id: s.submission_id,
+        event_id: s.event_id,
+        query_id: null,
+        attributes: {},
+        traceparent: null,
+      };
+      this.start(new Run(s, 'process', identity, null, null, this.lifecycle.now()));
+    });
   }
 
   /** Stops the work of documents of the given partitions; their state is durable, the new owner resumes. */
   revoke(partitions: Iterable<number>): void {
     const set = new Set(partitions);
     for (const run of [...this.runs.values()]) {
-      if (set.has(run.state.partition)) this.release(run, true);
+      if (set.has(run.pointer.partition)) this.release(run, true);
     }
     for (const [eventId, state] of this.unrecorded) {
-      if (set.has(state.partition)) this.unrecorded.delete(eventId);
+      if (set.has(state.input.partition)) this.unrecorded.delete(eventId);
     }
+  }
+
+  /** The identity of a document running here (for the decision fast path's lookup by submission). */
+  runningIdentity(submissionId: string): DocumentIdentity | undefined {
+    return this.bySubmission.get(submissionId)?.identity;
+  }
+
+  private run(
+    state: UnfinishedState,
+    mode: 'process' | 'replay',
+    identity: DocumentIdentity,
+    event: ArrivalEvent,
+  ): Run {
+    // The input is needed only while the upload is pending.
+    const input = state.status === 'CREATED' ? inputOf(event) : null;
+    return new Run(state, mode, identity, input, null, this.lifecycle.now());
   }
 
   /** Stops everything; resolves when no step is half-way (an upload or a publish in progress). */

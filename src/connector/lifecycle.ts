@@ -17,7 +17,7 @@ import {
 } from './dead-letters.js';
 import { ReadinessEstimator } from './readiness.js';
 import type { Run } from './run.js';
-import type { DocumentState } from './state/codec.js';
+import type { FinishedState, UnfinishedState } from './state/record.js';
 import type { StatePort } from './state/writer.js';
 import {
   ResultNotReady,
@@ -26,7 +26,9 @@ import {
   type BlobPort,
   type DeadLetter,
   type DocumentIdentity,
+  type InputPort,
   type OutputPort,
+  type SourceRecord,
 } from './types.js';
 
 export interface EngineOptions {
@@ -44,6 +46,7 @@ export interface EnginePorts {
   blobs: BlobPort;
   out: OutputPort;
   states: StatePort;
+  inputs: InputPort;
   scheduler: PollScheduler;
   logger: Logger;
   now?: () => number;
@@ -53,11 +56,18 @@ export interface EnginePorts {
 /** What the engine reports for metrics and the demo. */
 export interface EngineEvents {
   onPublished?(kind: Awaitable, doc: DocumentIdentity, body: Record<string, unknown>): void;
-  onFinished?(state: DocumentState, outcome: 'done' | 'failed' | 'replayed'): void;
+  onFinished?(doc: FinishedDoc, outcome: 'done' | 'failed' | 'replayed'): void;
   onDeadLetter?(stage: DeadLetterStage, code: string): void;
   onStage?(stage: string, durationMs: number): void;
   /** A slot was released: the consumer may resume paused partitions. */
   onRoom?(): void;
+}
+
+/** A document that left the engine, as metrics see it. */
+export interface FinishedDoc {
+  event_id: string;
+  submission_id: string;
+  created_at: number;
 }
 
 export class Lifecycle {
@@ -117,7 +127,9 @@ export class Lifecycle {
 
   async markPublished(run: Run, kind: Awaitable): Promise<void> {
     run.published.add(kind);
-    run.state = { ...run.state, published: [...run.published], updated_at: this.now() };
+    const s = run.state;
+    if (s.status === 'CREATED' || s.status === 'UPLOADED')
+      run.state = { ...s, published: [...run.published], updated_at: this.now() };
     if (!this.isComplete(run)) await this.record(run);
     await this.maybeFinish(run);
   }
@@ -148,23 +160,30 @@ export class Lifecycle {
   }
 
   private async upload(run: Run): Promise<boolean> {
-    const s = run.state;
+    const s = run.state as UnfinishedState;
     const pending = s.pending;
     if (!pending) return true;
     const started = this.now();
     let stage: DeadLetterStage = 'blob';
+    const input = run.input;
+    if (!input) {
+      // Resumed, but its input record left the input topic: the blob and characteristics are unknown.
+      const message = `input record ${s.input.topic}[${s.input.partition}]@${s.input.offset} is gone; the upload cannot be resumed`;
+      await this.fail(run, { code: 'input_gone', message }, 'upload', 'input_gone');
+      return false;
+    }
     try {
-      run.blob ??= await this.ports.blobs.resolve(pending.blob);
-      if (pending.characteristics) {
+      run.blob ??= await this.ports.blobs.resolve(input.blob);
+      if (pending.characteristics_pending && input.characteristics) {
         stage = 'characteristics';
         await this.ports.api.putCharacteristics(
           s.submission_id,
           pending.characteristics_url,
-          pending.characteristics,
+          input.characteristics,
         );
       }
       stage = 'upload';
-      await this.ports.api.upload(pending.upload_url, run.blob, s.submission_id);
+      if (pending.upload_url) await this.ports.api.upload(pending.upload_url, run.blob, s.submission_id);
     } catch (err) {
       // A resumed upload that the server already has (409) is done, not failed.
       if (!(stage === 'upload' && failureOf(err).status === 409)) {
@@ -178,6 +197,7 @@ export class Lifecycle {
     this.events.onStage?.('upload', this.now() - started);
     if (run.cancelled) return false;
     run.uploadedAt = this.now();
+    run.input = null;
     run.state = { ...s, status: 'UPLOADED', pending: undefined, updated_at: this.now() };
     await this.record(run);
     return true;
@@ -208,7 +228,7 @@ export class Lifecycle {
 
   private async poll(run: Run, kind: Awaitable, attempt: number): Promise<void> {
     if (run.cancelled || run.published.has(kind)) return;
-    if (this.now() > run.state.created_at + this.options.deadlineMs) {
+    if (this.now() > run.createdAt + this.options.deadlineMs) {
       const message = `${kind} result not final after ${this.options.deadlineMs} ms`;
       await this.fail(run, { code: 'deadline_exceeded', message }, 'poll', 'deadline_exceeded', attempt);
       return;
@@ -285,13 +305,18 @@ export class Lifecycle {
     if (run.cancelled || run.finishing || !this.isComplete(run)) return;
     run.finishing = true;
     if (run.mode === 'replay') {
-      this.events.onFinished?.(run.state, 'replayed');
+      // Recording the generation makes a replay re-emit once, also when it is itself interrupted.
+      if (run.state.status === 'DONE' && run.replayGeneration > (run.state.generation ?? 0)) {
+        run.state = { ...run.state, generation: run.replayGeneration };
+        await this.record(run);
+      }
+      this.events.onFinished?.(finishedDoc(run), 'replayed');
       this.release(run, false);
       return;
     }
-    run.state = { ...run.state, status: 'DONE', input: undefined, updated_at: this.now() };
+    run.state = finishedState(run, 'DONE', this.now());
     await this.record(run);
-    this.events.onFinished?.(run.state, 'done');
+    this.events.onFinished?.(finishedDoc(run), 'done');
     this.release(run, false);
     if (this.options.deleteAfterPublish) this.track(this.deleteSubmission(run, 0));
   }
@@ -310,7 +335,7 @@ export class Lifecycle {
         );
         return;
       }
-      const subject = { source: null, ...subjectOf(state) };
+      const subject = { source: null, ...subjectOf(run) };
       await this.deadLetter(err, subject, {
         stage: 'delete',
         fallbackCode: 'delete_failed',
@@ -328,27 +353,61 @@ export class Lifecycle {
     attempts?: number,
   ): Promise<void> {
     if (run.cancelled) return;
-    const letter = await this.deadLetter(
+    await this.deadLetter(
       err,
-      { source: run.source, ...subjectOf(run.state) },
+      { source: await this.sourceOf(run), ...subjectOf(run) },
       { stage, fallbackCode, ...(attempts === undefined ? {} : { attempts }) },
     );
     if (run.mode === 'process') {
-      run.state = {
-        ...run.state,
-        status: 'FAILED',
-        input: undefined,
-        pending: undefined,
-        error: { stage, code: letter.error_code, message: letter.message },
-        updated_at: this.now(),
-      };
+      run.state = finishedState(run, 'FAILED', this.now());
       await this.record(run);
     }
-    this.events.onFinished?.(run.state, 'failed');
+    this.events.onFinished?.(finishedDoc(run), 'failed');
     this.release(run, false);
+  }
+
+  /**
+   * The input record of a running document, read back by its pointer for a dead letter; when it is
+   * gone (or cannot be read now) the letter still names it, without its bytes.
+   */
+  private async sourceOf(run: Run): Promise<SourceRecord> {
+    const p = run.pointer;
+    try {
+      const record = await this.ports.inputs.read(p);
+      if (record) return record;
+    } catch (err) {
+      this.ports.logger.warn(
+        { event_id: run.eventId, err: failureOf(err).message },
+        'input record not read back for a dead letter; it carries the pointer only',
+      );
+    }
+    return { ...p, key: null, value: null, traceparent: run.identity.traceparent };
   }
 }
 
-function subjectOf(state: DocumentState) {
-  return { event_id: state.event_id, submission_id: state.submission_id, attributes: state.attributes };
+function subjectOf(run: Run) {
+  return {
+    event_id: run.eventId,
+    submission_id: run.state.submission_id,
+    attributes: run.identity.attributes,
+  };
+}
+
+function finishedDoc(run: Run) {
+  return { event_id: run.eventId, submission_id: run.state.submission_id, created_at: run.createdAt };
+}
+
+/** A finished document keeps only what deduplication and replay need (`state/record.ts`). */
+function finishedState(run: Run, status: 'DONE' | 'FAILED', at: number): FinishedState {
+  const s = run.state;
+  return {
+    v: 2,
+    event_id: s.event_id,
+    submission_id: s.submission_id,
+    status,
+    input: s.input,
+    awaited: s.awaited,
+    published: [...run.published],
+    finished_at: at,
+  };
 }

@@ -13,7 +13,7 @@ const decoder = {
 function message(value: string | null, topic = 'in'): IncomingMessage {
   return {
     topic,
-    partition: 1,
+    partition: 2,
     offset: '9',
     timestamp: '0',
     key: Buffer.from('k'),
@@ -34,7 +34,11 @@ describe('arrival records', () => {
           return 'started';
         },
       },
-      state: { get: (id) => (id === 'seen' ? ({ event_id: 'seen' } as never) : undefined) },
+      state: {
+        get: (partition, id) =>
+          partition === 2 && id === 'seen' ? ({ unfinished: { event_id: 'seen' } } as never) : undefined,
+        marker: (partition) => (partition === 2 ? { generation: 1, until_offset: '5', at: 0 } : undefined),
+      },
       deadLetter: async (l) => {
         letters.push(l);
       },
@@ -46,7 +50,17 @@ describe('arrival records', () => {
   it('admits a valid event with its source record and any existing state', async () => {
     const { handle, admitted, letters } = setup();
     await handle(message(JSON.stringify({ event_id: 'seen', blob: { url: 'file:///tmp/a.pdf' } })));
-    expect(admitted).toEqual([{ event_id: 'seen', offset: '9', existing: { event_id: 'seen' } }]);
+    // The state and the replay marker of the record's own partition.
+    expect(admitted).toEqual([
+      {
+        event_id: 'seen',
+        offset: '9',
+        existing: {
+          recorded: { unfinished: { event_id: 'seen' } },
+          marker: { generation: 1, until_offset: '5', at: 0 },
+        },
+      },
+    ]);
     expect(letters).toEqual([]);
   });
 

@@ -1,18 +1,28 @@
 /**
- * One document in flight on this instance: its latest state, what was published, and the blob held
- * open until the upload. `mode` says whether it is processed (state recorded at every step) or
- * replayed (a finished document's results emitted again, nothing recorded).
+ * One document in flight on this instance: its latest durable state, its identity and input (held in
+ * memory only: neither is written to the state topic), what was published, and the blob held open
+ * until the upload. `mode` says whether it is processed (state recorded at every step) or replayed (a
+ * finished document's results emitted again; only the replay generation is recorded).
  */
 import { awaitedResults, type AwaitedOverride } from './awaited.js';
-import type { DocumentState } from './state/codec.js';
+import type { FinishedEntry } from './state/finished-index.js';
+import type { FinishedState, InputPointer, UnfinishedState } from './state/record.js';
 import type {
   ArrivalEvent,
   Awaitable,
+  BlobRef,
   CreatedSubmission,
   DocumentIdentity,
   OpenedBlob,
   SourceRecord,
 } from './types.js';
+import type { SubmissionCharacteristics } from '../api/schemas.js';
+
+/** What the upload needs from the input event; dropped once the file is uploaded. */
+export interface DocumentInput {
+  blob: BlobRef;
+  characteristics: SubmissionCharacteristics | null;
+}
 
 export class Run {
   cancelled = false;
@@ -21,42 +31,57 @@ export class Run {
   readonly published: Set<Awaitable>;
   readonly attempts = new Map<Awaitable, number>();
   uploadedAt = 0;
+  /** A replay's generation (its marker's), recorded once every result was re-emitted. */
+  replayGeneration = 0;
+  /** When the document was created (replays: when the replay started); the deadline counts from it. */
+  readonly createdAt: number;
   constructor(
-    public state: DocumentState,
+    public state: UnfinishedState | FinishedState,
     public readonly mode: 'process' | 'replay',
+    public readonly identity: DocumentIdentity,
+    /** null once uploaded, or when a resumed document's input record is gone. */
+    public input: DocumentInput | null,
     public blob: OpenedBlob | null,
+    now: number,
   ) {
     this.published = new Set(mode === 'replay' ? [] : state.published);
+    this.createdAt = 'created_at' in state ? state.created_at : now;
   }
 
-  get identity(): DocumentIdentity {
-    const s = this.state;
-    return {
-      submission_id: s.submission_id,
-      event_id: s.event_id,
-      query_id: s.query_id,
-      attributes: s.attributes,
-      traceparent: s.traceparent,
-    };
+  get eventId(): string {
+    return this.state.event_id;
   }
 
-  /** The input record the document came from, rebuilt from its state for a dead letter. */
-  get source(): SourceRecord {
-    const s = this.state;
-    return {
-      topic: s.topic ?? '',
-      partition: s.partition,
-      offset: s.offset,
-      key: s.input?.key ? Buffer.from(s.input.key, 'base64') : null,
-      value: s.input?.value ? Buffer.from(s.input.value, 'base64') : null,
-      traceparent: s.traceparent,
-    };
+  get pointer(): InputPointer {
+    return this.state.input;
   }
 
   /** Scheduler key of this document's job `what` (a result kind, or `delete`). */
   key(what: string): string {
     return `${this.state.event_id}\u0000${what}`;
   }
+}
+
+export function pointerOf(source: SourceRecord): InputPointer {
+  return { topic: source.topic, partition: source.partition, offset: source.offset };
+}
+
+export function identityOf(
+  event: ArrivalEvent,
+  source: SourceRecord,
+  submissionId: string,
+): DocumentIdentity {
+  return {
+    submission_id: submissionId,
+    event_id: event.event_id,
+    query_id: event.query_id,
+    attributes: event.attributes,
+    traceparent: source.traceparent,
+  };
+}
+
+export function inputOf(event: ArrivalEvent): DocumentInput {
+  return { blob: event.blob, characteristics: event.submission_characteristics };
 }
 
 /** The first state of a document whose submission was just created. */
@@ -66,30 +91,36 @@ export function createdState(
   created: CreatedSubmission,
   at: number,
   awaitedOverride: AwaitedOverride | undefined,
-): DocumentState {
+): UnfinishedState {
   return {
-    v: 1,
+    v: 2,
     event_id: event.event_id,
     submission_id: created.submission_id,
     status: 'CREATED',
-    topic: source.topic,
-    input: { key: source.key?.toString('base64') ?? null, value: source.value?.toString('base64') ?? null },
-    partition: source.partition,
-    offset: source.offset,
-    query_id: event.query_id,
-    pipeline: event.pipeline_configuration,
-    enable_decision: event.enable_decision,
-    attributes: event.attributes,
-    traceparent: source.traceparent,
+    input: pointerOf(source),
     awaited: awaitedResults(event.pipeline_configuration, event.enable_decision, awaitedOverride),
     published: [],
     created_at: at,
     updated_at: at,
     pending: {
-      blob: event.blob,
       upload_url: created.upload_url,
       characteristics_url: created.submission_characteristics_upload_url ?? null,
-      characteristics: event.submission_characteristics,
+      characteristics_pending: event.submission_characteristics !== null,
     },
+  };
+}
+
+/** The finished state of a document, as recorded in the index, re-emitted from `source`. */
+export function finishedOf(entry: FinishedEntry, source: SourceRecord): FinishedState {
+  return {
+    v: 2,
+    event_id: entry.event_id,
+    submission_id: entry.submission_id,
+    status: entry.status,
+    input: pointerOf(source),
+    awaited: entry.awaited,
+    published: entry.published,
+    finished_at: entry.finished_at,
+    generation: entry.generation,
   };
 }

@@ -1,6 +1,6 @@
 /**
  * The connector's own vocabulary: the arrival event it consumes, dead letters, and the narrow ports
- * through which it reaches the API, the blobs and Kafka (the document state is in `state/codec.ts`).
+ * through which it reaches the API, the blobs and Kafka (the document state is in `state/record.ts`).
  * The workflow depends only on these, so it is tested in isolation and wired to the real modules in
  * `wiring.ts`.
  */
@@ -8,11 +8,11 @@ import type { SubmissionCharacteristics, SubmissionRequest } from '../api/schema
 import type { BlobRef, OpenedBlob } from '../blobs/index.js';
 import type { DocumentArrived } from '../serde/input.js';
 import type { DeadLetterStage } from '../serde/types.js';
-import type { Awaitable } from './state/codec.js';
+import type { Awaitable, InputPointer } from './state/record.js';
 
 export type { BlobRef, OpenedBlob };
 
-export { AWAITABLE, type Awaitable } from './state/codec.js';
+export { AWAITABLE, type Awaitable } from './state/record.js';
 
 /** A validated arrival event (the event contract's input), as input decoding yields it. */
 export type ArrivalEvent = DocumentArrived;
@@ -25,6 +25,17 @@ export interface SourceRecord {
   key: Buffer | null;
   value: Buffer | null;
   traceparent: string | null;
+}
+
+/**
+ * The input records of admitted documents, read back by their pointer: the state keeps no copy of
+ * them. null when the record is no longer in the input topic (retention) or cannot be read back.
+ */
+export interface InputPort {
+  /** The record and its event, for a document resumed after a crash or a rebalance. */
+  recall(pointers: InputPointer[]): Promise<Array<{ source: SourceRecord; event: ArrivalEvent } | null>>;
+  /** The record's bytes, for a dead letter raised after admission. */
+  read(pointer: InputPointer): Promise<SourceRecord | null>;
 }
 
 export interface BlobPort {

@@ -30,7 +30,7 @@ function source(e: ArrivalEvent): SourceRecord {
   };
 }
 
-describe('the size rule as wired: the first state record measured against the producer limit', () => {
+describe('the size rule as wired: the first (largest) state record measured against the producer limit', () => {
   const parts = buildParts(
     loadConfig({
       env: {},
@@ -43,15 +43,29 @@ describe('the size rule as wired: the first state record measured against the pr
   );
   afterAll(() => parts.blobs.close());
 
-  it('admits an event whose state fits, refuses one whose state would not (event_too_large)', () => {
-    const small = event(1000);
-    expect(sizeProblem(parts.arrivalLimits, source(small), small)).toBeNull();
+  it('admits an event with large characteristics: the slim (v2) state record never holds them', () => {
     const big = event(30_000);
-    const problem = sizeProblem(parts.arrivalLimits, source(big), big);
-    expect(problem?.code).toBe('event_too_large');
-    expect(problem?.message).toMatch(
-      /state record of \d+ bytes would exceed the state topic's limit of 40000/,
+    expect(sizeProblem(parts.arrivalLimits, source(big), big)).toBeNull();
+  });
+
+  it('refuses an event whose first state record would not fit (event_too_large)', () => {
+    // An event id near its 256-character limit against a state topic limit below the probe's URLs.
+    const tight = buildParts(
+      loadConfig({ env: {}, files: [], overrides: { kafka: { maxMessageBytes: 2_000 } } }),
+      silentLogger,
+      new ConnectorMetrics({ defaultMetrics: false }),
+      () => undefined,
     );
+    try {
+      const e = { ...event(0), event_id: 'e'.repeat(256) };
+      const problem = sizeProblem(tight.arrivalLimits, source(e), e);
+      expect(problem?.code).toBe('event_too_large');
+      expect(problem?.message).toMatch(
+        /state record of \d+ bytes would exceed the state topic's limit of 2000/,
+      );
+    } finally {
+      tight.blobs.close();
+    }
   });
 
   it('refuses attributes over connector.maxAttributesBytes first', () => {

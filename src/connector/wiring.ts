@@ -1,14 +1,15 @@
 /**
  * Builds every part of a connector from the configuration: the Kafka, registry and API clients, the
- * blob source, the state store and writer, the output and the engine. Nothing else reads the
+ * blob source, the partition-local state and its writer, the input re-reader, the output and the engine. Nothing else reads the
  * configuration's connection settings, so `docstream replay` and the connector connect alike.
  */
 import { createBlobSource } from '../blobs/index.js';
 import { DocumentAnalysisClient } from '../client/client.js';
 import type { Config } from '../config/index.js';
 import { KafkaClient } from '../kafka/client.js';
+import { ChangelogReader } from '../kafka/changelog.js';
 import { CoalescingSender } from '../kafka/coalescer.js';
-import { TopicView } from '../kafka/view.js';
+import { RecordReader } from '../kafka/record-reader.js';
 import type { KafkaAdmin } from '../kafka/admin.js';
 import type { KafkaProducer } from '../kafka/producer.js';
 import type { Logger } from '../observability/logger.js';
@@ -20,10 +21,11 @@ import type { ArrivalLimits } from './arrivals.js';
 import { parseAwaitedOverride } from './awaited.js';
 import type { DeadLetterSink } from './dead-letters.js';
 import { DocumentEngine } from './engine.js';
+import { InputRecords } from './inputs.js';
 import { KafkaOutput } from './output.js';
 import { createdState } from './run.js';
-import { encodeState } from './state/codec.js';
-import { StateStore } from './state/store.js';
+import { encodeState } from './state/record.js';
+import { OwnedState } from './state/store.js';
 import { StateWriter } from './state/writer.js';
 import type { Awaitable } from './types.js';
 
@@ -93,7 +95,9 @@ export interface ConnectorParts {
   blobs: ReturnType<typeof createBlobSource>;
   sender: CoalescingSender;
   output: KafkaOutput;
-  state: StateStore;
+  state: OwnedState;
+  /** Reads admitted documents' input records back by pointer. */
+  inputReader: RecordReader;
   scheduler: PollScheduler;
   engine: DocumentEngine;
   /** Writes a dead letter raised outside the engine, counted like the engine's. */
@@ -136,9 +140,15 @@ export function buildParts(
         metrics.deadLettersUnwritable.inc({ stage: letter.stage, reason: letter.error_code }),
     },
   );
-  const state = new StateStore(
-    (onRecord) => new TopicView(kafka, admin, t.state, onRecord, logger, 'docstream-state-view'),
-  );
+  let writer: StateWriter | null = null;
+  const state = new OwnedState((sink) => new ChangelogReader(kafka, admin, t.state, sink, logger), {
+    inputTopic: t.arrived,
+    retentionMs: config.state.retentionMs,
+    logger,
+    tombstone: (partition, eventId) => writer!.tombstone(partition, eventId),
+  });
+  writer = new StateWriter(sender, t.state, state);
+  const inputReader = new RecordReader(kafka, admin, t.arrived, logger);
   const scheduler = new PollScheduler();
   const awaitedOverride = parseAwaitedOverride(c.awaitedResults);
   const engine = new DocumentEngine(
@@ -146,7 +156,8 @@ export function buildParts(
       api: apiPort(client, { withMetadata: c.withMetadata }),
       blobs,
       out: output,
-      states: new StateWriter(sender, t.state, state),
+      states: writer,
+      inputs: new InputRecords(inputReader, registry),
       scheduler,
       logger,
     },
@@ -198,6 +209,7 @@ export function buildParts(
     sender,
     output,
     state,
+    inputReader,
     scheduler,
     engine,
     deadLetter,

@@ -3,12 +3,27 @@
  * that the next `docstream run` re-reads from there. Re-read documents reuse their submissions
  * (results are re-emitted) unless their events say `reprocess`. Kafka lets only a group's own members
  * commit while it has any, so the command refuses while a connector of the group is running.
+ *
+ * A connector publishes a finished document's results once: a redelivered input (after a crash) is
+ * skipped. So that a replay does re-emit, the command first writes a replay marker into each state
+ * partition it moves back (a new generation, up to the group's offset before the reset); documents
+ * below it re-emit once for that generation. It warns when the target is older than the state's
+ * retention window: those documents left the state and will be submitted again.
  */
 import { InvalidArgumentError, type Command } from 'commander';
 import { loadConfig } from '../../config/index.js';
+import {
+  nextGeneration,
+  readReplayMarkers,
+  writeReplayMarkers,
+} from '../../connector/state/replay-markers.js';
+import { replayWarning } from '../../connector/state/retention.js';
 import { kafkaClientOf } from '../../connector/wiring.js';
 import type { KafkaAdmin, OffsetResetPlan, OffsetResetTarget } from '../../kafka/admin.js';
 import { Progress, formatDuration } from '../../util/progress.js';
+import type { KafkaClient } from '../../kafka/client.js';
+import { RecordReader } from '../../kafka/record-reader.js';
+import { silentLogger } from '../../observability/logger.js';
 
 export interface ReplayFlags {
   config?: string;
@@ -110,12 +125,50 @@ export async function watchReplay(
   }
 }
 
-export async function replay(flags: ReplayFlags, out: (line: string) => void): Promise<OffsetResetPlan> {
+/** Partitions moved back, with the group's offset before the reset (what the marker covers). */
+function movedBack(plan: OffsetResetPlan): Map<number, string> {
+  const out = new Map<number, string>();
+  for (const p of plan.partitions) {
+    if (p.current !== null && BigInt(p.target) < BigInt(p.current)) out.set(p.partition, p.current);
+  }
+  return out;
+}
+
+/** The earliest time replayed: the target time, else the timestamp of the oldest target record. */
+async function replayedFrom(
+  kafka: KafkaClient,
+  admin: KafkaAdmin,
+  topic: string,
+  target: OffsetResetTarget,
+  plan: OffsetResetPlan,
+): Promise<number | null> {
+  if (target.kind === 'timestamp') return target.timestamp;
+  const firsts = plan.partitions
+    .filter((p) => BigInt(p.target) < BigInt(p.current ?? p.high))
+    .map((p) => ({ partition: p.partition, offset: p.target }));
+  if (firsts.length === 0) return null;
+  const reader = new RecordReader(kafka, admin, topic, silentLogger, { readTimeoutMs: 15_000 });
+  await reader.start();
+  try {
+    const records = await reader.readMany(firsts);
+    const times = records.filter((r) => r !== null).map((r) => Number(r.timestamp));
+    return times.length > 0 ? Math.min(...times) : null;
+  } finally {
+    await reader.stop();
+  }
+}
+
+export async function replay(
+  flags: ReplayFlags,
+  out: (line: string) => void,
+  warn: (line: string) => void = out,
+): Promise<OffsetResetPlan> {
   const config = loadConfig(flags.config ? { files: flags.config.split(',') } : {});
   const target = targetOf(flags);
   const topic = flags.topic ?? config.topics.arrived;
   const group = flags.group ?? config.kafka.groupId;
-  const admin = kafkaClientOf(config, { clientId: `${config.kafka.clientId}-replay` }).admin();
+  const kafka = kafkaClientOf(config, { clientId: `${config.kafka.clientId}-replay` });
+  const admin = kafka.admin();
   await admin.connect();
   try {
     const state = await admin.describeGroup(group);
@@ -125,9 +178,34 @@ export async function replay(flags: ReplayFlags, out: (line: string) => void): P
         `group ${group} has ${state.members} active member(s) (${state.state}); stop its connectors, then replay`,
       );
     }
-    const plan = flags.dryRun
-      ? await admin.planOffsetReset(group, topic, target)
-      : await admin.resetOffsets(group, topic, target);
+    const planned = await admin.planOffsetReset(group, topic, target);
+    const from = await replayedFrom(kafka, admin, topic, target, planned);
+    const warning = from === null ? null : replayWarning(from, config.state.retentionMs, Date.now());
+    if (warning) warn(`warning: ${warning}`);
+    let plan = planned;
+    if (!flags.dryRun) {
+      const back = movedBack(planned);
+      // No state topic yet: no connector ever finished a document, so there is nothing to re-emit.
+      const stateExists = (await admin.listTopics()).includes(config.topics.state);
+      if (back.size > 0 && stateExists) {
+        const markers = await readReplayMarkers(kafka, admin, config.topics.state, silentLogger);
+        const generation = nextGeneration(markers);
+        // An earlier replay not finished yet keeps its range: the new marker covers it too.
+        for (const [partition, until] of back) {
+          const earlier = markers.get(partition)?.until_offset;
+          if (earlier !== undefined && BigInt(earlier) > BigInt(until)) back.set(partition, earlier);
+        }
+        const producer = kafka.producer();
+        await producer.connect();
+        try {
+          await writeReplayMarkers(producer, config.topics.state, generation, back, Date.now());
+        } finally {
+          await producer.disconnect().catch(() => undefined);
+        }
+        out(`replay generation ${generation} marked on partitions ${[...back.keys()].join(',')}`);
+      }
+      plan = await admin.resetOffsets(group, topic, target);
+    }
     out(`group ${group}, topic ${topic}${plan.applied ? '' : ' (dry run: nothing changed)'}`);
     out(formatPlan(plan));
     if (active) out(`note: group ${group} has active members; it must be stopped before a real replay`);
@@ -170,7 +248,11 @@ export function registerReplayCommand(program: Command): void {
     )
     .action(async (flags: ReplayFlags) => {
       try {
-        await replay(flags, (line) => process.stdout.write(`${line}\n`));
+        await replay(
+          flags,
+          (line) => process.stdout.write(`${line}\n`),
+          (line) => process.stderr.write(`${line}\n`),
+        );
       } catch (err) {
         process.stderr.write(`docstream replay: ${(err as Error).message}\n`);
         process.exit(1);

@@ -30,8 +30,11 @@ async function serve(opts: { config?: string }, consume: boolean): Promise<void>
         ...(consume
           ? {
               partitions: async () => {
-                const n = connector.isReady().assigned;
-                return { ok: n > 0, detail: `${n} input partitions assigned` };
+                const { assigned: n, restored } = connector.isReady();
+                return {
+                  ok: n > 0 && restored,
+                  detail: `${n} input partitions assigned${restored ? '' : ', state restoring'}`,
+                };
               },
             }
           : {}),

@@ -11,6 +11,7 @@ function entry(eventId: string, i: number, overrides: Partial<FinishedEntry> = {
     awaited: ['fraud', 'quality', 'classification'],
     published: i % 2 === 0 ? ['fraud', 'quality', 'classification'] : ['quality'],
     finished_at: T0 + i * 1000,
+    generation: i % 3,
     ...overrides,
   };
 }
@@ -61,7 +62,7 @@ describe('FinishedIndex', () => {
     for (const [i, id] of ids.entries()) {
       const packed = packIdBytes(Buffer.from(id), scratch);
       expect(packed.uuid !== null).toBe(i === 0);
-      index.setPacked(0, packed, sid, false, 0x11, T0 + i * 1000);
+      index.setPacked(0, packed, sid, false, 0x11, T0 + i * 1000, i);
     }
     for (const [i, id] of ids.entries()) {
       expect(index.get(0, id)).toEqual({
@@ -71,6 +72,7 @@ describe('FinishedIndex', () => {
         awaited: ['fraud'],
         published: ['fraud'],
         finished_at: T0 + i * 1000,
+        generation: i,
       });
     }
     expect(index.size()).toBe(ids.length);

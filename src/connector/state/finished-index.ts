@@ -5,7 +5,8 @@
  * typed arrays (columns) plus an open-addressing hash table and a byte arena for text that is not a
  * UUID, so the heap holds no per-document object at all and a revoked partition goes at once.
  *
- * Per document: hash 4 + key 16 + submission id 16 + flags 1 + results 1 + finished (s) 4 = 42 bytes
+ * Per document: hash 4 + key 16 + submission id 16 + flags 1 + results 1 + finished (s) 4 +
+ * replay generation 2 = 44 bytes
  * of columns, ~6-11 bytes of table, plus the text of ids that are not lower-case UUIDs.
  */
 import { AWAITABLE, awaitableBits, awaitableList, uuidBytes, uuidString, type Awaitable } from './record.js';
@@ -18,6 +19,8 @@ export interface FinishedEntry {
   published: Awaitable[];
   /** Milliseconds since the epoch; kept to the second. */
   finished_at: number;
+  /** Replay generation last re-emitted (0: none). */
+  generation: number;
 }
 
 const FAILED = 1;
@@ -87,6 +90,7 @@ class PartitionIndex {
   private flags: Uint8Array;
   private results: Uint8Array;
   private finished: Uint32Array;
+  private gens: Uint16Array;
   /** Entry index + 1 per slot; 0 = empty. */
   private table: Int32Array;
   private arena: Buffer;
@@ -100,6 +104,7 @@ class PartitionIndex {
     this.flags = new Uint8Array(capacity);
     this.results = new Uint8Array(capacity);
     this.finished = new Uint32Array(capacity);
+    this.gens = new Uint16Array(capacity);
     this.table = new Int32Array(tableSizeFor(capacity));
     this.arena = Buffer.alloc(0);
   }
@@ -118,11 +123,19 @@ class PartitionIndex {
       entry.status === 'FAILED',
       awaitableBits(entry.awaited) | (awaitableBits(entry.published) << 4),
       Math.floor(entry.finished_at / 1000),
+      entry.generation,
     );
   }
 
   /** `set` from ids already packed (the restore path: no strings made). `key`/`sid` are copied. */
-  setPacked(key: PackedId, sid: PackedId, failed: boolean, results: number, finishedSeconds: number): void {
+  setPacked(
+    key: PackedId,
+    sid: PackedId,
+    failed: boolean,
+    results: number,
+    finishedSeconds: number,
+    generation = 0,
+  ): void {
     const hash = hashBytes(key.bytes);
     const slot = this.find(key, hash);
     let at: number;
@@ -141,6 +154,7 @@ class PartitionIndex {
     this.storeId(this.sids, at, sid);
     this.results[at] = results;
     this.finished[at] = finishedSeconds;
+    this.gens[at] = generation;
   }
 
   delete(eventId: string): boolean {
@@ -186,6 +200,7 @@ class PartitionIndex {
       this.flags.byteLength +
       this.results.byteLength +
       this.finished.byteLength +
+      this.gens.byteLength +
       this.table.byteLength +
       this.arena.length
     );
@@ -201,6 +216,7 @@ class PartitionIndex {
       awaited: awaitableList(results & 0xf),
       published: awaitableList(results >> 4),
       finished_at: this.finished[i]! * 1000,
+      generation: this.gens[i]!,
     };
   }
 
@@ -270,7 +286,11 @@ class PartitionIndex {
   }
 
   private resize(capacity: number): void {
-    const copy = <T extends Uint8Array | Uint32Array>(from: T, make: (n: number) => T, width: number): T => {
+    const copy = <T extends Uint8Array | Uint16Array | Uint32Array>(
+      from: T,
+      make: (n: number) => T,
+      width: number,
+    ): T => {
       const to = make(capacity * width);
       to.set(from.subarray(0, Math.min(this.used, capacity) * width));
       return to;
@@ -281,6 +301,7 @@ class PartitionIndex {
     this.flags = copy(this.flags, (n) => new Uint8Array(n), 1);
     this.results = copy(this.results, (n) => new Uint8Array(n), 1);
     this.finished = copy(this.finished, (n) => new Uint32Array(n), 1);
+    this.gens = copy(this.gens, (n) => new Uint16Array(n), 1);
     this.capacity = capacity;
   }
 
@@ -300,6 +321,7 @@ class PartitionIndex {
       this.flags[kept] = this.flags[i]!;
       this.results[kept] = this.results[i]!;
       this.finished[kept] = this.finished[i]!;
+      this.gens[kept] = this.gens[i]!;
       this.moveId(old.keys, old.arena, i, this.keys, kept, (this.flags[kept]! & KEY_TEXT) !== 0);
       this.moveId(old.sids, old.arena, i, this.sids, kept, (this.flags[kept]! & SID_TEXT) !== 0);
       kept++;
@@ -385,8 +407,9 @@ export class FinishedIndex {
     failed: boolean,
     results: number,
     finishedMs: number,
+    generation = 0,
   ): void {
-    this.partition(partition).setPacked(key, sid, failed, results, Math.floor(finishedMs / 1000));
+    this.partition(partition).setPacked(key, sid, failed, results, Math.floor(finishedMs / 1000), generation);
   }
 
   private partition(partition: number): PartitionIndex {

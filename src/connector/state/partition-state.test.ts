@@ -1,5 +1,13 @@
 import { PartitionState } from './partition-state.js';
-import { encodeState, type FinishedState, type UnfinishedState } from './record.js';
+import {
+  REPLAY_KEY,
+  decodeState,
+  encodeReplayMarker,
+  encodeState,
+  peekFinished,
+  type FinishedState,
+  type UnfinishedState,
+} from './record.js';
 
 const DAY = 24 * 3600 * 1000;
 const NOW = 1_800_000_000_000;
@@ -60,6 +68,7 @@ describe('PartitionState', () => {
         awaited: ['quality'],
         published: ['quality'],
         finished_at: NOW - DAY,
+        generation: 0,
       },
     });
     expect(state.unfinishedOf(1)).toEqual([]);
@@ -116,5 +125,32 @@ describe('PartitionState', () => {
     expect(state.get(2, 'y')).toBeUndefined();
     expect(state.get(2, 'z')).toBeUndefined();
     expect(state.get(3, 'z')).toBeDefined();
+  });
+
+  it('keeps the replay generation of a finished document, in the record and in the index', () => {
+    const { state } = make();
+    const value = encodeState({ ...done('g', NOW - DAY), generation: 300 });
+    expect(decodeState('g', value, 'in')).toMatchObject({ generation: 300 });
+    expect(peekFinished(value)?.generation).toBe(300);
+    // Without a generation the finished record stays as short as before.
+    expect(encodeState(done('g', NOW - DAY)).length).toBe(value.length - 2);
+    expect(peekFinished(encodeState(done('g', NOW - DAY)))?.generation).toBe(0);
+    state.apply(record(0, 'g', value));
+    expect(state.get(0, 'g')).toMatchObject({ finished: { generation: 300 } });
+  });
+
+  it('reads the replay marker of a partition under its reserved key, not as a document', () => {
+    const { state, bad } = make();
+    const marker = { generation: 2, until_offset: '41', at: NOW };
+    state.apply(record(3, REPLAY_KEY, encodeReplayMarker(marker)));
+    expect(state.marker(3)).toEqual(marker);
+    expect(state.get(3, REPLAY_KEY)).toBeUndefined();
+    expect(state.marker(2)).toBeUndefined();
+    state.apply(record(3, REPLAY_KEY, Buffer.from('garbage'), 9));
+    expect(bad).toEqual([9]);
+    expect(state.marker(3)).toEqual(marker);
+    state.drop(3);
+    expect(state.marker(3)).toBeUndefined();
+    expect(() => encodeReplayMarker({ ...marker, generation: 0 })).toThrow('out of range');
   });
 });

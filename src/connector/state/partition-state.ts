@@ -9,14 +9,19 @@
 import type { ChangelogRecord, ChangelogSink } from '../../kafka/changelog.js';
 import { FinishedIndex, packIdBytes, type FinishedEntry } from './finished-index.js';
 import {
+  REPLAY_KEY,
   StateRecordError,
+  decodeReplayMarker,
   decodeState,
   isFinished,
   peekFinished,
   type DocumentStateV2,
   type FinishedState,
+  type ReplayMarker,
   type UnfinishedState,
 } from './record.js';
+
+const REPLAY_KEY_BYTES = Buffer.from(REPLAY_KEY, 'utf8');
 
 export interface PartitionStateOptions {
   /** Input topic named in v1 records that did not carry it. */
@@ -35,6 +40,7 @@ export const DEFAULT_RETENTION_MS = 7 * 24 * 3600 * 1000;
 export class PartitionState implements ChangelogSink {
   readonly finished = new FinishedIndex();
   private readonly unfinished = new Map<number, Map<string, UnfinishedState>>();
+  private readonly markers = new Map<number, ReplayMarker>();
   private readonly retentionMs: number;
   private readonly now: () => number;
   private readonly scratch = new Uint8Array(16);
@@ -45,6 +51,11 @@ export class PartitionState implements ChangelogSink {
   }
 
   apply(record: ChangelogRecord): void {
+    // The replay marker's key starts with a NUL byte, which no event id does: one byte tells them apart.
+    if (record.key[0] === 0 && record.key.equals(REPLAY_KEY_BYTES)) {
+      this.applyMarker(record);
+      return;
+    }
     // Most records of a restore are finished documents: they go to the index without objects.
     if (record.value !== null && this.applyFinished(record.partition, record.key, record.value)) return;
     const eventId = record.key.toString('utf8');
@@ -61,6 +72,24 @@ export class PartitionState implements ChangelogSink {
       return;
     }
     this.put(record.partition, state);
+  }
+
+  private applyMarker(record: ChangelogRecord): void {
+    if (record.value === null) {
+      this.markers.delete(record.partition);
+      return;
+    }
+    try {
+      this.markers.set(record.partition, decodeReplayMarker(record.value));
+    } catch (err) {
+      if (!(err instanceof StateRecordError)) throw err;
+      this.options.onBadRecord?.(record.partition, record.offset, err);
+    }
+  }
+
+  /** The latest replay marker of `partition` (see `ReplayMarker`). */
+  marker(partition: number): ReplayMarker | undefined {
+    return this.markers.get(partition);
   }
 
   private applyFinished(partition: number, key: Buffer, value: Buffer): boolean {
@@ -81,6 +110,7 @@ export class PartitionState implements ChangelogSink {
       peek.failed,
       peek.results,
       peek.finishedMs,
+      peek.generation,
     );
     return true;
   }
@@ -88,6 +118,7 @@ export class PartitionState implements ChangelogSink {
   drop(partition: number): void {
     this.finished.dropPartition(partition);
     this.unfinished.delete(partition);
+    this.markers.delete(partition);
   }
 
   /** What is recorded for `eventId` in `partition`: unfinished in full, finished in brief. */
@@ -148,5 +179,6 @@ function toEntry(state: FinishedState): FinishedEntry {
     awaited: state.awaited,
     published: state.published,
     finished_at: state.finished_at,
+    generation: state.generation ?? 0,
   };
 }

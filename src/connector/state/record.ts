@@ -9,7 +9,7 @@
  * record is 59 bytes (17-character input topic) against ~1 KB for v1's JSON. Layout (big-endian):
  *   u8 format (2) · u8 status · u8 awaited bits | published bits << 4 · id submission_id ·
  *   str input topic · u32 input partition · u64 input offset ·
- *   finished: f64 finished_at
+ *   finished: f64 finished_at · [u16 emitted generation, when not 0]
  *   unfinished: f64 created_at · f64 updated_at · u8 flags · [str upload_url] · [str characteristics_url] ·
  *               [str stage · str code · str message]
  * where `id` is u8 0 + 16 bytes for a lower-case UUID, else u8 1 + str; `str` is u16 length + UTF-8.
@@ -58,6 +58,11 @@ export interface PendingUpload {
 export interface FinishedState extends StateCommon {
   status: 'DONE' | 'FAILED';
   finished_at: number;
+  /**
+   * The replay generation whose re-emission this document last made (0: none, only its first
+   * emission). A redelivered input re-emits only for a newer replay marker (`ReplayMarker`).
+   */
+  generation?: number | undefined;
 }
 
 export type DocumentStateV2 = UnfinishedState | FinishedState;
@@ -104,6 +109,12 @@ class Writer {
   private readonly parts: Buffer[] = [];
   u8(n: number): this {
     this.parts.push(Buffer.of(n));
+    return this;
+  }
+  u16(n: number): this {
+    const b = Buffer.allocUnsafe(2);
+    b.writeUInt16BE(n);
+    this.parts.push(b);
     return this;
   }
   u32(n: number): this {
@@ -158,8 +169,14 @@ class Reader {
   u8(): number {
     return this.b.readUInt8(this.need(1));
   }
+  u16(): number {
+    return this.b.readUInt16BE(this.need(2));
+  }
   u32(): number {
     return this.b.readUInt32BE(this.need(4));
+  }
+  get rest(): number {
+    return this.b.length - this.at;
   }
   u64(): string {
     return this.b.readBigUInt64BE(this.need(8)).toString();
@@ -191,7 +208,10 @@ export function encodeState(state: DocumentStateV2): Buffer {
     .str(state.input.topic)
     .u32(state.input.partition)
     .u64(state.input.offset);
-  if (isFinished(state)) return w.f64(state.finished_at).done();
+  if (isFinished(state)) {
+    w.f64(state.finished_at);
+    return state.generation ? w.u16(state.generation).done() : w.done();
+  }
   const { pending, error } = state;
   const flags =
     (pending ? FLAG_PENDING : 0) |
@@ -229,6 +249,7 @@ export function decodeState(eventId: string, value: Buffer, inputTopic: string):
   };
   if (status === 'DONE' || status === 'FAILED') {
     const finished: FinishedState = { ...common, status, finished_at: r.f64() };
+    if (r.rest > 0) finished.generation = r.u16();
     r.end();
     return finished;
   }
@@ -345,6 +366,7 @@ export interface FinishedPeek {
   /** awaited bits | published bits << 4. */
   results: number;
   finishedMs: number;
+  generation: number;
 }
 
 /**
@@ -366,6 +388,49 @@ export function peekFinished(value: Buffer): FinishedPeek | null {
   } else return null;
   if (at + 2 > value.length) return null;
   at += 2 + value.readUInt16BE(at) + 4 + 8;
-  if (at + 8 !== value.length) return null;
-  return { sid, sidIsUuid, failed: value[1] === 3, results: value[2]!, finishedMs: value.readDoubleBE(at) };
+  if (at + 8 !== value.length && at + 10 !== value.length) return null;
+  return {
+    sid,
+    sidIsUuid,
+    failed: value[1] === 3,
+    results: value[2]!,
+    finishedMs: value.readDoubleBE(at),
+    generation: at + 10 === value.length ? value.readUInt16BE(at + 8) : 0,
+  };
 }
+
+/**
+ * The reserved key of a partition's replay marker (an event id never starts with a control
+ * character: such ids are dead-lettered as invalid).
+ */
+export const REPLAY_KEY = '\u0000replay';
+
+/**
+ * Written by `docstream replay` into each state partition when it moves the group back: input records
+ * below `until_offset` (the group's committed offset before the reset) are a replay, and a finished
+ * document re-emits its results once per generation. Any other redelivery of a finished document's
+ * input (a crash before the commit) publishes nothing again.
+ */
+export interface ReplayMarker {
+  generation: number;
+  until_offset: string;
+  at: number;
+}
+
+const MAX_GENERATION = 0xffff;
+
+export function encodeReplayMarker(marker: ReplayMarker): Buffer {
+  if (!Number.isInteger(marker.generation) || marker.generation < 1 || marker.generation > MAX_GENERATION)
+    throw new StateRecordError(`replay generation ${marker.generation} is out of range 1-${MAX_GENERATION}`);
+  return new Writer().u8(0x52).u16(marker.generation).u64(marker.until_offset).f64(marker.at).done();
+}
+
+export function decodeReplayMarker(value: Buffer): ReplayMarker {
+  const r = new Reader(value);
+  if (r.u8() !== 0x52) throw new StateRecordError('not a replay marker');
+  const marker = { generation: r.u16(), until_offset: r.u64(), at: r.f64() };
+  r.end();
+  return marker;
+}
+
+export { MAX_GENERATION };

@@ -1,145 +1,134 @@
-import type { RecordFeed, ViewRecord } from '../../kafka/view.js';
-import { decodeState, encodeState, type DocumentState } from './codec.js';
-import { StateStore } from './store.js';
-import { StateWriter } from './writer.js';
+import type { ChangelogSink } from '../../kafka/changelog.js';
+import { silentLogger } from '../../observability/logger.js';
+import { encodeState, type FinishedState, type UnfinishedState } from './record.js';
+import { OwnedState, type StateFeed } from './store.js';
 
-function state(overrides: Partial<DocumentState> = {}): DocumentState {
-  return {
-    v: 1,
-    event_id: 'evt-1',
-    submission_id: 'sub-1',
-    status: 'CREATED',
-    partition: 0,
-    offset: '5',
-    query_id: null,
-    pipeline: 'FRAUD_ONLY',
-    enable_decision: false,
-    attributes: {},
-    traceparent: null,
-    awaited: ['fraud'],
-    published: [],
-    created_at: 1,
-    updated_at: 1,
-    ...overrides,
-  };
-}
+const DAY = 86_400_000;
+const NOW = 1_800_000_000_000;
 
-class FakeFeed implements RecordFeed {
-  push: (record: ViewRecord) => void = () => undefined;
-  started = false;
-  async start(): Promise<void> {
-    this.started = true;
-  }
+/** A changelog reader over in-memory partitions: assign replays a partition's records into the sink. */
+class FakeFeed implements StateFeed {
+  owned = new Set<number>();
+  log = new Map<number, Array<{ key: string; value: Buffer | null }>>();
+  constructor(private readonly sink: ChangelogSink) {}
+  async start(): Promise<void> {}
   async stop(): Promise<void> {}
-  async caughtUp(): Promise<void> {}
+  async assign(partitions: number[]): Promise<void> {
+    for (const p of partitions) {
+      this.owned.add(p);
+      (this.log.get(p) ?? []).forEach((r, offset) =>
+        this.sink.apply({ key: Buffer.from(r.key), value: r.value, partition: p, offset, timestamp: NOW }),
+      );
+    }
+  }
+  revoke(partitions: number[]): void {
+    for (const p of partitions) {
+      this.owned.delete(p);
+      this.sink.drop(p);
+    }
+  }
+  caughtUp(partitions: number[]): boolean {
+    return partitions.every((p) => this.owned.has(p));
+  }
+  ownedPartitions(): number[] {
+    return [...this.owned].sort();
+  }
 }
 
-function store() {
-  const feed = new FakeFeed();
-  const s = new StateStore((onRecord) => {
-    feed.push = onRecord;
-    return feed;
-  });
-  const record = (key: string, value: DocumentState | null): void =>
-    feed.push({ key, value: value ? encodeState(value) : null, partition: 0, offset: '0' });
-  return { s, feed, record };
-}
-
-describe('state codec', () => {
-  it('round-trips a state through its JSON bytes', () => {
-    const s = state({ pending: undefined, error: { stage: 'poll', code: 'x', message: 'y' } });
-    expect(decodeState(encodeState(s))).toEqual(JSON.parse(JSON.stringify(s)));
-  });
-
-  it('rejects values of another version or without an event id', () => {
-    expect(decodeState(Buffer.from(JSON.stringify({ ...state(), v: 2 })))).toBeNull();
-    expect(decodeState(Buffer.from(JSON.stringify({ v: 1 })))).toBeNull();
-    expect(decodeState(Buffer.from('null'))).toBeNull();
-  });
+const unfinished = (eventId: string, partition: number): UnfinishedState => ({
+  v: 2,
+  event_id: eventId,
+  submission_id: `sub-${eventId}`,
+  status: 'UPLOADED',
+  input: { topic: 'in', partition, offset: '1' },
+  awaited: ['quality'],
+  published: [],
+  created_at: NOW,
+  updated_at: NOW,
 });
 
-describe('StateStore', () => {
-  it('materialises records read from the topic, by event and by submission', () => {
-    const { s, record } = store();
-    record('evt-1', state());
-    record('evt-2', state({ event_id: 'evt-2', submission_id: 'sub-2', partition: 1 }));
-    expect(s.size).toBe(2);
-    expect(s.get('evt-2')?.partition).toBe(1);
-    expect(s.bySubmission('sub-2')?.event_id).toBe('evt-2');
-    expect(s.bySubmission('sub-3')).toBeUndefined();
-  });
-
-  it('never moves a document backwards when an older record is read after a newer write', () => {
-    const { s, record } = store();
-    s.apply(state({ status: 'DONE', updated_at: 10 }));
-    record('evt-1', state({ status: 'UPLOADED', updated_at: 5 }));
-    expect(s.get('evt-1')?.status).toBe('DONE');
-    record('evt-1', state({ status: 'FAILED', updated_at: 11 }));
-    expect(s.get('evt-1')?.status).toBe('FAILED');
-  });
-
-  it('forgets a document on a tombstone', () => {
-    const { s, record } = store();
-    record('evt-1', state());
-    record('evt-1', null);
-    expect(s.get('evt-1')).toBeUndefined();
-    expect(s.bySubmission('sub-1')).toBeUndefined();
-    expect(s.size).toBe(0);
-  });
-
-  it('lists the unfinished documents of one partition only', () => {
-    const { s } = store();
-    s.apply(state({ event_id: 'a', status: 'CREATED' }));
-    s.apply(state({ event_id: 'b', status: 'UPLOADED' }));
-    s.apply(state({ event_id: 'c', status: 'DONE' }));
-    s.apply(state({ event_id: 'd', status: 'FAILED' }));
-    s.apply(state({ event_id: 'e', status: 'CREATED', partition: 1 }));
-    expect(
-      s
-        .unfinished(0)
-        .map((x) => x.event_id)
-        .sort(),
-    ).toEqual(['a', 'b']);
-    expect(s.unfinished(1).map((x) => x.event_id)).toEqual(['e']);
-  });
-
-  it('starts its feed', async () => {
-    const { s, feed } = store();
-    await s.start();
-    expect(feed.started).toBe(true);
-  });
+const finished = (eventId: string, partition: number, at: number): FinishedState => ({
+  v: 2,
+  event_id: eventId,
+  submission_id: `sub-${eventId}`,
+  status: 'DONE',
+  input: { topic: 'in', partition, offset: '1' },
+  awaited: ['quality'],
+  published: ['quality'],
+  finished_at: at,
 });
 
-describe('StateWriter', () => {
-  it('writes to the input partition, keyed by event id, and applies the state once acknowledged', async () => {
-    const sent: Array<{ topic: string; key: unknown; partition: unknown; value: unknown }> = [];
-    const { s } = store();
-    let ack: () => void = () => undefined;
-    const writer = new StateWriter(
-      {
-        send: (topic, m) => {
-          sent.push({ topic, key: m.key, partition: m.partition, value: m.value });
-          return new Promise<void>((resolve) => (ack = resolve));
-        },
+function make() {
+  let feed!: FakeFeed;
+  const tombstones: string[] = [];
+  const store = new OwnedState(
+    (sink) => {
+      feed = new FakeFeed(sink);
+      return feed;
+    },
+    {
+      inputTopic: 'in',
+      retentionMs: 7 * DAY,
+      logger: silentLogger,
+      now: () => NOW,
+      tombstone: async (p, id) => {
+        tombstones.push(`${p}/${id}`);
       },
-      'state-topic',
-      s,
-    );
-    const written = writer.writeState(state({ partition: 3 }));
-    await Promise.resolve();
-    expect(s.get('evt-1')).toBeUndefined();
-    ack();
-    await written;
-    expect(s.get('evt-1')?.partition).toBe(3);
-    expect(sent).toEqual([
-      { topic: 'state-topic', key: 'evt-1', partition: 3, value: encodeState(state({ partition: 3 })) },
-    ]);
+    },
+  );
+  return { store, feed, tombstones };
+}
+
+describe('OwnedState', () => {
+  it('holds only owned partitions: writes for a partition that left are not applied', async () => {
+    const { store } = make();
+    await store.assign([0]);
+    store.put(unfinished('a', 0));
+    store.put(unfinished('b', 1));
+    expect(store.get(0, 'a')).toEqual({ unfinished: unfinished('a', 0) });
+    expect(store.get(1, 'b')).toBeUndefined();
+    expect(store.unfinished(0).map((s) => s.event_id)).toEqual(['a']);
+    store.revoke([0]);
+    expect(store.get(0, 'a')).toBeUndefined();
+    expect(store.owned()).toEqual([]);
   });
 
-  it('leaves the store unchanged when Kafka refuses the write', async () => {
-    const { s } = store();
-    const writer = new StateWriter({ send: async () => Promise.reject(new Error('down')) }, 't', s);
-    await expect(writer.writeState(state())).rejects.toThrow('down');
-    expect(s.get('evt-1')).toBeUndefined();
+  it('restores a partition on assign and writes tombstones for documents past the window', async () => {
+    const { store, feed, tombstones } = make();
+    feed.log.set(2, [
+      { key: 'old', value: encodeState(finished('old', 2, NOW - 8 * DAY)) },
+      { key: 'new', value: encodeState(finished('new', 2, NOW - DAY)) },
+      { key: 'open', value: encodeState(unfinished('open', 2)) },
+    ]);
+    await store.assign([2]);
+    expect(store.caughtUp([2])).toBe(true);
+    expect(store.get(2, 'old')).toBeUndefined();
+    expect(store.get(2, 'new')).toMatchObject({ finished: { status: 'DONE' } });
+    expect(store.unfinished(2).map((s) => s.event_id)).toEqual(['open']);
+    await new Promise((r) => setImmediate(r));
+    expect(tombstones).toEqual(['2/old']);
+  });
+
+  it('expires finished documents of owned partitions on the timer, with their tombstones', async () => {
+    let now = NOW;
+    let feed!: FakeFeed;
+    const tombstones: string[] = [];
+    const store = new OwnedState((sink) => (feed = new FakeFeed(sink)), {
+      inputTopic: 'in',
+      retentionMs: DAY,
+      logger: silentLogger,
+      now: () => now,
+      tombstone: async (p, id) => void tombstones.push(`${p}/${id}`),
+    });
+    await store.assign([0]);
+    expect(feed.owned.has(0)).toBe(true);
+    store.put(finished('x', 0, NOW));
+    store.put(finished('y', 0, NOW + DAY / 2));
+    now = NOW + DAY + 1000;
+    expect(store.expire()).toBe(1);
+    await new Promise((r) => setImmediate(r));
+    expect(tombstones).toEqual(['0/x']);
+    expect(store.get(0, 'x')).toBeUndefined();
+    expect(store.get(0, 'y')).toBeDefined();
   });
 });

@@ -1,72 +1,111 @@
 /**
- * Every document's latest state, materialised from the compacted state topic. The consumer asks it
- * whether an event was seen (never submit twice) and, when it is given a partition, which documents of
- * that partition are unfinished (resume them). Writes of this instance are applied at once; records
- * read back from the topic never move a document's state backwards.
+ * The state of the input partitions this instance owns, as Kafka Streams keeps a task's store: the
+ * changelog reader restores a state partition when its input partition is assigned and drops it on
+ * revoke; `PartitionState` holds what was read (finished documents in the compact index). This
+ * instance's own writes are applied once Kafka acknowledged them. Finished documents past the
+ * retention window are expired here and their tombstones written by this owner.
  */
-import type { OpenFeed, RecordFeed, ViewRecord } from '../../kafka/view.js';
-import { decodeState, isUnfinished, type DocumentState } from './codec.js';
+import type { ChangelogSink } from '../../kafka/changelog.js';
+import type { Logger } from '../../observability/logger.js';
+import type { FinishedEntry } from './finished-index.js';
+import { PartitionState } from './partition-state.js';
+import type { DocumentStateV2, ReplayMarker, UnfinishedState } from './record.js';
 
-export class StateStore {
-  private readonly states = new Map<string, DocumentState>();
-  private readonly eventBySubmission = new Map<string, string>();
-  private readonly view: RecordFeed;
+/** The changelog reader as the store drives it (`ChangelogReader`, or a fake in unit tests). */
+export interface StateFeed {
+  start(): Promise<void>;
+  assign(partitions: number[]): Promise<void>;
+  revoke(partitions: number[]): void;
+  caughtUp(partitions: number[]): boolean;
+  ownedPartitions(): number[];
+  stop(): Promise<void>;
+}
 
-  /** `open` reads the state topic (`wiring.ts` passes a `TopicView`). */
-  constructor(open: OpenFeed) {
-    this.view = open((r) => this.applyRecord(r));
+export interface OwnedStateOptions {
+  /** Input topic named in v1 records that did not carry it. */
+  inputTopic: string;
+  retentionMs: number;
+  logger: Logger;
+  /** Writes the tombstone of an expired document (key = event id, to the state partition). */
+  tombstone(partition: number, eventId: string): Promise<void>;
+  now?: () => number;
+}
+
+export type Recorded = { finished: FinishedEntry } | { unfinished: UnfinishedState };
+
+export class OwnedState {
+  readonly partitions: PartitionState;
+  private readonly feed: StateFeed;
+
+  constructor(open: (sink: ChangelogSink) => StateFeed, options: OwnedStateOptions) {
+    const { logger } = options;
+    this.partitions = new PartitionState({
+      inputTopic: options.inputTopic,
+      retentionMs: options.retentionMs,
+      ...(options.now ? { now: options.now } : {}),
+      onExpired: (partition, eventId) => {
+        if (!this.feed.ownedPartitions().includes(partition)) return;
+        options
+          .tombstone(partition, eventId)
+          .catch((err: unknown) =>
+            logger.warn(
+              { partition, err: (err as Error).message },
+              'tombstone of an expired document not written; the next expiry or restore retries',
+            ),
+          );
+      },
+      onBadRecord: (partition, offset, err) =>
+        logger.warn({ partition, offset, err: err.message }, 'state record ignored'),
+    });
+    this.feed = open(this.partitions);
   }
 
   start(): Promise<void> {
-    return this.view.start();
+    return this.feed.start();
   }
 
   stop(): Promise<void> {
-    return this.view.stop();
+    return this.feed.stop();
   }
 
-  /** Waits until every state written so far to these partitions has been read. */
-  caughtUp(partitions?: number[]): Promise<void> {
-    return this.view.caughtUp(partitions);
+  /** Restores `partitions`; resolves once each holds every record written before the call. */
+  assign(partitions: number[]): Promise<void> {
+    return this.feed.assign(partitions);
   }
 
-  get(eventId: string): DocumentState | undefined {
-    return this.states.get(eventId);
+  /** Stops reading `partitions` and forgets them. */
+  revoke(partitions: number[]): void {
+    this.feed.revoke(partitions);
   }
 
-  bySubmission(submissionId: string): DocumentState | undefined {
-    const eventId = this.eventBySubmission.get(submissionId);
-    return eventId === undefined ? undefined : this.states.get(eventId);
+  caughtUp(partitions: number[]): boolean {
+    return this.feed.caughtUp(partitions);
   }
 
-  get size(): number {
-    return this.states.size;
+  owned(): number[] {
+    return this.feed.ownedPartitions();
   }
 
-  unfinished(partition: number): DocumentState[] {
-    const out: DocumentState[] = [];
-    for (const s of this.states.values()) {
-      if (s.partition === partition && isUnfinished(s)) out.push(s);
-    }
-    return out;
+  get(partition: number, eventId: string): Recorded | undefined {
+    return this.partitions.get(partition, eventId);
   }
 
-  /** Applies a state this instance wrote (acknowledged by Kafka). */
-  apply(state: DocumentState): void {
-    const current = this.states.get(state.event_id);
-    if (current && current.updated_at > state.updated_at) return;
-    this.states.set(state.event_id, state);
-    this.eventBySubmission.set(state.submission_id, state.event_id);
+  unfinished(partition: number): UnfinishedState[] {
+    return this.partitions.unfinishedOf(partition);
   }
 
-  private applyRecord(record: ViewRecord): void {
-    if (record.value === null) {
-      const gone = this.states.get(record.key);
-      if (gone) this.eventBySubmission.delete(gone.submission_id);
-      this.states.delete(record.key);
-      return;
-    }
-    const state = decodeState(record.value);
-    if (state) this.apply(state);
+  marker(partition: number): ReplayMarker | undefined {
+    return this.partitions.marker(partition);
+  }
+
+  /** Applies a state this instance wrote (acknowledged by Kafka), unless its partition left meanwhile. */
+  put(state: DocumentStateV2): void {
+    const partition = state.input.partition;
+    if (this.feed.ownedPartitions().includes(partition)) this.partitions.put(partition, state);
+  }
+
+  /** Expires the finished documents past the window (their tombstones are written); returns how many. */
+  expire(): number {
+    return this.partitions.expire();
   }
 }

@@ -1,28 +1,34 @@
 /**
- * The one writer of the state topic: each state goes to the partition equal to its input partition,
- * and once Kafka acknowledged it the local store sees it at once (before the view reads it back).
+ * The one writer of the state topic: each state goes, as a v2 record, to the partition equal to its
+ * input partition, and once Kafka acknowledged it the local store sees it at once (before the
+ * changelog reader reads it back).
  */
 import type { CoalescingSender } from '../../kafka/coalescer.js';
-import { encodeState, type DocumentState } from './codec.js';
+import { encodeState, type DocumentStateV2 } from './record.js';
 
 /** What the engine needs to record a document's progress. Resolves once Kafka acknowledged it. */
 export interface StatePort {
-  writeState(state: DocumentState): Promise<void>;
+  writeState(state: DocumentStateV2): Promise<void>;
 }
 
 export class StateWriter implements StatePort {
   constructor(
     private readonly sender: Pick<CoalescingSender, 'send'>,
     private readonly topic: string,
-    private readonly store: { apply(state: DocumentState): void },
+    private readonly store: { put(state: DocumentStateV2): void },
   ) {}
 
-  async writeState(state: DocumentState): Promise<void> {
+  async writeState(state: DocumentStateV2): Promise<void> {
     await this.sender.send(this.topic, {
       key: state.event_id,
       value: encodeState(state),
-      partition: state.partition,
+      partition: state.input.partition,
     });
-    this.store.apply(state);
+    this.store.put(state);
+  }
+
+  /** Removes a finished document from the topic (retention). */
+  async tombstone(partition: number, eventId: string): Promise<void> {
+    await this.sender.send(this.topic, { key: eventId, value: null, partition });
   }
 }
