@@ -23,6 +23,9 @@ import { RegistryUnavailableError } from '../serde/registry.js';
 import { ensureTopology } from './topology.js';
 import { buildParts, type ConnectorParts } from './wiring.js';
 
+/** Lag gauges and the lag-weighted API share are refreshed this often (two admin requests each). */
+const LAG_REFRESH_MS = 2000;
+
 export interface ConnectorOptions {
   config: Config;
   logger: Logger;
@@ -183,8 +186,9 @@ export class Connector {
           groupId: config.kafka.groupId,
           metrics: this.metrics,
           logger: this.log,
+          onGroupLag: (ownedLag, totalLag) => this.loop.weighShare(ownedLag, totalLag),
         }),
-      5000,
+      LAG_REFRESH_MS,
     );
     this.commitTimer.unref();
     this.lagTimer.unref();
