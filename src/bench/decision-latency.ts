@@ -1,7 +1,10 @@
 /**
  * Decision latency, measured in one run on the local stack and the sandbox: from the moment the
  * sandbox's verdict is ready to the decision event's timestamp in Kafka, for the same documents sent
- * through a connector that takes decisions from webhooks (polling off) and one that polls for them.
+ * through three connectors: one that takes decisions from webhooks it receives itself (polling off),
+ * one that takes them from webhooks another instance received (a receiver-only `docstream webhooks`
+ * records them in the webhook topic, the connector reads them from there; polling off), and one that
+ * polls for them.
  * Usage: node dist/bench/decision-latency.js [--docs N] [--rate DOCS_PER_S] [--processing-ms MS]
  */
 import { randomBytes } from 'node:crypto';
@@ -17,10 +20,14 @@ import { KafkaClient } from '../kafka/client.js';
 import { silentLogger } from '../observability/logger.js';
 import { startSandbox, type Sandbox } from '../sandbox/index.js';
 
+type VariantName = 'webhooks' | 'relayed' | 'polling';
+
 interface Variant {
-  name: 'webhooks' | 'polling';
+  name: VariantName;
   sandbox: Sandbox;
   connector: Connector;
+  /** The receiver-only instance of the relayed variant. */
+  receiver: Connector | null;
   topics: ReturnType<typeof prefixedTopics>;
 }
 
@@ -55,7 +62,7 @@ async function main(): Promise<void> {
   await producer.connect();
   const variants: Variant[] = [];
 
-  for (const name of ['webhooks', 'polling'] as const) {
+  for (const name of ['webhooks', 'relayed', 'polling'] as const) {
     const sandbox = await startSandbox({
       port: 0,
       processing: {
@@ -80,8 +87,17 @@ async function main(): Promise<void> {
       },
     });
     const connector = await Connector.start({ config, logger: silentLogger });
-    if (name === 'webhooks') sandbox.configure({ webhook: { url: connector.webhookUrl!, secret } });
-    variants.push({ name, sandbox, connector, topics });
+    let receiver: Connector | null = null;
+    if (name === 'relayed') {
+      const receiving = {
+        ...config,
+        webhooks: { ...config.webhooks, enabled: true, port: 0, secrets: [secret] },
+      };
+      receiver = await Connector.start({ config: receiving, logger: silentLogger, consume: false });
+    }
+    const target = (receiver ?? connector).webhookUrl;
+    if (target) sandbox.configure({ webhook: { url: target, secret } });
+    variants.push({ name, sandbox, connector, receiver, topics });
   }
 
   const decisions = new Map<string, Map<string, number>>();
@@ -170,6 +186,7 @@ async function main(): Promise<void> {
   await producer.disconnect();
   for (const v of variants) {
     await v.connector.stop();
+    await v.receiver?.stop();
     await v.sandbox.close();
   }
   fs.rmSync(dir, { recursive: true, force: true });

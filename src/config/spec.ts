@@ -114,7 +114,7 @@ export const CONFIG_SPEC = {
     ),
     webhooks: f.string(
       'docstream.webhooks',
-      'Compacted topic of webhook deliveries handled, shared by all instances (deduplication and fast path).',
+      'Topic of verified decision webhook deliveries (key = submission id), read by every instance; compact,delete with a retention of the deadline window.',
     ),
     outputPartitions: f.int(
       3,
@@ -171,7 +171,7 @@ export const CONFIG_SPEC = {
     pollMaxMs: f.int(15000, 'Largest delay between two polls of one result.', 10),
     deadlineMs: f.int(
       900000,
-      'A document whose results are not final by then goes to the dead-letter topic.',
+      'A document whose results are not final by then goes to the dead-letter topic (decision/deadline when only its decision is missing).',
       1000,
     ),
     withMetadata: f.bool(false, 'Ask for indicator metadata (with_metadata=true) on fraud results.'),

@@ -15,7 +15,7 @@ import { decodeDocumentArrived, type AvroDecoder } from '../serde/input.js';
 import { deadLetterOf, decodeStage, type DeadLetterSink } from './dead-letters.js';
 import type { AdmitOutcome, Existing } from './engine.js';
 import type { Recorded } from './state/store.js';
-import type { ReplayMarker } from './state/record.js';
+import type { ReplayMarker } from './state/replay-marker.js';
 import type { ArrivalEvent, SourceRecord } from './types.js';
 
 export interface ArrivalDeps {

@@ -1,8 +1,8 @@
 /**
  * `docstream run`: one member of the consumer group. Builds its parts (`wiring.ts`), prepares the
  * topics and schemas (`topology.ts`), starts the state reader (each partition's state is restored when
- * it is assigned), starts the consumer loop
- * (`consumer-loop.ts`) and the decision webhook receiver when enabled, and shuts down cleanly.
+ * it is assigned), the consumer loop (`consumer-loop.ts`), the tail of decision webhook deliveries
+ * and the receiver when enabled, and shuts down cleanly.
  */
 import type { Config } from '../config/index.js';
 import type { DocumentAnalysisClient } from '../client/client.js';
@@ -17,7 +17,6 @@ import { ConsumerLoop } from './consumer-loop.js';
 import { DecisionWebhooks } from './decision-webhooks.js';
 import type { DocumentEngine } from './engine.js';
 import { feedbackHandler } from './feedback.js';
-import type { DocumentState } from './state/codec.js';
 import { updateLag } from './lag.js';
 import { RegistryUnavailableError } from '../serde/registry.js';
 import { ensureTopology } from './topology.js';
@@ -112,7 +111,9 @@ export class Connector {
     const { admin, registry, producer, state, kafka } = this.parts;
     const t = this.topics;
     const inputPartitions = await step('connecting to Kafka', () => admin.connect()).then(() =>
-      step('preparing topics and schemas', () => ensureTopology(admin, registry, t, this.log)),
+      step('preparing topics and schemas', () =>
+        ensureTopology(admin, registry, t, this.log, { deadlineMs: config.connector.deadlineMs }),
+      ),
     );
     this.inputPartitions = inputPartitions;
     await step('connecting the producer', () => producer.connect());
@@ -128,16 +129,21 @@ export class Connector {
         'could not read max.message.bytes of the topics; using kafka.maxMessageBytes',
       );
     }
+    // Every instance reads the recent deliveries before it resumes a document (whichever instance
+    // received them), alongside starting the state reader.
+    const deliveries = this.startDeliveries();
+    deliveries.catch(() => undefined);
     await step('starting the state reader', async () => {
       await state.start();
       await this.parts.inputReader.start();
     });
+    await step('reading the recent decision deliveries', () => deliveries);
     this.expiryTimer = setInterval(() => {
       const expired = state.expire();
       if (expired > 0) this.log.info({ documents: expired }, 'finished documents expired from the state');
     }, config.state.expiryIntervalMs);
     this.expiryTimer.unref();
-    if (config.webhooks.enabled || this.options.consume === false) await this.startWebhooks();
+    if (config.webhooks.enabled || this.options.consume === false) await this.startReceiver();
     if (this.options.consume === false) {
       this.started = true;
       return;
@@ -195,10 +201,8 @@ export class Connector {
     this.started = true;
   }
 
-  private async startWebhooks(): Promise<void> {
-    const w = this.options.config.webhooks;
-    if (w.secrets.length === 0)
-      throw new Error('webhooks.secrets: at least one whsec_ signing secret is required');
+  /** Tails the webhook topic: the engine hears of every delivery, whichever instance received it. */
+  private async startDeliveries(): Promise<void> {
     this.webhooks = new DecisionWebhooks({
       openFeed: (onRecord) =>
         new TopicView(
@@ -210,41 +214,29 @@ export class Connector {
           'docstream-webhook-view',
         ),
       sender: this.parts.sender,
-      output: this.parts.output,
-      api: this.client,
-      state: this.decisionStateAdapter(),
+      deliveries: this.parts.deliveries,
       topic: this.topics.webhooks,
       logger: this.log,
       ...(this.options.consume === false ? {} : { engine: this.engine }),
     });
     await this.webhooks.start();
+  }
+
+  private async startReceiver(): Promise<void> {
+    const w = this.options.config.webhooks;
+    if (w.secrets.length === 0)
+      throw new Error('webhooks.secrets: at least one whsec_ signing secret is required');
     this.receiver = await startWebhookReceiver({
       host: w.host,
       port: w.port,
       path: w.path,
       maxBodyBytes: w.maxBodyBytes,
       verifier: new WebhookVerifier(w.secrets, w.toleranceSeconds),
-      handler: this.webhooks.handler,
+      handler: this.webhooks!.handler,
       logger: this.log,
       onOutcome: (outcome) => this.metrics.webhooks.inc({ outcome }),
     });
     this.log.info({ url: this.receiver.url }, 'webhook receiver listening');
-  }
-
-  /**
-   * The old decision fast path looks a submission's document up in a whole-topic state, which no
-   * longer exists (each instance holds only its partitions): only documents running here are found.
-   * Minimal adapter until the reworked fast path (branch `decisions`) no longer needs the lookup.
-   */
-  private decisionStateAdapter() {
-    const engine = this.engine;
-    return {
-      bySubmission: (submissionId: string) => {
-        const identity = this.options.consume === false ? undefined : engine.runningIdentity(submissionId);
-        return identity as unknown as DocumentState | undefined;
-      },
-      caughtUp: async () => undefined,
-    };
   }
 
   /** Where the webhook receiver listens, when it runs. */

@@ -8,7 +8,7 @@ import type {
 } from '../kafka/consumer.js';
 import { silentLogger } from '../observability/logger.js';
 import { ConsumerLoop, type LoopConsumer, type LoopEngine, type LoopState } from './consumer-loop.js';
-import type { UnfinishedState } from './state/record.js';
+import type { UnfinishedState } from './state/document-state.js';
 
 const topics = { arrived: 'in', feedback: 'fb' };
 

@@ -2,9 +2,11 @@ import { Readable } from 'node:stream';
 import { silentLogger } from '../observability/logger.js';
 import { DocumentEngine, type EngineOptions } from './engine.js';
 import { PollScheduler } from '../util/scheduler.js';
-import type { FinishedDoc } from './lifecycle.js';
-import { isFinished, type DocumentStateV2, type InputPointer, type ReplayMarker } from './state/record.js';
+import type { FinishedDoc } from './engine-ports.js';
+import { isFinished, type DocumentStateV2, type InputPointer } from './state/document-state.js';
+import type { ReplayMarker } from './state/replay-marker.js';
 import type { Recorded } from './state/store.js';
+import { createdState } from './run.js';
 import type { StatePort } from './state/writer.js';
 import {
   ResultNotReady,
@@ -35,8 +37,11 @@ class FakeApi implements ApiPort {
   async putCharacteristics(): Promise<void> {
     this.calls.push('characteristics');
   }
+  /** While set, decision GETs wait for it (to make two fetches overlap). */
+  holdDecision: Promise<void> | null = null;
   async getResult(kind: Awaitable, id: string): Promise<Record<string, unknown>> {
     this.calls.push(`get:${kind}`);
+    if (kind === 'decision' && this.holdDecision) await this.holdDecision;
     const left = this.notReadyPolls.get(kind) ?? 0;
     if (left > 0) {
       this.notReadyPolls.set(kind, left - 1);
@@ -145,7 +150,11 @@ function recorded(
   };
 }
 
-function setup(options: Partial<EngineOptions> = {}, blobError?: Error & { code?: string }) {
+function setup(
+  options: Partial<EngineOptions> = {},
+  blobError?: Error & { code?: string },
+  delivered: string[] = [],
+) {
   const api = new FakeApi();
   const out = new FakeOut();
   const inputs = new FakeInputs();
@@ -160,6 +169,7 @@ function setup(options: Partial<EngineOptions> = {}, blobError?: Error & { code?
       inputs,
       scheduler,
       logger: silentLogger,
+      deliveries: { has: (id) => delivered.includes(id) },
       blobs: {
         resolve: async () => {
           if (blobError) throw blobError;
@@ -364,7 +374,7 @@ describe('DocumentEngine', () => {
     expect(out.states.at(-1)).not.toHaveProperty('error');
   });
 
-  it('takes a decision from a webhook and does not poll for it', async () => {
+  it('fetches a decision once when a webhook delivery says it is ready, with polling off', async () => {
     const { api, out, engine, until } = setup({ decisionPolling: false });
     await engine.admit(
       source,
@@ -373,11 +383,125 @@ describe('DocumentEngine', () => {
     );
     const sub = out.states[0]!.submission_id;
     await new Promise((r) => setTimeout(r, 30));
-    expect(await engine.deliverDecision(sub, { status: 'SUCCESS', decision: 'APPROVED' })).toBe(true);
-    await until(1);
     expect(api.calls).not.toContain('get:decision');
+    expect(engine.inFlight).toBe(1);
+    engine.decisionReady(sub);
+    engine.decisionReady(sub);
+    engine.decisionReady('unknown');
+    await until(1);
+    expect(api.calls.filter((c) => c === 'get:decision')).toHaveLength(1);
+    expect(out.results.filter((r) => r.kind === 'decision')).toEqual([
+      { kind: 'decision', submission_id: sub, source: 'webhook' },
+    ]);
+    expect(out.states.at(-1)?.status).toBe('DONE');
+    // A delivery after the end changes nothing.
+    engine.decisionReady(sub);
+    await new Promise((r) => setTimeout(r, 10));
+    expect(out.results.filter((r) => r.kind === 'decision')).toHaveLength(1);
+  });
+
+  it('keeps fetching a delivered decision that is not there yet, polling off or not', async () => {
+    const { api, out, engine, until } = setup({ decisionPolling: false });
+    api.notReadyPolls.set('decision', 2);
+    await engine.admit(
+      source,
+      event({ pipeline_configuration: 'QUALITY_ONLY', enable_decision: true }),
+      undefined,
+    );
+    await new Promise((r) => setTimeout(r, 20));
+    engine.decisionReady(out.states[0]!.submission_id);
+    await until(1);
+    expect(api.calls.filter((c) => c === 'get:decision')).toHaveLength(3);
     expect(out.results.find((r) => r.kind === 'decision')?.source).toBe('webhook');
-    expect(await engine.deliverDecision('unknown', {})).toBe(false);
+  });
+
+  it('publishes a decision once when a webhook and a poll fetch it at the same time', async () => {
+    const { api, out, engine, until } = setup({ decisionPolling: true });
+    let release: () => void = () => undefined;
+    api.holdDecision = new Promise<void>((r) => (release = r));
+    await engine.admit(
+      source,
+      event({ pipeline_configuration: 'QUALITY_ONLY', enable_decision: true }),
+      undefined,
+    );
+    const sub = out.states[0]!.submission_id;
+    // The poll's GET is out when the delivery comes: a second GET starts, and both succeed.
+    for (let i = 0; i < 100 && !api.calls.includes('get:decision'); i++)
+      await new Promise((r) => setTimeout(r, 5));
+    engine.decisionReady(sub);
+    await new Promise((r) => setTimeout(r, 10));
+    expect(api.calls.filter((c) => c === 'get:decision')).toHaveLength(2);
+    release();
+    await until(1);
+    await new Promise((r) => setTimeout(r, 20));
+    expect(out.results.filter((r) => r.kind === 'decision')).toHaveLength(1);
+  });
+
+  it('fetches the decision of a resumed document at once when a delivery was recorded meanwhile', async () => {
+    const { api, out, engine, until } = setup({ decisionPolling: false }, undefined, ['sub-resumed']);
+    const state = {
+      ...createdState(
+        source,
+        event({ pipeline_configuration: 'QUALITY_ONLY', enable_decision: true }),
+        { submission_id: 'sub-resumed', upload_url: 'http://upload/x' },
+        Date.now(),
+        undefined,
+      ),
+      status: 'UPLOADED' as const,
+      pending: undefined,
+      published: ['quality' as const],
+    };
+    expect(await engine.admit(source, event({ enable_decision: true }), recorded(state))).toBe('resumed');
+    await until(1);
+    expect(api.calls).toEqual(['get:decision']);
+    expect(out.results).toEqual([{ kind: 'decision', submission_id: 'sub-resumed', source: 'webhook' }]);
+  });
+
+  it('ends a document whose decision never comes by its deadline: decision/deadline, slot released', async () => {
+    const { out, engine, until, scheduler } = setup({ decisionPolling: false, deadlineMs: 60 });
+    await engine.admit(
+      source,
+      event({ pipeline_configuration: 'QUALITY_ONLY', enable_decision: true }),
+      undefined,
+    );
+    await until(1);
+    expect(out.letters).toHaveLength(1);
+    expect(out.letters[0]).toMatchObject({ stage: 'decision', error_code: 'deadline', event_id: 'evt-1' });
+    expect(out.letters[0]?.message).toContain('decision polling is off');
+    expect(out.results.map((r) => r.kind)).toEqual(['quality']);
+    expect(out.states.at(-1)?.status).toBe('FAILED');
+    expect(engine.inFlight).toBe(0);
+    expect(scheduler.size).toBe(0);
+  });
+
+  it('names every missing result at the deadline when more than the decision is missing', async () => {
+    const { api, out, engine, until } = setup({ decisionPolling: false, deadlineMs: 40 });
+    api.notReadyPolls.set('quality', 1000);
+    await engine.admit(
+      source,
+      event({ pipeline_configuration: 'QUALITY_ONLY', enable_decision: true }),
+      undefined,
+    );
+    await until(1);
+    expect(out.letters).toHaveLength(1);
+    expect(out.letters[0]).toMatchObject({ stage: 'poll', error_code: 'deadline_exceeded' });
+    expect(out.letters[0]?.message).toContain('quality, decision');
+  });
+
+  it('cancels the deadline when the document finishes, and times a replay from its start', async () => {
+    const { out, engine, until, scheduler } = setup({ deadlineMs: 1000 });
+    await engine.admit(source, event({ pipeline_configuration: 'QUALITY_ONLY' }), undefined);
+    await until(1);
+    expect(scheduler.size).toBe(0);
+    // Finished long before the deadline window: a replay still re-emits its results.
+    const done = out.states.at(-1)!;
+    const replay = { generation: 1, until_offset: '1000', at: Date.now() };
+    expect(
+      await engine.admit(source, event({ pipeline_configuration: 'QUALITY_ONLY' }), recorded(done, replay)),
+    ).toBe('replayed');
+    await until(2);
+    expect(out.letters).toEqual([]);
+    expect(out.results.map((r) => r.kind)).toEqual(['quality', 'quality']);
   });
 
   it('stops a revoked partition without failing its documents', async () => {

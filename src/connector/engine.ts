@@ -14,10 +14,12 @@
  * - Every failure ends in a dead letter (`dead-letters.ts`) with stage, code, message, HTTP status
  *   and attempts.
  */
-import { Lifecycle, type EngineEvents, type EngineOptions, type EnginePorts } from './lifecycle.js';
+import type { EngineEvents, EngineOptions, EnginePorts } from './engine-ports.js';
+import { Lifecycle } from './lifecycle.js';
 import { createdState, finishedOf, identityOf, inputOf, Run } from './run.js';
 import type { Recorded } from './state/store.js';
-import type { ReplayMarker, UnfinishedState } from './state/record.js';
+import type { UnfinishedState } from './state/document-state.js';
+import type { ReplayMarker } from './state/replay-marker.js';
 import type { ArrivalEvent, CreatedSubmission, DocumentIdentity, OpenedBlob, SourceRecord } from './types.js';
 
 export type { EngineOptions };
@@ -200,11 +202,6 @@ export class DocumentEngine {
     }
   }
 
-  /** The identity of a document running here (for the decision fast path's lookup by submission). */
-  runningIdentity(submissionId: string): DocumentIdentity | undefined {
-    return this.bySubmission.get(submissionId)?.identity;
-  }
-
   private run(
     state: UnfinishedState,
     mode: 'process' | 'replay',
@@ -223,34 +220,12 @@ export class DocumentEngine {
   }
 
   /**
-   * A decision delivered by a webhook for a document this instance is running: publish it now and stop
-   * polling for it. Returns false when the document is not running here.
+   * A webhook delivery (received by any instance) says this submission's decision is ready: fetched and
+   * published here if this instance runs the document and still waits for it, else nothing.
    */
-  async deliverDecision(submissionId: string, body: Record<string, unknown>): Promise<boolean> {
+  decisionReady(submissionId: string): void {
     const run = this.bySubmission.get(submissionId);
-    if (!run || !run.state.awaited.includes('decision')) return false;
-    if (run.published.has('decision')) return true;
-    this.ports.scheduler.cancel(run.key('decision'));
-    await this.lifecycle.publish(run, 'decision', body, 'webhook');
-    return true;
-  }
-
-  /**
-   * Another instance published this submission's decision (seen in the shared webhook topic): stop
-   * waiting for it here without publishing it again.
-   */
-  async decisionPublishedElsewhere(submissionId: string): Promise<void> {
-    const run = this.bySubmission.get(submissionId);
-    if (
-      !run ||
-      run.mode !== 'process' ||
-      !run.state.awaited.includes('decision') ||
-      run.published.has('decision')
-    ) {
-      return;
-    }
-    this.ports.scheduler.cancel(run.key('decision'));
-    await this.lifecycle.markPublished(run, 'decision');
+    if (run) this.lifecycle.decisionDelivered(run);
   }
 
   private start(run: Run): void {
@@ -262,6 +237,7 @@ export class DocumentEngine {
   private release(run: Run, cancelled: boolean): void {
     if (cancelled) run.cancelled = true;
     for (const kind of run.state.awaited) this.ports.scheduler.cancel(run.key(kind));
+    this.ports.scheduler.cancel(run.key('deadline'));
     if (this.runs.get(run.state.event_id) === run) this.runs.delete(run.state.event_id);
     if (this.bySubmission.get(run.state.submission_id) === run)
       this.bySubmission.delete(run.state.submission_id);

@@ -5,8 +5,8 @@
  * finished document's results emitted again; only the replay generation is recorded).
  */
 import { awaitedResults, type AwaitedOverride } from './awaited.js';
-import type { FinishedEntry } from './state/finished-index.js';
-import type { FinishedState, InputPointer, UnfinishedState } from './state/record.js';
+import type { FinishedEntry } from './state/partition-index.js';
+import type { FinishedState, InputPointer, UnfinishedState } from './state/document-state.js';
 import type {
   ArrivalEvent,
   Awaitable,
@@ -26,10 +26,19 @@ export interface DocumentInput {
 
 export class Run {
   cancelled = false;
-  /** Set synchronously by the first caller that sees every result published, so only one finishes. */
+  /**
+   * Set synchronously by the first caller that ends the document (every result published, or a
+   * failure such as its deadline), so only one ends it and later steps record nothing.
+   */
   finishing = false;
   readonly published: Set<Awaitable>;
   readonly attempts = new Map<Awaitable, number>();
+  /** Results being published now: a second fetch of one (a poll and a webhook at once) is dropped. */
+  readonly publishing = new Set<Awaitable>();
+  /** A webhook delivery said the decision is ready: it is fetched now, polling or not. */
+  decisionDelivered = false;
+  /** When the document fails if its results are not all published (epoch ms). */
+  deadlineAt = Infinity;
   uploadedAt = 0;
   /** A replay's generation (its marker's), recorded once every result was re-emitted. */
   replayGeneration = 0;
@@ -56,7 +65,7 @@ export class Run {
     return this.state.input;
   }
 
-  /** Scheduler key of this document's job `what` (a result kind, or `delete`). */
+  /** Scheduler key of this document's job `what` (a result kind, `deadline` or `delete`). */
   key(what: string): string {
     return `${this.state.event_id}\u0000${what}`;
   }

@@ -7,6 +7,7 @@ import type { KafkaAdmin } from '../kafka/admin.js';
 import type { Logger } from '../observability/logger.js';
 import type { AvroSchemaName } from '../serde/avro-schemas.js';
 import type { Registry } from '../serde/registry.js';
+import { webhookTopicConfigs } from './decision-deliveries.js';
 
 type Topics = Config['topics'];
 
@@ -14,7 +15,8 @@ interface TopicSpec {
   key: keyof Omit<Topics, 'outputPartitions' | 'replicationFactor'>;
   /** `outputs`: topics.outputPartitions; `input`: as many as the input topic (co-partitioned). */
   partitions: 'outputs' | 'input' | 1;
-  compact: boolean;
+  /** `compact`: compacted for good; `deliveries`: the webhook topic's window (`decision-deliveries.ts`). */
+  cleanup: 'delete' | 'compact' | 'deliveries';
   /** The Avro value schema registered for the topic, when docstream writes Avro to it. */
   schema: AvroSchemaName | null;
   /** The user's topics: created only when missing (local use), before the others. */
@@ -22,46 +24,72 @@ interface TopicSpec {
 }
 
 const TOPOLOGY: readonly TopicSpec[] = [
-  { key: 'arrived', partitions: 'outputs', compact: false, schema: null, input: true },
-  { key: 'feedback', partitions: 'outputs', compact: false, schema: null, input: true },
-  { key: 'fraud', partitions: 'outputs', compact: false, schema: 'FraudResult', input: false },
-  { key: 'quality', partitions: 'outputs', compact: false, schema: 'QualityResult', input: false },
+  { key: 'arrived', partitions: 'outputs', cleanup: 'delete', schema: null, input: true },
+  { key: 'feedback', partitions: 'outputs', cleanup: 'delete', schema: null, input: true },
+  { key: 'fraud', partitions: 'outputs', cleanup: 'delete', schema: 'FraudResult', input: false },
+  { key: 'quality', partitions: 'outputs', cleanup: 'delete', schema: 'QualityResult', input: false },
   {
     key: 'classification',
     partitions: 'outputs',
-    compact: false,
+    cleanup: 'delete',
     schema: 'ClassificationResult',
     input: false,
   },
-  { key: 'decision', partitions: 'outputs', compact: false, schema: 'DecisionResult', input: false },
-  { key: 'dlq', partitions: 'outputs', compact: false, schema: 'DeadLetter', input: false },
-  { key: 'webhooks', partitions: 1, compact: true, schema: null, input: false },
-  { key: 'state', partitions: 'input', compact: true, schema: null, input: false },
+  { key: 'decision', partitions: 'outputs', cleanup: 'delete', schema: 'DecisionResult', input: false },
+  { key: 'dlq', partitions: 'outputs', cleanup: 'delete', schema: 'DeadLetter', input: false },
+  { key: 'webhooks', partitions: 1, cleanup: 'deliveries', schema: null, input: false },
+  { key: 'state', partitions: 'input', cleanup: 'compact', schema: null, input: false },
 ];
+
+function configsOf(spec: TopicSpec, deadlineMs: number): Record<string, string> | undefined {
+  if (spec.cleanup === 'compact') return { 'cleanup.policy': 'compact' };
+  if (spec.cleanup === 'deliveries') return webhookTopicConfigs(deadlineMs);
+  return undefined;
+}
 
 /**
  * Creates the topics that are missing and registers the value schemas. Returns the input topic's
- * partition count; fails when the state topic is not co-partitioned with it.
+ * partition count; fails when the state topic is not co-partitioned with it. An existing topic whose
+ * partitions or configs differ is left as it is, with a warning naming the difference.
  */
 export async function ensureTopology(
   admin: KafkaAdmin,
   registry: Registry,
   t: Topics,
   log: Logger,
+  options: { deadlineMs: number },
 ): Promise<number> {
-  const request = (spec: TopicSpec, inputPartitions: number) => ({
-    topic: t[spec.key],
-    numPartitions:
-      spec.partitions === 'outputs' ? t.outputPartitions : spec.partitions === 'input' ? inputPartitions : 1,
-    replicationFactor: t.replicationFactor,
-    ...(spec.compact ? { configs: { 'cleanup.policy': 'compact' } } : {}),
-  });
+  const request = (spec: TopicSpec, inputPartitions: number) => {
+    const configs = configsOf(spec, options.deadlineMs);
+    return {
+      topic: t[spec.key],
+      numPartitions:
+        spec.partitions === 'outputs'
+          ? t.outputPartitions
+          : spec.partitions === 'input'
+            ? inputPartitions
+            : 1,
+      replicationFactor: t.replicationFactor,
+      ...(configs ? { configs } : {}),
+    };
+  };
   await admin.ensureTopics(TOPOLOGY.filter((s) => s.input).map((s) => request(s, 0)));
   const inputPartitions = await admin.partitionCount(t.arrived);
   const ensured = await admin.ensureTopics(
     TOPOLOGY.filter((s) => !s.input).map((s) => request(s, inputPartitions)),
   );
-  for (const m of ensured.mismatches) log.warn({ topic: m.topic }, m.problem);
+  for (const m of ensured.mismatches) {
+    // The webhook topic of docstream ≤ 0.1 was compacted only: it would grow by every delivery forever.
+    const fix =
+      m.topic === t.webhooks
+        ? `; set ${Object.entries(webhookTopicConfigs(options.deadlineMs))
+            .map(([k, v]) => `${k}=${v.includes(',') ? `[${v}]` : v}`)
+            .join(
+              ' ',
+            )} (kafka-configs.sh --alter --entity-type topics --entity-name ${m.topic} --add-config ...)`
+        : '';
+    log.warn({ topic: m.topic }, `${m.problem}${fix}`);
+  }
   const statePartitions = await admin.partitionCount(t.state);
   if (statePartitions < inputPartitions) {
     throw new Error(

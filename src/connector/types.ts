@@ -8,11 +8,11 @@ import type { SubmissionCharacteristics, SubmissionRequest } from '../api/schema
 import type { BlobRef, OpenedBlob } from '../blobs/index.js';
 import type { DocumentArrived } from '../serde/input.js';
 import type { DeadLetterStage } from '../serde/types.js';
-import type { Awaitable, InputPointer } from './state/record.js';
+import type { Awaitable, InputPointer } from './state/document-state.js';
 
 export type { BlobRef, OpenedBlob };
 
-export { AWAITABLE, type Awaitable } from './state/record.js';
+export { AWAITABLE, type Awaitable } from './state/document-state.js';
 
 /** A validated arrival event (the event contract's input), as input decoding yields it. */
 export type ArrivalEvent = DocumentArrived;

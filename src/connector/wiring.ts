@@ -20,6 +20,7 @@ import { apiPort } from './api-port.js';
 import type { ArrivalLimits } from './arrivals.js';
 import { parseAwaitedOverride } from './awaited.js';
 import type { DeadLetterSink } from './dead-letters.js';
+import { deliveryWindowMs, RecentDeliveries } from './decision-deliveries.js';
 import { DocumentEngine } from './engine.js';
 import { InputRecords } from './inputs.js';
 import { KafkaOutput } from './output.js';
@@ -99,6 +100,8 @@ export interface ConnectorParts {
   /** Reads admitted documents' input records back by pointer. */
   inputReader: RecordReader;
   scheduler: PollScheduler;
+  /** Decision webhook deliveries of the last deadline window (read from the webhook topic). */
+  deliveries: RecentDeliveries;
   engine: DocumentEngine;
   /** Writes a dead letter raised outside the engine, counted like the engine's. */
   deadLetter: DeadLetterSink;
@@ -151,6 +154,7 @@ export function buildParts(
   const inputReader = new RecordReader(kafka, admin, t.arrived, logger);
   const scheduler = new PollScheduler();
   const awaitedOverride = parseAwaitedOverride(c.awaitedResults);
+  const deliveries = new RecentDeliveries(deliveryWindowMs(c.deadlineMs));
   const engine = new DocumentEngine(
     {
       api: apiPort(client, { withMetadata: c.withMetadata }),
@@ -160,6 +164,7 @@ export function buildParts(
       inputs: new InputRecords(inputReader, registry),
       scheduler,
       logger,
+      deliveries,
     },
     {
       pollInitialMs: c.pollInitialMs,
@@ -211,6 +216,7 @@ export function buildParts(
     state,
     inputReader,
     scheduler,
+    deliveries,
     engine,
     deadLetter,
     arrivalLimits,

@@ -100,6 +100,7 @@ export const DEAD_LETTER_STAGES = [
   'upload',
   'characteristics',
   'poll',
+  'decision',
   'publish',
   'feedback',
   'delete',

@@ -6,7 +6,8 @@
  */
 import { jest } from '@jest/globals';
 import { PartitionState } from '../../src/connector/state/partition-state.js';
-import { encodeState, type FinishedState, type UnfinishedState } from '../../src/connector/state/record.js';
+import type { FinishedState, UnfinishedState } from '../../src/connector/state/document-state.js';
+import { encodeState } from '../../src/connector/state/record.js';
 import { ChangelogReader } from '../../src/kafka/changelog.js';
 import type { KafkaAdmin, KafkaProducer, OutgoingMessage } from '../../src/kafka/index.js';
 import { silentLogger } from '../../src/observability/logger.js';

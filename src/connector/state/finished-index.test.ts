@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { FinishedIndex, packIdBytes, type FinishedEntry } from './finished-index.js';
+import { FinishedIndex } from './finished-index.js';
+import { packIdBytes } from './packed-id.js';
+import type { FinishedEntry } from './partition-index.js';
 
 const T0 = 1_700_000_000_000;
 

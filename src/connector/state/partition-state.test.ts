@@ -1,13 +1,7 @@
 import { PartitionState } from './partition-state.js';
-import {
-  REPLAY_KEY,
-  decodeState,
-  encodeReplayMarker,
-  encodeState,
-  peekFinished,
-  type FinishedState,
-  type UnfinishedState,
-} from './record.js';
+import type { FinishedState, UnfinishedState } from './document-state.js';
+import { decodeState, encodeState, peekFinished } from './record.js';
+import { REPLAY_KEY, encodeReplayMarker } from './replay-marker.js';
 
 const DAY = 24 * 3600 * 1000;
 const NOW = 1_800_000_000_000;

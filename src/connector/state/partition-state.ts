@@ -7,19 +7,18 @@
  * found (while restoring or by `expire`) is reported once, so the owner writes its tombstone.
  */
 import type { ChangelogRecord, ChangelogSink } from '../../kafka/changelog.js';
-import { FinishedIndex, packIdBytes, type FinishedEntry } from './finished-index.js';
+import { FinishedIndex } from './finished-index.js';
+import { packIdBytes } from './packed-id.js';
+import type { FinishedEntry } from './partition-index.js';
 import {
-  REPLAY_KEY,
-  StateRecordError,
-  decodeReplayMarker,
-  decodeState,
   isFinished,
-  peekFinished,
   type DocumentStateV2,
   type FinishedState,
-  type ReplayMarker,
   type UnfinishedState,
-} from './record.js';
+} from './document-state.js';
+import { decodeState, peekFinished } from './record.js';
+import { StateRecordError } from './record-error.js';
+import { REPLAY_KEY, decodeReplayMarker, type ReplayMarker } from './replay-marker.js';
 
 const REPLAY_KEY_BYTES = Buffer.from(REPLAY_KEY, 'utf8');
 

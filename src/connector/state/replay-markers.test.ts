@@ -1,5 +1,5 @@
 import { nextGeneration, writeReplayMarkers } from './replay-markers.js';
-import { MAX_GENERATION, REPLAY_KEY, decodeReplayMarker } from './record.js';
+import { MAX_GENERATION, REPLAY_KEY, decodeReplayMarker } from './replay-marker.js';
 
 describe('replay markers', () => {
   it('takes the generation after every marker written so far', () => {

@@ -8,14 +8,14 @@ import type { KafkaAdmin } from '../../kafka/admin.js';
 import type { KafkaClient } from '../../kafka/client.js';
 import type { KafkaProducer } from '../../kafka/producer.js';
 import type { Logger } from '../../observability/logger.js';
+import { StateRecordError } from './record-error.js';
 import {
   MAX_GENERATION,
   REPLAY_KEY,
-  StateRecordError,
   decodeReplayMarker,
   encodeReplayMarker,
   type ReplayMarker,
-} from './record.js';
+} from './replay-marker.js';
 
 const KEY = Buffer.from(REPLAY_KEY, 'utf8');
 

@@ -1,6 +1,7 @@
 import type { ChangelogSink } from '../../kafka/changelog.js';
 import { silentLogger } from '../../observability/logger.js';
-import { encodeState, type FinishedState, type UnfinishedState } from './record.js';
+import type { FinishedState, UnfinishedState } from './document-state.js';
+import { encodeState } from './record.js';
 import { OwnedState, type StateFeed } from './store.js';
 
 const DAY = 86_400_000;

@@ -7,9 +7,10 @@
  */
 import type { ChangelogSink } from '../../kafka/changelog.js';
 import type { Logger } from '../../observability/logger.js';
-import type { FinishedEntry } from './finished-index.js';
+import type { FinishedEntry } from './partition-index.js';
 import { PartitionState } from './partition-state.js';
-import type { DocumentStateV2, ReplayMarker, UnfinishedState } from './record.js';
+import type { DocumentStateV2, UnfinishedState } from './document-state.js';
+import type { ReplayMarker } from './replay-marker.js';
 
 /** The changelog reader as the store drives it (`ChangelogReader`, or a fake in unit tests). */
 export interface StateFeed {

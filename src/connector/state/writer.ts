@@ -4,7 +4,8 @@
  * changelog reader reads it back).
  */
 import type { CoalescingSender } from '../../kafka/coalescer.js';
-import { encodeState, type DocumentStateV2 } from './record.js';
+import type { DocumentStateV2 } from './document-state.js';
+import { encodeState } from './record.js';
 
 /** What the engine needs to record a document's progress. Resolves once Kafka acknowledged it. */
 export interface StatePort {
