@@ -22,9 +22,6 @@ import { RegistryUnavailableError } from '../serde/registry.js';
 import { ensureTopology } from './topology.js';
 import { buildParts, type ConnectorParts } from './wiring.js';
 
-/** Lag gauges and the lag-weighted API share are refreshed this often (two admin requests each). */
-const LAG_REFRESH_MS = 2000;
-
 export interface ConnectorOptions {
   config: Config;
   logger: Logger;
@@ -192,9 +189,8 @@ export class Connector {
           groupId: config.kafka.groupId,
           metrics: this.metrics,
           logger: this.log,
-          onGroupLag: (ownedLag, totalLag) => this.loop.weighShare(ownedLag, totalLag),
         }),
-      LAG_REFRESH_MS,
+      5000,
     );
     this.commitTimer.unref();
     this.lagTimer.unref();

@@ -290,23 +290,4 @@ describe('ConsumerLoop', () => {
     loop.onGroupJoin(join({ in: [0, 1, 2] }, {}, { in: [0, 1, 2] }));
     expect(limiter.shares).toEqual([[3, 3]]);
   });
-
-  it('between joins weights its share by the work left in the group, keeping a quarter of its partition share', () => {
-    const { loop, limiter, consumer } = setup(10, 4);
-    consumer.assignment = { in: [0, 1], fb: [0] };
-    loop.weighShare(30, 40);
-    loop.weighShare(0, 40);
-    loop.weighShare(0, 0);
-    consumer.assignment = { in: [], fb: [0] };
-    loop.weighShare(0, 40);
-    consumer.assignment = { in: [0, 1, 2, 3], fb: [0] };
-    loop.weighShare(40, 40);
-    expect(limiter.shares).toEqual([
-      [750, 1000],
-      [125, 1000],
-      [2, 4],
-      [0, 4],
-      [1000, 1000],
-    ]);
-  });
 });

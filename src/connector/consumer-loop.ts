@@ -51,9 +51,6 @@ export interface LoopState {
  */
 export type RecordHandler = (message: IncomingMessage) => Promise<void>;
 
-/** Resolution of a share weighted by lag (`setShare` takes whole units). */
-const SHARE_SCALE = 1000;
-
 /** The part of the API client's limiter that follows the group's assignment. */
 export interface ShareLimiter {
   setShare(owned: number, total: number): void;
@@ -293,28 +290,6 @@ export class ConsumerLoop {
     if (!share) return;
     const total = Math.max(1, share.totalPartitions(), owned);
     share.limiter.setShare(owned, total);
-  }
-
-  /**
-   * Between joins, the share follows the work left rather than the partition count: `ownedLag` of
-   * the group's `totalLag` uncommitted input records are this member's (read from Kafka by every
-   * member alike, so the shares still add up to the whole). Keys never spread evenly, and with a
-   * share by partitions alone the member with the most records finished last while the others'
-   * share went unused (measured: 3 instances on 4 partitions, 240 documents, 86–94 % of the bound).
-   * A member keeps at least a quarter of its partition share, so records arriving on its drained
-   * partitions start at once; with no lag anywhere the share is by partitions again.
-   */
-  weighShare(ownedLag: number, totalLag: number): void {
-    const share = this.o.groupShare;
-    if (!share || !this.consumer) return;
-    const owned = this.assigned(this.o.topics.arrived).length;
-    const total = Math.max(1, share.totalPartitions(), owned);
-    if (owned === 0 || totalLag <= 0) {
-      share.limiter.setShare(owned, total);
-      return;
-    }
-    const fraction = Math.min(1, Math.max(ownedLag / totalLag, owned / total / 4));
-    share.limiter.setShare(Math.round(fraction * SHARE_SCALE), SHARE_SCALE);
   }
 
   /** True while the input is paused because a dependency is down. */
