@@ -9,7 +9,6 @@
  *   npm run bench -- --docs 2000 --latency-ms 200 --rate 5000 --partitions 4 --max-in-flight 1000 \
  *     --baseline-docs 0 --scale-out none                CPU per document against the floor
  *   --instances N     connector processes in one group for the main run
- *   --emulate-share   scale-out runs apply the limiter's group share on each join (preview, see bench-probe.ts)
  *   --cpu-prof        writes a V8 CPU profile of each main-run connector into bench-results/profiles
  *   npm run bench -- --mode inflight                live heap per in-flight doc (--inflight-docs 5000)
  *
@@ -40,7 +39,6 @@ const flags = parseFlags(process.argv.slice(2), {
   floor: true,
   cpuProf: false,
   scaleOut: '1,2,3',
-  emulateShare: false,
   scaleDocs: 240,
   scaleRate: 40,
   scalePartitions: 4,
@@ -125,8 +123,8 @@ function printThroughput(r: ThroughputResult): void {
   if (r.scaleOut.length > 0) {
     console.log(
       `\nscale-out: ${p.scaleDocs} docs, one sandbox limit ${p.scaleRate}/s shared by all instances (one client id), ` +
-        `each configured with api.ratePerSecond ${p.scaleRate}, ${p.scalePartitions} partitions` +
-        (p.emulateShare ? '; setShare(owned, total) applied on each group join (emulated by the probe)' : ''),
+        `each configured with api.ratePerSecond ${p.scaleRate} (the connector sets its share on each group join), ` +
+        `${p.scalePartitions} partitions`,
     );
     const w = [10, 16, 12, 14, 12, 10, 12];
     console.log(
@@ -209,7 +207,6 @@ async function main(): Promise<void> {
       floor: flags.floor === true,
       cpuProfDir: flags.cpuProf === true ? path.resolve('bench-results', 'profiles') : null,
       scaleOut: parseInstanceList(String(flags.scaleOut)),
-      emulateShare: flags.emulateShare === true,
       scaleDocs: bounded(Number(flags.scaleDocs), 1, 5000, 'scale-docs'),
       scaleRate: bounded(Number(flags.scaleRate), 1, 10_000, 'scale-rate'),
       scalePartitions: bounded(Number(flags.scalePartitions), 1, 64, 'scale-partitions'),

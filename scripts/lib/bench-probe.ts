@@ -12,8 +12,6 @@
  */
 import diagnostics from 'node:diagnostics_channel';
 import type { Socket } from 'node:net';
-import type * as LimiterModule from '../../src/client/limiter.js';
-import type * as ConsumerModule from '../../src/kafka/consumer.js';
 
 interface ProbeRequest {
   type?: unknown;
@@ -32,38 +30,6 @@ diagnostics.subscribe('net.client.socket', (message) => {
     connections[port] = (connections[port] ?? 0) + 1;
   });
 });
-
-/**
- * `BENCH_EMULATE_SHARE=<arrived topic>:<partitions>` (the benchmark's `--emulate-share`): a preview
- * of the group-shared limit before the connector is wired to it. On every group join of the
- * connector's consumer, the share of the input topic's partitions it now holds is applied to its
- * API limiter with `setShare`, exactly as the connector is meant to do; the benchmark labels the
- * result as emulated. Patches the prototypes of the built modules the connector itself loads.
- */
-const emulate = /^(.+):(\d+)$/.exec(process.env.BENCH_EMULATE_SHARE ?? '');
-if (emulate) {
-  const [, arrived, totalText] = emulate as unknown as [string, string, string];
-  const total = Number(totalText);
-  const dist = new URL('../../../../dist/', import.meta.url);
-  const { AdaptiveRateLimiter } = (await import(
-    new URL('client/limiter.js', dist).href
-  )) as typeof LimiterModule;
-  const { KafkaConsumer } = (await import(new URL('kafka/consumer.js', dist).href)) as typeof ConsumerModule;
-  let owned = total;
-  const acquire = AdaptiveRateLimiter.prototype.acquire;
-  AdaptiveRateLimiter.prototype.acquire = function (this: InstanceType<typeof AdaptiveRateLimiter>) {
-    const share = this.share();
-    if (share.owned !== owned || share.total !== total) this.setShare(owned, total);
-    return acquire.call(this);
-  };
-  const onGroupJoin = KafkaConsumer.prototype.onGroupJoin;
-  KafkaConsumer.prototype.onGroupJoin = function (this: InstanceType<typeof KafkaConsumer>, listener) {
-    return onGroupJoin.call(this, (join) => {
-      owned = Math.min(total, (join.assignment[arrived] ?? []).length);
-      listener(join);
-    });
-  };
-}
 
 if (process.send) {
   process.on('message', (message: ProbeRequest) => {

@@ -51,8 +51,6 @@ export interface ThroughputOptions {
   cpuProfDir: string | null;
   /** The scale-out series: instance counts, each against one shared sandbox limit. */
   scaleOut: number[];
-  /** Scale-out runs apply the group share to each connector's limiter through the probe (a preview). */
-  emulateShare: boolean;
   scaleDocs: number;
   scaleRate: number;
   scalePartitions: number;
@@ -122,7 +120,6 @@ export type ScaleOutResult = ScaleOutMeasure | { instances: number; error: strin
 
 export interface ScaleOutMeasure {
   instances: number;
-  emulatedShare: boolean;
   docs: number;
   completed: number;
   deadLetters: number;
@@ -223,7 +220,6 @@ interface RunShape {
   partitions: number;
   clientRate: number;
   instances: number;
-  emulateShare?: boolean;
 }
 
 function arrivals(prefix: string, n: number, files: string[]): Arrival[] {
@@ -319,13 +315,7 @@ async function runDocstream(
         fileRoots: [dir],
         httpPort,
       });
-      // Read by the probe at start-up; the spawned child keeps its own copy of the environment.
-      if (shape.emulateShare) process.env.BENCH_EMULATE_SHARE = `${topics.arrived}:${shape.partitions}`;
-      try {
-        connectors.push(new ConnectorProcess(config, httpPort, { nodeArgs, ipc: true }));
-      } finally {
-        delete process.env.BENCH_EMULATE_SHARE;
-      }
+      connectors.push(new ConnectorProcess(config, httpPort, { nodeArgs, ipc: true }));
     }
     // Every member must hold a partition before the clock starts, or the first rebalance is measured.
     await Promise.all(connectors.map((c) => c.ready()));
@@ -564,7 +554,6 @@ export async function runThroughput(o: ThroughputOptions): Promise<ThroughputRes
             partitions: o.scalePartitions,
             clientRate: o.scaleRate,
             instances,
-            emulateShare: o.emulateShare,
           },
           kafka,
           dir,
@@ -577,7 +566,6 @@ export async function runThroughput(o: ThroughputOptions): Promise<ThroughputRes
       }
       scaleOut.push({
         instances,
-        emulatedShare: o.emulateShare,
         docs: run.docs,
         completed: run.completed,
         deadLetters: run.deadLetters,

@@ -4,8 +4,10 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { FileBlobReader } from './file-source.js';
 import { createBlobSource, type BlobSource } from './index.js';
 import { SPOOL_PREFIX } from './spool.js';
+import { silentLogger } from '../observability/logger.js';
 import { blobError, policy, readAll } from './test-helpers.js';
 
 const content = Buffer.from('%PDF-1.4 not really a pdf, but bytes\n');
@@ -164,5 +166,68 @@ describe('file:// blobs', () => {
       tmpRooted.close();
       fs.rmSync(spoolDir, { recursive: true, force: true });
     }
+  });
+
+  it('reads a small file once into memory: the bytes stay what was checked, and are released at cleanup', async () => {
+    const file = path.join(root, 'small.pdf');
+    fs.writeFileSync(file, content);
+    const reader = new FileBlobReader(policy({ fileRoots: [root] }), silentLogger);
+    const blob = await reader.open(file, 'small.pdf', { url: url(file), sha256: sha });
+    expect(blob.bytes).toEqual(content);
+    expect(blob.sha256).toBe(sha);
+    expect(reader.bufferedBytes).toBe(content.length);
+    // Changed after admission: the upload still sends the bytes that were checked and hashed.
+    fs.writeFileSync(file, 'replaced');
+    expect(await readAll(await blob.open())).toEqual(content);
+    await blob.cleanup();
+    expect(blob.bytes).toBeUndefined();
+    expect(reader.bufferedBytes).toBe(0);
+    expect((await blobError(blob.open())).code).toBe('blob_unreadable');
+  });
+
+  it('streams a file larger than the small-file size from the file that was checked', async () => {
+    const reader = new FileBlobReader(policy({ fileRoots: [root] }), silentLogger, { smallFileBytes: 4 });
+    const file = path.join(root, 'doc.pdf');
+    const blob = await reader.open(file, 'doc.pdf', { url: url(file), sha256: sha });
+    expect(blob.bytes).toBeUndefined();
+    expect(blob.sha256).toBe(sha);
+    expect(reader.bufferedBytes).toBe(0);
+    expect(await readAll(await blob.open())).toEqual(content);
+    await blob.cleanup();
+    const wrong = await blobError(reader.open(file, 'doc.pdf', { url: url(file), sha256: 'a'.repeat(64) }));
+    expect(wrong.code).toBe('sha256_mismatch');
+  });
+
+  it('streams once the memory for small files is spent, and buffers again after a cleanup', async () => {
+    const reader = new FileBlobReader(policy({ fileRoots: [root] }), silentLogger, {
+      bufferedBytesMax: content.length,
+    });
+    const file = path.join(root, 'doc.pdf');
+    const first = await reader.open(file, 'doc.pdf', { url: url(file) });
+    const second = await reader.open(file, 'doc.pdf', { url: url(file) });
+    expect(first.bytes).toEqual(content);
+    expect(second.bytes).toBeUndefined();
+    expect(await readAll(await second.open())).toEqual(content);
+    await first.cleanup();
+    await second.cleanup();
+    const third = await reader.open(file, 'doc.pdf', { url: url(file) });
+    expect(third.bytes).toEqual(content);
+    await third.cleanup();
+  });
+
+  it('resolves the roots once, and a root created after start-up once it exists', async () => {
+    const later = path.join(base, 'later');
+    const reader = new FileBlobReader(policy({ fileRoots: [later] }), silentLogger);
+    const file = path.join(later, 'doc.pdf');
+    expect((await blobError(reader.open(file, 'doc.pdf', { url: url(file) }))).code).toBe('blob_not_found');
+    fs.mkdirSync(later);
+    fs.writeFileSync(file, content);
+    const blob = await reader.open(file, 'doc.pdf', { url: url(file) });
+    expect(blob.bytes).toEqual(content);
+    await blob.cleanup();
+    const outside = path.join(base, 'outside', 'secret.txt');
+    expect((await blobError(reader.open(outside, 'secret.txt', { url: url(outside) }))).code).toBe(
+      'blob_not_allowed',
+    );
   });
 });

@@ -6,7 +6,7 @@
 import type { S3Client } from '@aws-sdk/client-s3';
 import { silentLogger, type Logger } from '../observability/logger.js';
 import { BlobError } from './errors.js';
-import { openFileBlob } from './file-source.js';
+import { FileBlobReader } from './file-source.js';
 import { HttpBlobReader, type HostResolver } from './http-source.js';
 import type { BlobPolicy } from './policy.js';
 import { S3BlobReader } from './s3-source.js';
@@ -37,6 +37,7 @@ export interface BlobSource {
 export function createBlobSource(policy: BlobPolicy, deps: BlobSourceDeps = {}): BlobSource {
   const logger = deps.logger ?? silentLogger;
   const spool = new Spool();
+  const files = new FileBlobReader(policy, logger);
   const http = new HttpBlobReader(policy, spool, logger, deps.resolveHost);
   const s3 = new S3BlobReader(policy, spool, logger, deps.s3Client);
 
@@ -49,7 +50,7 @@ export function createBlobSource(policy: BlobPolicy, deps: BlobSourceDeps = {}):
       let blob: OpenedBlob;
       switch (parsed.kind) {
         case 'file':
-          blob = await openFileBlob(parsed.path, parsed.display, ref, policy, logger);
+          blob = await files.open(parsed.path, parsed.display, ref);
           break;
         case 'http':
           blob = await http.resolve(parsed.url, parsed.display, ref);

@@ -12,6 +12,11 @@ export interface BlobRef {
 export interface OpenedBlob {
   /** A fresh stream of the bytes each call (uploads may be retried). */
   open(): Promise<Readable>;
+  /**
+   * The whole blob, when it was small enough to be read into memory at admission: upload this
+   * buffer instead of a stream. Undefined after cleanup() and for blobs that stream.
+   */
+  readonly bytes?: Buffer | undefined;
   /** Bytes when known (for Content-Length). */
   size: number | undefined;
   contentType: string | undefined;

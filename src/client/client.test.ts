@@ -20,7 +20,7 @@ import {
   UnsupportedMediaTypeError,
   ValidationError,
 } from './errors.js';
-import type { CallEvent } from './http.js';
+import { responseText, type CallEvent } from './http.js';
 import { JumpingClock, json, MockServer, type Recorded } from './test-helpers.js';
 import { TenantClient } from './tenant-client.js';
 
@@ -131,6 +131,20 @@ describe('authentication', () => {
     await Promise.all(Array.from({ length: 10 }, () => c.getFraud(ID)));
     expect(server.count('POST', '/oauth2/token')).toBe(1);
     expect(c.tokenRequests).toBe(1);
+  });
+
+  it('keeps the exact text of a validated answer for callers that pass the whole body on', async () => {
+    // Not what JSON.stringify of the parsed body gives: the API's own spacing.
+    const text = JSON.stringify(fraudBody, null, 2);
+    route((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(text);
+    });
+    const result = await client().getFraud(ID);
+    expect(result.score).toBe('NORMAL');
+    expect(responseText(result)).toBe(text);
+    expect(responseText({ ...result })).toBeUndefined();
+    expect(responseText('text')).toBeUndefined();
   });
 
   it('on 401 refreshes the token once and resends once', async () => {

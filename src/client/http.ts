@@ -43,6 +43,18 @@ import {
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'DELETE';
 
+/** The text each validated response body was parsed from (weakly held: it lives as long as the body). */
+const responseTexts = new WeakMap<object, string>();
+
+/**
+ * The exact JSON text the API answered for a body this client returned, so that a caller that
+ * passes the whole answer on (the result records' `response_json`) need not serialise it again;
+ * undefined for any other value.
+ */
+export function responseText(body: unknown): string | undefined {
+  return typeof body === 'object' && body !== null ? responseTexts.get(body) : undefined;
+}
+
 /** How a call may be retried; see the rule at the top of this file. */
 export type RetryMode = 'idempotent' | 'create' | 'never';
 
@@ -306,7 +318,9 @@ export class HttpSender {
         },
       );
     }
-    return result.data;
+    const data = result.data;
+    if (typeof data === 'object' && data !== null) responseTexts.set(data, response.body);
+    return data;
   }
 }
 

@@ -23,4 +23,24 @@ describe('apiPort upload', () => {
     expect(stream?.destroyed).toBe(true);
     expect(stream?.errored?.message).toBe('already cleaned up');
   });
+
+  it('uploads a blob held in memory as that buffer, so a retry resends it without reopening', async () => {
+    const bodies: unknown[] = [];
+    const client = {
+      async upload(_url: string, body: unknown) {
+        bodies.push(body);
+      },
+    } as unknown as DocumentAnalysisClient;
+    const bytes = Buffer.from('%PDF-1.4');
+    const blob: OpenedBlob = {
+      bytes,
+      open: () => Promise.reject(new Error('must not be opened')),
+      size: bytes.length,
+      contentType: undefined,
+      sha256: undefined,
+      cleanup: async () => undefined,
+    };
+    await apiPort(client, { withMetadata: false }).upload('http://127.0.0.1/u', blob, 'id');
+    expect(bodies).toEqual([bytes]);
+  });
 });

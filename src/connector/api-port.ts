@@ -17,6 +17,9 @@ export function apiPort(client: DocumentAnalysisClient, options: { withMetadata:
   return {
     createSubmission: (req) => client.createSubmission(req),
     async upload(uploadUrl: string, blob: OpenedBlob): Promise<void> {
+      // A small blob read at admission goes as one buffer (resent as is on a retry).
+      const bytes = blob.bytes;
+      if (bytes !== undefined) return client.upload(uploadUrl, bytes);
       // The client asks for a synchronous stream factory (called again on a retry); the blob opens
       // asynchronously, so each call hands out a pass-through that the freshly opened blob feeds.
       const fresh = (): Readable => {

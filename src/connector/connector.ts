@@ -49,6 +49,8 @@ export class Connector {
   private expiryTimer: NodeJS.Timeout | null = null;
   private stopping: Promise<void> | null = null;
   private started = false;
+  /** The input topic's partition count, read at start-up: the whole of the group's API share. */
+  private inputPartitions = 1;
   private readonly log: Logger;
 
   private constructor(private readonly options: ConnectorOptions) {
@@ -75,6 +77,7 @@ export class Connector {
       feedback: feedbackHandler({ decoder: registry, api: this.client, deadLetter }),
       logger,
       onInFlight: (n) => this.metrics.inFlight.set(n),
+      groupShare: { limiter: this.client.limiter, totalPartitions: () => this.inputPartitions },
       // A registry that cannot answer is no fault of the record: pause, probe, resume.
       outage: {
         isOutage: (err) => err instanceof RegistryUnavailableError,
@@ -109,6 +112,7 @@ export class Connector {
         ensureTopology(admin, registry, t, this.log, { deadlineMs: config.connector.deadlineMs }),
       ),
     );
+    this.inputPartitions = inputPartitions;
     await step('connecting the producer', () => producer.connect());
     // The limits the broker applies: a message over them fails at once, and ends in a (cut) letter.
     // Without the right to describe configs, kafka.maxMessageBytes stands for every topic.

@@ -95,8 +95,16 @@ function batch(topic: string, partition: number, offsets: number[]): IncomingBat
   };
 }
 
-function setup(maxInFlight = 3) {
+class FakeLimiter {
+  shares: Array<[number, number]> = [];
+  setShare(owned: number, total: number): void {
+    this.shares.push([owned, total]);
+  }
+}
+
+function setup(maxInFlight = 3, totalPartitions = 4) {
   const consumer = new FakeConsumer();
+  const limiter = new FakeLimiter();
   const engine = new FakeEngine();
   const state = new FakeState();
   const handled: string[] = [];
@@ -118,9 +126,10 @@ function setup(maxInFlight = 3) {
     },
     logger: silentLogger,
     onInFlight: (n) => inFlightSeen.push(n),
+    groupShare: { limiter, totalPartitions: () => totalPartitions },
   });
   loop.attach(consumer);
-  return { loop, consumer, engine, state, handled, feedback, reject, inFlightSeen };
+  return { loop, consumer, engine, state, handled, feedback, reject, inFlightSeen, limiter };
 }
 
 function join(added: Assignment, removed: Assignment, assignment: Assignment): GroupJoin {
@@ -259,5 +268,26 @@ describe('ConsumerLoop', () => {
     engine.inFlight = 5;
     await loop.onBatch(batch('in', 0, [0, 1]), new FakeControl());
     expect(inFlightSeen).toEqual([5, 5]);
+  });
+
+  it('sets the API limiter to its share of the input partitions on every join, feedback partitions aside', () => {
+    const { loop, limiter } = setup(10, 4);
+    loop.onGroupJoin(join({ in: [0, 1, 2, 3], fb: [0] }, {}, { in: [0, 1, 2, 3], fb: [0] }));
+    loop.onGroupJoin(join({}, { in: [2, 3] }, { in: [0, 1], fb: [0] }));
+    loop.onGroupJoin(join({ in: [3] }, { in: [0] }, { in: [1, 3] }));
+    // A crashed consumer leaves the group: nothing owned until it joins again.
+    loop.onGroupJoin(join({}, { in: [1, 3], fb: [0] }, {}));
+    expect(limiter.shares).toEqual([
+      [4, 4],
+      [2, 4],
+      [2, 4],
+      [0, 4],
+    ]);
+  });
+
+  it('counts input partitions added after start-up once this member holds more than it knew of', () => {
+    const { loop, limiter } = setup(10, 2);
+    loop.onGroupJoin(join({ in: [0, 1, 2] }, {}, { in: [0, 1, 2] }));
+    expect(limiter.shares).toEqual([[3, 3]]);
   });
 });

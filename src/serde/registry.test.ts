@@ -1,7 +1,14 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { decodeDocumentArrived } from './input.js';
-import { DecodeError, Registry, RegistryUnavailableError, type RegistryError } from './registry.js';
+import { avroType } from './avro-schemas.js';
+import {
+  DecodeError,
+  EncodeError,
+  Registry,
+  RegistryUnavailableError,
+  type RegistryError,
+} from './registry.js';
 
 /** A local registry whose answer per schema id is set by each test; counts the lookups. */
 let server: Server;
@@ -11,6 +18,19 @@ const lookups: number[] = [];
 
 beforeAll(async () => {
   server = createServer((request, response) => {
+    if (request.url?.startsWith('/config/')) {
+      response
+        .writeHead(200, { 'content-type': 'application/json' })
+        .end('{"compatibilityLevel":"BACKWARD"}');
+      return;
+    }
+    if (request.method === 'POST' && /\/subjects\/[^/]+\/versions$/.test(request.url ?? '')) {
+      request.resume();
+      request.on('end', () =>
+        response.writeHead(200, { 'content-type': 'application/json' }).end('{"id":7}'),
+      );
+      return;
+    }
     if (request.url?.endsWith('/schemas/types')) {
       response.writeHead(200, { 'content-type': 'application/json' }).end('["AVRO"]');
       return;
@@ -147,5 +167,49 @@ describe('bounded decoding', () => {
     const result = await decodeDocumentArrived(wire(21, payload), registry);
     expect(result).toMatchObject({ ok: false, code: 'invalid_avro', format: 'avro' });
     if (!result.ok) expect(result.message).toMatch(/1000000000000 empty items/);
+  });
+});
+
+describe('encode', () => {
+  const value = (message: string | null) => ({
+    submission_id: 'sub-1',
+    event_id: 'evt-1',
+    query_id: null,
+    attributes: {},
+    status: 'SUCCESS',
+    produced_at: 1,
+    message,
+    document_type: 'invoice',
+    confidence: 0.5,
+    analysis_time: null,
+    deployment_version: null,
+    sha256: null,
+    response_json: '{}',
+  });
+
+  it('writes the wire header and the Avro bytes, values larger than its scratch buffer included', async () => {
+    const registry = new Registry({ url });
+    await registry.registerValueSchema('out', 'ClassificationResult');
+    const type = avroType('ClassificationResult');
+    for (const v of [value('short'), value('x'.repeat(100_000)), value(null)]) {
+      const encoded = registry.encode('out', v);
+      expect(encoded[0]).toBe(0);
+      expect(encoded.readUInt32BE(1)).toBe(7);
+      expect(encoded.subarray(5)).toEqual(type.toBuffer(v));
+    }
+  });
+
+  it('refuses a value that does not match, naming the fields', async () => {
+    const registry = new Registry({ url });
+    await registry.registerValueSchema('out', 'ClassificationResult');
+    const bad = { ...value(null), confidence: 'high', status: 3 };
+    let error: unknown;
+    try {
+      registry.encode('out', bad);
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(EncodeError);
+    expect((error as EncodeError).paths).toEqual(expect.arrayContaining(['confidence', 'status']));
   });
 });
