@@ -120,7 +120,7 @@ async function recordCount(kafka: KafkaClient, topics: string[]): Promise<number
 
 export type ScaleOutResult = ScaleOutMeasure | { instances: number; error: string };
 
-export interface ScaleOutMeasure {
+interface ScaleOutMeasure {
   instances: number;
   emulatedShare: boolean;
   docs: number;
