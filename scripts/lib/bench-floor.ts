@@ -22,7 +22,7 @@ import {
 
 const FLOOR_SCRIPT = fileURLToPath(new URL('../floor.js', import.meta.url));
 
-export interface FloorOptions {
+interface FloorOptions {
   docs: number;
   latencyMs: number;
   partitions: number;

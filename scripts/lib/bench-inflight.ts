@@ -20,7 +20,7 @@ import {
 import { silentLogger } from '../../src/observability/logger.js';
 import { PollScheduler } from '../../src/util/scheduler.js';
 
-export interface InflightResult {
+interface InflightResult {
   docs: number;
   uploadPendingBytesPerDoc: number;
   pollingBytesPerDoc: number;

@@ -31,7 +31,7 @@ interface Usage {
   arrayBuffersMb: number;
 }
 
-export interface ChildReport {
+interface ChildReport {
   partitions: number[];
   docs: number;
   restoreMs: number;
@@ -44,7 +44,7 @@ export interface ChildReport {
   heapPlusBuffersBytesPerDoc: number;
 }
 
-export interface StateBenchResult {
+interface StateBenchResult {
   parameters: { stateDocs: number; restoreDocs: number; partitions: number };
   footprint: { produceS: number; children: ChildReport[]; tuned: ChildReport[] };
   restore: { produceS: number; child: ChildReport } | null;
@@ -69,11 +69,11 @@ function inMb(u: ReturnType<typeof usage>): Usage {
 }
 
 /** Node and glibc settings that return the restore's transient memory to the OS (see docs/state.md). */
-export const TUNED_ENV = {
+const TUNED_ENV = {
   MALLOC_ARENA_MAX: '2',
   MALLOC_TRIM_THRESHOLD_: '131072',
 };
-export const TUNED_NODE_FLAGS = ['--max-semi-space-size=1'];
+const TUNED_NODE_FLAGS = ['--max-semi-space-size=1'];
 
 /**
  * The reader process: restore the given partitions, report, exit. With `stepwise`, the first partition

@@ -26,7 +26,7 @@ import {
   writeConnectorConfig,
 } from './harness.js';
 
-export interface StreamOptions {
+interface StreamOptions {
   sizesMb: number[];
   deadline: number;
   log: (line: string) => void;

@@ -118,7 +118,7 @@ async function recordCount(kafka: KafkaClient, topics: string[]): Promise<number
 
 export type ScaleOutResult = ScaleOutMeasure | { instances: number; error: string };
 
-export interface ScaleOutMeasure {
+interface ScaleOutMeasure {
   instances: number;
   docs: number;
   completed: number;

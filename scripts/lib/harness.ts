@@ -70,7 +70,7 @@ export async function deleteTopics(kafka: KafkaClient, topics: Config['topics'])
   }
 }
 
-export interface ConnectorSettings {
+interface ConnectorSettings {
   topics: Config['topics'];
   groupId: string;
   apiBaseUrl: string;
@@ -114,7 +114,7 @@ process.once('exit', () => {
 });
 
 /** How the benchmark starts a child: extra node flags (`--expose-gc`, `--import`, `--cpu-prof`) and an IPC channel. */
-export interface SpawnOptions {
+interface SpawnOptions {
   nodeArgs?: string[];
   ipc?: boolean;
 }
@@ -255,7 +255,7 @@ export async function produceArrivals(
   return sentAt;
 }
 
-export interface DeadLetterSeen {
+interface DeadLetterSeen {
   event_id: string | null;
   stage: string;
   error_code: string;
@@ -268,7 +268,7 @@ export interface DeadLetterSeen {
   key: string | null;
 }
 
-export interface EventOutcome {
+interface EventOutcome {
   results: Set<ResultKind>;
   /** Result records including re-emissions (a redelivered document publishes again). */
   resultRecords: number;

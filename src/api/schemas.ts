@@ -77,7 +77,7 @@ export type SubmissionResponse = z.infer<typeof SubmissionResponse>;
 // Submission characteristics
 // ---------------------------------------------------------------------------------------------
 
-export const DOCUMENT_TYPES = [
+const DOCUMENT_TYPES = [
   'unknown',
   'id_card',
   'drivers_license',
@@ -121,7 +121,7 @@ export const DOCUMENT_TYPES = [
   'vehicle_appraisal',
   'vehicle_registration_certificate',
 ] as const;
-export const DocumentType = z.enum(DOCUMENT_TYPES);
+const DocumentType = z.enum(DOCUMENT_TYPES);
 
 const docString = z.string().max(LIMITS.documentString).nullable().optional();
 /** SANDBOX-DEFINED: constraints "not shown" in the spec are taken as nullable strings of at most 1024. */
@@ -143,7 +143,7 @@ const coordinate = z
   .optional();
 const Corner = z.strictObject({ x: z.number().int(), y: z.number().int() });
 
-export const DocumentCharacteristics = z.strictObject({
+const DocumentCharacteristics = z.strictObject({
   document_type: DocumentType.nullable().optional(),
   document_type_string: docString,
   issuing_country_code: countryCode,
@@ -159,7 +159,7 @@ export const DocumentCharacteristics = z.strictObject({
   document_side: z.enum(['front', 'back']).nullable().optional(),
 });
 
-export const DeviceCharacteristics = z.strictObject({
+const DeviceCharacteristics = z.strictObject({
   device_ip_address: z.string().max(LIMITS.ipAddress).nullable().optional(),
   server_ip_address: z.string().max(LIMITS.ipAddress).nullable().optional(),
   country_code: docString,
@@ -179,7 +179,7 @@ export const DeviceCharacteristics = z.strictObject({
   screen_width: z.number().int().nullable().optional(),
 });
 
-export const IdentityCharacteristics = z.strictObject({
+const IdentityCharacteristics = z.strictObject({
   first_name: freeString,
   last_name: freeString,
   email: freeString,
@@ -198,13 +198,13 @@ export const IdentityCharacteristics = z.strictObject({
   full_address: freeString,
 });
 
-export const TransactionCharacteristics = z.strictObject({
+const TransactionCharacteristics = z.strictObject({
   amount_usd: z.number().nullable().optional(),
   maturity_days: z.number().int().nullable().optional(),
 });
 
 const stringArray = z.array(z.string().max(LIMITS.documentString)).nullable().optional();
-export const EmailCharacteristics = z.strictObject({
+const EmailCharacteristics = z.strictObject({
   originator_address_hashes: stringArray,
   originator_domain_hashes: stringArray,
   subject_hash: freeString,
@@ -214,7 +214,7 @@ export const EmailCharacteristics = z.strictObject({
   subject_embedding: z.string().nullable().optional(),
 });
 
-export const ClaimsCharacteristics = z.strictObject({
+const ClaimsCharacteristics = z.strictObject({
   claim_number: freeString,
   policy_number: freeString,
   insurance_type: freeString,
@@ -248,11 +248,11 @@ export type SubmissionCharacteristics = z.infer<typeof SubmissionCharacteristics
 // Results
 // ---------------------------------------------------------------------------------------------
 
-export const FILE_TYPES = ['unsupported', 'pdf', 'image'] as const;
-export const FileType = z.enum(FILE_TYPES);
-export const DOCUMENT_TAGS = ['IMAGE', 'PDF', 'DIGITAL', 'SCAN', 'MODEL_MATCHED', 'TRUSTED'] as const;
+const FILE_TYPES = ['unsupported', 'pdf', 'image'] as const;
+const FileType = z.enum(FILE_TYPES);
+const DOCUMENT_TAGS = ['IMAGE', 'PDF', 'DIGITAL', 'SCAN', 'MODEL_MATCHED', 'TRUSTED'] as const;
 export const FRAUD_SCORES = ['NORMAL', 'TRUSTED', 'WARNING', 'HIGH_RISK'] as const;
-export const QUALITY_SCORES = ['HIGH_QUALITY', 'LOW_QUALITY', 'NOT_RELEVANT_DOCUMENT'] as const;
+const QUALITY_SCORES = ['HIGH_QUALITY', 'LOW_QUALITY', 'NOT_RELEVANT_DOCUMENT'] as const;
 
 /**
  * SANDBOX-DEFINED: the status values of the non-success variants ("pipeline failed",
@@ -267,7 +267,7 @@ export const RESULT_STATUSES = {
   skipped: 'PIPELINE_SKIPPED',
 } as const;
 
-export const SampleMetadata = z.looseObject({
+const SampleMetadata = z.looseObject({
   producer: z.string().nullable().optional(),
   creator: z.string().nullable().optional(),
   creation_date: z.string().nullable().optional(),
@@ -278,14 +278,14 @@ export const SampleMetadata = z.looseObject({
   subject: z.string().nullable().optional(),
 });
 
-export const IndicatorMetadata = z.looseObject({
+const IndicatorMetadata = z.looseObject({
   type: z.string(),
   column_names: z.array(z.string()),
   data: z.array(z.array(z.string())),
   title: z.string().optional(),
 });
 
-export const SerialFraudIndicatorAttributes = z.looseObject({
+const SerialFraudIndicatorAttributes = z.looseObject({
   type: z.literal('SerialFraudIndicatorAttributes'),
   serial_fraud_cluster_id: z.string(),
   cluster_submission_ids_sample: z.array(z.string()),
@@ -293,7 +293,7 @@ export const SerialFraudIndicatorAttributes = z.looseObject({
   indicator_id: z.string(),
 });
 
-export const Indicator = z.looseObject({
+const Indicator = z.looseObject({
   indicator_id: z.string(),
   type: z.string(),
   category: z.string(),
@@ -303,7 +303,6 @@ export const Indicator = z.looseObject({
   metadata: IndicatorMetadata.optional(),
   indicator_attributes: SerialFraudIndicatorAttributes.optional(),
 });
-export type Indicator = z.infer<typeof Indicator>;
 
 const analysisCommon = {
   analysis_time: z.string(),
@@ -373,8 +372,6 @@ export const ContentSuccess = z.looseObject({
 export const ContentResult = z.union([ContentSuccess, ResultOther]);
 export type ContentResult = z.infer<typeof ContentResult>;
 
-export const DEFAULT_DECISIONS = ['APPROVED', 'DECLINED', 'MANUAL_REVIEW'] as const;
-
 export const DecisionSuccess = z.looseObject({
   status: z.literal(RESULT_STATUSES.success),
   adaptive_decision_version: z.string(),
@@ -416,7 +413,7 @@ export type FeedbackResponse = z.infer<typeof FeedbackResponse>;
 // Tenants
 // ---------------------------------------------------------------------------------------------
 
-export const TenantName = z
+const TenantName = z
   .string()
   .regex(/^[a-z0-9]{1,61}$/, 'must be 1..61 characters of lowercase a-z and digits 0-9');
 

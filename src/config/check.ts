@@ -10,7 +10,7 @@ import { resolveAddress } from '../client/cells.js';
 import { ConfigError, coerce } from './load.js';
 import { CONFIG_SPEC, RESERVED_ENV, envName, type FieldSpec } from './spec.js';
 
-export interface CheckResult {
+interface CheckResult {
   /** Each problem names the key (or variable) and, where it has one, the line. */
   errors: string[];
   /** Allowed but risky, e.g. a secret written into a file. */

@@ -12,7 +12,7 @@ export class ConfigError extends Error {
   override name = 'ConfigError';
 }
 
-export interface LoadOptions {
+interface LoadOptions {
   env?: NodeJS.ProcessEnv;
   /** Config files (JSON) applied in order; default: $DOCSTREAM_CONFIG (comma-separated) or ./config/docstream.json if present. */
   files?: string[];

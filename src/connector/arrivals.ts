@@ -18,7 +18,7 @@ import type { Recorded } from './state/store.js';
 import type { ReplayMarker } from './state/replay-marker.js';
 import type { ArrivalEvent, SourceRecord } from './types.js';
 
-export interface ArrivalDeps {
+interface ArrivalDeps {
   decoder: AvroDecoder;
   engine: {
     admit(source: SourceRecord, event: ArrivalEvent, existing: Existing): Promise<AdmitOutcome>;

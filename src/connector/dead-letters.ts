@@ -17,7 +17,7 @@ interface FailureInfo {
   attempts?: number | undefined;
 }
 
-export interface Failure {
+interface Failure {
   status: number | undefined;
   retriable: boolean | undefined;
   code: string | undefined;
@@ -80,10 +80,10 @@ export function decodeStage(code: InputErrorCode): DeadLetterStage {
 export type DeadLetterSink = (letter: DeadLetter) => Promise<void>;
 
 /** Fields always removed from the copy of a record a dead letter carries: personal data. */
-export const ALWAYS_REDACTED = ['submission_characteristics'] as const;
+const ALWAYS_REDACTED = ['submission_characteristics'] as const;
 
 /** Why a letter's copy of the original value was changed; null when it was kept byte for byte. */
-export type Redaction = 'fields_removed' | 'value_withheld' | null;
+type Redaction = 'fields_removed' | 'value_withheld' | null;
 
 /**
  * The source record as a dead letter may carry it: without `submission_characteristics` and the

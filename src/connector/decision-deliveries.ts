@@ -36,7 +36,7 @@ export interface Delivery {
 }
 
 /** A record of the webhook topic that is not a delivery (written by something else, or damaged). */
-export class DeliveryRecordError extends Error {
+class DeliveryRecordError extends Error {
   readonly code = 'webhook_record_invalid';
 }
 

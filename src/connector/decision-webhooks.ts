@@ -27,7 +27,7 @@ export interface DecisionEngine {
   decisionReady(submissionId: string): void;
 }
 
-export interface DecisionWebhookDeps {
+interface DecisionWebhookDeps {
   /** Reads the webhook topic (`topic`) from the beginning and tails it. */
   openFeed: OpenFeed;
   sender: Pick<CoalescingSender, 'send'>;

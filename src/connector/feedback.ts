@@ -9,7 +9,7 @@ import { decodeFeedbackEvent, type AvroDecoder } from '../serde/input.js';
 import { sourceOf } from './arrivals.js';
 import { deadLetterOf, failureOf, type DeadLetterSink } from './dead-letters.js';
 
-export interface FeedbackDeps {
+interface FeedbackDeps {
   decoder: AvroDecoder;
   api: { putFeedback(submissionId: string, feedback: FeedbackRequest): Promise<unknown> };
   deadLetter: DeadLetterSink;

@@ -7,7 +7,7 @@ import type { Assignment } from '../kafka/consumer.js';
 import type { Logger } from '../observability/logger.js';
 import type { ConnectorMetrics } from '../observability/metrics.js';
 
-export interface LagSources {
+interface LagSources {
   admin: Pick<KafkaAdmin, 'topicOffsets' | 'groupOffsets'>;
   assignment: () => Assignment;
   limiterRate: () => number;

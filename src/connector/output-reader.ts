@@ -9,10 +9,10 @@ import type { IncomingMessage, KafkaConsumer } from '../kafka/consumer.js';
 import type { AvroDecoder } from '../serde/input.js';
 import { AWAITABLE, type Awaitable } from './types.js';
 
-export type OutputKind = Awaitable | 'dlq';
+type OutputKind = Awaitable | 'dlq';
 export const OUTPUT_KINDS: readonly OutputKind[] = [...AWAITABLE, 'dlq'];
 
-export interface OutputRecord {
+interface OutputRecord {
   kind: OutputKind;
   topic: string;
   key: string | null;
@@ -24,7 +24,7 @@ export interface OutputRecord {
   value: Record<string, unknown> | null;
 }
 
-export interface OutputReaderOptions {
+interface OutputReaderOptions {
   kafka: KafkaClient;
   topics: Pick<Config['topics'], OutputKind>;
   groupId: string;

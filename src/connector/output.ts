@@ -15,7 +15,7 @@ import { redactAttributes, redactSource } from './dead-letters.js';
 import { classificationValue, deadLetterValue, decisionValue, fraudValue, qualityValue } from './mapping.js';
 import type { Awaitable, DeadLetter, DocumentIdentity, OutputPort, ResultExtra } from './types.js';
 
-export interface OutputTopics {
+interface OutputTopics {
   fraud: string;
   quality: string;
   classification: string;

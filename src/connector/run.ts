@@ -19,7 +19,7 @@ import type {
 import type { SubmissionCharacteristics } from '../api/schemas.js';
 
 /** What the upload needs from the input event; dropped once the file is uploaded. */
-export interface DocumentInput {
+interface DocumentInput {
   blob: BlobRef;
   characteristics: SubmissionCharacteristics | null;
 }
@@ -71,7 +71,7 @@ export class Run {
   }
 }
 
-export function pointerOf(source: SourceRecord): InputPointer {
+function pointerOf(source: SourceRecord): InputPointer {
   return { topic: source.topic, partition: source.partition, offset: source.offset };
 }
 

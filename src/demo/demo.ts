@@ -19,7 +19,7 @@ import { Registry } from '../serde/registry.js';
 import { defaultStackOptions, stackDown, stackUp, type ServiceName } from '../stack/index.js';
 import { writeCorpus, type Sample } from './corpus.js';
 
-export interface DemoOptions {
+interface DemoOptions {
   /** Keep the stack running afterwards even if the demo started it. */
   keepStack: boolean;
   timeoutMs: number;

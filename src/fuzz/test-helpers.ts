@@ -17,9 +17,9 @@ function envInt(name: string): number | undefined {
   return n;
 }
 
-export const LONG_FORM = envInt('FUZZ_RUNS') !== undefined;
+const LONG_FORM = envInt('FUZZ_RUNS') !== undefined;
 
-export function fuzzParameters(quickRuns: number): fc.Parameters<unknown> {
+function fuzzParameters(quickRuns: number): fc.Parameters<unknown> {
   const runs = envInt('FUZZ_RUNS') ?? quickRuns;
   const timeLimit = envInt('FUZZ_TIME_LIMIT_MS') ?? 120_000;
   const seed = envInt('FUZZ_SEED');

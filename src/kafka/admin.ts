@@ -8,7 +8,7 @@ import { KafkaError, wrapKafka } from './errors.js';
 /** kafkajs' resource type code for topics in DescribeConfigs (ConfigResourceTypes.TOPIC). */
 const TOPIC_RESOURCE = 2;
 
-export interface TopicSpec {
+interface TopicSpec {
   topic: string;
   numPartitions: number;
   /** Defaults to 1 (a single-broker cluster); production sets 3. */
@@ -17,32 +17,32 @@ export interface TopicSpec {
   configs?: Record<string, string>;
 }
 
-export interface TopicMismatch {
+interface TopicMismatch {
   topic: string;
   problem: string;
 }
 
-export interface EnsureTopicsResult {
+interface EnsureTopicsResult {
   created: string[];
   existing: string[];
   /** Existing topics whose partition count or configs differ from the spec (they are left as they are). */
   mismatches: TopicMismatch[];
 }
 
-export interface PartitionInfo {
+interface PartitionInfo {
   partition: number;
   leader: number;
   replicas: number[];
   isr: number[];
 }
 
-export interface TopicDescription {
+interface TopicDescription {
   topic: string;
   partitions: PartitionInfo[];
   configs: Record<string, string>;
 }
 
-export interface PartitionOffsets {
+interface PartitionOffsets {
   partition: number;
   /** First offset still stored. */
   low: string;
@@ -50,7 +50,7 @@ export interface PartitionOffsets {
   high: string;
 }
 
-export interface GroupDescription {
+interface GroupDescription {
   groupId: string;
   /** Empty, Stable, PreparingRebalance, CompletingRebalance or Dead. */
   state: string;
@@ -82,7 +82,7 @@ export interface OffsetResetPlan {
   applied: boolean;
 }
 
-export interface EnsureTopicsOptions {
+interface EnsureTopicsOptions {
   /** How long creation races and metadata propagation are waited out (default 60 s). */
   timeoutMs?: number;
 }

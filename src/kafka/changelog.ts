@@ -36,7 +36,7 @@ interface Restore {
   waiters: Array<{ resolve: () => void; reject: (error: Error) => void }>;
 }
 
-export interface ChangelogSettings extends PartitionReaderSettings {
+interface ChangelogSettings extends PartitionReaderSettings {
   /** How long `assign` may take before it rejects (default 120 s). */
   restoreTimeoutMs?: number;
 }

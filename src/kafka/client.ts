@@ -12,11 +12,11 @@ import { KafkaProducer, type ProducerSettings } from './producer.js';
 
 const { Kafka: KafkaJs, logLevel: LogLevel } = kafkajs;
 
-export const DEFAULT_BROKERS = ['localhost:9092'];
+const DEFAULT_BROKERS = ['localhost:9092'];
 
-export type KafkaLogLevel = 'error' | 'warn' | 'info' | 'debug';
+type KafkaLogLevel = 'error' | 'warn' | 'info' | 'debug';
 
-export interface KafkaSettings {
+interface KafkaSettings {
   brokers?: string[];
   clientId?: string;
   /** true for TLS with the system's CAs, or PEM material. */

@@ -24,9 +24,9 @@ interface Pending {
 type Batches = Array<{ topic: string; messages: OutgoingMessage[] }>;
 
 /** What the sender needs of a producer; `limitFor` (per-topic limits) is optional for tests. */
-export type CoalescedProducer = Pick<KafkaProducer, 'sendBatch'> & Partial<Pick<KafkaProducer, 'limitFor'>>;
+type CoalescedProducer = Pick<KafkaProducer, 'sendBatch'> & Partial<Pick<KafkaProducer, 'limitFor'>>;
 
-export interface CoalescingOptions {
+interface CoalescingOptions {
   /**
    * Upper bound of the bytes gathered into one request (default: the producer's limit for the
    * first message's topic, else 1,000,000), so gathering alone never makes a batch too large.

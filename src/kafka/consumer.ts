@@ -55,7 +55,7 @@ export function restartDelay(
   return Math.round(base * (1 - random / 2));
 }
 
-export interface ConsumerRestart {
+interface ConsumerRestart {
   /** The crash that caused it. */
   error: Error;
   /** Crashes in a row, this one included. */
@@ -95,7 +95,7 @@ export interface BatchControl {
   isStale(): boolean;
 }
 
-export interface RunOptions {
+interface RunOptions {
   /**
    * Resolve the whole batch when the handler returns (default true). Set false to take only part of
    * a batch (e.g. when full): the records after the last resolved offset are fetched again later.
@@ -105,7 +105,7 @@ export interface RunOptions {
   partitionsConsumedConcurrently?: number;
 }
 
-export type BatchHandler = (batch: IncomingBatch, control: BatchControl) => Promise<void>;
+type BatchHandler = (batch: IncomingBatch, control: BatchControl) => Promise<void>;
 
 export interface TopicPartitionOffset {
   topic: string;
@@ -126,7 +126,7 @@ export interface GroupJoin {
   removed: Assignment;
 }
 
-export interface ConsumerCrash {
+interface ConsumerCrash {
   error: Error;
   /** Whether the consumer will be restarted (false when stopping or after too many crashes). */
   restart: boolean;

@@ -22,7 +22,7 @@ function length(value: Buffer | string | null | undefined): number {
 }
 
 /** Bytes of one record without the batch header. */
-export function recordSize(message: OutgoingMessage): number {
+function recordSize(message: OutgoingMessage): number {
   let size = RECORD_OVERHEAD + VARINT + length(message.key) + VARINT + length(message.value) + VARINT;
   for (const [name, value] of Object.entries(message.headers ?? {})) {
     size += VARINT + Buffer.byteLength(name) + VARINT + length(value);

@@ -30,7 +30,7 @@ export interface PartitionReaderSettings {
 }
 
 /** Called with the records of one open partition, in offset order, each record once. */
-export type PartitionHandler = (messages: IncomingMessage[]) => void;
+type PartitionHandler = (messages: IncomingMessage[]) => void;
 
 interface OpenPartition {
   next: number;

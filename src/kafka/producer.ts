@@ -33,7 +33,7 @@ export interface OutgoingMessage {
   timestamp?: string;
 }
 
-export interface SentRecord {
+interface SentRecord {
   topic: string;
   partition: number;
   /** Offset of the first message of the batch sent to this partition. */

@@ -21,7 +21,7 @@ interface Wanted {
   timer: NodeJS.Timeout;
 }
 
-export interface RecordReaderSettings {
+interface RecordReaderSettings {
   /** How long one read may wait for its record (default 30 s). */
   readTimeoutMs?: number;
 }

@@ -7,10 +7,10 @@ import { pino, type DestinationStream, type Logger, type LoggerOptions } from 'p
 
 export type { Logger } from 'pino';
 
-export type LogFormat = 'auto' | 'json' | 'pretty';
+type LogFormat = 'auto' | 'json' | 'pretty';
 
 /** Keys whose values never reach a log line, at any depth up to four levels. */
-export const REDACTED_KEYS = [
+const REDACTED_KEYS = [
   'client_secret',
   'clientSecret',
   'secret',
@@ -46,7 +46,7 @@ function redactPaths(): string[] {
   return paths;
 }
 
-export interface LoggerSettings {
+interface LoggerSettings {
   level?: string;
   format?: LogFormat;
   name?: string;

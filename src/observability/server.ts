@@ -6,7 +6,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Gauge, type Registry } from 'prom-client';
 
-export type ReadinessCheck = () => Promise<{ ok: boolean; detail?: string }>;
+type ReadinessCheck = () => Promise<{ ok: boolean; detail?: string }>;
 
 export interface OpsServer {
   url: string;

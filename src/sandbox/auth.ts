@@ -7,7 +7,7 @@ import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { decodeJwt, decodeProtectedHeader, importSPKI, jwtVerify, type CryptoKey } from 'jose';
 import type { SandboxConfig } from './config.js';
 
-export const CLIENT_ASSERTION_TYPE = 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer';
+const CLIENT_ASSERTION_TYPE = 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer';
 
 export interface TokenGrant {
   clientId: string;

@@ -5,7 +5,7 @@ import type { z } from 'zod';
 import { describeZodError } from '../api/schemas.js';
 
 /** Error messages are cut here: one listing thousands of unknown fields must not answer megabytes. */
-export const MAX_MESSAGE_CHARS = 1024;
+const MAX_MESSAGE_CHARS = 1024;
 
 export function capMessage(message: string): string {
   if (message.length <= MAX_MESSAGE_CHARS) return message;
@@ -24,9 +24,9 @@ export class HttpError extends Error {
 }
 
 /** JSON request bodies above this size are refused with 413. */
-export const MAX_JSON_BYTES = 1024 * 1024;
+const MAX_JSON_BYTES = 1024 * 1024;
 
-export function hasBody(request: FastifyRequest): boolean {
+function hasBody(request: FastifyRequest): boolean {
   const length = request.headers['content-length'];
   if (length !== undefined) return Number(length) > 0;
   return request.headers['transfer-encoding'] !== undefined;

@@ -44,7 +44,7 @@ export interface Sandbox {
   close(): Promise<void>;
 }
 
-export interface SandboxOptions {
+interface SandboxOptions {
   logger?: Logger;
 }
 

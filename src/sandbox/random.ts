@@ -20,13 +20,13 @@ export function seededRandom(seed: number): Random {
   };
 }
 
-export const mathRandom: Random = { next: () => Math.random() };
+const mathRandom: Random = { next: () => Math.random() };
 
 export function createRandom(seed: number | null): Random {
   return seed === null ? mathRandom : seededRandom(seed);
 }
 
-export interface Distribution {
+interface Distribution {
   distribution: 'fixed' | 'uniform' | 'exponential';
   meanMs: number;
   minMs?: number;

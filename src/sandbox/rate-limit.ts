@@ -1,5 +1,5 @@
 /** Per-client token buckets: `burst` requests at once, refilled at `ratePerSecond`. */
-export interface RateLimit {
+interface RateLimit {
   ratePerSecond: number;
   burst: number;
 }

@@ -2,7 +2,7 @@
 import { PDFDocument, StandardFonts } from 'pdf-lib';
 import type { Json } from './submissions.js';
 
-export interface ReportInput {
+interface ReportInput {
   submissionId: string;
   queryId: string | null;
   fraud: Json;

@@ -4,7 +4,7 @@
  */
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 
-export type SignatureCheck = 'ok' | 'forged' | 'expired';
+type SignatureCheck = 'ok' | 'forged' | 'expired';
 
 export class UrlSigner {
   private readonly key = randomBytes(32);

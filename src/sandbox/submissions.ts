@@ -25,7 +25,7 @@ import {
 import { chance, drawDuration, type Random } from './random.js';
 
 export type Json = Record<string, unknown>;
-export type SubmissionState =
+type SubmissionState =
   'awaiting_upload' | 'uploading' | 'awaiting_characteristics' | 'processing' | 'finished';
 
 export const ADAPTIVE_DECISION_VERSION = 'sandbox-rules-1';
@@ -67,7 +67,7 @@ export interface Submission {
   feedback: FeedbackResponse | null;
 }
 
-export interface LifecycleHooks {
+interface LifecycleHooks {
   decisionReady(submission: Submission, at: number): void;
 }
 

@@ -2,7 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Application, Cell, Tenant } from '../api/schemas.js';
 
-export const APPLICATION_SCOPES = ['documents.submissions.read', 'documents.submissions.write'];
+const APPLICATION_SCOPES = ['documents.submissions.read', 'documents.submissions.write'];
 
 export class TenantStore {
   private readonly tenants = new Map<string, { tenant: Tenant; applications: Application[] }>();

@@ -15,7 +15,7 @@ import type { StatsCollector } from './stats.js';
 const ATTEMPT_TIMEOUT_MS = 5000;
 const MAX_BACKOFF_MS = 60_000;
 
-export interface DecisionFinished {
+interface DecisionFinished {
   submissionId: string;
   status: string;
   analysisTime: string;

@@ -17,7 +17,7 @@
  */
 import type avro from 'avsc';
 
-export const MAX_NESTING = 1000;
+const MAX_NESTING = 1000;
 
 /** The data is not valid for its writer schema; `reason` says which prefix or index was refused. */
 export class AvroBoundsError extends Error {

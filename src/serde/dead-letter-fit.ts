@@ -7,7 +7,7 @@
  */
 import type { DeadLetterValue } from './types.js';
 
-export interface FittedDeadLetter {
+interface FittedDeadLetter {
   letter: DeadLetterValue;
   /** Bytes of the original value and key before they were cut; null when nothing was cut. */
   cut: { valueBytes: number; keyBytes: number } | null;

@@ -45,7 +45,7 @@ export interface DocumentArrived {
   reprocess: boolean;
 }
 
-export interface FeedbackEvent {
+interface FeedbackEvent {
   submission_id: string;
   feedback: FeedbackRequest;
   event_id: string | null;
@@ -64,12 +64,12 @@ export type InputResult<T> =
       attributes: Record<string, string>;
     };
 
-export interface InputOptions {
+interface InputOptions {
   /** Upper bound of the serialised submission characteristics; larger ones are rejected. */
   maxCharacteristicsBytes?: number;
 }
 
-export const DEFAULT_MAX_CHARACTERISTICS_BYTES = 256 * 1024;
+const DEFAULT_MAX_CHARACTERISTICS_BYTES = 256 * 1024;
 export const EVENT_ID_MAX = 256;
 export const BLOB_SCHEMES = ['file:', 'http:', 'https:', 's3:'] as const;
 
@@ -109,7 +109,7 @@ const CONTROL_OR_LONE_SURROGATE =
   // eslint-disable-next-line no-control-regex -- matching control characters is the point
   /[\u0000-\u001f\u007f-\u009f]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
-export function eventIdProblem(value: string): string | null {
+function eventIdProblem(value: string): string | null {
   const found = CONTROL_OR_LONE_SURROGATE.exec(value);
   if (found === null) return null;
   const unit = found[0].charCodeAt(0);

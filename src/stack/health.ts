@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Kafka, logLevel } from 'kafkajs';
 
 /** Resolves true when a TCP connection to host:port succeeds within `timeoutMs`. */
-export function tcpOpen(host: string, port: number, timeoutMs = 1000): Promise<boolean> {
+function tcpOpen(host: string, port: number, timeoutMs = 1000): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = new Socket();
     const done = (ok: boolean) => {
@@ -56,14 +56,14 @@ function splitHostPort(hostPort: string): [string, string] {
   return [hostPort.slice(0, i), hostPort.slice(i + 1)];
 }
 
-export interface WaitOptions {
+interface WaitOptions {
   timeoutMs: number;
   intervalMs?: number;
   /** Stop waiting early when this returns false (e.g. the process exited). */
   stillRunning?: () => boolean;
 }
 
-export type WaitResult = 'healthy' | 'timeout' | 'exited';
+type WaitResult = 'healthy' | 'timeout' | 'exited';
 
 /** Polls `check` until it resolves true, the timeout passes, or the process is gone. */
 export async function waitUntilHealthy(

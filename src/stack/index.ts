@@ -17,12 +17,11 @@ import {
 } from './process.js';
 import { registryUrl, SERVICES, type ServiceDef } from './services.js';
 
-export { defaultPorts, defaultStackOptions, DEFAULT_PORTS, SERVICE_NAMES } from './options.js';
-export type { ServiceName, StackOptions, StackPorts } from './options.js';
-export { defaultCacheDir, defaultRunDir, VERSIONS } from './paths.js';
+export { defaultStackOptions, DEFAULT_PORTS, SERVICE_NAMES } from './options.js';
+export type { ServiceName, StackOptions } from './options.js';
 
 /** A failure with a message meant for the user (no stack trace needed). */
-export class StackError extends Error {
+class StackError extends Error {
   override name = 'StackError';
 }
 
@@ -66,7 +65,7 @@ function failureReport(o: StackOptions, def: ServiceDef, why: string): string {
   return lines.join('\n');
 }
 
-export interface UpResult {
+interface UpResult {
   started: ServiceName[];
   alreadyRunning: ServiceName[];
 }
@@ -210,7 +209,7 @@ export async function stackDown(o: StackOptions): Promise<void> {
   });
 }
 
-export interface ServiceStatus {
+interface ServiceStatus {
   service: ServiceName;
   /** Set when the process was started by `up` from this run dir and is alive. */
   pid?: number;

@@ -29,7 +29,7 @@ export interface JavaRuntime {
 }
 
 /** Major version of the Java whose home is `home` (release file, else `bin/java -version`). */
-export function javaHomeMajor(home: string): number | undefined {
+function javaHomeMajor(home: string): number | undefined {
   const java = join(home, 'bin', 'java');
   if (!existsSync(java)) return undefined;
   const release = join(home, 'release');
@@ -71,7 +71,7 @@ export function listJavaHomes(dir: string): Array<{ home: string; major: number 
   return found.sort((a, b) => b.major - a.major || a.home.localeCompare(b.home));
 }
 
-export interface FindJavaOptions {
+interface FindJavaOptions {
   env?: Record<string, string | undefined>;
   /** Directories holding several Java homes. */
   jvmDirs?: string[];

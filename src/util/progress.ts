@@ -4,13 +4,13 @@
  * nothing, so logs carry no carriage returns or half lines.
  */
 
-export interface ProgressStream {
+interface ProgressStream {
   isTTY?: boolean;
   columns?: number;
   write(chunk: string): unknown;
 }
 
-export interface ProgressOptions {
+interface ProgressOptions {
   /** What is being done, e.g. "replay documents.arrived". */
   label: string;
   /** The count at which the work is done, when known (for the percentage and time left). */
@@ -37,7 +37,7 @@ export function formatDuration(seconds: number): string {
   return `${Math.floor(s / 3600)}h ${String(Math.floor((s % 3600) / 60)).padStart(2, '0')}m`;
 }
 
-export function formatRate(perSecond: number): string {
+function formatRate(perSecond: number): string {
   if (perSecond >= 100) return number.format(Math.round(perSecond));
   return perSecond.toFixed(1);
 }

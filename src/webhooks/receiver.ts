@@ -16,7 +16,7 @@ export interface WebhookHandler {
   (event: WebhookEvent, webhookId: string): Promise<HandlerOutcome>;
 }
 
-export interface ReceiverOptions {
+interface ReceiverOptions {
   host: string;
   port: number;
   path: string;
@@ -29,7 +29,7 @@ export interface ReceiverOptions {
   timeouts?: Partial<ReceiverTimeouts>;
 }
 
-export interface ReceiverTimeouts {
+interface ReceiverTimeouts {
   /** Until the request headers have arrived. */
   headersMs: number;
   /** Until the whole request (headers and body) has arrived; then 408 and the socket is closed. */
@@ -39,7 +39,7 @@ export interface ReceiverTimeouts {
 }
 
 /** Node's own defaults are 60 s for headers and 300 s for a request: far too long to hold a slot. */
-export const DEFAULT_RECEIVER_TIMEOUTS: ReceiverTimeouts = {
+const DEFAULT_RECEIVER_TIMEOUTS: ReceiverTimeouts = {
   headersMs: 5000,
   requestMs: 10000,
   keepAliveMs: 5000,

@@ -6,11 +6,11 @@
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
 
-export type RefusalReason = 'missing_headers' | 'invalid_timestamp' | 'stale_timestamp' | 'invalid_signature';
+type RefusalReason = 'missing_headers' | 'invalid_timestamp' | 'stale_timestamp' | 'invalid_signature';
 
-export type Verification = { ok: true; id: string; timestamp: number } | { ok: false; reason: RefusalReason };
+type Verification = { ok: true; id: string; timestamp: number } | { ok: false; reason: RefusalReason };
 
-export interface VerifyInput {
+interface VerifyInput {
   id: string | undefined;
   timestamp: string | undefined;
   signature: string | undefined;

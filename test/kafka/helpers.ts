@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { KafkaClient, type IncomingMessage, type KafkaConsumer } from '../../src/kafka/index.js';
 import { DEFAULT_REGISTRY_URL } from '../../src/serde/registry.js';
 
-export const BROKERS = (process.env.DOCSTREAM_KAFKA_BROKERS ?? 'localhost:9092').split(',');
+const BROKERS = (process.env.DOCSTREAM_KAFKA_BROKERS ?? 'localhost:9092').split(',');
 export const REGISTRY_URL = process.env.DOCSTREAM_REGISTRY_URL ?? DEFAULT_REGISTRY_URL;
 
 export function uniqueName(prefix: string): string {

@@ -4,7 +4,7 @@ import { PDFDocument } from 'pdf-lib';
 import type { z } from 'zod';
 import type { Sandbox } from '../../src/sandbox/index.js';
 
-export interface Res {
+interface Res {
   status: number;
   headers: Headers;
   body: unknown;

@@ -47,7 +47,7 @@ interface AnalyzeFlags extends ApiFlags {
   timeout: number;
 }
 
-export interface AnalysisOutput {
+interface AnalysisOutput {
   file: string;
   submission_id: string;
   fraud?: FraudResult;
@@ -231,7 +231,7 @@ function success<T>(schema: z.ZodType<T>, value: unknown): T | undefined {
 }
 
 /** A readable summary of the results. */
-export function summary(output: AnalysisOutput): string {
+function summary(output: AnalysisOutput): string {
   const lines = [`file            ${output.file}`, `submission      ${output.submission_id}`];
   const first = output.fraud ?? output.quality ?? output.classification;
   if (typeof first?.sha256 === 'string') lines.push(`sha256          ${first.sha256}`);

@@ -7,8 +7,8 @@ import { DocumentAnalysisClient } from '../../client/client.js';
 import { ApiError, ValidationError } from '../../client/errors.js';
 import { SANDBOX_BASE_URL } from '../../client/cells.js';
 
-export const SANDBOX_CLIENT_ID = 'sandbox-client';
-export const SANDBOX_CLIENT_SECRET = 'sandbox-secret';
+const SANDBOX_CLIENT_ID = 'sandbox-client';
+const SANDBOX_CLIENT_SECRET = 'sandbox-secret';
 
 /** Invalid input found by the command itself: reported like a ValidationError, exit 2. */
 export class UsageError extends Error {

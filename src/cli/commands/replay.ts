@@ -25,7 +25,7 @@ import type { KafkaClient } from '../../kafka/client.js';
 import { RecordReader } from '../../kafka/record-reader.js';
 import { silentLogger } from '../../observability/logger.js';
 
-export interface ReplayFlags {
+interface ReplayFlags {
   config?: string;
   topic?: string;
   group?: string;
@@ -158,7 +158,7 @@ async function replayedFrom(
   }
 }
 
-export async function replay(
+async function replay(
   flags: ReplayFlags,
   out: (line: string) => void,
   warn: (line: string) => void = out,

@@ -105,7 +105,7 @@ interface Flags {
 }
 
 /** Turns flags into a config patch; only flags that were given appear in it. */
-export function flagsToPatch(f: Flags, base: SandboxConfig): DeepPartial<SandboxConfig> {
+function flagsToPatch(f: Flags, base: SandboxConfig): DeepPartial<SandboxConfig> {
   const patch: DeepPartial<SandboxConfig> = {};
   const set = <K extends keyof SandboxConfig>(key: K, value: DeepPartial<SandboxConfig>[K] | undefined) => {
     if (value !== undefined) patch[key] = value;

@@ -9,7 +9,6 @@
  * replay generation 2 = 44 bytes
  * of columns, ~6-11 bytes of table, plus the text of ids that are not lower-case UUIDs.
  */
-import { AWAITABLE } from './document-state.js';
 import { PartitionIndex, type FinishedEntry } from './partition-index.js';
 import type { PackedId } from './packed-id.js';
 
@@ -95,5 +94,3 @@ export class FinishedIndex {
     return n;
   }
 }
-
-export { AWAITABLE };

@@ -22,7 +22,7 @@ import { REPLAY_KEY, decodeReplayMarker, type ReplayMarker } from './replay-mark
 
 const REPLAY_KEY_BYTES = Buffer.from(REPLAY_KEY, 'utf8');
 
-export interface PartitionStateOptions {
+interface PartitionStateOptions {
   /** Input topic named in v1 records that did not carry it. */
   inputTopic: string;
   /** How long a finished document stays, in ms (default 7 days). */

@@ -106,7 +106,7 @@ export function decodeState(eventId: string, value: Buffer, inputTopic: string):
 }
 
 /** The fields of a finished v2 record, read in place (views into the value, no strings made). */
-export interface FinishedPeek {
+interface FinishedPeek {
   /** 16 bytes when `sidIsUuid`, else the id's UTF-8 text. */
   sid: Uint8Array;
   sidIsUuid: boolean;

@@ -22,7 +22,7 @@ export interface StateFeed {
   stop(): Promise<void>;
 }
 
-export interface OwnedStateOptions {
+interface OwnedStateOptions {
   /** Input topic named in v1 records that did not carry it. */
   inputTopic: string;
   retentionMs: number;

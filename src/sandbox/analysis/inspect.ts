@@ -10,7 +10,7 @@ import { PDFArray, PDFDocument, PDFName, PDFRawStream, type PDFPage } from 'pdf-
 import { exceedsPdfLimits, PDF_LIMITS, type PdfLimits } from './pdf-limits.js';
 import type { InfoKey, ScanResult } from './scanner.js';
 
-export const PDF_PARSE_CAP = 8 * 1024 * 1024;
+const PDF_PARSE_CAP = 8 * 1024 * 1024;
 const IMAGE_MIME = new Set(['image/png', 'image/jpeg', 'image/tiff', 'image/webp']);
 const MAX_TEXT_PAGES = 50;
 const MAX_TEXT_PER_PAGE = 4000;

@@ -29,7 +29,7 @@ const PAGE = /\/Type\s*\/Page(?![a-zA-Z])/g;
 /** How far back from `stream` the dictionary of its object is looked for. */
 const DICT_WINDOW = 16 * 1024;
 
-export type PdfLimitReason = string;
+type PdfLimitReason = string;
 
 interface StreamInfo {
   dict: string;

@@ -6,15 +6,15 @@
 import { RESULT_STATUSES, type PipelineConfiguration, type ResultKind } from '../../api/schemas.js';
 import type { FileFacts } from './inspect.js';
 
-export const DEPLOYMENT_VERSION = 'docstream-sandbox-1.0.0';
+const DEPLOYMENT_VERSION = 'docstream-sandbox-1.0.0';
 
-export const EDITING_TOOLS =
+const EDITING_TOOLS =
   /photoshop|gimp|canva|ilovepdf|smallpdf|pdfescape|sejda|inkscape|pixelmator|paint\.net|pdf-?xchange editor/i;
-export const SCANNER_PRODUCERS = /scan|epson|canon|xerox|ricoh|kyocera|brother|naps2/i;
-export const TRUSTED_GENERATORS = /docstream-trusted/i;
-export const DATE_GAP_DAYS = 30;
-export const LOW_QUALITY_MIN_BYTES = 10 * 1024;
-export const LOW_QUALITY_MIN_SIDE_PX = 300;
+const SCANNER_PRODUCERS = /scan|epson|canon|xerox|ricoh|kyocera|brother|naps2/i;
+const TRUSTED_GENERATORS = /docstream-trusted/i;
+const DATE_GAP_DAYS = 30;
+const LOW_QUALITY_MIN_BYTES = 10 * 1024;
+const LOW_QUALITY_MIN_SIDE_PX = 300;
 
 type Json = Record<string, unknown>;
 
@@ -111,7 +111,7 @@ function isScan(facts: FileFacts): boolean {
 
 const SEVERITY = { TRUSTED: 0, NORMAL: 1, WARNING: 2, HIGH_RISK: 3 } as const;
 
-export function fraudResult(facts: FileFacts, ctx: AnalysisContext): Json {
+function fraudResult(facts: FileFacts, ctx: AnalysisContext): Json {
   if (facts.fileType === 'unsupported') return unprocessable(facts, ctx, 'fraud');
   if (facts.parseFailed) return failedResult(facts, ctx, 'fraud', parseFailure(facts));
   const indicators: Json[] = [];
@@ -216,7 +216,7 @@ export function fraudResult(facts: FileFacts, ctx: AnalysisContext): Json {
   };
 }
 
-export function qualityResult(facts: FileFacts, ctx: AnalysisContext): Json {
+function qualityResult(facts: FileFacts, ctx: AnalysisContext): Json {
   if (facts.fileType === 'unsupported') return unprocessable(facts, ctx, 'quality');
   if (facts.parseFailed) return failedResult(facts, ctx, 'quality', parseFailure(facts));
   const indicators: Json[] = [];
@@ -256,7 +256,7 @@ export function qualityResult(facts: FileFacts, ctx: AnalysisContext): Json {
   };
 }
 
-export function classificationResult(facts: FileFacts, ctx: AnalysisContext): Json {
+function classificationResult(facts: FileFacts, ctx: AnalysisContext): Json {
   if (facts.fileType === 'unsupported') return unprocessable(facts, ctx, 'classification');
   if (facts.parseFailed) return failedResult(facts, ctx, 'classification', parseFailure(facts));
   const { type, matched } = classify(facts);
@@ -274,7 +274,7 @@ export function classificationResult(facts: FileFacts, ctx: AnalysisContext): Js
   };
 }
 
-export function contentResult(facts: FileFacts, ctx: AnalysisContext): Json {
+function contentResult(facts: FileFacts, ctx: AnalysisContext): Json {
   if (facts.fileType === 'unsupported') return unprocessable(facts, ctx, 'content');
   if (facts.parseFailed) return failedResult(facts, ctx, 'content', parseFailure(facts));
   const pages =

@@ -5,7 +5,7 @@
  */
 import { createHash, type Hash } from 'node:crypto';
 
-export const HEAD_BYTES = 64 * 1024;
+const HEAD_BYTES = 64 * 1024;
 /** Bytes kept between chunks so a token split across two chunks is still seen whole. */
 const CARRY = 1024;
 /** Matches ending this close to the window's end wait for the next chunk (they may grow). */

@@ -8,7 +8,7 @@ import { renderReport } from '../report.js';
 import { ADAPTIVE_DECISION_VERSION, type Json, type Submission } from '../submissions.js';
 import { findSubmission, ID } from './submissions.js';
 
-export const DECISION_INPUTS = ['fraud'] as const;
+const DECISION_INPUTS = ['fraud'] as const;
 
 function readyResult(s: Submission, kind: ResultKind, now = Date.now()): Json | null {
   const result = s.results[kind];

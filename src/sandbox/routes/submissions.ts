@@ -21,7 +21,7 @@ export function findSubmission(ctx: SandboxContext, request: FastifyRequest): Su
   return submission;
 }
 
-export function uploadUrl(ctx: SandboxContext, id: string): string {
+function uploadUrl(ctx: SandboxContext, id: string): string {
   const { expires, sig } = ctx.signer.sign('upload', id, ctx.config().uploadUrlTtlSeconds);
   return `${ctx.baseUrl()}/_upload/${id}?expires=${expires}&sig=${sig}`;
 }

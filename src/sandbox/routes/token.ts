@@ -28,7 +28,7 @@ const LOOPBACK_HOSTS = new Set(['127.0.0.1', '[::1]', 'localhost']);
  * URL with the other loopback spellings, and the configured `tokenUrls`. Never the Host header:
  * the caller chooses that, so it would let an assertion made for another server be replayed here.
  */
-export function tokenAudiences(ctx: SandboxContext): string[] {
+function tokenAudiences(ctx: SandboxContext): string[] {
   const own = new URL(`${ctx.baseUrl()}${PATHS.token}`);
   const audiences = [own.href];
   if (LOOPBACK_HOSTS.has(own.hostname)) {
