@@ -40,6 +40,20 @@ import {
 } from './lib/harness.js';
 import { malformedInputs, type MalformedInput } from './lib/malformed.js';
 
+/** Counts re-emitted result records by the latest action that started before each was written. */
+function reemittedByAction(
+  repeats: number[],
+  actionTimes: Array<{ action: string; at: number }>,
+): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const at of repeats) {
+    let last = 'none';
+    for (const a of actionTimes) if (a.at <= at) last = a.action;
+    out[last] = (out[last] ?? 0) + 1;
+  }
+  return out;
+}
+
 export interface ResilienceOptions {
   docs: number;
   malformed: number;
@@ -107,6 +121,8 @@ export interface ResilienceReport {
    * twice; a redelivered document publishes its results again).
    */
   resultRecordsPerDocument: number;
+  /** Re-emitted result records, by the chaos action that preceded them ('none': before any). */
+  reemittedAfter: Record<string, number>;
   lost: number;
   lostIds: string[];
   kills: number;
@@ -174,6 +190,8 @@ export async function runResilience(options: ResilienceOptions): Promise<Resilie
   const collector = new OutputCollector(kafka, topics);
   let producer = kafka.producer();
   const actions: string[] = [];
+  /** When each action started, to tell which one a re-emitted result followed. */
+  const actionTimes: Array<{ action: string; at: number }> = [];
   let connector: ConnectorProcess | null = null;
   let kills = 0;
   let ownExits = 0;
@@ -269,6 +287,7 @@ export async function runResilience(options: ResilienceOptions): Promise<Resilie
       }
       const inFlight = produced - settledCount();
       actions.push(`${action} (${inFlight} unsettled)`);
+      actionTimes.push({ action, at: Date.now() });
       log(`${action}: ${produced} produced, ${inFlight} not settled yet`);
       switch (action) {
         case 'kill': {
@@ -383,6 +402,7 @@ export async function runResilience(options: ResilienceOptions): Promise<Resilie
       goodDeadLetteredByStorms: byStorms,
       resultRecordsPerDocument:
         awaitedRecords > 0 ? Math.round((completeRecords / awaitedRecords) * 1000) / 1000 : 0,
+      reemittedAfter: reemittedByAction(collector.repeats, actionTimes),
       lost: lostIds.length,
       lostIds,
       kills,
@@ -452,6 +472,11 @@ export function printReport(r: ResilienceReport): void {
     `  empty submissions:     ${r.emptySubmissions} (created, never given a file: never analysed)`,
     `  good documents dead-lettered by storms: ${r.goodDeadLetteredByStorms}`,
     `  result records per document: ${r.resultRecordsPerDocument} (per awaited result; 1 = none published twice)`,
+    `  re-emitted results by the action before them: ${
+      Object.entries(r.reemittedAfter)
+        .map(([a, n]) => `${a} ${n}`)
+        .join(', ') || 'none'
+    }`,
     `  lost documents:        ${r.lost}${r.lost ? ` (${r.lostIds.slice(0, 10).join(', ')})` : ''}`,
     `  connector exits on its own: ${r.connectorExitsOnItsOwn}`,
     `  sandbox: ${r.sandbox.submissionsCreated} submissions, ${r.sandbox.rateLimited} 429s, ` +

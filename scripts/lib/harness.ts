@@ -280,6 +280,8 @@ interface EventOutcome {
 export class OutputCollector {
   readonly byEvent = new Map<string, EventOutcome>();
   readonly anonymousDeadLetters: DeadLetterSeen[] = [];
+  /** Record timestamps of results seen before for the same event and kind (re-emissions). */
+  readonly repeats: number[] = [];
   private reader: OutputReader | null = null;
   private readonly registry = new Registry({ url: REGISTRY_URL });
 
@@ -317,6 +319,7 @@ export class OutputCollector {
       }
       if (!eventId) return;
       const o = this.outcome(eventId);
+      if (o.results.has(r.kind as ResultKind)) this.repeats.push(r.timestamp);
       o.results.add(r.kind as ResultKind);
       o.resultRecords += 1;
       o.lastResultAt = Math.max(o.lastResultAt, r.timestamp);
