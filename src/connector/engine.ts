@@ -164,10 +164,10 @@ export class DocumentEngine {
    * pending upload then fails into a dead letter). Throws when the input topic cannot be read now.
    */
   async resume(states: UnfinishedState[]): Promise<void> {
-    const todo = states.filter((s) => !this.runs.has(s.event_id));
-    if (todo.length === 0) return;
-    const inputs = await this.ports.inputs.recall(todo.map((s) => s.input));
-    todo.forEach((s, i) => {
+    const toResume = states.filter((s) => !this.runs.has(s.event_id));
+    if (toResume.length === 0) return;
+    const inputs = await this.ports.inputs.recall(toResume.map((s) => s.input));
+    toResume.forEach((s, i) => {
       // Its record may have arrived (and resumed it) while the input was read back.
       if (this.runs.has(s.event_id)) return;
       const recalled = inputs[i];
