@@ -27,7 +27,3 @@ export class BlobError extends Error {
     this.retriable = options.retriable ?? false;
   }
 }
-
-export function isBlobError(error: unknown): error is BlobError {
-  return error instanceof BlobError;
-}

@@ -29,9 +29,9 @@ import { isInSpoolArea } from './spool.js';
 import type { BlobRef, OpenedBlob } from './types.js';
 
 /** Files up to this size are read into memory once, at admission. */
-export const SMALL_FILE_BYTES = 1024 * 1024;
+const SMALL_FILE_BYTES = 1024 * 1024;
 /** At most this much of small files is held in memory at once (maxInFlight documents may wait). */
-export const BUFFERED_BYTES_MAX = 64 * 1024 * 1024;
+const BUFFERED_BYTES_MAX = 64 * 1024 * 1024;
 
 interface Root {
   lexical: string;
@@ -40,7 +40,7 @@ interface Root {
 
 const RETRIABLE_FS_CODES = new Set(['EMFILE', 'ENFILE', 'EIO', 'EAGAIN', 'EBUSY']);
 
-export function isInside(candidate: string, root: string): boolean {
+function isInside(candidate: string, root: string): boolean {
   const relative = path.relative(root, candidate);
   return (
     relative === '' ||

@@ -28,7 +28,7 @@ export interface ResolvedAddress {
 /** Resolves a host name to all its addresses; replaceable in tests. */
 export type HostResolver = (hostname: string) => Promise<ResolvedAddress[]>;
 
-export const systemResolver: HostResolver = (hostname) =>
+const systemResolver: HostResolver = (hostname) =>
   dns.promises.lookup(hostname, { all: true, verbatim: true });
 
 const MAX_REDIRECTS = 5;
@@ -80,7 +80,7 @@ function statusError(status: number, display: string): BlobError {
 }
 
 /** Transport failures are worth retrying; their messages may name the URL, so only the code is kept. */
-export function transportError(error: unknown, display: string): BlobError {
+function transportError(error: unknown, display: string): BlobError {
   if (error instanceof BlobError) return error;
   const code = (error as { code?: unknown } | undefined)?.code;
   const what = typeof code === 'string' ? code : 'network error';

@@ -14,11 +14,10 @@ import { Spool } from './spool.js';
 import type { BlobRef, OpenedBlob } from './types.js';
 import { parseBlobUrl } from './url.js';
 
-export { BlobError, isBlobError, type BlobErrorCode } from './errors.js';
+export { BlobError, type BlobErrorCode } from './errors.js';
 export type { BlobPolicy } from './policy.js';
 export type { BlobRef, OpenedBlob } from './types.js';
-export { classifyAddress, isAddressAllowed, type AddressClass } from './address.js';
-export { displayUrl, parseBlobUrl } from './url.js';
+export type { AddressClass } from './address.js';
 
 export interface BlobSourceDeps {
   s3Client?: S3Client;

@@ -92,7 +92,7 @@ export async function verifiedSpooledBlob(
 }
 
 /** An OpenedBlob backed by a spooled copy: every `open()` re-reads the copy. */
-export function spooledBlob(file: SpooledFile, contentType: string | undefined): OpenedBlob {
+function spooledBlob(file: SpooledFile, contentType: string | undefined): OpenedBlob {
   let removed = false;
   return {
     size: file.size,

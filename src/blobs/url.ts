@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { BlobError } from './errors.js';
 
 /** Longer values are refused before parsing; no real blob URL comes near this. */
-export const MAX_URL_LENGTH = 8192;
+const MAX_URL_LENGTH = 8192;
 
 export type ParsedBlobUrl =
   | { kind: 'file'; path: string; display: string }

@@ -132,7 +132,7 @@ export class ResponseValidationError extends ApiError {
 }
 
 /** Any other non-success status the spec does not list. */
-export class UnexpectedStatusError extends ApiError {
+class UnexpectedStatusError extends ApiError {
   override name = 'UnexpectedStatusError';
 }
 

@@ -46,8 +46,8 @@ export const CommonOptionsShape = {
   clock: z.custom<Clock>((v) => typeof v === 'object' && v !== null, 'must be a clock').optional(),
 };
 
-export const DEFAULT_RATE_PER_SECOND = 20;
-export const DEFAULT_TIMEOUT_MS = 30_000;
+const DEFAULT_RATE_PER_SECOND = 20;
+const DEFAULT_TIMEOUT_MS = 30_000;
 
 export interface CommonOptions {
   baseUrl?: string;

@@ -40,7 +40,7 @@ export class WireError extends Error {
   }
 }
 
-export const DEFAULT_MAX_SOCKETS = 256;
+const DEFAULT_MAX_SOCKETS = 256;
 
 /**
  * Idle keep-alive connections are closed after this long: below the 5 s idle timeout of Node's

@@ -19,7 +19,7 @@ type RegistryClient = InstanceType<typeof SchemaRegistry>;
 
 export const DEFAULT_REGISTRY_URL = 'http://localhost:8081/apis/ccompat/v7';
 
-export const COMPATIBILITY_LEVELS = [
+const COMPATIBILITY_LEVELS = [
   'NONE',
   'BACKWARD',
   'BACKWARD_TRANSITIVE',
@@ -54,7 +54,7 @@ export interface RegistrySettings {
   now?: () => number;
 }
 
-export const DEFAULT_UNKNOWN_SCHEMA_TTL_MS = 60_000;
+const DEFAULT_UNKNOWN_SCHEMA_TTL_MS = 60_000;
 
 /** A registry failure. `retriable` is true for network errors and 5xx: the data is not at fault. */
 export class RegistryError extends Error {
@@ -127,7 +127,7 @@ export function valueSubject(topic: string): string {
 }
 
 /** Splits a Confluent wire-format buffer; null when the buffer is not in that format. */
-export function parseWireHeader(buffer: Buffer): { schemaId: number; payload: Buffer } | null {
+function parseWireHeader(buffer: Buffer): { schemaId: number; payload: Buffer } | null {
   if (buffer.length < HEADER_LENGTH || buffer[0] !== MAGIC_BYTE) return null;
   return { schemaId: buffer.readUInt32BE(1), payload: buffer.subarray(HEADER_LENGTH) };
 }
