@@ -282,6 +282,7 @@ export class OutputCollector {
   readonly anonymousDeadLetters: DeadLetterSeen[] = [];
   /** Record timestamps of results seen before for the same event and kind (re-emissions). */
   readonly repeats: number[] = [];
+  private readonly seen = new Set<string>();
   private reader: OutputReader | null = null;
   private readonly registry = new Registry({ url: REGISTRY_URL });
 
@@ -303,6 +304,11 @@ export class OutputCollector {
     });
     this.reader = reader;
     await reader.start((r) => {
+      // The reader never commits: should its consumer rejoin (a Kafka restart), it reads the topics
+      // again from the start. Each record counts once, by its position.
+      const position = `${r.topic}\u0000${r.partition}\u0000${r.offset}`;
+      if (this.seen.has(position)) return;
+      this.seen.add(position);
       const eventId = r.headers.event_id ?? null;
       if (r.kind === 'dlq') {
         const v = r.value!;

@@ -15,6 +15,9 @@ export const OUTPUT_KINDS: readonly OutputKind[] = [...AWAITABLE, 'dlq'];
 interface OutputRecord {
   kind: OutputKind;
   topic: string;
+  partition: number;
+  /** The record's offset: a reader that rejoins its group may see a record again. */
+  offset: string;
   key: string | null;
   /** Header values as UTF-8 (`event_id`, `traceparent`). */
   headers: Record<string, string>;
@@ -78,6 +81,8 @@ export class OutputReader {
     return {
       kind,
       topic: m.topic,
+      partition: m.partition,
+      offset: m.offset,
       key: m.key?.toString('utf8') ?? null,
       headers: Object.fromEntries(Object.entries(m.headers).map(([k, v]) => [k, v.toString('utf8')])),
       timestamp: Number(m.timestamp),
