@@ -18,7 +18,7 @@ import type {
 import type { Logger } from '../observability/logger.js';
 import { backoffDelay } from '../util/backoff.js';
 import { OffsetTracker } from './offsets.js';
-import type { UnfinishedState } from './state/record.js';
+import type { UnfinishedState } from './state/document-state.js';
 
 /** The parts of the Kafka consumer the loop drives. */
 export interface LoopConsumer {

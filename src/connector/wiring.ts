@@ -28,7 +28,7 @@ import { createdState } from './run.js';
 import { encodeState } from './state/record.js';
 import { OwnedState } from './state/store.js';
 import { StateWriter } from './state/writer.js';
-import type { Awaitable } from './types.js';
+import type { ArrivalEvent, Awaitable } from './types.js';
 
 /** The Kafka client of the configuration (brokers, TLS, SASL). */
 export function kafkaClientOf(
@@ -188,13 +188,22 @@ export function buildParts(
       onRoom,
     },
   );
+  const probeValues = new Map<string, Buffer>();
   const arrivalLimits: ArrivalLimits = {
     maxAttributesBytes: c.maxAttributesBytes,
-    // The first state record is the largest a document writes (it holds the upload URLs and the
-    // characteristics until the upload): measured with URLs longer than the API gives.
+    // The first state record is the largest a document writes (it holds the upload URLs while the
+    // upload is pending). Its value does not depend on the event beyond the input topic, so it is
+    // encoded once per topic, with URLs longer than the API gives and the widest offset; only the
+    // key (the event id) is measured per event.
     stateProblem: (source, event) => {
-      const probe = createdState(source, event, PROBE_SUBMISSION, 0, awaitedOverride);
-      const tooLarge = producer.checkSize(t.state, { key: event.event_id, value: encodeState(probe) });
+      let value = probeValues.get(source.topic);
+      if (!value) {
+        const widest = { ...source, offset: '9'.repeat(19) };
+        const probe = createdState(widest, PROBE_EVENT, PROBE_SUBMISSION, 0, awaitedOverride);
+        value = encodeState(probe);
+        probeValues.set(source.topic, value);
+      }
+      const tooLarge = producer.checkSize(t.state, { key: event.event_id, value });
       return tooLarge
         ? `its state record of ${tooLarge.size} bytes would exceed the state topic's limit of ${tooLarge.limit}`
         : null;
@@ -222,6 +231,18 @@ export function buildParts(
     arrivalLimits,
   };
 }
+
+/** An event that sets every field the first state record holds (decision awaited, characteristics). */
+const PROBE_EVENT: ArrivalEvent = {
+  event_id: 'probe',
+  blob: { url: 'file:///probe', content_type: null, size_bytes: null, sha256: null },
+  query_id: null,
+  pipeline_configuration: 'FRAUD_ONLY',
+  enable_decision: true,
+  submission_characteristics: {},
+  attributes: {},
+  reprocess: false,
+};
 
 /** A created submission with identifiers and URLs at least as long as the API's. */
 const PROBE_SUBMISSION = {

@@ -146,6 +146,3 @@ export function peekFinished(value: Buffer): FinishedPeek | null {
     generation: at + 10 === value.length ? value.readUInt16BE(at + 8) : 0,
   };
 }
-
-// consumer-loop.ts (edited elsewhere this round) still takes the state type from here.
-export type { UnfinishedState } from './document-state.js';
