@@ -120,6 +120,12 @@ function printThroughput(r: ThroughputResult): void {
     `Kafka records written per document: state ${d.stateRecordsPerDoc ?? '-'}, results and dead letters ` +
       `${d.outputRecordsPerDoc ?? '-'} (the floor writes 1 and 3)`,
   );
+  const stages = Object.entries(d.stages ?? {});
+  if (stages.length > 0) {
+    console.log(
+      `mean stage durations (first connector): ${stages.map(([stage, s]) => `${stage} ${s.meanMs} ms`).join(', ')}`,
+    );
+  }
   if (r.scaleOut.length > 0) {
     console.log(
       `\nscale-out: ${p.scaleDocs} docs, one sandbox limit ${p.scaleRate}/s shared by all instances (one client id), ` +

@@ -97,6 +97,8 @@ export interface CpuMeasure {
   /** Records the connectors wrote per settled document: to the state topic, and results + dead letters. */
   stateRecordsPerDoc: number | null;
   outputRecordsPerDoc: number | null;
+  /** Mean duration of each stage in the first connector (its docstream_stage_duration_seconds). */
+  stages: Record<string, { count: number; meanMs: number }>;
 }
 
 /** Records in a topic (no transactions here, so offsets count records). */
@@ -381,6 +383,7 @@ async function runDocstream(
     while (sampling) await new Promise((resolve) => setTimeout(resolve, 50));
     progress.finish();
     const endSamples = await Promise.all(probes.map((p) => p.sample(false)));
+    const stages = await connectors[0]!.stageMeans();
     if (!ok) o.log(`${shape.label}: time limit reached before every document finished`);
     const peak = connectors[0]!.memoryKb('VmHWM');
     const end = Math.max(...ids.map((e) => collector.byEvent.get(e)?.lastResultAt ?? 0), start + 1);
@@ -433,6 +436,7 @@ async function runDocstream(
       apiConnections: connections,
       stateRecordsPerDoc: stateRecords === null || settled === 0 ? null : round(stateRecords / settled, 2),
       outputRecordsPerDoc: outputRecords === null || settled === 0 ? null : round(outputRecords / settled, 2),
+      stages,
     };
   } finally {
     await Promise.all(

@@ -210,6 +210,27 @@ export class ConnectorProcess {
     return out;
   }
 
+  /** Mean seconds per stage from the connector's docstream_stage_duration_seconds histogram. */
+  async stageMeans(): Promise<Record<string, { count: number; meanMs: number }>> {
+    const out: Record<string, { count: number; meanMs: number }> = {};
+    try {
+      const res = await fetch(`http://127.0.0.1:${this.httpPort}/metrics`, {
+        signal: AbortSignal.timeout(2000),
+      });
+      const text = await res.text();
+      const re = /^docstream_stage_duration_seconds_(sum|count)\{stage="([a-z_]+)"\} ([0-9.e+-]+)$/gm;
+      const sums = new Map<string, number>();
+      const counts = new Map<string, number>();
+      for (const m of text.matchAll(re)) (m[1] === 'sum' ? sums : counts).set(m[2] as string, Number(m[3]));
+      for (const [stage, count] of counts) {
+        if (count > 0) out[stage] = { count, meanMs: Math.round(((sums.get(stage) ?? 0) / count) * 1000) };
+      }
+    } catch {
+      // Busy or gone: no stage figures.
+    }
+    return out;
+  }
+
   kill(signal: NodeJS.Signals): void {
     if (this.running) this.child.kill(signal);
   }
