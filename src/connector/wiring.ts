@@ -144,12 +144,16 @@ export function buildParts(
     },
   );
   let writer: StateWriter | null = null;
-  const state = new OwnedState((sink) => new ChangelogReader(kafka, admin, t.state, sink, logger), {
-    inputTopic: t.arrived,
-    retentionMs: config.state.retentionMs,
-    logger,
-    tombstone: (partition, eventId) => writer!.tombstone(partition, eventId),
-  });
+  // This instance is the only writer of its partitions and applies its own writes: no tail.
+  const state = new OwnedState(
+    (sink) => new ChangelogReader(kafka, admin, t.state, sink, logger, { tail: false }),
+    {
+      inputTopic: t.arrived,
+      retentionMs: config.state.retentionMs,
+      logger,
+      tombstone: (partition, eventId) => writer!.tombstone(partition, eventId),
+    },
+  );
   writer = new StateWriter(sender, t.state, state);
   const inputReader = new RecordReader(kafka, admin, t.arrived, logger);
   const scheduler = new PollScheduler();

@@ -1,7 +1,9 @@
 /**
  * A partition-local reader of a compacted changelog topic, as Kafka Streams restores a task's store:
  * the instance reads only the partitions it owns. `assign` restores each partition from its first
- * record to the end offset as of the call and resolves then; the partition is tailed from there on.
+ * record to the end offset as of the call and resolves then; the partition is tailed from there on,
+ * unless `tail: false` (the sole writer of its partitions, which applies its own writes, stops
+ * reading a partition once it is restored, as a Kafka Streams active task does).
  * `revoke` stops reading and tells the sink to drop the partition at once.
  *
  * The sink sees every record of an owned partition once and in order, tombstones included
@@ -39,6 +41,8 @@ interface Restore {
 interface ChangelogSettings extends PartitionReaderSettings {
   /** How long `assign` may take before it rejects (default 120 s). */
   restoreTimeoutMs?: number;
+  /** Keep reading a restored partition (default true); false stops at the restore's end offset. */
+  tail?: boolean;
 }
 
 export class ChangelogReader {
@@ -81,6 +85,7 @@ export class ChangelogReader {
         const low = Number(range.low);
         const high = Number(range.high);
         if (high > low) this.restoring.set(partition, { target: high, waiters: [] });
+        else if (this.settings.tail === false) continue;
         this.reader.openPartition(partition, low, (messages) => this.deliver(partition, messages));
       }
     }
@@ -143,6 +148,7 @@ export class ChangelogReader {
     const next = this.reader.position(partition);
     if (restore && next !== null && next >= restore.target) {
       this.restoring.delete(partition);
+      if (this.settings.tail === false) this.reader.closePartition(partition);
       for (const waiter of restore.waiters) waiter.resolve();
     }
   }

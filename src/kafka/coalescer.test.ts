@@ -44,6 +44,85 @@ describe('CoalescingSender', () => {
   });
 });
 
+describe('CoalescingSender with replace', () => {
+  type Batches = Array<{ topic: string; messages: OutgoingMessage[] }>;
+
+  function gated() {
+    const requests: Batches[] = [];
+    let release: () => void = () => undefined;
+    let fail: Error | null = null;
+    const producer = {
+      sendBatch: (batches: Batches) => {
+        requests.push(batches);
+        return new Promise<[]>((resolve, reject) => {
+          release = () => (fail ? reject(fail) : resolve([]));
+        });
+      },
+    };
+    return {
+      sender: new CoalescingSender(producer),
+      requests,
+      release: () => release(),
+      failNext: (err: Error) => (fail = err),
+    };
+  }
+  const values = (b: Batches) =>
+    b.flatMap((t) => t.messages.map((m) => `${t.topic}/${String(m.key)}=${String(m.value)}`));
+  const tick = () => new Promise((r) => setImmediate(r));
+
+  it('sends only the latest value of a key queued meanwhile, and resolves every caller with it', async () => {
+    const g = gated();
+    const first = g.sender.send('s', { key: 'k', value: 'v1', partition: 0 }, { replace: true });
+    const second = g.sender.send('s', { key: 'k', value: 'v2', partition: 0 }, { replace: true });
+    const other = g.sender.send('s', { key: 'j', value: 'w1', partition: 0 }, { replace: true });
+    const third = g.sender.send('s', { key: 'k', value: 'v3', partition: 0 }, { replace: true });
+    let secondDone = false;
+    void second.then(() => (secondDone = true));
+    g.release();
+    await first;
+    await tick();
+    expect(secondDone).toBe(false);
+    expect(g.requests.map(values)).toEqual([['s/k=v1'], ['s/k=v3', 's/j=w1']]);
+    g.release();
+    await Promise.all([second, third, other]);
+  });
+
+  it('never replaces across topics, partitions or without the option, nor a message already sent', async () => {
+    const g = gated();
+    const inFlight = g.sender.send('s', { key: 'k', value: 'a', partition: 0 }, { replace: true });
+    const queued = [
+      g.sender.send('s', { key: 'k', value: 'b', partition: 0 }, { replace: true }),
+      g.sender.send('t', { key: 'k', value: 'c', partition: 0 }, { replace: true }),
+      g.sender.send('s', { key: 'k', value: 'd', partition: 1 }, { replace: true }),
+      g.sender.send('s', { key: 'k', value: 'e', partition: 0 }),
+      g.sender.send('s', { key: 'k', value: 'f', partition: 0 }, { replace: true }),
+    ];
+    g.release();
+    await inFlight;
+    await tick();
+    // 'e' does not replace, and 'f' may not jump ahead of it: both are sent after 'b'.
+    expect(g.requests.map(values)).toEqual([['s/k=a'], ['s/k=b', 's/k=d', 's/k=e', 's/k=f', 't/k=c']]);
+    g.release();
+    await Promise.all(queued);
+  });
+
+  it('rejects every caller of a replaced entry when its request fails', async () => {
+    const g = gated();
+    const first = g.sender.send('s', { key: 'k', value: 'v1' }, { replace: true });
+    const later = [
+      g.sender.send('s', { key: 'k', value: 'v2' }, { replace: true }),
+      g.sender.send('s', { key: 'k', value: 'v3' }, { replace: true }),
+    ];
+    g.release();
+    await first;
+    await tick();
+    g.failNext(new Error('broker down'));
+    g.release();
+    const settled = await Promise.allSettled(later);
+    expect(settled.map((s) => s.status)).toEqual(['rejected', 'rejected']);
+  });
+});
+
 describe('CoalescingSender and message size', () => {
   type Batches = Array<{ topic: string; messages: OutgoingMessage[] }>;
   const value = (bytes: number) => Buffer.alloc(bytes, 1);

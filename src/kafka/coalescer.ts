@@ -8,6 +8,11 @@
  * record batch, which the broker measures against the topic's limit), and when the broker still
  * refuses a gathered request as too large, its messages are sent again one by one so that only the
  * culprit fails.
+ *
+ * A message sent with `replace` supersedes the one still queued under the same topic and key (a
+ * compacted topic keeps only the latest value of a key anyway): the queued entry takes the newer
+ * value in its place, and every caller's promise resolves once that newer value is acknowledged.
+ * Several steps of one document recorded while a request is out thus cost one record.
  */
 import { isMessageTooLarge, MessageTooLargeError } from './errors.js';
 import { DEFAULT_MAX_MESSAGE_BYTES, messageSize } from './message-size.js';
@@ -17,8 +22,9 @@ interface Pending {
   topic: string;
   message: OutgoingMessage;
   size: number;
-  resolve: () => void;
-  reject: (err: unknown) => void;
+  /** Set when later sends may supersede this entry while it is queued. */
+  slot?: string;
+  settle: Array<{ resolve: () => void; reject: (err: unknown) => void }>;
 }
 
 type Batches = Array<{ topic: string; messages: OutgoingMessage[] }>;
@@ -36,6 +42,8 @@ interface CoalescingOptions {
 
 export class CoalescingSender {
   private queue: Pending[] = [];
+  /** Queued (not yet taken) entries that may be superseded, by topic and key. */
+  private readonly replaceable = new Map<string, Pending>();
   private inFlight = false;
 
   constructor(
@@ -50,16 +58,36 @@ export class CoalescingSender {
 
   /**
    * Resolves once the broker acknowledged the message. Rejects with MessageTooLargeError, for this
-   * message alone, when it exceeds its topic's limit.
+   * message alone, when it exceeds its topic's limit. With `replace`, a message of the same topic,
+   * key and partition still queued is replaced by this one (see the class comment).
    */
-  send(topic: string, message: OutgoingMessage): Promise<void> {
+  send(topic: string, message: OutgoingMessage, options: { replace?: boolean } = {}): Promise<void> {
     const size = messageSize(message);
     const limit = this.limitFor(topic);
     if (size > limit) {
       return Promise.reject(new MessageTooLargeError({ topic, size, limit, fromBroker: false }));
     }
     return new Promise((resolve, reject) => {
-      this.queue.push({ topic, message, size, resolve, reject });
+      const slot = options.replace ? slotOf(topic, message) : undefined;
+      // A message that does not replace keeps its place after a queued one of the same key: a later
+      // replacement must not jump ahead of it.
+      if (!options.replace && this.replaceable.size > 0) {
+        const other = slotOf(topic, message);
+        if (other !== undefined) this.replaceable.delete(other);
+      }
+      const queued = slot === undefined ? undefined : this.replaceable.get(slot);
+      if (queued) {
+        queued.message = message;
+        queued.size = size;
+        queued.settle.push({ resolve, reject });
+        return;
+      }
+      const item: Pending = { topic, message, size, settle: [{ resolve, reject }] };
+      if (slot !== undefined) {
+        item.slot = slot;
+        this.replaceable.set(slot, item);
+      }
+      this.queue.push(item);
       if (!this.inFlight) void this.flush();
     });
   }
@@ -73,7 +101,9 @@ export class CoalescingSender {
       bytes += item.size;
       count += 1;
     }
-    return this.queue.splice(0, count);
+    const taken = this.queue.splice(0, count);
+    for (const item of taken) if (item.slot !== undefined) this.replaceable.delete(item.slot);
+    return taken;
   }
 
   private async flush(): Promise<void> {
@@ -82,10 +112,10 @@ export class CoalescingSender {
       const items = this.takeBatch();
       try {
         await this.producer.sendBatch(byTopic(items));
-        for (const item of items) item.resolve();
+        for (const item of items) resolveAll(item);
       } catch (err) {
         if (items.length > 1 && isMessageTooLarge(err)) await this.sendOneByOne(items);
-        else for (const item of items) item.reject(err);
+        else for (const item of items) rejectAll(item, err);
       }
     }
     this.inFlight = false;
@@ -95,12 +125,27 @@ export class CoalescingSender {
     for (const item of items) {
       try {
         await this.producer.sendBatch(byTopic([item]));
-        item.resolve();
+        resolveAll(item);
       } catch (err) {
-        item.reject(err);
+        rejectAll(item, err);
       }
     }
   }
+}
+
+/** A keyless message has no slot: nothing replaces it and it replaces nothing. */
+function slotOf(topic: string, message: OutgoingMessage): string | undefined {
+  if (message.key === null || message.key === undefined) return undefined;
+  const key = typeof message.key === 'string' ? message.key : message.key.toString('latin1');
+  return `${message.partition ?? ''}\u0000${topic}\u0000${key}`;
+}
+
+function resolveAll(item: Pending): void {
+  for (const s of item.settle) s.resolve();
+}
+
+function rejectAll(item: Pending, err: unknown): void {
+  for (const s of item.settle) s.reject(err);
 }
 
 function byTopic(items: Pending[]): Batches {

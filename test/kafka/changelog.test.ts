@@ -1,7 +1,7 @@
 /**
  * The partition-local changelog reader and the single-record reader against the real broker: only
  * owned partitions are read, `assign` resolves once restored, revoke drops, reassign restores again,
- * tailing continues after restore; and one record is fetched back by (partition, offset).
+ * tailing continues after restore (or stops there with `tail: false`); and one record is fetched back by (partition, offset).
  */
 import { jest } from '@jest/globals';
 import { ChangelogReader, type ChangelogRecord } from '../../src/kafka/changelog.js';
@@ -115,6 +115,41 @@ describe('ChangelogReader', () => {
       // Partition 3 was not restored a second time.
       expect(sink.of(3)).toHaveLength(51);
       expect(reader.ownedPartitions()).toEqual([0, 1, 3]);
+    } finally {
+      await reader.stop();
+    }
+  });
+
+  it('with tail: false, restores to the end offset of the assign and reads nothing after it', async () => {
+    const topic = await newTopic(2, { 'cleanup.policy': 'compact' });
+    await fill(topic, 1, 20);
+    const sink = new RecordingSink();
+    const reader = new ChangelogReader(client, admin, topic, sink, silentLogger, { tail: false });
+    await reader.start();
+    try {
+      await reader.assign([0, 1]);
+      expect(reader.caughtUp([0, 1])).toBe(true);
+      expect(sink.of(0)).toHaveLength(21);
+      expect(sink.of(1)).toHaveLength(0);
+      await producer.send(topic, [
+        { key: 'late-0', value: 'x', partition: 0 },
+        { key: 'late-1', value: 'y', partition: 1 },
+      ]);
+      await new Promise((resolve) => setTimeout(resolve, 1500));
+      expect(sink.records.map((r) => r.key.toString())).not.toContain('late-0');
+      expect(sink.records.map((r) => r.key.toString())).not.toContain('late-1');
+      // Still owned: a revoke drops it, and a new assign restores it again with the late records.
+      expect(reader.ownedPartitions()).toEqual([0, 1]);
+      reader.revoke([0]);
+      expect(sink.dropped).toEqual([0]);
+      await reader.assign([0]);
+      expect(
+        sink
+          .of(0)
+          .map((r) => r.key.toString())
+          .at(-1),
+      ).toBe('late-0');
+      expect(sink.of(0)).toHaveLength(22);
     } finally {
       await reader.stop();
     }

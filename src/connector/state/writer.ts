@@ -1,7 +1,8 @@
 /**
  * The one writer of the state topic: each state goes, as a v2 record, to the partition equal to its
  * input partition, and once Kafka acknowledged it the local store sees it at once (before the
- * changelog reader reads it back).
+ * changelog reader reads it back). Steps of one document recorded while an earlier one is still
+ * queued collapse into one record (`CoalescingSender`, `replace`).
  */
 import type { CoalescingSender } from '../../kafka/coalescer.js';
 import type { DocumentStateV2 } from './document-state.js';
@@ -20,11 +21,12 @@ export class StateWriter implements StatePort {
   ) {}
 
   async writeState(state: DocumentStateV2): Promise<void> {
-    await this.sender.send(this.topic, {
-      key: state.event_id,
-      value: encodeState(state),
-      partition: state.input.partition,
-    });
+    // A newer state of the same document supersedes one still queued: one record for both.
+    await this.sender.send(
+      this.topic,
+      { key: state.event_id, value: encodeState(state), partition: state.input.partition },
+      { replace: true },
+    );
     this.store.put(state);
   }
 
