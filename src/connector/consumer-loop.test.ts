@@ -102,7 +102,7 @@ class FakeLimiter {
   }
 }
 
-function setup(maxInFlight = 3, totalPartitions = 4) {
+function setup(maxInFlight = 3, totalPartitions = 4, roomWaitMs = 30) {
   const consumer = new FakeConsumer();
   const limiter = new FakeLimiter();
   const engine = new FakeEngine();
@@ -120,6 +120,8 @@ function setup(maxInFlight = 3, totalPartitions = 4) {
     arrivals: async (m) => {
       handled.push(`${m.partition}:${m.offset}`);
       if (reject.has(m.offset)) throw new Error('state topic unavailable');
+      // Admitted: the document runs (counts against the limit) until the test ends it.
+      engine.inFlight += 1;
     },
     feedback: async (m) => {
       feedback.push(m.offset);
@@ -127,6 +129,7 @@ function setup(maxInFlight = 3, totalPartitions = 4) {
     logger: silentLogger,
     onInFlight: (n) => inFlightSeen.push(n),
     groupShare: { limiter, totalPartitions: () => totalPartitions },
+    roomWaitMs,
   });
   loop.attach(consumer);
   return { loop, consumer, engine, state, handled, feedback, reject, inFlightSeen, limiter };
@@ -145,6 +148,52 @@ describe('ConsumerLoop', () => {
     expect(control.resolved).toEqual(['12']);
     expect(consumer.calls).toEqual(['pause in 0,1']);
     expect(loop.paused).toBe(true);
+  });
+
+  it('when full, waits for a slot and keeps admitting as documents finish, without pausing', async () => {
+    const { loop, consumer, engine, handled } = setup(2, 4, 5000);
+    const control = new FakeControl();
+    const finishOne = setInterval(() => {
+      if (engine.inFlight === 0) return;
+      engine.inFlight -= 1;
+      loop.onRoom();
+    }, 20);
+    try {
+      await loop.onBatch(batch('in', 0, [1, 2, 3, 4, 5]), control);
+    } finally {
+      clearInterval(finishOne);
+    }
+    expect(handled).toEqual(['0:1', '0:2', '0:3', '0:4', '0:5']);
+    expect(control.resolved).toEqual(['5']);
+    expect(consumer.calls).toEqual([]);
+    expect(loop.paused).toBe(false);
+  });
+
+  it('stops waiting for a slot when a heartbeat fails (a rebalance): returns what it took, unpaused', async () => {
+    const consumerLoop = setup(2, 4, 60_000);
+    const control = new FakeControl();
+    control.heartbeat = async () => {
+      throw new Error('The group is rebalancing, so a rejoin is needed');
+    };
+    const loop = new ConsumerLoop({
+      topics,
+      maxInFlight: 2,
+      engine: consumerLoop.engine,
+      state: consumerLoop.state,
+      arrivals: async () => {
+        consumerLoop.engine.inFlight += 1;
+      },
+      feedback: async () => undefined,
+      logger: silentLogger,
+      heartbeatMs: 10,
+      roomWaitMs: 60_000,
+    });
+    loop.attach(consumerLoop.consumer);
+    const started = Date.now();
+    await loop.onBatch(batch('in', 0, [1, 2, 3]), control);
+    expect(Date.now() - started).toBeLessThan(5000);
+    expect(control.resolved).toEqual(['2']);
+    expect(loop.paused).toBe(false);
   });
 
   it('resumes the input only once a tenth of the slots are free (hysteresis)', async () => {
@@ -233,7 +282,7 @@ describe('ConsumerLoop', () => {
   });
 
   it('on a rebalance revokes the lost partitions, forgets their offsets, and starts unpaused', async () => {
-    const { loop, consumer, engine, state } = setup(1);
+    const { loop, consumer, engine, state } = setup(2);
     await loop.onBatch(batch('in', 0, [3]), new FakeControl());
     // Takes 4, then is full before 5.
     await loop.onBatch(batch('in', 1, [4, 5]), new FakeControl());
@@ -267,7 +316,8 @@ describe('ConsumerLoop', () => {
     const { loop, inFlightSeen, engine } = setup(10);
     engine.inFlight = 5;
     await loop.onBatch(batch('in', 0, [0, 1]), new FakeControl());
-    expect(inFlightSeen).toEqual([5, 5]);
+    // Both admissions run at once: each reports the count after both started.
+    expect(inFlightSeen).toEqual([7, 7]);
   });
 
   it('sets the API limiter to its share of the input partitions on every join, feedback partitions aside', () => {

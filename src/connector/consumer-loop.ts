@@ -72,6 +72,13 @@ export interface ConsumerLoopOptions {
    */
   groupShare?: { limiter: ShareLimiter; totalPartitions: () => number };
   heartbeatMs?: number;
+  /**
+   * How long a batch handler may wait for a free slot before it pauses the input and returns
+   * (default 2000 ms). Waiting keeps the slots filled as documents finish, instead of admitting in
+   * waves (return, pause, resume at a tenth free, fetch again); the bound keeps the feedback topic and
+   * rebalances from waiting behind a full instance.
+   */
+  roomWaitMs?: number;
   /** How an outage of a dependency (the schema registry) pauses the input instead of crashing. */
   outage?: OutageHandling;
 }
@@ -96,6 +103,8 @@ export class ConsumerLoop {
   /** Per input partition: a promise resolved once its state is read and its unfinished work resumed. */
   private readonly prepared = new Map<number, Promise<void>>();
   private admitting = 0;
+  /** Batch handlers waiting for a free slot: woken whenever one may have freed. */
+  private readonly roomWaiters = new Set<() => void>();
   private inputPaused = false;
   /** Set while the input is paused for an outage; resolves when the probe succeeded. */
   private outage: Promise<void> | null = null;
@@ -153,17 +162,34 @@ export class ConsumerLoop {
     const max = this.o.maxInFlight;
     const admissions: Array<Promise<void>> = [];
     let last: string | null = null;
+    // A failed heartbeat (a rebalance under way) ends any wait for room: the group must not wait.
+    let heartbeatFailed = false;
     const heartbeat = setInterval(
-      () => void control.heartbeat().catch(() => undefined),
+      () =>
+        void control.heartbeat().catch(() => {
+          heartbeatFailed = true;
+          this.wakeRoomWaiters();
+        }),
       this.o.heartbeatMs ?? 1000,
     );
+    const taking = () =>
+      control.isRunning() && !control.isStale() && !this.stopping && !this.outage && !heartbeatFailed;
     try {
       // No record of a partition is admitted before its state is restored (heartbeats go on meanwhile).
       await this.prepare(batch.partition);
+      let full = false;
       for (const message of batch.messages) {
-        if (!control.isRunning() || control.isStale() || this.stopping || this.outage) break;
-        if (this.o.engine.inFlight + this.admitting >= max) {
-          this.pauseInput();
+        if (!taking()) break;
+        // Checked again after every wait: the slot is taken in the same turn as the check.
+        const roomUntil = Date.now() + (this.o.roomWaitMs ?? 2000);
+        while (this.o.engine.inFlight + this.admitting >= max) {
+          if (!taking() || !(await this.roomFreed(roomUntil))) {
+            full = true;
+            break;
+          }
+        }
+        if (full) {
+          if (taking()) this.pauseInput();
           break;
         }
         offsets.track(message.offset);
@@ -178,6 +204,7 @@ export class ConsumerLoop {
             })
             .finally(() => {
               this.admitting -= 1;
+              this.wakeRoomWaiters();
             }),
         );
       }
@@ -200,6 +227,7 @@ export class ConsumerLoop {
 
   /** A document finished or was dropped: resume the input once a tenth of the slots are free. */
   onRoom(): void {
+    this.wakeRoomWaiters();
     const inFlight = this.o.engine.inFlight;
     this.o.onInFlight?.(inFlight);
     if (!this.inputPaused || !this.consumer || this.stopping || this.outage) return;
@@ -329,6 +357,28 @@ export class ConsumerLoop {
       if (!this.inputPaused) this.consumer.resume(arrived, this.assigned(arrived));
       else this.onRoom();
     });
+  }
+
+  /**
+   * Resolves true when a slot may have freed (the caller checks again), false once `until` passed.
+   * Also re-checks every 100 ms, so that a stop, a seek or an outage is noticed while waiting.
+   */
+  private roomFreed(until: number): Promise<boolean> {
+    const left = until - Date.now();
+    if (left <= 0) return Promise.resolve(false);
+    return new Promise((resolve) => {
+      const wake = () => {
+        clearTimeout(timer);
+        this.roomWaiters.delete(wake);
+        resolve(true);
+      };
+      const timer = setTimeout(wake, Math.min(left, 100));
+      this.roomWaiters.add(wake);
+    });
+  }
+
+  private wakeRoomWaiters(): void {
+    for (const wake of [...this.roomWaiters]) wake();
   }
 
   private pauseInput(): void {
