@@ -31,15 +31,18 @@ beforeAll(() => {
   fs.symlinkSync('doc.pdf', path.join(root, 'link-in'));
   fs.symlinkSync(root, path.join(base, 'root-alias'));
   execFileSync('mkfifo', [path.join(root, 'fifo')]);
-  source = createBlobSource(policy({ fileRoots: [root] }));
 });
 
 afterAll(() => {
-  source.close();
   fs.rmSync(base, { recursive: true, force: true });
 });
 
-describe('file:// blobs', () => {
+// Every case runs with the synchronous small-file path (the default) and with asynchronous calls only.
+describe.each([true, false])('file:// blobs (blobs.fileSyncReads %s)', (fileSyncReads) => {
+  beforeAll(() => {
+    source = createBlobSource(policy({ fileRoots: [root], fileSyncReads }));
+  });
+  afterAll(() => source.close());
   it('reads a file under a root, with its size, as a fresh stream on every open', async () => {
     const blob = await source.resolve({
       url: url(path.join(root, 'doc.pdf')),
@@ -81,7 +84,7 @@ describe('file:// blobs', () => {
     const inside = await source.resolve({ url: url(path.join(root, 'link-in')) });
     expect(await readAll(await inside.open())).toEqual(content);
     await inside.cleanup();
-    const aliased = createBlobSource(policy({ fileRoots: [path.join(base, 'root-alias')] }));
+    const aliased = createBlobSource(policy({ fileSyncReads, fileRoots: [path.join(base, 'root-alias')] }));
     try {
       const blob = await aliased.resolve({ url: url(path.join(base, 'root-alias', 'doc.pdf')) });
       expect(blob.size).toBe(content.length);
@@ -117,8 +120,10 @@ describe('file:// blobs', () => {
   });
 
   it('refuses files larger than maxBytes and accepts one of exactly maxBytes', async () => {
-    const tight = createBlobSource(policy({ fileRoots: [root], maxBytes: content.length - 1 }));
-    const exact = createBlobSource(policy({ fileRoots: [root], maxBytes: content.length }));
+    const tight = createBlobSource(
+      policy({ fileSyncReads, fileRoots: [root], maxBytes: content.length - 1 }),
+    );
+    const exact = createBlobSource(policy({ fileSyncReads, fileRoots: [root], maxBytes: content.length }));
     try {
       const error = await blobError(tight.resolve({ url: url(path.join(root, 'doc.pdf')) }));
       expect(error.code).toBe('blob_too_large');
@@ -145,7 +150,7 @@ describe('file:// blobs', () => {
   });
 
   it('skips verification when verifySha256 is off', async () => {
-    const lax = createBlobSource(policy({ fileRoots: [root], verifySha256: false }));
+    const lax = createBlobSource(policy({ fileSyncReads, fileRoots: [root], verifySha256: false }));
     try {
       const blob = await lax.resolve({ url: url(path.join(root, 'doc.pdf')), sha256: 'a'.repeat(64) });
       expect(blob.sha256).toBeUndefined();
@@ -159,7 +164,7 @@ describe('file:// blobs', () => {
     const spoolDir = fs.mkdtempSync(path.join(os.tmpdir(), SPOOL_PREFIX));
     const file = path.join(spoolDir, 'other-event.blob');
     fs.writeFileSync(file, 'someone else');
-    const tmpRooted = createBlobSource(policy({ fileRoots: [os.tmpdir()] }));
+    const tmpRooted = createBlobSource(policy({ fileSyncReads, fileRoots: [os.tmpdir()] }));
     try {
       expect((await blobError(tmpRooted.resolve({ url: url(file) }))).code).toBe('blob_not_allowed');
     } finally {
@@ -171,7 +176,7 @@ describe('file:// blobs', () => {
   it('reads a small file once into memory: the bytes stay what was checked, and are released at cleanup', async () => {
     const file = path.join(root, 'small.pdf');
     fs.writeFileSync(file, content);
-    const reader = new FileBlobReader(policy({ fileRoots: [root] }), silentLogger);
+    const reader = new FileBlobReader(policy({ fileSyncReads, fileRoots: [root] }), silentLogger);
     const blob = await reader.open(file, 'small.pdf', { url: url(file), sha256: sha });
     expect(blob.bytes).toEqual(content);
     expect(blob.sha256).toBe(sha);
@@ -186,7 +191,9 @@ describe('file:// blobs', () => {
   });
 
   it('streams a file larger than the small-file size from the file that was checked', async () => {
-    const reader = new FileBlobReader(policy({ fileRoots: [root] }), silentLogger, { smallFileBytes: 4 });
+    const reader = new FileBlobReader(policy({ fileSyncReads, fileRoots: [root] }), silentLogger, {
+      smallFileBytes: 4,
+    });
     const file = path.join(root, 'doc.pdf');
     const blob = await reader.open(file, 'doc.pdf', { url: url(file), sha256: sha });
     expect(blob.bytes).toBeUndefined();
@@ -199,7 +206,7 @@ describe('file:// blobs', () => {
   });
 
   it('streams once the memory for small files is spent, and buffers again after a cleanup', async () => {
-    const reader = new FileBlobReader(policy({ fileRoots: [root] }), silentLogger, {
+    const reader = new FileBlobReader(policy({ fileSyncReads, fileRoots: [root] }), silentLogger, {
       bufferedBytesMax: content.length,
     });
     const file = path.join(root, 'doc.pdf');
@@ -216,8 +223,8 @@ describe('file:// blobs', () => {
   });
 
   it('resolves the roots once, and a root created after start-up once it exists', async () => {
-    const later = path.join(base, 'later');
-    const reader = new FileBlobReader(policy({ fileRoots: [later] }), silentLogger);
+    const later = path.join(base, `later-${String(fileSyncReads)}`);
+    const reader = new FileBlobReader(policy({ fileSyncReads, fileRoots: [later] }), silentLogger);
     const file = path.join(later, 'doc.pdf');
     expect((await blobError(reader.open(file, 'doc.pdf', { url: url(file) }))).code).toBe('blob_not_found');
     fs.mkdirSync(later);

@@ -19,4 +19,6 @@ export interface BlobPolicy {
   verifySha256: boolean;
   /** Largest blob accepted, in bytes. */
   maxBytes: number;
+  /** Check and read small `file://` blobs with synchronous system calls (default true). */
+  fileSyncReads?: boolean;
 }

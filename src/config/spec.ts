@@ -228,6 +228,10 @@ export const CONFIG_SPEC = {
     s3ForcePathStyle: f.bool(true, 'Use path-style S3 addressing (needed by most S3-compatible stores).'),
     verifySha256: f.bool(true, 'Verify blob.sha256 when an event gives it.'),
     maxBytes: f.int(104857600, 'Largest blob accepted; larger ones go to the dead-letter topic.', 1),
+    fileSyncReads: f.bool(
+      true,
+      'Check and read small file:// blobs (up to 1 MiB) with synchronous system calls: microseconds on a local disk, less CPU than asynchronous calls; set false for a network file system that may stall.',
+    ),
   },
   webhooks: {
     enabled: f.bool(false, 'Serve the Adaptive Decision webhook receiver inside `docstream run`.'),

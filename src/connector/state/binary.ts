@@ -17,55 +17,64 @@ export function uuidString(bytes: Uint8Array, at = 0): string {
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }
 
+/** Writes into one growing buffer (a state record is a few hundred bytes: usually no growth at all). */
 export class Writer {
-  private readonly parts: Buffer[] = [];
+  private b = Buffer.allocUnsafe(256);
+  private at = 0;
+  /** Reserves `n` bytes and returns where they start (call before reading `this.b`: it may grow). */
+  private room(n: number): number {
+    if (this.at + n > this.b.length) {
+      const grown = Buffer.allocUnsafe(Math.max(this.b.length * 2, this.at + n));
+      this.b.copy(grown, 0, 0, this.at);
+      this.b = grown;
+    }
+    const at = this.at;
+    this.at += n;
+    return at;
+  }
   u8(n: number): this {
-    this.parts.push(Buffer.of(n));
+    const at = this.room(1);
+    this.b[at] = n & 0xff;
     return this;
   }
   u16(n: number): this {
-    const b = Buffer.allocUnsafe(2);
-    b.writeUInt16BE(n);
-    this.parts.push(b);
+    const at = this.room(2);
+    this.b.writeUInt16BE(n, at);
     return this;
   }
   u32(n: number): this {
-    const b = Buffer.allocUnsafe(4);
-    b.writeUInt32BE(n);
-    this.parts.push(b);
+    const at = this.room(4);
+    this.b.writeUInt32BE(n, at);
     return this;
   }
   u64(decimal: string): this {
-    const b = Buffer.allocUnsafe(8);
-    b.writeBigUInt64BE(BigInt(decimal));
-    this.parts.push(b);
+    const at = this.room(8);
+    this.b.writeBigUInt64BE(BigInt(decimal), at);
     return this;
   }
   f64(n: number): this {
-    const b = Buffer.allocUnsafe(8);
-    b.writeDoubleBE(n);
-    this.parts.push(b);
+    const at = this.room(8);
+    this.b.writeDoubleBE(n, at);
     return this;
   }
   str(s: string): this {
-    const bytes = Buffer.from(s, 'utf8');
-    if (bytes.length > 0xffff)
-      throw new StateRecordError(`a state field is ${bytes.length} bytes (max 65535)`);
-    const len = Buffer.allocUnsafe(2);
-    len.writeUInt16BE(bytes.length);
-    this.parts.push(len, bytes);
+    const length = Buffer.byteLength(s, 'utf8');
+    if (length > 0xffff) throw new StateRecordError(`a state field is ${length} bytes (max 65535)`);
+    this.u16(length);
+    const at = this.room(length);
+    this.b.write(s, at, length, 'utf8');
     return this;
   }
   id(s: string): this {
-    const uuid = uuidBytes(s);
-    return uuid ? this.u8(0).push(uuid) : this.u8(1).str(s);
-  }
-  private push(b: Buffer): this {
-    this.parts.push(b);
+    if (!UUID.test(s)) return this.u8(1).str(s);
+    this.u8(0);
+    const at = this.room(16);
+    this.b.write(s.replaceAll('-', ''), at, 16, 'hex');
     return this;
   }
+  /** The bytes written, in a buffer of their own. */
   done(): Buffer {
-    return Buffer.concat(this.parts);
+    return Buffer.from(this.b.subarray(0, this.at));
   }
 }
 

@@ -78,6 +78,21 @@ describe('state record v2', () => {
     expect(decodeState('evt-1', encodeState(unfinished), 'unused')).toEqual(unfinished);
   });
 
+  it('round-trips fields longer than the first buffer of the writer (it grows), multi-byte text included', () => {
+    const long: UnfinishedState = {
+      ...unfinished,
+      pending: {
+        upload_url: `https://up.example/${'a'.repeat(700)}`,
+        characteristics_url: `https://up.example/${'€'.repeat(300)}`,
+        characteristics_pending: true,
+      },
+      error: { stage: 'upload', code: 'http_503', message: 'ü'.repeat(2000) },
+    };
+    const bytes = encodeState(long);
+    expect(bytes.length).toBeGreaterThan(4000 + 900 + 700);
+    expect(decodeState('evt-1', bytes, 'unused')).toEqual(long);
+  });
+
   it('keeps no upload URL once the upload is done', () => {
     const uploaded: UnfinishedState = { ...unfinished, status: 'UPLOADED', pending: undefined };
     const bytes = encodeState(uploaded);
