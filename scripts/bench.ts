@@ -108,7 +108,8 @@ function printThroughput(r: ThroughputResult): void {
   if (r.floor)
     console.log(
       `floor: ${r.floor.completed} docs in ${r.floor.durationS} s, ${r.floor.httpCalls} HTTP calls ` +
-        `(${r.floor.notReady} not ready), ${r.floor.kafkaRequests} Kafka produce requests, ` +
+        `= ${(r.floor.httpCalls / Math.max(1, r.floor.completed)).toFixed(2)} per document ` +
+        `(${r.floor.notReady} not ready; docstream ${r.docstream.callsPerDoc}), ${r.floor.kafkaRequests} Kafka produce requests, ` +
         `${r.floor.tcpConnections} TCP connections`,
     );
   console.log(

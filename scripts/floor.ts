@@ -51,11 +51,8 @@ interface Reply {
 
 const settings = JSON.parse(fs.readFileSync(process.argv[2] as string, 'utf8')) as FloorSettings;
 const base = new URL(settings.baseUrl);
-const agent = new http.Agent({
-  keepAlive: true,
-  maxSockets: settings.maxInFlight + 8,
-  maxFreeSockets: settings.maxInFlight + 8,
-});
+// The connector's pool (src/client/wire.ts): 256 keep-alive connections per origin, most recent first.
+const agent = new http.Agent({ keepAlive: true, maxSockets: 256, maxFreeSockets: 256, scheduling: 'lifo' });
 let sockets = 0;
 let httpCalls = 0;
 let notReady = 0;
@@ -148,6 +145,7 @@ async function main(): Promise<void> {
 
   let started = 0;
   let cpuAtStart = 0;
+  let readyAfter = settings.latencyMs + 50;
   let completed = 0;
   let inFlight = 0;
   const waiters: Array<() => void> = [];
@@ -177,16 +175,21 @@ async function main(): Promise<void> {
     );
     const file = await fs.promises.readFile(new URL(event.blob.url));
     await call('PUT', uploadUrl, { 'content-type': 'application/octet-stream' }, file);
-    // Past the processing time with a margin, so that nearly every result needs one GET, like the
-    // connector's readiness estimate; the GETs that still came early are reported (notReady).
-    await sleep(settings.latencyMs + 150);
+    // When results are usually ready, learned like the connector's readiness estimate (later after
+    // an early GET, a little sooner after a timely one), so that nearly every result needs one GET,
+    // as in the connector; the GETs that still came early are reported (notReady).
+    await sleep(readyAfter);
     await Promise.all(
       (['fraud', 'quality', 'classification'] as const).map(async (kind) => {
-        for (;;) {
+        for (let attempt = 0; ; attempt++) {
           const reply = await call('GET', `${base.origin}/v2/submission/${id}/${kind}`, auth);
-          if (reply.status === 200) return write(settings.resultTopics[kind], id, reply.body);
+          if (reply.status === 200) {
+            if (attempt === 0) readyAfter = Math.max(settings.latencyMs, readyAfter - 2);
+            return write(settings.resultTopics[kind], id, reply.body);
+          }
           notReady += 1;
-          await sleep(50);
+          if (attempt === 0) readyAfter = Math.min(5000, readyAfter + 25);
+          await sleep(100);
         }
       }),
     );
