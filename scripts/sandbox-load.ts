@@ -69,6 +69,7 @@ async function drive(order: DriveOrder, send: (m: unknown) => void): Promise<voi
     { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${basic}` },
     'grant_type=client_credentials',
   );
+  let notReady = 0;
   const auth = `Bearer ${(JSON.parse(token.body) as { access_token: string }).access_token}`;
   const one = async (n: number) => {
     const created = await request(
@@ -93,6 +94,7 @@ async function drive(order: DriveOrder, send: (m: unknown) => void): Promise<voi
         });
         if (got.status === 200) break;
         if (got.status !== 404 || attempt > 50) throw new Error(`${kind} ${got.status}`);
+        notReady++;
         await new Promise((r) => setTimeout(r, 20));
       }
     }
@@ -108,9 +110,10 @@ async function drive(order: DriveOrder, send: (m: unknown) => void): Promise<voi
       }
     };
     await Promise.all(Array.from({ length: order.concurrency }, worker));
-    return { docs: next, failed, ms: Date.now() - t0 };
+    return { docs: next, failed, notReady, ms: Date.now() - t0 };
   };
   await run(WARMUP_DOCS, 0);
+  notReady = 0;
   send({ phase: 'start' });
   await new Promise((r) => setTimeout(r, 100));
   const measured = await run(order.docs, WARMUP_DOCS);
@@ -144,8 +147,9 @@ async function main(): Promise<void> {
   const child = fork(fileURLToPath(import.meta.url), ['drive'], { execArgv: [] });
   let cpu0 = process.cpuUsage();
   let elu0 = performance.eventLoopUtilization();
-  const done = new Promise<{ docs: number; failed: number; ms: number }>((resolve, reject) => {
-    child.on('message', (m: { phase: string; docs: number; failed: number; ms: number }) => {
+  type Done = { phase: string; docs: number; failed: number; notReady: number; ms: number };
+  const done = new Promise<Done>((resolve, reject) => {
+    child.on('message', (m: Done) => {
       if (m.phase === 'start') {
         cpu0 = process.cpuUsage();
         elu0 = performance.eventLoopUtilization();
@@ -163,6 +167,7 @@ async function main(): Promise<void> {
       JSON.stringify({
         docs: r.docs,
         failed: r.failed,
+        notReady404: r.notReady,
         seconds: r.ms / 1000,
         sandboxCpuMs: Math.round(cpuMs),
         userMs: Math.round(cpu.user / 1000),
