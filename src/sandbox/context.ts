@@ -1,5 +1,6 @@
 /** Everything a sandbox route can reach: one object per running sandbox, no module state. */
 import type { Logger } from 'pino';
+import type { FactsCache } from './analysis/facts-cache.js';
 import type { AuthServer, TokenGrant } from './auth.js';
 import type { SandboxConfig } from './config.js';
 import type { Random } from './random.js';
@@ -22,6 +23,8 @@ export interface SandboxContext {
   scheduler: Scheduler;
   stats: StatsCollector;
   submissions: SubmissionStore;
+  /** File facts by SHA-256 of the bytes, so identical uploads are inspected once. */
+  facts: FactsCache;
   tenants: TenantStore;
   webhooks: WebhookDispatcher;
   storageDir: string;

@@ -9,6 +9,7 @@ import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { PATHS } from '../api/schemas.js';
 import { silentLogger } from '../observability/logger.js';
+import { FactsCache } from './analysis/facts-cache.js';
 import { AuthServer } from './auth.js';
 import {
   applyConfigPatch,
@@ -90,6 +91,7 @@ export async function startSandbox(
         });
       },
     }),
+    facts: new FactsCache(),
     tenants: new TenantStore(),
     webhooks,
     storageDir,

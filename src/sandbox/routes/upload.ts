@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { FastifyInstance } from 'fastify';
-import { EMPTY_METADATA, inspectFile, type FileFacts } from '../analysis/inspect.js';
+import { EMPTY_METADATA, inspectUpload, type FileFacts } from '../analysis/inspect.js';
 import { UploadScanner } from '../analysis/scanner.js';
 import type { SandboxContext } from '../context.js';
 import { HttpError, mediaType } from '../http.js';
@@ -95,7 +95,12 @@ export function registerUploadRoute(app: FastifyInstance, ctx: SandboxContext): 
       throw new HttpError(404, `submission ${id} does not exist`);
     }
     const scan = scanner.finish();
-    const facts = inspectFile(path, scan).catch(() => unsupportedFacts(scan.sha256, scan.size));
+    const facts = ctx.facts
+      .facts(scan.sha256, () => {
+        ctx.stats.increment('inspections');
+        return inspectUpload(path, scan);
+      })
+      .catch(() => unsupportedFacts(scan.sha256, scan.size));
     ctx.submissions.uploaded(submission, path, facts, scan.sha256);
     ctx.stats.increment('uploads');
     return reply
