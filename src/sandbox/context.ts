@@ -10,6 +10,7 @@ import type { UrlSigner } from './signed-url.js';
 import type { StatsCollector } from './stats.js';
 import type { SubmissionStore } from './submissions.js';
 import type { TenantStore } from './tenants.js';
+import type { MemoryBudget } from './upload-store.js';
 import type { WebhookDispatcher } from './webhooks.js';
 
 export interface SandboxContext {
@@ -28,6 +29,8 @@ export interface SandboxContext {
   tenants: TenantStore;
   webhooks: WebhookDispatcher;
   storageDir: string;
+  /** Bytes of small uploads held in memory (inMemoryUploads.maxTotalBytes). */
+  uploadMemory: MemoryBudget;
   /** Epoch ms until which every API request gets 429 (faults.storm429). */
   stormUntil: number;
   logger: Logger;

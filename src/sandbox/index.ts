@@ -27,6 +27,7 @@ import { UrlSigner } from './signed-url.js';
 import { StatsCollector, type SandboxStats } from './stats.js';
 import { SubmissionStore } from './submissions.js';
 import { TenantStore } from './tenants.js';
+import { MemoryBudget } from './upload-store.js';
 import { WebhookDispatcher } from './webhooks.js';
 
 export type { SandboxConfig, DeepPartial } from './config.js';
@@ -95,6 +96,7 @@ export async function startSandbox(
     tenants: new TenantStore(),
     webhooks,
     storageDir,
+    uploadMemory: new MemoryBudget(() => current.inMemoryUploads.maxTotalBytes),
     stormUntil: 0,
     logger,
   };

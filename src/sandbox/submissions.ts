@@ -4,7 +4,6 @@
  * readers compare with the clock. Only webhook deliveries need the scheduler.
  */
 import { randomUUID } from 'node:crypto';
-import { rm } from 'node:fs/promises';
 import {
   PIPELINE_RESULTS,
   RESULT_KINDS,
@@ -23,6 +22,7 @@ import {
   type SerialCluster,
 } from './analysis/rules.js';
 import { chance, drawDuration, type Random } from './random.js';
+import type { StoredUpload } from './upload-store.js';
 
 export type Json = Record<string, unknown>;
 type SubmissionState =
@@ -54,7 +54,8 @@ export interface Submission {
   enableCharacteristics: boolean;
   created: number;
   upload: 'none' | 'uploading' | 'done';
-  filePath: string | null;
+  /** The uploaded bytes, in memory or in a file. */
+  file: StoredUpload | null;
   characteristicsReceived: boolean;
   /** Set while the uploaded file is being inspected, or once it was. */
   facts: Promise<FileFacts> | null;
@@ -100,7 +101,7 @@ export class SubmissionStore {
       ...input,
       created: Date.now(),
       upload: 'none',
-      filePath: null,
+      file: null,
       characteristicsReceived: false,
       facts: null,
       sha256: null,
@@ -131,12 +132,12 @@ export class SubmissionStore {
     return 'finished';
   }
 
-  /** Called once the file is on disk; analysis starts now or when characteristics arrive. */
-  uploaded(s: Submission, filePath: string, facts: Promise<FileFacts>, sha256: string): void {
+  /** Called once the file is stored; analysis starts now or when characteristics arrive. */
+  uploaded(s: Submission, file: StoredUpload, facts: Promise<FileFacts>): void {
     s.upload = 'done';
-    s.filePath = filePath;
+    s.file = file;
     s.facts = facts;
-    s.sha256 = sha256;
+    s.sha256 = file.sha256;
     this.maybeStart(s);
   }
 
@@ -152,7 +153,7 @@ export class SubmissionStore {
       ids?.delete(s.id);
       if (ids?.size === 0) this.bySha.delete(s.sha256);
     }
-    if (s.filePath) void rm(s.filePath, { force: true }).catch(() => undefined);
+    s.file?.discard();
   }
 
   private maybeStart(s: Submission): void {

@@ -1,7 +1,11 @@
 /**
  * Uploads over HTTP: file facts are inspected once per distinct content, and what the results
- * say about a file is the same whichever upload of it was inspected.
+ * say about a file is the same whichever upload of it was inspected; small uploads are kept in
+ * memory, larger ones (and small ones past the memory budget) in storageDir.
  */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
 import { api, pdf, TINY_PNG, token, until200, upload } from './helpers.js';
 
@@ -59,5 +63,63 @@ describe('file facts by content', () => {
 
     await analyse(TINY_PNG);
     expect(sb.stats().inspections).toBe(before + 2);
+  });
+});
+
+describe('where uploads are kept', () => {
+  let dir: string;
+  let kept: Sandbox;
+  let k: ReturnType<typeof api>;
+
+  beforeAll(async () => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'docstream-uploads-test-'));
+    kept = await startSandbox({
+      processing: { distribution: 'fixed', meanMs: 20 },
+      storageDir: dir,
+      inMemoryUploads: { maxFileBytes: 64 * 1024, maxTotalBytes: 100 * 1024 },
+    });
+    k = api(kept, await token(kept));
+  });
+
+  afterAll(async () => {
+    await kept.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  const files = () => fs.readdirSync(dir).sort();
+
+  async function put(bytes: Uint8Array) {
+    const s = await k.create({});
+    expect((await upload(s.upload_url, bytes)).status).toBe(200);
+    const fraud = await until200(() => k.get(`/v2/submission/${s.submission_id}/fraud`));
+    return { id: s.submission_id, fraud: fraud.body as Record<string, unknown> };
+  }
+
+  test('small in memory, large in storageDir, past the budget in storageDir; delete frees both', async () => {
+    const small = await pdf({ producer: 'PayrollSuite 4.2', text: 'small' });
+    const a = await put(small);
+    expect(files()).toEqual([]);
+    expect(a.fraud).toMatchObject({ status: 'SUCCESS', file_type: 'pdf', num_pages: 1 });
+
+    // 80 KiB: over maxFileBytes, so on disk, and inspected like the small one.
+    const large = Buffer.concat([Buffer.from(await pdf({ text: 'large' })), Buffer.alloc(80 * 1024, 0x20)]);
+    const b = await put(large);
+    expect(files()).toEqual([`${b.id}.bin`]);
+    expect(fs.readFileSync(path.join(dir, `${b.id}.bin`)).equals(large)).toBe(true);
+    expect(b.fraud).toMatchObject({ status: 'SUCCESS', file_type: 'pdf', num_pages: 1 });
+
+    // Two 60 KiB files: the second would take the memory held past 100 KiB.
+    const c = await put(Buffer.concat([TINY_PNG, Buffer.alloc(60 * 1024 - TINY_PNG.length, 1)]));
+    const d = await put(Buffer.concat([TINY_PNG, Buffer.alloc(60 * 1024 - TINY_PNG.length, 2)]));
+    expect(files()).toEqual([`${b.id}.bin`, `${d.id}.bin`].sort());
+    expect(d.fraud).toMatchObject({ status: 'SUCCESS', file_type: 'image' });
+
+    // Deleting the in-memory one frees its bytes: the next 60 KiB file fits in memory again.
+    expect((await k.del(`/v2/submission/${c.id}`)).status).toBe(204);
+    expect((await k.del(`/v2/submission/${b.id}`)).status).toBe(204);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(files()).toEqual([`${d.id}.bin`]);
+    await put(Buffer.concat([TINY_PNG, Buffer.alloc(60 * 1024 - TINY_PNG.length, 3)]));
+    expect(files()).toEqual([`${d.id}.bin`]);
   });
 });
