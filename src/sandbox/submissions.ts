@@ -22,6 +22,7 @@ import {
   type SerialCluster,
 } from './analysis/rules.js';
 import { chance, drawDuration, type Random } from './random.js';
+import { SerialIndex } from './serial-index.js';
 import type { StoredUpload } from './upload-store.js';
 
 export type Json = Record<string, unknown>;
@@ -74,7 +75,7 @@ interface LifecycleHooks {
 
 export class SubmissionStore {
   private readonly byId = new Map<string, Submission>();
-  private readonly bySha = new Map<string, Set<string>>();
+  private readonly bySha = new SerialIndex();
 
   constructor(
     private readonly getConfig: () => SandboxConfig,
@@ -148,11 +149,7 @@ export class SubmissionStore {
 
   delete(s: Submission): void {
     this.byId.delete(s.id);
-    if (s.sha256) {
-      const ids = this.bySha.get(s.sha256);
-      ids?.delete(s.id);
-      if (ids?.size === 0) this.bySha.delete(s.sha256);
-    }
+    if (s.sha256) this.bySha.delete(s.sha256, s.id);
     s.file?.discard();
   }
 
@@ -168,17 +165,11 @@ export class SubmissionStore {
   }
 
   private serialCluster(s: Submission, sha256: string): SerialCluster | null {
-    const earlier = [...(this.bySha.get(sha256) ?? [])]
+    const sample = this.bySha
+      .takeSampleAndAdd(sha256, s.id, SERIAL_SAMPLE)
       .map((id) => this.byId.get(id))
-      .filter((x): x is Submission => x !== undefined && x.id !== s.id);
-    let ids = this.bySha.get(sha256);
-    if (!ids) {
-      ids = new Set();
-      this.bySha.set(sha256, ids);
-    }
-    ids.add(s.id);
-    if (earlier.length === 0) return null;
-    const sample = earlier.slice(-SERIAL_SAMPLE);
+      .filter((x): x is Submission => x !== undefined);
+    if (sample.length === 0) return null;
     return {
       clusterId: `sfc_${sha256.slice(0, 24)}`,
       submissionIds: sample.map((x) => x.id),
