@@ -105,6 +105,32 @@ describe('UploadSink', () => {
     expect(await exists(third.file)).toBe(false);
   });
 
+  test('past maxBytes the upload fails with tooLarge, holding nothing', async () => {
+    const budget = new MemoryBudget(() => 256 * MiB);
+    for (const maxMemoryBytes of [MiB, 0]) {
+      const sink = new UploadSink({
+        path: path.join(dir, `big-${maxMemoryBytes}.bin`),
+        maxMemoryBytes,
+        declaredBytes: null,
+        budget,
+        maxBytes: 100 * KiB,
+        tooLarge: () => new Error('413 too large'),
+      });
+      const source = Readable.from([Buffer.alloc(60 * KiB), Buffer.alloc(60 * KiB), Buffer.alloc(60 * KiB)]);
+      await expect(pipeline(source, sink)).rejects.toThrow('413 too large');
+      expect(budget.bytes).toBe(0);
+    }
+    const exact = new UploadSink({
+      path: path.join(dir, 'exact.bin'),
+      maxMemoryBytes: MiB,
+      declaredBytes: null,
+      budget,
+      maxBytes: 100 * KiB,
+    });
+    await pipeline(Readable.from([Buffer.alloc(50 * KiB), Buffer.alloc(50 * KiB)]), exact);
+    expect(exact.result().size).toBe(100 * KiB);
+  });
+
   test('maxMemoryBytes 0 sends every upload to disk', async () => {
     const { stored, file } = await store(Buffer.from('tiny'), { max: 0 });
     expect(stored.kind).toBe('disk');

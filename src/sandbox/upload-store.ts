@@ -87,6 +87,9 @@ export interface SinkOptions {
   /** The declared Content-Length, when there is one: a larger one goes to the file at once. */
   declaredBytes: number | null;
   budget: MemoryBudget;
+  /** Past this many bytes the upload fails with `tooLarge()`. */
+  maxBytes?: number;
+  tooLarge?: () => Error;
 }
 
 /** The end of the upload pipeline: keeps the bytes in memory until they must go to the file. */
@@ -94,6 +97,7 @@ export class UploadSink extends Writable {
   /** The chunks held in memory; null once the upload goes to the file. */
   private chunks: Buffer[] | null = [];
   private held = 0;
+  private received = 0;
   private file: FileHandle | null = null;
   private scanner: UploadScanner | null = null;
   private stored: StoredUpload | null = null;
@@ -159,8 +163,12 @@ export class UploadSink extends Writable {
   }
 
   private take(buffers: Buffer[], callback: (error?: Error | null) => void): void {
+    const n = buffers.reduce((sum, b) => sum + b.length, 0);
+    this.received += n;
+    if (this.o.maxBytes !== undefined && this.received > this.o.maxBytes) {
+      return callback(this.o.tooLarge?.() ?? new Error(`more than ${this.o.maxBytes} bytes`));
+    }
     if (this.chunks !== null) {
-      const n = buffers.reduce((sum, b) => sum + b.length, 0);
       if (this.held + n <= this.o.maxMemoryBytes && this.o.budget.tryReserve(n)) {
         this.chunks.push(...buffers);
         this.held += n;

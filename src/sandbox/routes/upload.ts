@@ -5,7 +5,7 @@
  */
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { Readable, Transform } from 'node:stream';
+import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { FastifyInstance } from 'fastify';
 import { EMPTY_METADATA, type FileFacts } from '../analysis/inspect.js';
@@ -69,21 +69,13 @@ export function registerUploadRoute(app: FastifyInstance, ctx: SandboxContext): 
       maxMemoryBytes: config.inMemoryUploads.maxFileBytes,
       declaredBytes: request.headers['content-length'] === undefined ? null : declared,
       budget: ctx.uploadMemory,
-    });
-    let received = 0;
-    const meter = new Transform({
-      transform(chunk: Buffer, _enc, done) {
-        received += chunk.length;
-        if (received > max) {
-          done(new HttpError(413, `file: more than ${max} bytes exceed the sandbox limit (maxUploadBytes)`));
-          return;
-        }
-        done(null, chunk);
-      },
+      maxBytes: max,
+      tooLarge: () =>
+        new HttpError(413, `file: more than ${max} bytes exceed the sandbox limit (maxUploadBytes)`),
     });
     const source = request.body instanceof Readable ? request.body : request.raw;
     try {
-      await pipeline(source, meter, sink);
+      await pipeline(source, sink);
     } catch (err) {
       submission.upload = 'none';
       await rm(path, { force: true });
