@@ -69,6 +69,7 @@ describe('UploadSink', () => {
     stored.discard();
     stored.discard();
     expect(budget.bytes).toBe(0);
+    await expect(stored.inspect()).rejects.toThrow('discarded');
   });
 
   test.each([

@@ -55,7 +55,8 @@ function inMemory(bytes: Buffer, budget: MemoryBudget): StoredUpload {
     kind: 'memory',
     sha256: createHash('sha256').update(bytes).digest('hex'),
     size: bytes.length,
-    inspect: () => inspectUpload(bytes, scanOf(bytes)),
+    inspect: () =>
+      held === null ? Promise.reject(new Error('upload discarded')) : inspectUpload(held, scanOf(held)),
     discard() {
       if (held === null) return;
       budget.release(held.length);
