@@ -78,6 +78,14 @@ export const SandboxConfigSchema = z
     maxUploadBytes: z.number().int().positive(),
     maxSubmissions: z.number().int().positive(),
     storageDir: z.string().min(1).nullable(),
+    /**
+     * Uploads of at most maxFileBytes are kept in memory instead of storageDir, while all of them
+     * together hold at most maxTotalBytes (beyond, they go to storageDir too); 0 turns it off.
+     */
+    inMemoryUploads: z.strictObject({
+      maxFileBytes: z.number().int().min(0),
+      maxTotalBytes: z.number().int().min(0),
+    }),
     uploadUrlTtlSeconds: z.number().int().positive(),
     reportUrlTtlSeconds: z.number().int().positive(),
   })
@@ -139,6 +147,7 @@ export function defaultConfig(): SandboxConfig {
     maxUploadBytes: 100 * 1024 * 1024,
     maxSubmissions: 10000,
     storageDir: null,
+    inMemoryUploads: { maxFileBytes: 1024 * 1024, maxTotalBytes: 256 * 1024 * 1024 },
     uploadUrlTtlSeconds: 900,
     reportUrlTtlSeconds: 900,
   };

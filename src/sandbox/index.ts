@@ -9,6 +9,7 @@ import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { PATHS } from '../api/schemas.js';
 import { silentLogger } from '../observability/logger.js';
+import { FactsCache } from './analysis/facts-cache.js';
 import { AuthServer } from './auth.js';
 import {
   applyConfigPatch,
@@ -26,6 +27,7 @@ import { UrlSigner } from './signed-url.js';
 import { StatsCollector, type SandboxStats } from './stats.js';
 import { SubmissionStore } from './submissions.js';
 import { TenantStore } from './tenants.js';
+import { MemoryBudget } from './upload-store.js';
 import { WebhookDispatcher } from './webhooks.js';
 
 export type { SandboxConfig, DeepPartial } from './config.js';
@@ -90,9 +92,11 @@ export async function startSandbox(
         });
       },
     }),
+    facts: new FactsCache(),
     tenants: new TenantStore(),
     webhooks,
     storageDir,
+    uploadMemory: new MemoryBudget(() => current.inMemoryUploads.maxTotalBytes),
     stormUntil: 0,
     logger,
   };

@@ -2,6 +2,8 @@
 export interface SandboxStats {
   submissionsCreated: number;
   uploads: number;
+  /** Uploads whose bytes were inspected; an upload of bytes inspected before reuses their facts. */
+  inspections: number;
   /** Keyed "METHOD /route/pattern STATUS", e.g. "GET /v2/submission/:id/fraud 200". */
   requests: Record<string, number>;
   rateLimited: number;
@@ -23,6 +25,7 @@ export class StatsCollector {
     return {
       submissionsCreated: 0,
       uploads: 0,
+      inspections: 0,
       requests: {},
       rateLimited: 0,
       webhooksSent: 0,
@@ -49,7 +52,13 @@ export class StatsCollector {
   }
 
   increment(
-    counter: 'uploads' | 'rateLimited' | 'webhooksSent' | 'webhooksAcknowledged' | 'droppedConnections',
+    counter:
+      | 'uploads'
+      | 'inspections'
+      | 'rateLimited'
+      | 'webhooksSent'
+      | 'webhooksAcknowledged'
+      | 'droppedConnections',
   ): void {
     this.stats[counter]++;
   }

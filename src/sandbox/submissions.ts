@@ -4,7 +4,6 @@
  * readers compare with the clock. Only webhook deliveries need the scheduler.
  */
 import { randomUUID } from 'node:crypto';
-import { rm } from 'node:fs/promises';
 import {
   PIPELINE_RESULTS,
   RESULT_KINDS,
@@ -23,6 +22,8 @@ import {
   type SerialCluster,
 } from './analysis/rules.js';
 import { chance, drawDuration, type Random } from './random.js';
+import { SerialIndex } from './serial-index.js';
+import type { StoredUpload } from './upload-store.js';
 
 export type Json = Record<string, unknown>;
 type SubmissionState =
@@ -54,7 +55,8 @@ export interface Submission {
   enableCharacteristics: boolean;
   created: number;
   upload: 'none' | 'uploading' | 'done';
-  filePath: string | null;
+  /** The uploaded bytes, in memory or in a file. */
+  file: StoredUpload | null;
   characteristicsReceived: boolean;
   /** Set while the uploaded file is being inspected, or once it was. */
   facts: Promise<FileFacts> | null;
@@ -73,7 +75,7 @@ interface LifecycleHooks {
 
 export class SubmissionStore {
   private readonly byId = new Map<string, Submission>();
-  private readonly bySha = new Map<string, Set<string>>();
+  private readonly bySha = new SerialIndex();
 
   constructor(
     private readonly getConfig: () => SandboxConfig,
@@ -100,7 +102,7 @@ export class SubmissionStore {
       ...input,
       created: Date.now(),
       upload: 'none',
-      filePath: null,
+      file: null,
       characteristicsReceived: false,
       facts: null,
       sha256: null,
@@ -131,12 +133,12 @@ export class SubmissionStore {
     return 'finished';
   }
 
-  /** Called once the file is on disk; analysis starts now or when characteristics arrive. */
-  uploaded(s: Submission, filePath: string, facts: Promise<FileFacts>, sha256: string): void {
+  /** Called once the file is stored; analysis starts now or when characteristics arrive. */
+  uploaded(s: Submission, file: StoredUpload, facts: Promise<FileFacts>): void {
     s.upload = 'done';
-    s.filePath = filePath;
+    s.file = file;
     s.facts = facts;
-    s.sha256 = sha256;
+    s.sha256 = file.sha256;
     this.maybeStart(s);
   }
 
@@ -147,12 +149,8 @@ export class SubmissionStore {
 
   delete(s: Submission): void {
     this.byId.delete(s.id);
-    if (s.sha256) {
-      const ids = this.bySha.get(s.sha256);
-      ids?.delete(s.id);
-      if (ids?.size === 0) this.bySha.delete(s.sha256);
-    }
-    if (s.filePath) void rm(s.filePath, { force: true }).catch(() => undefined);
+    if (s.sha256) this.bySha.delete(s.sha256, s.id);
+    s.file?.discard();
   }
 
   private maybeStart(s: Submission): void {
@@ -167,17 +165,11 @@ export class SubmissionStore {
   }
 
   private serialCluster(s: Submission, sha256: string): SerialCluster | null {
-    const earlier = [...(this.bySha.get(sha256) ?? [])]
+    const sample = this.bySha
+      .takeSampleAndAdd(sha256, s.id, SERIAL_SAMPLE)
       .map((id) => this.byId.get(id))
-      .filter((x): x is Submission => x !== undefined && x.id !== s.id);
-    let ids = this.bySha.get(sha256);
-    if (!ids) {
-      ids = new Set();
-      this.bySha.set(sha256, ids);
-    }
-    ids.add(s.id);
-    if (earlier.length === 0) return null;
-    const sample = earlier.slice(-SERIAL_SAMPLE);
+      .filter((x): x is Submission => x !== undefined);
+    if (sample.length === 0) return null;
     return {
       clusterId: `sfc_${sha256.slice(0, 24)}`,
       submissionIds: sample.map((x) => x.id),

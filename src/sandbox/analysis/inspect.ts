@@ -7,6 +7,7 @@ import { readFile } from 'node:fs/promises';
 import { constants, inflateSync } from 'node:zlib';
 import { fileTypeFromBuffer } from 'file-type';
 import { PDFArray, PDFDocument, PDFName, PDFRawStream, type PDFPage } from 'pdf-lib';
+import type { Inspection } from './facts-cache.js';
 import { exceedsPdfLimits, PDF_LIMITS, type PdfLimits } from './pdf-limits.js';
 import type { InfoKey, ScanResult } from './scanner.js';
 
@@ -74,11 +75,21 @@ export function parsePdfDate(value: string | undefined | null): Date | null {
   return Number.isNaN(date.getTime()) ? null : date;
 }
 
+/** The facts of an upload kept in a file (`path`) or in memory (`bytes`). */
 export async function inspectFile(
-  path: string,
+  source: string | Buffer,
   scan: ScanResult,
   limits: PdfLimits = PDF_LIMITS,
 ): Promise<FileFacts> {
+  return (await inspectUpload(source, scan, limits)).facts;
+}
+
+/** inspectFile, telling whether the facts depend on the bytes alone (the file could be read). */
+export async function inspectUpload(
+  source: string | Buffer,
+  scan: ScanResult,
+  limits: PdfLimits = PDF_LIMITS,
+): Promise<Inspection> {
   const detected = scan.size > 0 ? await fileTypeFromBuffer(scan.head) : undefined;
   const mime = detected?.mime ?? 'application/octet-stream';
   const base: FileFacts = {
@@ -96,9 +107,10 @@ export async function inspectFile(
     image: null,
   };
   if (IMAGE_MIME.has(mime)) {
-    return { ...base, fileType: 'image', numPages: 1, image: imageSize(scan.head, mime) };
+    const image = imageSize(scan.head, mime);
+    return { facts: { ...base, fileType: 'image', numPages: 1, image }, cacheable: true };
   }
-  if (mime !== 'application/pdf') return base;
+  if (mime !== 'application/pdf') return { facts: base, cacheable: true };
   const pdf: FileFacts = {
     ...base,
     fileType: 'pdf',
@@ -107,14 +119,20 @@ export async function inspectFile(
   };
   pdf.creationDate = parsePdfDate(scan.info.CreationDate);
   pdf.modDate = parsePdfDate(scan.info.ModDate);
-  if (scan.size > PDF_PARSE_CAP) return pdf;
+  if (scan.size > PDF_PARSE_CAP) return { facts: pdf, cacheable: true };
+  let bytes: Buffer;
   try {
-    const bytes = await readFile(path);
+    bytes = typeof source === 'string' ? await readFile(source) : source;
+  } catch {
+    pdf.parseFailed = true;
+    return { facts: pdf, cacheable: false };
+  }
+  try {
     const exceeded = await exceedsPdfLimits(bytes, scan.pageObjects, limits);
     if (exceeded !== null) {
       pdf.parseFailed = true;
       pdf.parseFailure = `the sandbox does not expand a PDF with ${exceeded}`;
-      return pdf;
+      return { facts: pdf, cacheable: true };
     }
     const doc = await PDFDocument.load(bytes, {
       ignoreEncryption: true,
@@ -143,7 +161,7 @@ export async function inspectFile(
   } catch {
     pdf.parseFailed = true;
   }
-  return pdf;
+  return { facts: pdf, cacheable: true };
 }
 
 function fromScan(info: Partial<Record<InfoKey, string>>): SampleMetadataFacts {

@@ -1,17 +1,17 @@
 /**
- * `PUT /_upload/:id`: the pre-signed upload URL. The body streams to disk through the scanner,
- * which hashes and inspects it on the way; nothing holds the whole file in memory.
+ * `PUT /_upload/:id`: the pre-signed upload URL. A small body is kept in memory; a larger one
+ * streams to disk through the scanner, which hashes and inspects it on the way, so a large file
+ * is never held whole (see upload-store.ts).
  */
-import { createWriteStream } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { Readable, Transform } from 'node:stream';
+import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { FastifyInstance } from 'fastify';
-import { EMPTY_METADATA, inspectFile, type FileFacts } from '../analysis/inspect.js';
-import { UploadScanner } from '../analysis/scanner.js';
+import { EMPTY_METADATA, type FileFacts } from '../analysis/inspect.js';
 import type { SandboxContext } from '../context.js';
 import { HttpError, mediaType } from '../http.js';
+import { UploadSink } from '../upload-store.js';
 
 function unsupportedFacts(sha256: string, size: number): FileFacts {
   return {
@@ -51,7 +51,8 @@ export function registerUploadRoute(app: FastifyInstance, ctx: SandboxContext): 
         `submission ${id} already has ${submission.upload === 'done' ? 'a file' : 'an upload in progress'}`,
       );
     }
-    const max = ctx.config().maxUploadBytes;
+    const config = ctx.config();
+    const max = config.maxUploadBytes;
     const declared = Number(request.headers['content-length'] ?? 0);
     if (declared > max) {
       reply.header('connection', 'close');
@@ -63,20 +64,18 @@ export function registerUploadRoute(app: FastifyInstance, ctx: SandboxContext): 
 
     submission.upload = 'uploading';
     const path = join(ctx.storageDir, `${id}.bin`);
-    const scanner = new UploadScanner();
-    const meter = new Transform({
-      transform(chunk: Buffer, _enc, done) {
-        scanner.update(chunk);
-        if (scanner.bytes > max) {
-          done(new HttpError(413, `file: more than ${max} bytes exceed the sandbox limit (maxUploadBytes)`));
-          return;
-        }
-        done(null, chunk);
-      },
+    const sink = new UploadSink({
+      path,
+      maxMemoryBytes: config.inMemoryUploads.maxFileBytes,
+      declaredBytes: request.headers['content-length'] === undefined ? null : declared,
+      budget: ctx.uploadMemory,
+      maxBytes: max,
+      tooLarge: () =>
+        new HttpError(413, `file: more than ${max} bytes exceed the sandbox limit (maxUploadBytes)`),
     });
     const source = request.body instanceof Readable ? request.body : request.raw;
     try {
-      await pipeline(source, meter, createWriteStream(path));
+      await pipeline(source, sink);
     } catch (err) {
       submission.upload = 'none';
       await rm(path, { force: true });
@@ -89,18 +88,23 @@ export function registerUploadRoute(app: FastifyInstance, ctx: SandboxContext): 
         `file: upload interrupted (${err instanceof Error ? err.message : String(err)})`,
       );
     }
+    const stored = sink.result();
     if (ctx.submissions.get(id) !== submission) {
       // Deleted or evicted while the bytes were arriving.
-      await rm(path, { force: true });
+      stored.discard();
       throw new HttpError(404, `submission ${id} does not exist`);
     }
-    const scan = scanner.finish();
-    const facts = inspectFile(path, scan).catch(() => unsupportedFacts(scan.sha256, scan.size));
-    ctx.submissions.uploaded(submission, path, facts, scan.sha256);
+    const facts = ctx.facts
+      .facts(stored.sha256, () => {
+        ctx.stats.increment('inspections');
+        return stored.inspect();
+      })
+      .catch(() => unsupportedFacts(stored.sha256, stored.size));
+    ctx.submissions.uploaded(submission, stored, facts);
     ctx.stats.increment('uploads');
     return reply
       .code(200)
-      .header('etag', `"${scan.sha256.slice(0, 32)}"`)
+      .header('etag', `"${stored.sha256.slice(0, 32)}"`)
       .send();
   });
 }
