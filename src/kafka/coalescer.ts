@@ -29,6 +29,9 @@ interface Pending {
 
 type Batches = Array<{ topic: string; messages: OutgoingMessage[] }>;
 
+/** Every message is checked against its topic's limit in `send`, before it is queued. */
+const SIZES_CHECKED = { sizesChecked: true };
+
 /** What the sender needs of a producer; `limitFor` (per-topic limits) is optional for tests. */
 type CoalescedProducer = Pick<KafkaProducer, 'sendBatch'> & Partial<Pick<KafkaProducer, 'limitFor'>>;
 
@@ -111,7 +114,7 @@ export class CoalescingSender {
     while (this.queue.length > 0) {
       const items = this.takeBatch();
       try {
-        await this.producer.sendBatch(byTopic(items));
+        await this.producer.sendBatch(byTopic(items), SIZES_CHECKED);
         for (const item of items) resolveAll(item);
       } catch (err) {
         if (items.length > 1 && isMessageTooLarge(err)) await this.sendOneByOne(items);
@@ -124,7 +127,7 @@ export class CoalescingSender {
   private async sendOneByOne(items: Pending[]): Promise<void> {
     for (const item of items) {
       try {
-        await this.producer.sendBatch(byTopic([item]));
+        await this.producer.sendBatch(byTopic([item]), SIZES_CHECKED);
         resolveAll(item);
       } catch (err) {
         rejectAll(item, err);

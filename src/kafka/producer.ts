@@ -8,8 +8,9 @@ import kafkajs from 'kafkajs';
 import type { Kafka, Message, Producer } from 'kafkajs';
 import { isMessageTooLarge, kafkaError, MessageTooLargeError, wrapKafka } from './errors.js';
 import { DEFAULT_MAX_MESSAGE_BYTES, messageSize } from './message-size.js';
+import { JavaCompatiblePartitioner } from './partitioner.js';
 
-const { Partitioners, CompressionTypes } = kafkajs;
+const { CompressionTypes } = kafkajs;
 
 export interface ProducerSettings {
   /** Upper bound in ms for the broker to acknowledge a send. */
@@ -61,7 +62,7 @@ export class KafkaProducer {
       idempotent: true,
       maxInFlightRequests: 1,
       // The Java client's murmur2 partitioning, so keys land where other Kafka clients put them.
-      createPartitioner: Partitioners.DefaultPartitioner,
+      createPartitioner: JavaCompatiblePartitioner,
     });
   }
 
@@ -99,11 +100,17 @@ export class KafkaProducer {
    * Throws MessageTooLargeError before sending anything when a message exceeds its topic's limit,
    * and when the broker refuses a batch as too large (CoalescingSender then sends one by one).
    */
-  async sendBatch(batches: Array<{ topic: string; messages: OutgoingMessage[] }>): Promise<SentRecord[]> {
-    for (const batch of batches) {
-      for (const message of batch.messages) {
-        const tooLarge = this.checkSize(batch.topic, message);
-        if (tooLarge) throw tooLarge;
+  async sendBatch(
+    batches: Array<{ topic: string; messages: OutgoingMessage[] }>,
+    options: { sizesChecked?: boolean } = {},
+  ): Promise<SentRecord[]> {
+    // The coalescing sender checked each message as it was queued (`sizesChecked`).
+    if (!options.sizesChecked) {
+      for (const batch of batches) {
+        for (const message of batch.messages) {
+          const tooLarge = this.checkSize(batch.topic, message);
+          if (tooLarge) throw tooLarge;
+        }
       }
     }
     const topicMessages = batches
