@@ -30,6 +30,8 @@ interface FloorOptions {
   deadline: number;
   arrivals: (prefix: string) => Arrival[];
   log: (line: string) => void;
+  /** Also profile the floor (`--cpu-prof`), beside the connector's profiles. */
+  cpuProfDir?: string | null;
 }
 
 export interface FloorMeasure {
@@ -82,7 +84,10 @@ export async function runFloor(o: FloorOptions, kafka: KafkaClient, dir: string)
     const file = path.join(dir, `${id}.json`);
     fs.writeFileSync(file, JSON.stringify(settings));
     o.log(`floor: ${o.docs} documents through bare HTTP + plain Kafka writes`);
-    const child = spawn(process.execPath, [FLOOR_SCRIPT, file], {
+    const profile = o.cpuProfDir
+      ? ['--cpu-prof', `--cpu-prof-dir=${o.cpuProfDir}`, '--cpu-prof-name=floor.cpuprofile']
+      : [];
+    const child = spawn(process.execPath, [...profile, FLOOR_SCRIPT, file], {
       stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
     });
     let stderr = '';
@@ -100,6 +105,13 @@ export async function runFloor(o: FloorOptions, kafka: KafkaClient, dir: string)
         reject(new Error(`floor exited with ${code} before reporting:\n${stderr}`));
       });
     });
+    // A profile is written when the process exits: let it (it disconnects from Kafka first).
+    if (o.cpuProfDir && child.exitCode === null) {
+      await new Promise((resolve) => {
+        const timer = setTimeout(resolve, 30_000);
+        child.once('exit', () => resolve(clearTimeout(timer)));
+      });
+    }
     const completed = Math.max(1, report.completed);
     return {
       completed: report.completed,

@@ -536,6 +536,7 @@ export async function runThroughput(o: ThroughputOptions): Promise<ThroughputRes
             deadline: o.deadline,
             arrivals: (prefix) => arrivals(prefix, o.docs, files),
             log: o.log,
+            cpuProfDir: o.cpuProfDir,
           },
           kafka,
           dir,
