@@ -51,6 +51,63 @@ beforeEach(() => {
 });
 
 describe('Wire', () => {
+  it('sends the path and query of every URL exactly as Node would, fast path or not', async () => {
+    const wire = new Wire(4);
+    const port = (server.address() as AddressInfo).port;
+    try {
+      const urls = [
+        `${baseUrl}/v2/submission/abc/fraud`,
+        `${baseUrl}/up?sig=a%2Fb&x=1`,
+        `http://LOCALHOST:${port}/Case/Kept`,
+        `${baseUrl}/frag#part`,
+        `${baseUrl}/with space`,
+        `${baseUrl}/ü`,
+        `${baseUrl}`,
+      ];
+      for (const url of urls) {
+        await wire.exchange({ method: 'GET', url, headers: {}, timeoutMs: 5000 });
+      }
+      expect(seen.map((s) => s.url)).toEqual([
+        '/v2/submission/abc/fraud',
+        '/up?sig=a%2Fb&x=1',
+        '/Case/Kept',
+        '/frag',
+        '/with%20space',
+        '/%C3%BC',
+        '/',
+      ]);
+    } finally {
+      wire.close();
+    }
+  });
+
+  it('reaches an IPv6 literal origin', async () => {
+    const v6 = createServer((req, res) => res.end(req.url));
+    const listening = await new Promise<boolean>((resolve) => {
+      v6.once('error', () => resolve(false));
+      v6.listen(0, '::1', () => resolve(true));
+    });
+    // A machine without IPv6 loopback cannot run this case: it checks nothing then, and says so.
+    if (!listening) {
+      expect(listening).toBe(false);
+      return;
+    }
+    const wire = new Wire(2);
+    try {
+      const port = (v6.address() as AddressInfo).port;
+      const response = await wire.exchange({
+        method: 'GET',
+        url: `http://[::1]:${port}/six?x=1`,
+        headers: {},
+        timeoutMs: 5000,
+      });
+      expect(response.body).toBe('/six?x=1');
+    } finally {
+      wire.close();
+      await new Promise<void>((resolve) => v6.close(() => resolve()));
+    }
+  });
+
   it('reuses one keep-alive connection for calls one after another', async () => {
     const wire = new Wire(4);
     try {

@@ -41,6 +41,10 @@ export class WireError extends Error {
 }
 
 const DEFAULT_MAX_SOCKETS = 256;
+/** Printable ASCII without `#`: a path Node sends exactly as given. */
+const SAFE_PATH = /^\/[\x21-\x22\x24-\x7e]*$/;
+/** Origins whose parsed options are kept (pre-signed upload URLs may come from many hosts). */
+const MAX_ORIGINS = 64;
 
 /**
  * Idle keep-alive connections are closed after this long: below the 5 s idle timeout of Node's
@@ -51,6 +55,8 @@ const IDLE_SOCKET_MS = 4_000;
 
 export class Wire {
   private readonly httpAgent: http.Agent;
+  /** Connection options by origin (`https://host:port`): the API, the token host, upload hosts. */
+  private readonly origins = new Map<string, http.RequestOptions>();
   private readonly httpsAgent: https.Agent;
 
   constructor(maxSockets = DEFAULT_MAX_SOCKETS) {
@@ -66,6 +72,40 @@ export class Wire {
     };
     this.httpAgent = new http.Agent(pool);
     this.httpsAgent = new https.Agent(pool);
+  }
+
+  /**
+   * The connection options of `url`'s origin (parsed once per origin) and its path with query; null
+   * for a URL this cannot split safely (user info, no path), which Node then parses itself.
+   */
+  private target(url: string): { options: http.RequestOptions; path: string } | null {
+    const start = url.indexOf('//');
+    if (start < 0) return null;
+    const slash = url.indexOf('/', start + 2);
+    if (slash < 0) return null;
+    const origin = url.slice(0, slash);
+    let options = this.origins.get(origin);
+    if (options === undefined) {
+      let parsed: URL;
+      try {
+        parsed = new URL(origin);
+      } catch {
+        return null;
+      }
+      if (parsed.username || parsed.password || parsed.origin !== origin.toLowerCase()) return null;
+      options = {
+        protocol: parsed.protocol,
+        // A bracketed IPv6 literal is given to the socket without its brackets.
+        hostname: parsed.hostname.replace(/^\[(.*)\]$/, '$1'),
+        port: parsed.port || (parsed.protocol === 'https:' ? 443 : 80),
+      };
+      if (this.origins.size >= MAX_ORIGINS) this.origins.clear();
+      this.origins.set(origin, options);
+    }
+    const path = url.slice(slash);
+    // Anything Node would rewrite (a fragment, a character it escapes or refuses) goes the slow way.
+    if (!SAFE_PATH.test(path)) return null;
+    return { options, path };
   }
 
   /** Closes the pooled connections. */
@@ -94,6 +134,9 @@ export class Wire {
     const secure = url.startsWith('https:');
     const transport = secure ? https : http;
     const agent = secure ? this.httpsAgent : this.httpAgent;
+    // Host and port from a per-origin cache, the path as given: Node would otherwise parse the
+    // whole URL into a URL object on every call.
+    const target = this.target(url);
 
     return new Promise<WireResponse>((resolve, reject) => {
       let done = false;
@@ -116,7 +159,10 @@ export class Wire {
       );
       let req: http.ClientRequest;
       try {
-        req = transport.request(url, { method: request.method, headers, agent }, (res) => {
+        const options = target
+          ? { ...target.options, path: target.path, method: request.method, headers, agent }
+          : { method: request.method, headers, agent };
+        const onResponse = (res: http.IncomingMessage) => {
           const chunks: Buffer[] = [];
           res.on('data', (chunk: Buffer) => chunks.push(chunk));
           res.on('error', fail);
@@ -135,7 +181,8 @@ export class Wire {
                   : Buffer.concat(chunks).toString('utf8'),
             });
           });
-        });
+        };
+        req = target ? transport.request(options, onResponse) : transport.request(url, options, onResponse);
       } catch (error) {
         // An invalid URL or header: nothing was sent.
         clearTimeout(timer);

@@ -113,6 +113,10 @@ export class ChangelogReader {
     return partitions.every((p) => this.owned.has(p) && !this.restoring.has(p));
   }
 
+  owns(partition: number): boolean {
+    return this.owned.has(partition);
+  }
+
   ownedPartitions(): number[] {
     return [...this.owned].sort((a, b) => a - b);
   }

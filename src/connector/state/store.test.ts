@@ -34,6 +34,9 @@ class FakeFeed implements StateFeed {
   ownedPartitions(): number[] {
     return [...this.owned].sort();
   }
+  owns(partition: number): boolean {
+    return this.owned.has(partition);
+  }
 }
 
 const unfinished = (eventId: string, partition: number): UnfinishedState => ({

@@ -19,6 +19,7 @@ export interface StateFeed {
   revoke(partitions: number[]): void;
   caughtUp(partitions: number[]): boolean;
   ownedPartitions(): number[];
+  owns(partition: number): boolean;
   stop(): Promise<void>;
 }
 
@@ -45,7 +46,7 @@ export class OwnedState {
       retentionMs: options.retentionMs,
       ...(options.now ? { now: options.now } : {}),
       onExpired: (partition, eventId) => {
-        if (!this.feed.ownedPartitions().includes(partition)) return;
+        if (!this.feed.owns(partition)) return;
         options
           .tombstone(partition, eventId)
           .catch((err: unknown) =>
@@ -102,7 +103,7 @@ export class OwnedState {
   /** Applies a state this instance wrote (acknowledged by Kafka), unless its partition left meanwhile. */
   put(state: DocumentStateV2): void {
     const partition = state.input.partition;
-    if (this.feed.ownedPartitions().includes(partition)) this.partitions.put(partition, state);
+    if (this.feed.owns(partition)) this.partitions.put(partition, state);
   }
 
   /** Expires the finished documents past the window (their tombstones are written); returns how many. */
