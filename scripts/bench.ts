@@ -120,7 +120,7 @@ function printThroughput(r: ThroughputResult): void {
   );
   console.log(
     `Kafka records written per document: state ${d.stateRecordsPerDoc ?? '-'}, results and dead letters ` +
-      `${d.outputRecordsPerDoc ?? '-'} (the floor writes 1 and 3)`,
+      `${d.outputRecordsPerDoc ?? '-'} (the floor writes 3 and 3)`,
   );
   const stages = Object.entries(d.stages ?? {});
   if (stages.length > 0) {

@@ -2,9 +2,10 @@
  * The floor of the benchmark: the least work a process can do for a FRAUD_ONLY document, run as a
  * child so that its CPU is its own accounting. It reads the same arrival records, makes the same
  * API calls (token once, create, upload, GET fraud / quality / classification) through a bare
- * node:http keep-alive agent, and makes the same Kafka writes as plain bytes (one state record per
- * document and one record per result), gathered like the connector's coalescing sender (one
- * request in flight, what arrives meanwhile goes in the next). No validation, no schemas, no
+ * node:http keep-alive agent, and makes the same Kafka writes as plain bytes (the connector's three
+ * state records per document, CREATED, UPLOADED and DONE, and one record per result), gathered
+ * like the connector's coalescing sender (one request in flight, what arrives meanwhile goes in
+ * the next). No validation, no schemas, no
  * retries, no limiter: what is left is the cost of HTTP and Kafka themselves.
  *
  * Started by scripts/lib/bench-floor.ts with one argument, a JSON file of FloorSettings; reports
@@ -168,13 +169,18 @@ async function main(): Promise<void> {
       submission_id: string;
       upload_url: string;
     };
-    await write(
-      settings.stateTopic,
-      event.event_id,
-      Buffer.from(JSON.stringify({ event_id: event.event_id, submission_id: id, status: 'CREATED' })),
-    );
+    // The connector's three state records, at the same points: CREATED before the upload (so that
+    // a crash cannot create a second submission), UPLOADED after it, DONE after the results.
+    const state = (status: string) =>
+      write(
+        settings.stateTopic,
+        event.event_id,
+        Buffer.from(JSON.stringify({ event_id: event.event_id, submission_id: id, status })),
+      );
+    await state('CREATED');
     const file = await fs.promises.readFile(new URL(event.blob.url));
     await call('PUT', uploadUrl, { 'content-type': 'application/octet-stream' }, file);
+    await state('UPLOADED');
     // When results are usually ready, learned like the connector's readiness estimate (later after
     // an early GET, a little sooner after a timely one), so that nearly every result needs one GET,
     // as in the connector; the GETs that still came early are reported (notReady).
@@ -193,6 +199,7 @@ async function main(): Promise<void> {
         }
       }),
     );
+    await state('DONE');
   };
 
   await consumer.run({
