@@ -9,6 +9,7 @@
  *   npm run bench -- --docs 2000 --latency-ms 200 --rate 5000 --partitions 4 --max-in-flight 1000 \
  *     --baseline-docs 0 --scale-out none                CPU per document against the floor
  *   --instances N     connector processes in one group for the main run
+ *   BENCH_NODE_ARGS   extra node flags for the connector children (e.g. "--max-semi-space-size=64")
  *   --cpu-prof        writes a V8 CPU profile of each main-run connector (and of the floor, floor.cpuprofile)
  *                     into bench-results/profiles
  *   npm run bench -- --mode inflight                live heap per in-flight doc (--inflight-docs 5000)

@@ -289,7 +289,12 @@ async function runDocstream(
   const collector = new OutputCollector(kafka, topics);
   const producer = kafka.producer();
   const connectors: ConnectorProcess[] = [];
-  const nodeArgs = ['--expose-gc', '--import', pathToFileUrl(PROBE), ...(process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean)];
+  const nodeArgs = [
+    '--expose-gc',
+    '--import',
+    pathToFileUrl(PROBE),
+    ...(process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean),
+  ];
   if (o.cpuProfDir) nodeArgs.push('--cpu-prof', `--cpu-prof-dir=${o.cpuProfDir}`);
   try {
     // The shared broker sometimes refuses a creation right after the previous run's topics were
