@@ -205,6 +205,28 @@ describe.each([true, false])('file:// blobs (blobs.fileSyncReads %s)', (fileSync
     expect(wrong.code).toBe('sha256_mismatch');
   });
 
+  it('streams a large file again after an attempt destroyed its stream (a failed upload is retried)', async () => {
+    const big = Buffer.alloc(200 * 1024 + 7, 7);
+    big.write('start', 0);
+    big.write('end', big.length - 3);
+    const file = path.join(root, `big-${String(fileSyncReads)}.bin`);
+    fs.writeFileSync(file, big);
+    const reader = new FileBlobReader(policy({ fileSyncReads, fileRoots: [root] }), silentLogger, {
+      smallFileBytes: 1024,
+    });
+    const blob = await reader.open(file, 'big.bin', { url: url(file) });
+    expect(blob.bytes).toBeUndefined();
+    const first = await blob.open();
+    await new Promise<void>((resolve) => first.once('data', () => resolve()));
+    first.on('error', () => undefined);
+    first.destroy(new Error('connection reset mid-body'));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(await readAll(await blob.open())).toEqual(big);
+    expect(await readAll(await blob.open())).toEqual(big);
+    await blob.cleanup();
+    expect((await blobError(blob.open())).code).toBe('blob_unreadable');
+  });
+
   it('streams once the memory for small files is spent, and buffers again after a cleanup', async () => {
     const reader = new FileBlobReader(policy({ fileSyncReads, fileRoots: [root] }), silentLogger, {
       bufferedBytesMax: content.length,

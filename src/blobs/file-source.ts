@@ -47,9 +47,26 @@ const SMALL_FILE_BYTES = 1024 * 1024;
 /** At most this much of small files is held in memory at once (maxInFlight documents may wait). */
 const BUFFERED_BYTES_MAX = 64 * 1024 * 1024;
 
+/** Bytes read per step when a file is streamed. */
+const CHUNK_BYTES = 64 * 1024;
+
+/**
+ * The first `size` bytes of the file as a stream that reads through the handle without owning it.
+ * A stream from `handle.createReadStream` closes the handle when it is destroyed, whatever
+ * `autoClose` says, and an upload attempt that fails (a connection reset mid-body) destroys its
+ * body: the retry then read a closed handle (`fd` -1). Only `cleanup` closes the handle.
+ */
 function readRange(handle: FileHandle, size: number): Readable {
-  if (size === 0) return Readable.from([]);
-  return handle.createReadStream({ start: 0, end: size - 1, autoClose: false });
+  async function* chunks(): AsyncGenerator<Buffer> {
+    for (let position = 0; position < size;) {
+      const length = Math.min(CHUNK_BYTES, size - position);
+      const { bytesRead, buffer } = await handle.read(Buffer.allocUnsafe(length), 0, length, position);
+      if (bytesRead === 0) return;
+      position += bytesRead;
+      yield bytesRead === length ? buffer : buffer.subarray(0, bytesRead);
+    }
+  }
+  return Readable.from(chunks(), { objectMode: false });
 }
 
 export interface FileBlobReaderOptions {
