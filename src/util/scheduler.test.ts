@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { PollScheduler, type SchedulerClock } from './scheduler.js';
 
 class FakeClock implements SchedulerClock {
@@ -67,5 +68,70 @@ describe('PollScheduler', () => {
     s.schedule('b', 10, () => ran.push('b'));
     clock.advance(10);
     expect(ran).toEqual(['b']);
+  });
+
+  it('holds nothing of a cancelled or replaced job (the deadline of a finished document)', () => {
+    const clock = new FakeClock();
+    const s = new PollScheduler(clock);
+    for (let i = 0; i < 1000; i++) {
+      s.schedule(`doc${i}:deadline`, 900_000 + i, () => undefined);
+      s.schedule(`doc${i}:fraud`, 100 + i, () => undefined);
+      s.schedule(`doc${i}:fraud`, 200 + i, () => undefined);
+    }
+    expect(s.held).toBe(2000);
+    for (let i = 0; i < 1000; i++) s.cancel(`doc${i}:deadline`);
+    expect(s.held).toBe(1000);
+    clock.advance(10_000);
+    expect(s.size).toBe(0);
+    expect(s.held).toBe(0);
+  });
+
+  it('runs exactly the live jobs, in due order, whatever the schedules, replacements and cancels', () => {
+    type Op =
+      | { op: 'schedule'; key: number; at: number }
+      | { op: 'cancel'; key: number }
+      | { op: 'advance'; ms: number };
+    const op = fc.oneof(
+      fc.record({ op: fc.constant('schedule' as const), key: fc.nat(20), at: fc.nat(1000) }),
+      fc.record({ op: fc.constant('cancel' as const), key: fc.nat(20) }),
+      fc.record({ op: fc.constant('advance' as const), ms: fc.nat(300) }),
+    );
+    fc.assert(
+      fc.property(fc.array(op, { maxLength: 80 }), (ops: Op[]) => {
+        const clock = new FakeClock();
+        const s = new PollScheduler(clock);
+        const ran: string[] = [];
+        const model = new Map<number, { at: number; seq: number; tag: string }>();
+        const expected: string[] = [];
+        let seq = 0;
+        const runModel = (until: number) => {
+          const due = [...model.entries()]
+            .filter(([, v]) => v.at <= until)
+            .sort(([, a], [, b]) => a.at - b.at || a.seq - b.seq);
+          for (const [key, v] of due) {
+            model.delete(key);
+            expected.push(v.tag);
+          }
+        };
+        for (const o of ops) {
+          if (o.op === 'schedule') {
+            const at = clock.t + o.at;
+            const tag = `${o.key}@${seq}`;
+            model.set(o.key, { at, seq: seq++, tag });
+            s.schedule(String(o.key), at, () => ran.push(tag));
+          } else if (o.op === 'cancel') {
+            model.delete(o.key);
+            s.cancel(String(o.key));
+          } else {
+            clock.advance(o.ms);
+            runModel(clock.t);
+          }
+          expect(s.size).toBe(model.size);
+          expect(s.held).toBe(model.size);
+        }
+        expect(ran).toEqual(expected);
+      }),
+      { numRuns: 500 },
+    );
   });
 });

@@ -1,6 +1,8 @@
 /**
  * One timer for everything due later: a min-heap of due times with a single setTimeout armed for the
- * earliest. The connector's polls of every in-flight document and the sandbox's webhook deliveries
+ * earliest. Each entry knows its place in the heap, so a cancelled or replaced job leaves at once
+ * (a document's deadline, cancelled when it finishes, used to stay for the whole deadline window,
+ * with the document it referred to). The connector's polls of every in-flight document and the sandbox's webhook deliveries
  * cost one timer each, not one sleeping task per job.
  */
 export interface SchedulerClock {
@@ -24,11 +26,13 @@ interface Entry {
   seq: number;
   key: string;
   run: () => void;
+  /** Position in the heap, kept up to date by every move. */
+  index: number;
 }
 
 export class PollScheduler {
-  private heap: Entry[] = [];
-  private live = new Map<string, Entry>();
+  private readonly heap: Entry[] = [];
+  private readonly live = new Map<string, Entry>();
   private timer: unknown = null;
   private timerDueAt = Infinity;
   private seq = 0;
@@ -39,35 +43,49 @@ export class PollScheduler {
   /** Runs `run` at `dueAt` (epoch ms). A key already scheduled is replaced. */
   schedule(key: string, dueAt: number, run: () => void): void {
     if (this.stopped) return;
-    const entry: Entry = { dueAt, seq: this.seq++, key, run };
+    this.cancel(key);
+    const entry: Entry = { dueAt, seq: this.seq++, key, run, index: this.heap.length };
     this.live.set(key, entry);
-    this.push(entry);
+    this.heap.push(entry);
+    this.up(entry.index);
     this.arm();
   }
 
+  /**
+   * Forgets `key` at once: its entry leaves the heap, so a cancelled job (e.g. the deadline of a
+   * document that finished) holds nothing of it until its due time.
+   */
   cancel(key: string): void {
+    const entry = this.live.get(key);
+    if (!entry) return;
     this.live.delete(key);
+    this.removeAt(entry.index);
   }
 
   /** Cancels every key starting with `prefix` (all polls of one document or one partition). */
   cancelPrefix(prefix: string): void {
-    for (const key of this.live.keys()) if (key.startsWith(prefix)) this.live.delete(key);
+    for (const key of [...this.live.keys()]) if (key.startsWith(prefix)) this.cancel(key);
   }
 
   get size(): number {
     return this.live.size;
   }
 
+  /** Entries held in the heap: equal to `size`, nothing cancelled stays behind. */
+  get held(): number {
+    return this.heap.length;
+  }
+
   stop(): void {
     this.stopped = true;
     this.live.clear();
-    this.heap = [];
+    this.heap.length = 0;
     if (this.timer !== null) this.clock.clearTimeout(this.timer);
     this.timer = null;
   }
 
   private arm(): void {
-    const head = this.peekLive();
+    const head = this.heap[0];
     if (!head) return;
     if (this.timer !== null && this.timerDueAt <= head.dueAt) return;
     if (this.timer !== null) this.clock.clearTimeout(this.timer);
@@ -80,10 +98,10 @@ export class PollScheduler {
     this.timerDueAt = Infinity;
     const now = this.clock.now();
     for (;;) {
-      const head = this.peekLive();
+      const head = this.heap[0];
       if (!head || head.dueAt > now) break;
-      this.pop();
       this.live.delete(head.key);
+      this.removeAt(0);
       try {
         head.run();
       } catch {
@@ -93,47 +111,55 @@ export class PollScheduler {
     this.arm();
   }
 
-  /** The earliest entry still live; stale heap entries (cancelled or replaced) are dropped lazily. */
-  private peekLive(): Entry | undefined {
-    while (this.heap.length > 0) {
-      const head = this.heap[0]!;
-      if (this.live.get(head.key) === head) return head;
-      this.pop();
-    }
-    return undefined;
-  }
-
   private less(a: Entry, b: Entry): boolean {
     return a.dueAt < b.dueAt || (a.dueAt === b.dueAt && a.seq < b.seq);
   }
 
-  private push(entry: Entry): void {
-    const h = this.heap;
-    h.push(entry);
-    let i = h.length - 1;
-    while (i > 0) {
-      const parent = (i - 1) >> 1;
-      if (!this.less(h[i]!, h[parent]!)) break;
-      [h[i], h[parent]] = [h[parent]!, h[i]!];
-      i = parent;
-    }
+  private place(entry: Entry, index: number): void {
+    this.heap[index] = entry;
+    entry.index = index;
   }
 
-  private pop(): void {
+  private removeAt(index: number): void {
     const h = this.heap;
     const last = h.pop()!;
-    if (h.length === 0) return;
-    h[0] = last;
-    let i = 0;
+    if (index === h.length) return;
+    this.place(last, index);
+    this.up(index);
+    this.down(last.index);
+  }
+
+  private up(index: number): void {
+    const h = this.heap;
+    const entry = h[index]!;
+    let i = index;
+    while (i > 0) {
+      const parent = (i - 1) >> 1;
+      if (!this.less(entry, h[parent]!)) break;
+      this.place(h[parent]!, i);
+      i = parent;
+    }
+    this.place(entry, i);
+  }
+
+  private down(index: number): void {
+    const h = this.heap;
+    const entry = h[index]!;
+    let i = index;
     for (;;) {
       const l = 2 * i + 1;
       const r = l + 1;
       let m = i;
-      if (l < h.length && this.less(h[l]!, h[m]!)) m = l;
-      if (r < h.length && this.less(h[r]!, h[m]!)) m = r;
+      let best = entry;
+      if (l < h.length && this.less(h[l]!, best)) {
+        m = l;
+        best = h[l]!;
+      }
+      if (r < h.length && this.less(h[r]!, best)) m = r;
       if (m === i) break;
-      [h[i], h[m]] = [h[m]!, h[i]!];
+      this.place(h[m]!, i);
       i = m;
     }
+    this.place(entry, i);
   }
 }
