@@ -189,10 +189,8 @@ export class Connector {
           groupId: config.kafka.groupId,
           metrics: this.metrics,
           logger: this.log,
-          onShare: (owned, total) => this.client.limiter.setShare(owned, total),
         }),
-      // Each second: the group's API share follows its pending work (`workShare`) this often.
-      1000,
+      5000,
     );
     this.commitTimer.unref();
     this.lagTimer.unref();
