@@ -192,20 +192,26 @@ export class ConnectorProcess {
     }
   }
 
-  /** Unlabelled gauges from the connector's /metrics (e.g. docstream_nodejs_heap_size_used_bytes). */
-  async gauges(names: string[]): Promise<Record<string, number>> {
-    const out: Record<string, number> = {};
+  /** The connector's /metrics text, or null when it is busy or gone (that sample is skipped). */
+  private async metricsText(): Promise<string | null> {
     try {
       const res = await fetch(`http://127.0.0.1:${this.httpPort}/metrics`, {
         signal: AbortSignal.timeout(2000),
       });
-      const text = await res.text();
-      for (const name of names) {
-        const match = new RegExp(`^${name} ([0-9.e+-]+)$`, 'm').exec(text);
-        if (match) out[name] = Number(match[1]);
-      }
+      return await res.text();
     } catch {
-      // Busy or gone: this sample is skipped.
+      return null;
+    }
+  }
+
+  /** Unlabelled gauges from the connector's /metrics (e.g. docstream_nodejs_heap_size_used_bytes). */
+  async gauges(names: string[]): Promise<Record<string, number>> {
+    const out: Record<string, number> = {};
+    const text = await this.metricsText();
+    if (text === null) return out;
+    for (const name of names) {
+      const match = new RegExp(`^${name} ([0-9.e+-]+)$`, 'm').exec(text);
+      if (match) out[name] = Number(match[1]);
     }
     return out;
   }
@@ -213,20 +219,14 @@ export class ConnectorProcess {
   /** Mean seconds per stage from the connector's docstream_stage_duration_seconds histogram. */
   async stageMeans(): Promise<Record<string, { count: number; meanMs: number }>> {
     const out: Record<string, { count: number; meanMs: number }> = {};
-    try {
-      const res = await fetch(`http://127.0.0.1:${this.httpPort}/metrics`, {
-        signal: AbortSignal.timeout(2000),
-      });
-      const text = await res.text();
-      const re = /^docstream_stage_duration_seconds_(sum|count)\{stage="([a-z_]+)"\} ([0-9.e+-]+)$/gm;
-      const sums = new Map<string, number>();
-      const counts = new Map<string, number>();
-      for (const m of text.matchAll(re)) (m[1] === 'sum' ? sums : counts).set(m[2] as string, Number(m[3]));
-      for (const [stage, count] of counts) {
-        if (count > 0) out[stage] = { count, meanMs: Math.round(((sums.get(stage) ?? 0) / count) * 1000) };
-      }
-    } catch {
-      // Busy or gone: no stage figures.
+    const text = await this.metricsText();
+    if (text === null) return out;
+    const re = /^docstream_stage_duration_seconds_(sum|count)\{stage="([a-z_]+)"\} ([0-9.e+-]+)$/gm;
+    const sums = new Map<string, number>();
+    const counts = new Map<string, number>();
+    for (const m of text.matchAll(re)) (m[1] === 'sum' ? sums : counts).set(m[2] as string, Number(m[3]));
+    for (const [stage, count] of counts) {
+      if (count > 0) out[stage] = { count, meanMs: Math.round(((sums.get(stage) ?? 0) / count) * 1000) };
     }
     return out;
   }

@@ -148,14 +148,10 @@ export class FileBlobReader {
     try {
       checkOpened(await openedPath(handle), checks);
       const size = this.checkStat(await handle.stat(), display, ref);
-      const expected = policy.verifySha256 && ref.sha256 ? expectedSha256(ref.sha256) : undefined;
+      if (this.fitsInMemory(size))
+        return this.bufferedBlob(await readExactly(handle, size, display), ref, display);
 
-      if (this.fitsInMemory(size)) {
-        const bytes = await readExactly(handle, size, display);
-        const sha256 = expected === undefined ? undefined : createHash('sha256').update(bytes).digest('hex');
-        if (expected !== undefined) checkSha256(expected, sha256 as string, display);
-        return this.bufferedBlob(bytes, ref.content_type ?? undefined, sha256, display);
-      }
+      const expected = this.expectedSha256(ref);
 
       let sha256: string | undefined;
       if (expected !== undefined) {
@@ -242,36 +238,26 @@ export class FileBlobReader {
       checkOpened(openedPathSync(fd), checks);
       const size = this.checkStat(fs.fstatSync(fd), display, ref);
       if (!this.fitsInMemory(size)) return null;
-      const bytes = Buffer.allocUnsafe(size);
-      let at = 0;
-      try {
-        while (at < size) {
-          const read = fs.readSync(fd, bytes, at, size - at, at);
-          if (read === 0) break;
-          at += read;
-        }
-      } catch (error) {
-        throw fsError(error, display);
-      }
-      if (at < size) {
-        throw new BlobError('blob_unreadable', `${display} shrank while it was read`, { retriable: true });
-      }
-      const expected = this.policy.verifySha256 && ref.sha256 ? expectedSha256(ref.sha256) : undefined;
-      const sha256 = expected === undefined ? undefined : createHash('sha256').update(bytes).digest('hex');
-      if (expected !== undefined) checkSha256(expected, sha256 as string, display);
-      return this.bufferedBlob(bytes, ref.content_type ?? undefined, sha256, display);
+      return this.bufferedBlob(readExactlySync(fd, size, display), ref, display);
     } finally {
       fs.closeSync(fd);
     }
   }
 
-  /** A blob held in memory: counted against the budget until cleanup. */
-  private bufferedBlob(
-    bytes: Buffer,
-    contentType: string | undefined,
-    sha256: string | undefined,
-    display: string,
-  ): OpenedBlob {
+  /** The digest `blob.sha256` asks for, when it is to be verified. */
+  private expectedSha256(ref: BlobRef): string | undefined {
+    return this.policy.verifySha256 && ref.sha256 ? expectedSha256(ref.sha256) : undefined;
+  }
+
+  /**
+   * A blob held in memory, its digest verified (when asked for) from the buffer: counted against
+   * the budget until cleanup.
+   */
+  private bufferedBlob(bytes: Buffer, ref: BlobRef, display: string): OpenedBlob {
+    const expected = this.expectedSha256(ref);
+    const sha256 = expected === undefined ? undefined : createHash('sha256').update(bytes).digest('hex');
+    if (expected !== undefined) checkSha256(expected, sha256 as string, display);
+    const contentType = ref.content_type ?? undefined;
     this.buffered += bytes.length;
     let held: Buffer | undefined = bytes;
     return {
@@ -307,7 +293,27 @@ async function readExactly(handle: FileHandle, size: number, display: string): P
   } catch (error) {
     throw fsError(error, display);
   }
-  if (at < size) {
+  return whole(bytes, at, display);
+}
+
+/** `readExactly` with synchronous reads of a descriptor. */
+function readExactlySync(fd: number, size: number, display: string): Buffer {
+  const bytes = Buffer.allocUnsafe(size);
+  let at = 0;
+  try {
+    while (at < size) {
+      const read = fs.readSync(fd, bytes, at, size - at, at);
+      if (read === 0) break;
+      at += read;
+    }
+  } catch (error) {
+    throw fsError(error, display);
+  }
+  return whole(bytes, at, display);
+}
+
+function whole(bytes: Buffer, read: number, display: string): Buffer {
+  if (read < bytes.length) {
     throw new BlobError('blob_unreadable', `${display} shrank while it was read`, { retriable: true });
   }
   return bytes;

@@ -159,7 +159,6 @@ export class ConsumerLoop {
     if (this.outage) return;
     if (batch.topic === this.o.topics.feedback) return this.onFeedbackBatch(batch, control);
     const offsets = this.tracker(batch.topic).partition(batch.partition);
-    const max = this.o.maxInFlight;
     const admissions: Array<Promise<void>> = [];
     let last: string | null = null;
     // A failed heartbeat (a rebalance under way) ends any wait for room: the group must not wait.
@@ -177,18 +176,14 @@ export class ConsumerLoop {
     try {
       // No record of a partition is admitted before its state is restored (heartbeats go on meanwhile).
       await this.prepare(batch.partition);
-      let full = false;
       for (const message of batch.messages) {
         if (!taking()) break;
         // Checked again after every wait: the slot is taken in the same turn as the check.
         const roomUntil = Date.now() + (this.o.roomWaitMs ?? 2000);
-        while (this.o.engine.inFlight + this.admitting >= max) {
-          if (!taking() || !(await this.roomFreed(roomUntil))) {
-            full = true;
-            break;
-          }
+        while (!this.hasRoom()) {
+          if (!taking() || !(await this.roomFreed(roomUntil))) break;
         }
-        if (full) {
+        if (!this.hasRoom()) {
           if (taking()) this.pauseInput();
           break;
         }
@@ -375,6 +370,10 @@ export class ConsumerLoop {
       const timer = setTimeout(wake, Math.min(left, 100));
       this.roomWaiters.add(wake);
     });
+  }
+
+  private hasRoom(): boolean {
+    return this.o.engine.inFlight + this.admitting < this.o.maxInFlight;
   }
 
   private wakeRoomWaiters(): void {

@@ -9,6 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { redactSource } from '../../src/connector/dead-letters.js';
 import { sampleBytes } from '../../src/demo/corpus.js';
 import { E2E, arrival, waitFor, type Decoded } from '../harness/e2e.js';
+import { forward } from '../harness/proxy.js';
 
 /**
  * A transparent proxy in front of the sandbox that answers 400 to the creation of a submission whose
@@ -19,25 +20,8 @@ async function rejectingProxy(target: string): Promise<{ url: string; close(): P
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     const isCreate = req.method === 'POST' && req.url === '/v2/submission';
-    const forward = (body?: Buffer) => {
-      const out = http.request(
-        {
-          host: upstream.hostname,
-          port: upstream.port,
-          method: req.method,
-          path: req.url,
-          headers: req.headers,
-        },
-        (answer) => {
-          res.writeHead(answer.statusCode ?? 502, answer.headers);
-          answer.pipe(res);
-        },
-      );
-      out.on('error', () => res.destroy());
-      if (body) out.end(body);
-      else req.pipe(out);
-    };
-    if (!isCreate) return forward();
+    const send = (body?: Buffer) => forward(upstream, req, res, body);
+    if (!isCreate) return send();
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       const body = Buffer.concat(chunks);
@@ -46,7 +30,7 @@ async function rejectingProxy(target: string): Promise<{ url: string; close(): P
         res.end(JSON.stringify({ message: 'query_id: rejected by the API' }));
         return;
       }
-      forward(body);
+      send(body);
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

@@ -16,6 +16,7 @@ import { sampleBytes } from '../../src/demo/corpus.js';
 import { silentLogger } from '../../src/observability/logger.js';
 import { Registry } from '../../src/serde/registry.js';
 import { E2E, REGISTRY_URL, arrival, waitFor } from '../harness/e2e.js';
+import { forward } from '../harness/proxy.js';
 import { uniqueName } from '../harness/topics.js';
 
 const MARKER = 'PII-MARKER-c9d2e1';
@@ -37,21 +38,7 @@ async function registryProxy() {
       req.socket.destroy();
       return;
     }
-    const out = http.request(
-      {
-        host: upstream.hostname,
-        port: upstream.port,
-        method: req.method,
-        path: req.url,
-        headers: req.headers,
-      },
-      (answer) => {
-        res.writeHead(answer.statusCode ?? 502, answer.headers);
-        answer.pipe(res);
-      },
-    );
-    out.on('error', () => res.destroy());
-    req.pipe(out);
+    forward(upstream, req, res);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const port = (server.address() as AddressInfo).port;

@@ -1,0 +1,24 @@
+/**
+ * Forwarding for the loopback proxies some tests put between the connector and a real service (to
+ * change an answer, or to stand in for an outage): one request to `upstream`, its answer piped back.
+ */
+import http from 'node:http';
+
+/** Sends `req` on to `upstream` (its body, or `body` when the proxy read it) and pipes the answer. */
+export function forward(
+  upstream: URL,
+  req: http.IncomingMessage,
+  res: http.ServerResponse,
+  body?: Buffer,
+): void {
+  const out = http.request(
+    { host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: req.headers },
+    (answer) => {
+      res.writeHead(answer.statusCode ?? 502, answer.headers);
+      answer.pipe(res);
+    },
+  );
+  out.on('error', () => res.destroy());
+  if (body) out.end(body);
+  else req.pipe(out);
+}
