@@ -9,6 +9,8 @@
  *   npm run bench -- --docs 2000 --latency-ms 200 --rate 5000 --partitions 4 --max-in-flight 1000 \
  *     --baseline-docs 0 --scale-out none                CPU per document against the floor
  *   --instances N     connector processes in one group for the main run
+ *   --warmup-docs N   documents run first and not measured, by the connector and the floor alike
+ *                     (default: half of --docs, at most 1000; 0 measures cold processes)
  *   BENCH_NODE_ARGS   extra node flags for the connector children (e.g. "--max-semi-space-size=64")
  *   --cpu-prof        writes a V8 CPU profile of each main-run connector (and of the floor, floor.cpuprofile)
  *                     into bench-results/profiles
@@ -38,6 +40,8 @@ const flags = parseFlags(process.argv.slice(2), {
   baselineDocs: 30,
   baselinePollMs: 250,
   instances: 1,
+  /** auto: half of --docs, at most 1000. */
+  warmupDocs: 'auto',
   floor: true,
   cpuProf: false,
   scaleOut: '1,2,3',
@@ -73,7 +77,7 @@ function row(cells: Array<string | number | null>, widths: number[]): string {
 function printThroughput(r: ThroughputResult): void {
   const p = r.parameters;
   console.log(
-    `\nthroughput: ${p.docs} docs (baseline ${p.baselineDocs}), sandbox latency ${p.latencyMs} ms fixed, ` +
+    `\nthroughput: ${p.docs} docs measured after ${p.warmupDocs} warm-up docs (baseline ${p.baselineDocs}), sandbox latency ${p.latencyMs} ms fixed, ` +
       `rate limit ${p.rate}/s (burst ${p.burst}), client ceiling ${p.clientRate}/s, ` +
       `${p.partitions} partition(s), maxInFlight ${p.maxInFlight}`,
   );
@@ -101,12 +105,18 @@ function printThroughput(r: ThroughputResult): void {
   line('heap KB / in-flight doc', (m) => m.heapKbPerInFlight ?? null);
   const d = r.docstream;
   console.log(
-    `\nCPU per document (connector process${p.instances > 1 ? 'es' : ''}, user+sys, first record to last result): ` +
+    `\nCPU per document (connector process${p.instances > 1 ? 'es' : ''}, user+sys, first measured record to last result): ` +
       `${d.cpuMsPerDoc ?? '-'} ms` +
       (r.floor
         ? `; floor (bare HTTP + plain Kafka writes, same run) ${r.floor.cpuMsPerDoc} ms; ratio ${r.floor.ratio ?? '-'}x`
         : ''),
   );
+  if (p.warmupDocs > 0)
+    console.log(
+      `cold, over the ${p.warmupDocs} warm-up documents (JIT compilation, opening the pool): connector ` +
+        `${d.coldCpuMsPerDoc ?? '-'} ms` +
+        (r.floor ? `, floor ${r.floor.coldCpuMsPerDoc ?? '-'} ms; ratio ${r.floor.coldRatio ?? '-'}x` : ''),
+    );
   if (r.floor)
     console.log(
       `floor: ${r.floor.completed} docs in ${r.floor.durationS} s, ${r.floor.httpCalls} HTTP calls ` +
@@ -202,8 +212,14 @@ async function main(): Promise<void> {
     result = { mode: 'stream', measures };
   } else if (flags.mode === 'throughput') {
     const rate = bounded(Number(flags.rate), 1, 10_000, 'rate');
+    const docs = bounded(Number(flags.docs), 1, 5000, 'docs');
+    const warmupDocs =
+      flags.warmupDocs === 'auto'
+        ? Math.min(1000, Math.floor(docs / 2))
+        : bounded(Number(flags.warmupDocs), 0, 5000, 'warmup-docs');
     const throughput = await runThroughput({
-      docs: bounded(Number(flags.docs), 1, 5000, 'docs'),
+      docs,
+      warmupDocs,
       latencyMs: bounded(Number(flags.latencyMs), 0, 60_000, 'latency-ms'),
       rate,
       burst: Number(flags.burst) > 0 ? Number(flags.burst) : Math.max(1, Math.ceil(rate / 5)),

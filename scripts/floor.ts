@@ -27,6 +27,11 @@ export interface FloorSettings {
   clientId: string;
   clientSecret: string;
   docs: number;
+  /**
+   * Documents before the measured ones: once they are done the floor says so ({ type: 'warm' }
+   * over IPC), the harness produces the measured ones, and the clock starts at the next record.
+   */
+  warmupDocs: number;
   maxInFlight: number;
   /** The sandbox's processing time: results are asked for once it has passed. */
   latencyMs: number;
@@ -36,8 +41,10 @@ export interface FloorSettings {
 export interface FloorReport {
   type: 'floor';
   completed: number;
-  /** user + system CPU from the first record taken to the last result acknowledged. */
+  /** user + system CPU from the first measured record taken to the last result acknowledged. */
   cpuUs: number;
+  /** The same over the warm-up documents; null without warm-up. */
+  coldCpuUs: number | null;
   durationMs: number;
   httpCalls: number;
   notReady: number;
@@ -146,6 +153,10 @@ async function main(): Promise<void> {
 
   let started = 0;
   let cpuAtStart = 0;
+  let coldCpuUs: number | null = null;
+  // Counters at the end of the warm-up, subtracted from the report.
+  const atWarm = { httpCalls: 0, notReady: 0, kafkaRequests: 0 };
+  const total = settings.warmupDocs + settings.docs;
   let readyAfter = settings.latencyMs + 50;
   let completed = 0;
   let inFlight = 0;
@@ -218,7 +229,14 @@ async function main(): Promise<void> {
             inFlight -= 1;
             completed += 1;
             waiters.shift()?.();
-            if (completed >= settings.docs) finish();
+            if (settings.warmupDocs > 0 && completed === settings.warmupDocs) {
+              const cpu = process.cpuUsage();
+              coldCpuUs = cpu.user + cpu.system - cpuAtStart;
+              Object.assign(atWarm, { httpCalls, notReady, kafkaRequests });
+              started = 0; // the measured clock starts at the next record
+              process.send?.({ type: 'warm' });
+            }
+            if (completed >= total) finish();
           },
           (err: unknown) => {
             process.stderr.write(`floor: ${err instanceof Error ? err.message : String(err)}\n`);
@@ -237,12 +255,13 @@ async function main(): Promise<void> {
   const cpu = process.cpuUsage();
   const report: FloorReport = {
     type: 'floor',
-    completed,
+    completed: completed - settings.warmupDocs,
     cpuUs: cpu.user + cpu.system - cpuAtStart,
+    coldCpuUs,
     durationMs: performance.now() - started,
-    httpCalls,
-    notReady,
-    kafkaRequests,
+    httpCalls: httpCalls - atWarm.httpCalls,
+    notReady: notReady - atWarm.notReady,
+    kafkaRequests: kafkaRequests - atWarm.kafkaRequests,
     sockets,
   };
   process.send?.(report);

@@ -24,11 +24,13 @@ const FLOOR_SCRIPT = fileURLToPath(new URL('../floor.js', import.meta.url));
 
 interface FloorOptions {
   docs: number;
+  /** Documents run first and not measured (as the connector's warm-up). */
+  warmupDocs: number;
   latencyMs: number;
   partitions: number;
   maxInFlight: number;
   deadline: number;
-  arrivals: (prefix: string) => Arrival[];
+  arrivals: (prefix: string, n: number) => Arrival[];
   log: (line: string) => void;
   /** Also profile the floor (`--cpu-prof`), beside the connector's profiles. */
   cpuProfDir?: string | null;
@@ -37,6 +39,8 @@ interface FloorOptions {
 export interface FloorMeasure {
   completed: number;
   cpuMsPerDoc: number;
+  /** Over the warm-up documents alone; null without warm-up. */
+  coldCpuMsPerDoc: number | null;
   durationS: number;
   httpCalls: number;
   notReady: number;
@@ -50,7 +54,7 @@ export async function runFloor(o: FloorOptions, kafka: KafkaClient, dir: string)
   const sandbox = await startSandbox({
     processing: { distribution: 'fixed', meanMs: o.latencyMs },
     rateLimit: { ratePerSecond: 1_000_000, burst: 1_000_000 },
-    maxSubmissions: Math.max(1000, o.docs * 2),
+    maxSubmissions: Math.max(1000, (o.docs + o.warmupDocs) * 2),
   });
   const producer = kafka.producer();
   const admin = kafka.admin();
@@ -66,7 +70,10 @@ export async function runFloor(o: FloorOptions, kafka: KafkaClient, dir: string)
     );
     await admin.disconnect();
     await producer.connect();
-    await produceArrivals(producer, topics.arrived, o.arrivals(id));
+    // Without warm-up, all documents at once; with it, the warm-up first and the measured ones
+    // once the floor reports it finished them, as in the connector's run.
+    await produceArrivals(producer, topics.arrived, o.arrivals(`${id}-warm`, o.warmupDocs));
+    if (o.warmupDocs === 0) await produceArrivals(producer, topics.arrived, o.arrivals(id, o.docs));
     const settings: FloorSettings = {
       brokers: BROKERS,
       groupId: `${id}-group`,
@@ -77,6 +84,7 @@ export async function runFloor(o: FloorOptions, kafka: KafkaClient, dir: string)
       clientId: 'sandbox-client',
       clientSecret: 'sandbox-secret',
       docs: o.docs,
+      warmupDocs: o.warmupDocs,
       maxInFlight: o.maxInFlight,
       latencyMs: o.latencyMs,
       deadline: o.deadline,
@@ -96,8 +104,14 @@ export async function runFloor(o: FloorOptions, kafka: KafkaClient, dir: string)
     process.once('exit', killer);
     const report = await new Promise<FloorReport>((resolve, reject) => {
       const timer = setTimeout(() => child.kill('SIGKILL'), Math.max(5000, o.deadline - Date.now()));
-      child.on('message', (m: FloorReport) => {
+      child.on('message', (m: FloorReport | { type: 'warm' }) => {
         if (m.type === 'floor') resolve(m);
+        else if (m.type === 'warm') {
+          produceArrivals(producer, topics.arrived, o.arrivals(id, o.docs)).catch((err: unknown) => {
+            child.kill('SIGKILL');
+            reject(err instanceof Error ? err : new Error(String(err)));
+          });
+        }
       });
       child.once('exit', (code) => {
         clearTimeout(timer);
@@ -116,6 +130,10 @@ export async function runFloor(o: FloorOptions, kafka: KafkaClient, dir: string)
     return {
       completed: report.completed,
       cpuMsPerDoc: round(report.cpuUs / 1000 / completed, 3),
+      coldCpuMsPerDoc:
+        o.warmupDocs > 0 && report.coldCpuUs !== null
+          ? round(report.coldCpuUs / 1000 / o.warmupDocs, 3)
+          : null,
       durationS: round(report.durationMs / 1000, 2),
       httpCalls: report.httpCalls,
       notReady: report.notReady,

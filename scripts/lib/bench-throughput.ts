@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { writeCorpus, type SampleKind } from '../../src/demo/corpus.js';
-import { KafkaClient } from '../../src/kafka/index.js';
+import { KafkaClient, type KafkaProducer } from '../../src/kafka/index.js';
 import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
 import { Progress } from '../../src/util/progress.js';
 import { runBaseline } from '../baseline.js';
@@ -45,6 +45,12 @@ export interface ThroughputOptions {
   baselinePollMs: number;
   /** Connector processes in one consumer group for the main run. */
   instances: number;
+  /**
+   * Documents run through the main run's connector (and the floor) before the measured ones, so
+   * that CPU per document and throughput are those of a warm process; their own CPU is reported
+   * apart (coldCpuMsPerDoc). 0 measures from the first document.
+   */
+  warmupDocs: number;
   /** Measure the floor (bare HTTP + plain Kafka writes) after the main run. */
   floor: boolean;
   /** Write a V8 CPU profile of each connector child into this directory. */
@@ -82,8 +88,14 @@ export interface RunMeasure {
 }
 
 export interface CpuMeasure {
-  /** user + system CPU of the connector processes from the first record produced to the last result, per document. */
+  /**
+   * user + system CPU of the connector processes from the first measured record produced to the
+   * last result, per document (after the warm-up documents, if any).
+   */
   cpuMsPerDoc: number | null;
+  /** The same over the warm-up documents alone (JIT compilation, first connections): null without warm-up. */
+  coldCpuMsPerDoc: number | null;
+  warmupDocs: number;
   /** The CPU of the forced collections of the heap samples, already subtracted. */
   sampleGcMs: number;
   /** Live heap (after a full GC) idle, and at the sample with the most documents in flight. */
@@ -150,7 +162,7 @@ export interface ThroughputResult {
     docsPerS: number;
   };
   docstream: RunMeasure & CpuMeasure & { percentOfBound: number };
-  floor: (FloorMeasure & { ratio: number | null }) | null;
+  floor: (FloorMeasure & { ratio: number | null; coldRatio: number | null }) | null;
   scaleOut: ScaleOutResult[];
   baseline: RunMeasure | null;
   speedup: number | null;
@@ -222,6 +234,7 @@ interface RunShape {
   partitions: number;
   clientRate: number;
   instances: number;
+  warmupDocs: number;
 }
 
 function arrivals(prefix: string, n: number, files: string[]): Arrival[] {
@@ -272,6 +285,41 @@ export function round(n: number, digits: number): number {
   return Math.round(n * f) / f;
 }
 
+/**
+ * Runs `shape.warmupDocs` documents through the started connectors and waits until each settled,
+ * so that the measured documents meet compiled code and an open connection pool. Null without
+ * warm-up.
+ */
+async function warmUp(
+  shape: RunShape,
+  run: {
+    id: string;
+    o: ThroughputOptions;
+    producer: KafkaProducer;
+    collector: OutputCollector;
+    topics: ReturnType<typeof prefixedTopics>;
+    files: string[];
+  },
+): Promise<{ settled: number } | null> {
+  if (shape.warmupDocs <= 0) return null;
+  const { o, collector } = run;
+  o.log(`${shape.label}: warming up with ${shape.warmupDocs} documents (not measured)`);
+  const batch = arrivals(`${run.id}-warm`, shape.warmupDocs, run.files);
+  const ids = batch.map((a) => a.event_id);
+  await produceArrivals(run.producer, run.topics.arrived, batch);
+  const ok = await waitUntil(() => ids.every((e) => collector.settled(e)), o.deadline - Date.now());
+  if (!ok) throw new Error(`${shape.label}: the warm-up did not finish before the time limit`);
+  return { settled: ids.length };
+}
+
+/** The calls made since `before` was read (all of them without it). */
+function callsSince(now: ApiCalls, before: ApiCalls | null): ApiCalls {
+  if (before === null) return now;
+  const out = { ...now };
+  for (const key of Object.keys(out) as Array<keyof ApiCalls>) out[key] = now[key] - before[key];
+  return out;
+}
+
 async function runDocstream(
   o: ThroughputOptions,
   shape: RunShape,
@@ -283,7 +331,7 @@ async function runDocstream(
   const topics = prefixedTopics(id, shape.partitions);
   const sandbox = await sandboxFor(
     { latencyMs: o.latencyMs, rate: shape.rate, burst: shape.burst },
-    shape.docs,
+    shape.docs + shape.warmupDocs,
   );
   const apiPort = new URL(sandbox.baseUrl).port;
   const collector = new OutputCollector(kafka, topics);
@@ -332,6 +380,9 @@ async function runDocstream(
     const idleSamples = await Promise.all(probes.map((p) => p.sample(true)));
     const idleRss = connectors[0]!.memoryKb('VmRSS');
     const idleHeap = (await connectors[0]!.gauges([HEAP]))[HEAP] ?? null;
+    const warm = await warmUp(shape, { id, o, producer, collector, topics, files });
+    const startSamples = warm === null ? idleSamples : await Promise.all(probes.map((p) => p.sample(false)));
+    const callsBefore = warm === null ? null : apiCalls(sandbox.stats());
     let peakHeap = 0;
     let peakInFlight = 0;
     // Live-heap samples: a full GC in the child at a new in-flight high, at most every 2 s and 5 in all.
@@ -392,23 +443,28 @@ async function runDocstream(
     if (!ok) o.log(`${shape.label}: time limit reached before every document finished`);
     const peak = connectors[0]!.memoryKb('VmHWM');
     const end = Math.max(...ids.map((e) => collector.byEvent.get(e)?.lastResultAt ?? 0), start + 1);
-    const calls = apiCalls(sandbox.stats());
+    const calls = callsSince(apiCalls(sandbox.stats()), callsBefore);
     const measured = measure(ids, sentAt, collector, calls, { start, end });
     let cpuUs: number | null = 0;
+    let coldCpuUs: number | null = 0;
     let connections: number | null = 0;
     for (let i = 0; i < connectors.length; i++) {
-      const a = idleSamples[i];
+      const idle = idleSamples[i];
+      const a = startSamples[i];
       const b = endSamples[i];
-      if (!a || !b || cpuUs === null || connections === null) {
-        cpuUs = null;
-        connections = null;
+      if (!idle || !a || !b || cpuUs === null || coldCpuUs === null || connections === null) {
+        cpuUs = coldCpuUs = connections = null;
         continue;
       }
       cpuUs += b.cpuUs - a.cpuUs;
-      connections += (b.connections[apiPort] ?? 0) - (a.connections[apiPort] ?? 0);
+      coldCpuUs += a.cpuUs - idle.cpuUs;
+      // Over the whole run, warm-up included: the pool is opened there.
+      connections += (b.connections[apiPort] ?? 0) - (idle.connections[apiPort] ?? 0);
     }
     if (cpuUs !== null) cpuUs -= gcCpuUs;
     const settled = measured.completed + measured.deadLetters;
+    // The topics hold the warm-up documents' records too.
+    const written = settled + (warm?.settled ?? 0);
     const stateRecords = await recordCount(kafka, [topics.state]);
     const outputRecords = await recordCount(kafka, [
       topics.fraud,
@@ -430,6 +486,11 @@ async function runDocstream(
           ? round((peakHeap - idleHeap) / 1024 / peakInFlight, 1)
           : null,
       cpuMsPerDoc: cpuUs === null || settled === 0 ? null : round(cpuUs / 1000 / settled, 3),
+      coldCpuMsPerDoc:
+        warm === null || coldCpuUs === null || warm.settled === 0
+          ? null
+          : round(coldCpuUs / 1000 / warm.settled, 3),
+      warmupDocs: shape.warmupDocs,
       sampleGcMs: round(gcCpuUs / 1000, 1),
       liveHeapIdleMb: idleLive === null ? null : round(idleLive / 2 ** 20, 1),
       liveHeapPeakMb: peakLive ? round(peakLive.heap / 2 ** 20, 1) : null,
@@ -439,8 +500,8 @@ async function runDocstream(
           ? round((peakLive.heap - idleLive) / 1024 / peakLive.inFlight, 1)
           : null,
       apiConnections: connections,
-      stateRecordsPerDoc: stateRecords === null || settled === 0 ? null : round(stateRecords / settled, 2),
-      outputRecordsPerDoc: outputRecords === null || settled === 0 ? null : round(outputRecords / settled, 2),
+      stateRecordsPerDoc: stateRecords === null || written === 0 ? null : round(stateRecords / written, 2),
+      outputRecordsPerDoc: outputRecords === null || written === 0 ? null : round(outputRecords / written, 2),
       stages,
     };
   } finally {
@@ -526,6 +587,7 @@ export async function runThroughput(o: ThroughputOptions): Promise<ThroughputRes
         partitions: o.partitions,
         clientRate: o.clientRate,
         instances: o.instances,
+        warmupDocs: o.warmupDocs,
       },
       kafka,
       dir,
@@ -535,11 +597,12 @@ export async function runThroughput(o: ThroughputOptions): Promise<ThroughputRes
       ? await runFloor(
           {
             docs: o.docs,
+            warmupDocs: o.warmupDocs,
             latencyMs: o.latencyMs,
             partitions: o.partitions,
             maxInFlight: o.maxInFlight,
             deadline: o.deadline,
-            arrivals: (prefix) => arrivals(prefix, o.docs, files),
+            arrivals: (prefix, n) => arrivals(prefix, n, files),
             log: o.log,
             cpuProfDir: o.cpuProfDir,
           },
@@ -564,6 +627,8 @@ export async function runThroughput(o: ThroughputOptions): Promise<ThroughputRes
             partitions: o.scalePartitions,
             clientRate: o.scaleRate,
             instances,
+            // Scale-out measures pacing against the shared limit, which warm code does not change.
+            warmupDocs: 0,
           },
           kafka,
           dir,
@@ -610,6 +675,10 @@ export async function runThroughput(o: ThroughputOptions): Promise<ThroughputRes
             ratio:
               docstream.cpuMsPerDoc !== null && floorRun.cpuMsPerDoc > 0
                 ? round(docstream.cpuMsPerDoc / floorRun.cpuMsPerDoc, 2)
+                : null,
+            coldRatio:
+              docstream.coldCpuMsPerDoc !== null && floorRun.coldCpuMsPerDoc
+                ? round(docstream.coldCpuMsPerDoc / floorRun.coldCpuMsPerDoc, 2)
                 : null,
           }
         : null,
