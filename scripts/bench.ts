@@ -10,7 +10,8 @@
  *     --baseline-docs 0 --scale-out none                CPU per document against the floor
  *   --instances N     connector processes in one group for the main run
  *   --warmup-docs N   documents run first and not measured, by the connector and the floor alike
- *                     (default: half of --docs, at most 1000; 0 measures cold processes)
+ *                     (default: as many as --docs, at most 2000, enough for the JIT to settle;
+ *                     0 measures cold processes)
  *   BENCH_NODE_ARGS   extra node flags for the connector children (e.g. "--max-semi-space-size=64")
  *   --cpu-prof        writes a V8 CPU profile of each main-run connector (and of the floor, floor.cpuprofile)
  *                     into bench-results/profiles
@@ -40,7 +41,7 @@ const flags = parseFlags(process.argv.slice(2), {
   baselineDocs: 30,
   baselinePollMs: 250,
   instances: 1,
-  /** auto: half of --docs, at most 1000. */
+  /** auto: as many as --docs, at most 2000. */
   warmupDocs: 'auto',
   floor: true,
   cpuProf: false,
@@ -215,7 +216,7 @@ async function main(): Promise<void> {
     const docs = bounded(Number(flags.docs), 1, 5000, 'docs');
     const warmupDocs =
       flags.warmupDocs === 'auto'
-        ? Math.min(1000, Math.floor(docs / 2))
+        ? Math.min(2000, docs)
         : bounded(Number(flags.warmupDocs), 0, 5000, 'warmup-docs');
     const throughput = await runThroughput({
       docs,
