@@ -376,6 +376,9 @@ async function runDocstream(
     await Promise.all(connectors.map((c) => c.ready()));
     await collector.start();
     await producer.connect();
+    o.log(
+      `${shape.label}: ${shape.instances} connector(s) ready (pid ${connectors.map((c) => c.pid).join(', ')})`,
+    );
     const probes = connectors.map((c) => new Probe(c.child));
     const idleSamples = await Promise.all(probes.map((p) => p.sample(true)));
     const idleRss = connectors[0]!.memoryKb('VmRSS');
@@ -410,10 +413,7 @@ async function runDocstream(
         }
       })().finally(() => (sampling = false));
     }, 1000);
-    o.log(
-      `${shape.label}: ${shape.instances} connector(s) ready (pid ${connectors.map((c) => c.pid).join(', ')}), ` +
-        `producing ${shape.docs} documents`,
-    );
+    o.log(`${shape.label}: producing ${shape.docs} documents (measured)`);
     const batch = arrivals(id, shape.docs, files);
     const sentAt = await produceArrivals(producer, topics.arrived, batch);
     const ids = batch.map((a) => a.event_id);
