@@ -13,8 +13,9 @@
  *                     (default: as many as --docs, at most 2000, enough for the JIT to settle;
  *                     0 measures cold processes)
  *   BENCH_NODE_ARGS   extra node flags for the connector children (e.g. "--max-semi-space-size=64")
- *   --cpu-prof        writes a V8 CPU profile of each main-run connector (and of the floor, floor.cpuprofile)
- *                     into bench-results/profiles
+ *   --cpu-prof        writes a V8 CPU profile of each main-run connector and of the floor, over the
+ *                     measured documents only, into bench-results/profiles (<run>-connector-N.cpuprofile,
+ *                     <run>-floor.cpuprofile)
  *   npm run bench -- --mode inflight                live heap per in-flight doc (--inflight-docs 5000)
  *
  * Prints a table and writes bench-results/<timestamp>.json. Bounded: --timeout-s (default 600)

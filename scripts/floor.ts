@@ -13,6 +13,7 @@
  */
 import fs from 'node:fs';
 import http from 'node:http';
+import inspector from 'node:inspector';
 import kafkajs from 'kafkajs';
 
 const { Kafka, logLevel } = kafkajs;
@@ -36,6 +37,8 @@ export interface FloorSettings {
   /** The sandbox's processing time: results are asked for once it has passed. */
   latencyMs: number;
   deadline: number;
+  /** Write a CPU profile of the measured documents (not the warm-up) to this file. */
+  cpuProfile?: string;
 }
 
 export interface FloorReport {
@@ -133,6 +136,29 @@ async function flush(): Promise<void> {
   sending = false;
 }
 
+/** V8's CPU profiler in this process, over the measured documents only (settings.cpuProfile). */
+const profiler = settings.cpuProfile ? new inspector.Session() : null;
+
+function profilerCall<T>(method: string): Promise<T> {
+  return new Promise((resolve, reject) =>
+    profiler?.post(method, (err, result) => (err ? reject(err) : resolve(result as T))),
+  );
+}
+
+async function startProfile(): Promise<void> {
+  if (!profiler) return;
+  profiler.connect();
+  await profilerCall('Profiler.enable');
+  await profilerCall('Profiler.start');
+}
+
+async function stopProfile(): Promise<void> {
+  if (!profiler || !settings.cpuProfile) return;
+  const { profile } = await profilerCall<{ profile: unknown }>('Profiler.stop');
+  fs.writeFileSync(settings.cpuProfile, JSON.stringify(profile));
+  profiler.disconnect();
+}
+
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function main(): Promise<void> {
@@ -221,6 +247,7 @@ async function main(): Promise<void> {
           started = performance.now();
           const cpu = process.cpuUsage();
           cpuAtStart = cpu.user + cpu.system;
+          if (completed >= settings.warmupDocs) void startProfile();
         }
         while (inFlight >= settings.maxInFlight) await new Promise<void>((resolve) => waiters.push(resolve));
         inFlight += 1;
@@ -253,6 +280,7 @@ async function main(): Promise<void> {
   await finished;
   clearTimeout(timer);
   const cpu = process.cpuUsage();
+  await stopProfile();
   const report: FloorReport = {
     type: 'floor',
     completed: completed - settings.warmupDocs,

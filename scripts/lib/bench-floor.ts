@@ -32,7 +32,7 @@ interface FloorOptions {
   deadline: number;
   arrivals: (prefix: string, n: number) => Arrival[];
   log: (line: string) => void;
-  /** Also profile the floor (`--cpu-prof`), beside the connector's profiles. */
+  /** Also profile the floor's measured documents, beside the connector's profiles. */
   cpuProfDir?: string | null;
 }
 
@@ -88,14 +88,13 @@ export async function runFloor(o: FloorOptions, kafka: KafkaClient, dir: string)
       maxInFlight: o.maxInFlight,
       latencyMs: o.latencyMs,
       deadline: o.deadline,
+      cpuProfile: o.cpuProfDir ? path.join(o.cpuProfDir, `${id}-floor.cpuprofile`) : undefined,
     };
+    if (o.cpuProfDir) fs.mkdirSync(o.cpuProfDir, { recursive: true });
     const file = path.join(dir, `${id}.json`);
     fs.writeFileSync(file, JSON.stringify(settings));
     o.log(`floor: ${o.docs} documents through bare HTTP + plain Kafka writes`);
-    const profile = o.cpuProfDir
-      ? ['--cpu-prof', `--cpu-prof-dir=${o.cpuProfDir}`, '--cpu-prof-name=floor.cpuprofile']
-      : [];
-    const child = spawn(process.execPath, [...profile, FLOOR_SCRIPT, file], {
+    const child = spawn(process.execPath, [FLOOR_SCRIPT, file], {
       stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
     });
     let stderr = '';
@@ -119,13 +118,6 @@ export async function runFloor(o: FloorOptions, kafka: KafkaClient, dir: string)
         reject(new Error(`floor exited with ${code} before reporting:\n${stderr}`));
       });
     });
-    // A profile is written when the process exits: let it (it disconnects from Kafka first).
-    if (o.cpuProfDir && child.exitCode === null) {
-      await new Promise((resolve) => {
-        const timer = setTimeout(resolve, 30_000);
-        child.once('exit', () => resolve(clearTimeout(timer)));
-      });
-    }
     const completed = Math.max(1, report.completed);
     return {
       completed: report.completed,

@@ -9,14 +9,45 @@
  *   gcCpuUs  CPU the forced collection itself took, for the parent to subtract from the run;
  *   heapUsed V8 heap in use after that collection (live objects only when gc is true);
  *   connections  outgoing TCP connections opened so far, by remote port.
+ *
+ * Request  { type: 'profile', id, action: 'start' | 'stop', file? }
+ * Answer   { type: 'profile', id, ok }
+ *   starts V8's CPU profiler in the process (node:inspector), or stops it and writes the profile
+ *   to `file`: so that a profile covers the measured documents only, not start-up and warm-up.
  */
 import diagnostics from 'node:diagnostics_channel';
+import fs from 'node:fs';
+import inspector from 'node:inspector';
 import type { Socket } from 'node:net';
 
 interface ProbeRequest {
   type?: unknown;
   id?: unknown;
   gc?: unknown;
+  action?: unknown;
+  file?: unknown;
+}
+
+let session: inspector.Session | null = null;
+
+function post<T>(method: string): Promise<T> {
+  return new Promise((resolve, reject) =>
+    session?.post(method, (err, result) => (err ? reject(err) : resolve(result as T))),
+  );
+}
+
+async function profile(message: ProbeRequest): Promise<void> {
+  if (message.action === 'start') {
+    session ??= new inspector.Session();
+    session.connect();
+    await post('Profiler.enable');
+    await post('Profiler.start');
+  } else if (message.action === 'stop' && session) {
+    const { profile: taken } = await post<{ profile: unknown }>('Profiler.stop');
+    session.disconnect();
+    session = null;
+    if (typeof message.file === 'string') fs.writeFileSync(message.file, JSON.stringify(taken));
+  }
 }
 
 const collect = (globalThis as { gc?: () => void }).gc;
@@ -33,6 +64,13 @@ diagnostics.subscribe('net.client.socket', (message) => {
 
 if (process.send) {
   process.on('message', (message: ProbeRequest) => {
+    if (message?.type === 'profile') {
+      profile(message).then(
+        () => process.send?.({ type: 'profile', id: message.id, ok: true }),
+        () => process.send?.({ type: 'profile', id: message.id, ok: false }),
+      );
+      return;
+    }
     if (message?.type !== 'probe') return;
     const before = process.cpuUsage();
     if (message.gc === true && collect) collect();

@@ -197,27 +197,40 @@ interface ProbeSample {
   connections: Record<string, number>;
 }
 
-/** The parent side of scripts/lib/bench-probe.ts: one request at a time over the child's IPC channel. */
+/** The parent side of scripts/lib/bench-probe.ts: requests over the child's IPC channel, by id. */
 class Probe {
   private next = 0;
   constructor(private readonly child: ChildProcess) {}
 
   sample(gc: boolean, timeoutMs = 10_000): Promise<ProbeSample | null> {
+    return this.request<ProbeSample>({ type: 'probe', gc }, timeoutMs);
+  }
+
+  /** Starts the child's CPU profiler, or stops it and has it write the profile to `file`. */
+  async profile(action: 'start' | 'stop', file?: string): Promise<boolean> {
+    const answer = await this.request<{ ok: boolean }>({ type: 'profile', action, file }, 30_000);
+    return answer?.ok === true;
+  }
+
+  private request<T>(
+    message: { type: string } & Record<string, unknown>,
+    timeoutMs: number,
+  ): Promise<T | null> {
     const id = ++this.next;
     return new Promise((resolve) => {
-      const onMessage = (m: { type?: string; id?: number } & ProbeSample) => {
-        if (m.type !== 'probe' || m.id !== id) return;
-        done(m);
+      const onMessage = (m: { type?: string; id?: number }) => {
+        if (m.type !== message.type || m.id !== id) return;
+        done(m as T);
       };
       const timer = setTimeout(() => done(null), timeoutMs);
-      const done = (value: ProbeSample | null) => {
+      const done = (value: T | null) => {
         clearTimeout(timer);
         this.child.off('message', onMessage);
         resolve(value);
       };
       this.child.on('message', onMessage);
       try {
-        this.child.send({ type: 'probe', id, gc });
+        this.child.send({ ...message, id });
       } catch {
         done(null);
       }
@@ -343,7 +356,6 @@ async function runDocstream(
     pathToFileUrl(PROBE),
     ...(process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean),
   ];
-  if (o.cpuProfDir) nodeArgs.push('--cpu-prof', `--cpu-prof-dir=${o.cpuProfDir}`);
   try {
     // The shared broker sometimes refuses a creation right after the previous run's topics were
     // deleted ("does not host this topic-partition"); a few seconds later it accepts it.
@@ -385,6 +397,8 @@ async function runDocstream(
     const idleHeap = (await connectors[0]!.gauges([HEAP]))[HEAP] ?? null;
     const warm = await warmUp(shape, { id, o, producer, collector, topics, files });
     const startSamples = warm === null ? idleSamples : await Promise.all(probes.map((p) => p.sample(false)));
+    // The profile covers the measured documents only (not start-up, not the warm-up).
+    if (o.cpuProfDir) await Promise.all(probes.map((p) => p.profile('start')));
     const callsBefore = warm === null ? null : apiCalls(sandbox.stats());
     let peakHeap = 0;
     let peakInFlight = 0;
@@ -439,6 +453,13 @@ async function runDocstream(
     while (sampling) await new Promise((resolve) => setTimeout(resolve, 50));
     progress.finish();
     const endSamples = await Promise.all(probes.map((p) => p.sample(false)));
+    if (o.cpuProfDir) {
+      const dir = o.cpuProfDir;
+      fs.mkdirSync(dir, { recursive: true });
+      await Promise.all(
+        probes.map((p, i) => p.profile('stop', path.join(dir, `${id}-connector-${i + 1}.cpuprofile`))),
+      );
+    }
     const stages = await connectors[0]!.stageMeans();
     if (!ok) o.log(`${shape.label}: time limit reached before every document finished`);
     const peak = connectors[0]!.memoryKb('VmHWM');
