@@ -19,6 +19,8 @@ export type TokenRequester = (
 
 export interface TokenSource {
   getToken(): Promise<string>;
+  /** The cached token while it is valid, without waiting; undefined when `getToken` must fetch one. */
+  validToken?(): string | undefined;
   /** The server refused `token` (401): forget it, unless a newer one has replaced it already. */
   invalidate(token: string): void;
 }
@@ -43,8 +45,13 @@ export class CachedTokenSource implements TokenSource {
     private readonly clock: Clock = systemClock,
   ) {}
 
+  validToken(): string | undefined {
+    return this.cached && this.clock.now() < this.cached.refreshAt ? this.cached.value : undefined;
+  }
+
   async getToken(): Promise<string> {
-    if (this.cached && this.clock.now() < this.cached.refreshAt) return this.cached.value;
+    const valid = this.validToken();
+    if (valid !== undefined) return valid;
     this.inflight ??= this.refresh().finally(() => {
       this.inflight = undefined;
     });

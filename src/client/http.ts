@@ -185,10 +185,12 @@ export class HttpSender {
     auth: { refreshed: boolean },
   ): Promise<T> {
     for (;;) {
-      const releasedAt = request.limited ? await this.options.limiter.acquire() : 0;
+      const limiter = this.options.limiter;
+      const releasedAt = request.limited ? (limiter.tryAcquire() ?? (await limiter.acquire())) : 0;
       // A token failure has been retried by the token request itself; retrying it again here
       // would multiply the attempts.
-      const token = request.auth ? await finalOnFailure(this.requireTokens(request).getToken()) : undefined;
+      let token: string | Promise<string> | undefined = request.auth ? this.token(request) : undefined;
+      if (typeof token === 'object') token = await token;
       const response = await this.exchange(request, attempt, token, auth.refreshed);
       const status = response.statusCode;
 
@@ -213,6 +215,12 @@ export class HttpSender {
       }
       throw this.httpError(request, response);
     }
+  }
+
+  /** The cached token without waiting when it is valid, else the token source's answer. */
+  private token(request: SendRequest<unknown>): string | Promise<string> {
+    const tokens = this.requireTokens(request);
+    return tokens.validToken?.() ?? finalOnFailure(tokens.getToken());
   }
 
   private requireTokens(request: SendRequest<unknown>): TokenSource {

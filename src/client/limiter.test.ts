@@ -99,6 +99,67 @@ describe('AdaptiveRateLimiter', () => {
     expect(() => new AdaptiveRateLimiter({ ratePerSecond: 5, decreaseFactor: 1 })).toThrow(RangeError);
   });
 
+  describe('tryAcquire (a free slot without waiting)', () => {
+    it('takes a free slot at once and spaces like acquire', async () => {
+      const clock = new FakeClock();
+      const limiter = new AdaptiveRateLimiter({ ratePerSecond: 10, burst: 2, clock });
+      expect(limiter.tryAcquire()).toBe(0);
+      expect(limiter.tryAcquire()).toBe(0);
+      expect(limiter.tryAcquire()).toBeUndefined();
+      // The next slot is where acquire would release it.
+      const times = releases(limiter, clock, 1);
+      await clock.advance(1000);
+      expect(times).toEqual([100]);
+      await clock.advance(1000);
+      expect(limiter.tryAcquire()).toBe(2000);
+    });
+
+    it('never goes ahead of a caller already waiting', async () => {
+      const clock = new FakeClock();
+      const limiter = new AdaptiveRateLimiter({ ratePerSecond: 10, clock });
+      expect(limiter.tryAcquire()).toBe(0);
+      const waiting = releases(limiter, clock, 2);
+      await clock.advance(150);
+      expect(waiting).toEqual([100]);
+      // A slot is free in time, but one caller still waits for the one after it.
+      expect(limiter.tryAcquire()).toBeUndefined();
+      await clock.advance(100);
+      expect(waiting).toEqual([100, 200]);
+    });
+
+    it('respects a Retry-After pause', async () => {
+      const clock = new FakeClock();
+      const limiter = new AdaptiveRateLimiter({ ratePerSecond: 10, burst: 5, clock });
+      expect(limiter.tryAcquire()).toBe(0);
+      limiter.onRateLimited(0, 1000);
+      await clock.advance(999);
+      expect(limiter.tryAcquire()).toBeUndefined();
+      await clock.advance(1);
+      expect(limiter.tryAcquire()).toBe(1000);
+    });
+
+    it('keeps the rate whatever the mix of tryAcquire and acquire', async () => {
+      const clock = new FakeClock();
+      const limiter = new AdaptiveRateLimiter({ ratePerSecond: 20, burst: 3, clock });
+      const times: number[] = [];
+      for (let step = 0; step < 200; step++) {
+        const taken = limiter.tryAcquire();
+        if (taken !== undefined) times.push(taken);
+        else if (step % 3 === 0) void limiter.acquire().then((at) => times.push(at));
+        await clock.advance(7);
+      }
+      await clock.advance(5000);
+      // In any window of w ms at most burst + w / interval calls go (GCRA), and none twice at once beyond the burst.
+      const sorted = [...times].sort((a, b) => a - b);
+      for (let i = 0; i < sorted.length; i++) {
+        for (let j = i; j < sorted.length && sorted[j]! - sorted[i]! <= 1000; j++) {
+          expect(j - i + 1).toBeLessThanOrEqual(3 + Math.floor((sorted[j]! - sorted[i]!) / 50));
+        }
+      }
+      expect(sorted.length).toBeGreaterThan(60);
+    });
+  });
+
   describe('share of a group', () => {
     it('spaces releases at the share of the configured rate', async () => {
       const clock = new FakeClock();
