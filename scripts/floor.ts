@@ -13,8 +13,8 @@
  */
 import fs from 'node:fs';
 import http from 'node:http';
-import inspector from 'node:inspector';
 import kafkajs from 'kafkajs';
+import { InProcessProfiler } from './lib/profiler.js';
 
 const { Kafka, logLevel } = kafkajs;
 
@@ -136,28 +136,8 @@ async function flush(): Promise<void> {
   sending = false;
 }
 
-/** V8's CPU profiler in this process, over the measured documents only (settings.cpuProfile). */
-const profiler = settings.cpuProfile ? new inspector.Session() : null;
-
-function profilerCall<T>(method: string): Promise<T> {
-  return new Promise((resolve, reject) =>
-    profiler?.post(method, (err, result) => (err ? reject(err) : resolve(result as T))),
-  );
-}
-
-async function startProfile(): Promise<void> {
-  if (!profiler) return;
-  profiler.connect();
-  await profilerCall('Profiler.enable');
-  await profilerCall('Profiler.start');
-}
-
-async function stopProfile(): Promise<void> {
-  if (!profiler || !settings.cpuProfile) return;
-  const { profile } = await profilerCall<{ profile: unknown }>('Profiler.stop');
-  fs.writeFileSync(settings.cpuProfile, JSON.stringify(profile));
-  profiler.disconnect();
-}
+/** Over the measured documents only (settings.cpuProfile). */
+const profiler = settings.cpuProfile ? new InProcessProfiler() : null;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -247,7 +227,7 @@ async function main(): Promise<void> {
           started = performance.now();
           const cpu = process.cpuUsage();
           cpuAtStart = cpu.user + cpu.system;
-          if (completed >= settings.warmupDocs) void startProfile();
+          if (completed >= settings.warmupDocs) void profiler?.start();
         }
         while (inFlight >= settings.maxInFlight) await new Promise<void>((resolve) => waiters.push(resolve));
         inFlight += 1;
@@ -280,7 +260,7 @@ async function main(): Promise<void> {
   await finished;
   clearTimeout(timer);
   const cpu = process.cpuUsage();
-  await stopProfile();
+  if (profiler && settings.cpuProfile) await profiler.stop(settings.cpuProfile);
   const report: FloorReport = {
     type: 'floor',
     completed: completed - settings.warmupDocs,

@@ -16,9 +16,8 @@
  *   to `file`: so that a profile covers the measured documents only, not start-up and warm-up.
  */
 import diagnostics from 'node:diagnostics_channel';
-import fs from 'node:fs';
-import inspector from 'node:inspector';
 import type { Socket } from 'node:net';
+import { InProcessProfiler } from './profiler.js';
 
 interface ProbeRequest {
   type?: unknown;
@@ -28,26 +27,11 @@ interface ProbeRequest {
   file?: unknown;
 }
 
-let session: inspector.Session | null = null;
-
-function post<T>(method: string): Promise<T> {
-  return new Promise((resolve, reject) =>
-    session?.post(method, (err, result) => (err ? reject(err) : resolve(result as T))),
-  );
-}
+const profiler = new InProcessProfiler();
 
 async function profile(message: ProbeRequest): Promise<void> {
-  if (message.action === 'start') {
-    session ??= new inspector.Session();
-    session.connect();
-    await post('Profiler.enable');
-    await post('Profiler.start');
-  } else if (message.action === 'stop' && session) {
-    const { profile: taken } = await post<{ profile: unknown }>('Profiler.stop');
-    session.disconnect();
-    session = null;
-    if (typeof message.file === 'string') fs.writeFileSync(message.file, JSON.stringify(taken));
-  }
+  if (message.action === 'start') await profiler.start();
+  else if (message.action === 'stop' && typeof message.file === 'string') await profiler.stop(message.file);
 }
 
 const collect = (globalThis as { gc?: () => void }).gc;
