@@ -12,6 +12,7 @@
  *   --warmup-docs N   documents run first and not measured, by the connector and the floor alike
  *                     (default: as many as --docs, at most 2000, enough for the JIT to settle;
  *                     0 measures cold processes)
+ *   --repeat N        N main runs, each with its floor: the medians are printed, the median run detailed
  *   BENCH_NODE_ARGS   extra node flags for the connector children (e.g. "--max-semi-space-size=64")
  *   --cpu-prof        writes a V8 CPU profile of each main-run connector and of the floor, over the
  *                     measured documents only, into bench-results/profiles (<run>-connector-N.cpuprofile,
@@ -44,6 +45,7 @@ const flags = parseFlags(process.argv.slice(2), {
   instances: 1,
   /** auto: as many as --docs, at most 2000. */
   warmupDocs: 'auto',
+  repeat: 1,
   floor: true,
   cpuProf: false,
   scaleOut: '1,2,3',
@@ -119,6 +121,7 @@ function printThroughput(r: ThroughputResult): void {
         `${d.coldCpuMsPerDoc ?? '-'} ms` +
         (r.floor ? `, floor ${r.floor.coldCpuMsPerDoc ?? '-'} ms; ratio ${r.floor.coldRatio ?? '-'}x` : ''),
     );
+  if (r.repeats.length > 1) printRepeats(r);
   if (r.floor)
     console.log(
       `floor: ${r.floor.completed} docs in ${r.floor.durationS} s, ${r.floor.httpCalls} HTTP calls ` +
@@ -178,6 +181,58 @@ function printThroughput(r: ThroughputResult): void {
   );
 }
 
+function median(values: Array<number | null>): number | null {
+  const known = values.filter((v): v is number => v !== null).sort((a, b) => a - b);
+  if (known.length === 0) return null;
+  const mid = Math.floor(known.length / 2);
+  const m = known.length % 2 === 1 ? known[mid]! : (known[mid - 1]! + known[mid]!) / 2;
+  return Math.round(m * 1000) / 1000;
+}
+
+/** One line per measure: every run's value, in order, and their median. */
+function printRepeats(r: ThroughputResult): void {
+  const runs = r.repeats;
+  console.log(
+    `repeats: ${runs.length} main runs, each followed by its floor (the run detailed above has the median ratio)`,
+  );
+  const line = (label: string, values: Array<number | null>, unit = '') =>
+    console.log(
+      `  ${label.padEnd(26)} ${values.map((v) => (v === null ? '-' : `${v}${unit}`)).join('  ')}   median ${median(values) ?? '-'}${unit}`,
+    );
+  line(
+    'CPU per document, warm',
+    runs.map((x) => x.cpuMsPerDoc),
+    ' ms',
+  );
+  line(
+    'floor, warm',
+    runs.map((x) => x.floorCpuMsPerDoc),
+    ' ms',
+  );
+  line(
+    'ratio, warm',
+    runs.map((x) => x.ratio),
+    'x',
+  );
+  if (r.parameters.warmupDocs > 0) {
+    line(
+      'CPU per document, cold',
+      runs.map((x) => x.coldCpuMsPerDoc),
+      ' ms',
+    );
+    line(
+      'floor, cold',
+      runs.map((x) => x.floorColdCpuMsPerDoc),
+      ' ms',
+    );
+  }
+  line(
+    '% of the bound',
+    runs.map((x) => x.percentOfBound),
+    ' %',
+  );
+}
+
 function printStream(results: StreamMeasure[]): void {
   console.log('\nstream: one file:// blob per run, fresh connector process each');
   const widths = [10, 14, 10, 12, 13, 12];
@@ -222,6 +277,7 @@ async function main(): Promise<void> {
     const throughput = await runThroughput({
       docs,
       warmupDocs,
+      repeat: bounded(Number(flags.repeat), 1, 20, 'repeat'),
       latencyMs: bounded(Number(flags.latencyMs), 0, 60_000, 'latency-ms'),
       rate,
       burst: Number(flags.burst) > 0 ? Number(flags.burst) : Math.max(1, Math.ceil(rate / 5)),
