@@ -28,8 +28,13 @@ import path from 'node:path';
 import { printInflight, runInflight } from './lib/bench-inflight.js';
 import { printState, runState } from './lib/bench-state.js';
 import { runStream, type StreamMeasure } from './lib/bench-stream.js';
-import { runThroughput, type RunMeasure, type ThroughputResult } from './lib/bench-throughput.js';
-import { parseFlags } from './lib/harness.js';
+import {
+  runThroughput,
+  type RepeatMeasure,
+  type RunMeasure,
+  type ThroughputResult,
+} from './lib/bench-throughput.js';
+import { parseFlags, percentile } from './lib/harness.js';
 
 const flags = parseFlags(process.argv.slice(2), {
   mode: 'throughput',
@@ -181,12 +186,10 @@ function printThroughput(r: ThroughputResult): void {
   );
 }
 
+/** The middle run's value (nearest rank, as the run detailed above is chosen); null without values. */
 function median(values: Array<number | null>): number | null {
-  const known = values.filter((v): v is number => v !== null).sort((a, b) => a - b);
-  if (known.length === 0) return null;
-  const mid = Math.floor(known.length / 2);
-  const m = known.length % 2 === 1 ? known[mid]! : (known[mid - 1]! + known[mid]!) / 2;
-  return Math.round(m * 1000) / 1000;
+  const known = values.filter((v): v is number => v !== null);
+  return known.length === 0 ? null : percentile(known, 50);
 }
 
 /** One line per measure: every run's value, in order, and their median. */
@@ -195,42 +198,20 @@ function printRepeats(r: ThroughputResult): void {
   console.log(
     `repeats: ${runs.length} main runs, each followed by its floor (the run detailed above has the median ratio)`,
   );
-  const line = (label: string, values: Array<number | null>, unit = '') =>
-    console.log(
-      `  ${label.padEnd(26)} ${values.map((v) => (v === null ? '-' : `${v}${unit}`)).join('  ')}   median ${median(values) ?? '-'}${unit}`,
-    );
-  line(
-    'CPU per document, warm',
-    runs.map((x) => x.cpuMsPerDoc),
-    ' ms',
-  );
-  line(
-    'floor, warm',
-    runs.map((x) => x.floorCpuMsPerDoc),
-    ' ms',
-  );
-  line(
-    'ratio, warm',
-    runs.map((x) => x.ratio),
-    'x',
-  );
-  if (r.parameters.warmupDocs > 0) {
-    line(
-      'CPU per document, cold',
-      runs.map((x) => x.coldCpuMsPerDoc),
-      ' ms',
-    );
-    line(
-      'floor, cold',
-      runs.map((x) => x.floorColdCpuMsPerDoc),
-      ' ms',
-    );
+  const rows: Array<[string, keyof RepeatMeasure, string, boolean?]> = [
+    ['CPU per document, warm', 'cpuMsPerDoc', ' ms'],
+    ['floor, warm', 'floorCpuMsPerDoc', ' ms'],
+    ['ratio, warm', 'ratio', 'x'],
+    ['CPU per document, cold', 'coldCpuMsPerDoc', ' ms', true],
+    ['floor, cold', 'floorColdCpuMsPerDoc', ' ms', true],
+    ['% of the bound', 'percentOfBound', ' %'],
+  ];
+  for (const [label, key, unit, cold] of rows) {
+    if (cold && r.parameters.warmupDocs === 0) continue;
+    const values = runs.map((run) => run[key]);
+    const shown = values.map((v) => (v === null ? '-' : `${v}${unit}`)).join('  ');
+    console.log(`  ${label.padEnd(26)} ${shown}   median ${median(values) ?? '-'}${unit}`);
   }
-  line(
-    '% of the bound',
-    runs.map((x) => x.percentOfBound),
-    ' %',
-  );
 }
 
 function printStream(results: StreamMeasure[]): void {

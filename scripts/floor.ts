@@ -260,7 +260,7 @@ async function main(): Promise<void> {
   await finished;
   clearTimeout(timer);
   const cpu = process.cpuUsage();
-  if (profiler && settings.cpuProfile) await profiler.stop(settings.cpuProfile);
+  if (settings.cpuProfile) await profiler?.stop(settings.cpuProfile);
   const report: FloorReport = {
     type: 'floor',
     completed: completed - settings.warmupDocs,

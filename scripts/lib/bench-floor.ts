@@ -16,6 +16,7 @@ import {
   ensureInputTopics,
   prefixedTopics,
   produceArrivals,
+  round,
   uniqueName,
   type Arrival,
 } from './harness.js';
@@ -137,9 +138,4 @@ export async function runFloor(o: FloorOptions, kafka: KafkaClient, dir: string)
     await sandbox.close();
     await deleteTopics(kafka, topics);
   }
-}
-
-function round(n: number, digits: number): number {
-  const f = 10 ** digits;
-  return Math.round(n * f) / f;
 }

@@ -10,10 +10,10 @@ import path from 'node:path';
 import { finished } from 'node:stream/promises';
 import { KafkaClient } from '../../src/kafka/index.js';
 import { startSandbox } from '../../src/sandbox/index.js';
-import { round } from './bench-throughput.js';
 import {
   BROKERS,
   ConnectorProcess,
+  round,
   OutputCollector,
   arrivalJson,
   deleteTopics,

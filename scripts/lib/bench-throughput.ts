@@ -25,6 +25,7 @@ import {
   ensureInputTopics,
   freePort,
   percentile,
+  round,
   produceArrivals,
   prefixedTopics,
   uniqueName,
@@ -311,11 +312,6 @@ function measure(
   };
 }
 
-export function round(n: number, digits: number): number {
-  const f = 10 ** digits;
-  return Math.round(n * f) / f;
-}
-
 /**
  * Runs `shape.warmupDocs` documents through the started connectors and waits until each settled,
  * so that the measured documents meet compiled code and an open connection pool. Null without
@@ -474,9 +470,10 @@ async function runDocstream(
     if (o.cpuProfDir) {
       const dir = o.cpuProfDir;
       fs.mkdirSync(dir, { recursive: true });
-      await Promise.all(
+      const profiled = await Promise.all(
         probes.map((p, i) => p.profile('stop', path.join(dir, `${id}-connector-${i + 1}.cpuprofile`))),
       );
+      if (profiled.includes(false)) o.log(`${shape.label}: a connector's CPU profile could not be taken`);
     }
     const stages = await connectors[0]!.stageMeans();
     if (!ok) o.log(`${shape.label}: time limit reached before every document finished`);

@@ -378,6 +378,12 @@ export class OutputCollector {
   }
 }
 
+/** `n` rounded to `digits` decimals. */
+export function round(n: number, digits: number): number {
+  const f = 10 ** digits;
+  return Math.round(n * f) / f;
+}
+
 export function percentile(values: number[], p: number): number {
   if (values.length === 0) return Number.NaN;
   const sorted = [...values].sort((a, b) => a - b);

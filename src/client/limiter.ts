@@ -139,13 +139,18 @@ export class AdaptiveRateLimiter {
     const now = this.clock.now();
     const interval = 1000 / this.rate;
     if (this.slotAt(interval) > now) return undefined;
-    this.tat = Math.max(this.tat, now) + interval;
-    return now;
+    return this.take(now, interval);
   }
 
   /** The earliest time the next call may go (GCRA: up to `burst` calls back to back), or a pause's end. */
   private slotAt(interval: number): number {
     return Math.max(this.tat - (this.burst - 1) * interval, this.pausedUntil);
+  }
+
+  /** Takes the slot at `now`: the next one is an interval later. Returns the release time. */
+  private take(now: number, interval: number): number {
+    this.tat = Math.max(this.tat, now) + interval;
+    return now;
   }
 
   /** Waits for a slot. Resolves with the release time, to hand back to `onRateLimited`. */
@@ -211,9 +216,7 @@ export class AdaptiveRateLimiter {
           await this.clock.sleep(at - now);
           continue;
         }
-        const waiter = this.queue.shift();
-        this.tat = Math.max(this.tat, now) + interval;
-        waiter?.resolve(now);
+        this.queue.shift()?.resolve(this.take(now, interval));
       }
     } finally {
       this.pumping = false;
