@@ -186,6 +186,11 @@ export const CONFIG_SPEC = {
       'Override of the results awaited per pipeline, e.g. {"FRAUD_ONLY": ["fraud"]}; default per the design.',
     ),
     commitIntervalMs: f.int(1000, 'How often safe offsets are committed.', 50),
+    groupShareIntervalMs: f.int(
+      500,
+      "How often the group's offsets are read to divide the API limit among the input partitions that still have work (0: by partitions held, set on each group join only).",
+      0,
+    ),
     maxAttributesBytes: f.int(
       65536,
       'Largest serialised attributes of an event (echoed into every output): larger ones are dead-lettered (attributes_too_large).',

@@ -17,6 +17,7 @@ import { ConsumerLoop } from './consumer-loop.js';
 import { DecisionWebhooks } from './decision-webhooks.js';
 import type { DocumentEngine } from './engine.js';
 import { feedbackHandler } from './feedback.js';
+import { GroupShare } from './group-share.js';
 import { updateLag } from './lag.js';
 import { RegistryUnavailableError } from '../serde/registry.js';
 import { ensureTopology } from './topology.js';
@@ -46,12 +47,14 @@ export class Connector {
   private consumer: KafkaConsumer | null = null;
   private commitTimer: NodeJS.Timeout | null = null;
   private lagTimer: NodeJS.Timeout | null = null;
+  private readingOffsets = false;
   private expiryTimer: NodeJS.Timeout | null = null;
   private stopping: Promise<void> | null = null;
   private started = false;
   /** The input topic's partition count, read at start-up: the whole of the group's API share. */
   private inputPartitions = 1;
   private readonly log: Logger;
+  private readonly groupShare: GroupShare;
 
   private constructor(private readonly options: ConnectorOptions) {
     const { config, logger } = options;
@@ -61,6 +64,7 @@ export class Connector {
     this.engine = this.parts.engine;
     this.client = this.parts.client;
     const { registry, state, deadLetter } = this.parts;
+    this.groupShare = new GroupShare(this.client.limiter, () => this.inputPartitions);
     this.loop = new ConsumerLoop({
       topics: { arrived: config.topics.arrived, feedback: config.topics.feedback },
       maxInFlight: config.connector.maxInFlight,
@@ -77,7 +81,11 @@ export class Connector {
       feedback: feedbackHandler({ decoder: registry, api: this.client, deadLetter }),
       logger,
       onInFlight: (n) => this.metrics.inFlight.set(n),
-      groupShare: { limiter: this.client.limiter, totalPartitions: () => this.inputPartitions },
+      groupShare: this.groupShare,
+      committedOffset: (partition) =>
+        this.parts.admin
+          .groupOffsets(config.kafka.groupId, config.topics.arrived)
+          .then((offsets) => offsets.get(partition) ?? null),
       // A registry that cannot answer is no fault of the record: pause, probe, resume.
       outage: {
         isOutage: (err) => err instanceof RegistryUnavailableError,
@@ -179,8 +187,13 @@ export class Connector {
       partitionsConsumedConcurrently: Math.max(1, Math.min(4, inputPartitions)),
     });
     this.commitTimer = setInterval(() => void this.commit(), config.connector.commitIntervalMs);
+    // The group's offsets: the lag gauges, and (unless turned off) the group's API share by the
+    // partitions that still have work, which wants a fresh reading.
+    const shareEvery = config.connector.groupShareIntervalMs;
     this.lagTimer = setInterval(
-      () =>
+      () => {
+        if (this.readingOffsets) return;
+        this.readingOffsets = true;
         void updateLag({
           admin,
           assignment: () => consumer.currentAssignment(),
@@ -189,8 +202,11 @@ export class Connector {
           groupId: config.kafka.groupId,
           metrics: this.metrics,
           logger: this.log,
-        }),
-      5000,
+          onOffsets:
+            shareEvery > 0 ? (ends, committed) => this.groupShare.onOffsets(ends, committed) : undefined,
+        }).finally(() => (this.readingOffsets = false));
+      },
+      shareEvery > 0 ? shareEvery : 5000,
     );
     this.commitTimer.unref();
     this.lagTimer.unref();

@@ -58,7 +58,7 @@ function setup() {
   const loop = new ConsumerLoop({
     topics: { arrived: 'in', feedback: 'fb' },
     maxInFlight: 10,
-    engine: { inFlight: 0, resume: async () => undefined, revoke: () => undefined },
+    engine: { inFlight: 0, unfinishedOn: () => 0, resume: async () => undefined, revoke: () => undefined },
     state: { assign: async () => undefined, revoke: () => undefined, unfinished: () => [] },
     arrivals: async (m) => {
       handled.push(m.offset);
@@ -127,7 +127,7 @@ describe('ConsumerLoop during a registry outage', () => {
     const loop = new ConsumerLoop({
       topics: { arrived: 'in', feedback: 'fb' },
       maxInFlight: 10,
-      engine: { inFlight: 0, resume: async () => undefined, revoke: () => undefined },
+      engine: { inFlight: 0, unfinishedOn: () => 0, resume: async () => undefined, revoke: () => undefined },
       state: { assign: async () => undefined, revoke: () => undefined, unfinished: () => [] },
       arrivals: async () => {
         throw new Error('state topic unavailable');

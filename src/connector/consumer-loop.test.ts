@@ -8,6 +8,7 @@ import type {
 } from '../kafka/consumer.js';
 import { silentLogger } from '../observability/logger.js';
 import { ConsumerLoop, type LoopConsumer, type LoopEngine, type LoopState } from './consumer-loop.js';
+import { GroupShare, unfinishedMetadata } from './group-share.js';
 import type { UnfinishedState } from './state/document-state.js';
 
 const topics = { arrived: 'in', feedback: 'fb' };
@@ -34,6 +35,11 @@ class FakeConsumer implements LoopConsumer {
 
 class FakeEngine implements LoopEngine {
   inFlight = 0;
+  /** Documents running by input partition, as the test sets them. */
+  running = new Map<number, number>();
+  unfinishedOn(partition: number): number {
+    return this.running.get(partition) ?? 0;
+  }
   resumed: string[] = [];
   revoked: number[][] = [];
   async resume(states: UnfinishedState[]): Promise<void> {
@@ -95,6 +101,9 @@ function batch(topic: string, partition: number, offsets: number[]): IncomingBat
   };
 }
 
+const DONE = unfinishedMetadata(false);
+const UNFINISHED = unfinishedMetadata(true);
+
 class FakeLimiter {
   shares: Array<[number, number]> = [];
   setShare(owned: number, total: number): void {
@@ -112,6 +121,8 @@ function setup(maxInFlight = 3, totalPartitions = 4, roomWaitMs = 30) {
   /** Each arrival is admitted (its admission counts against the limit while it runs) unless `reject` names its offset. */
   const reject = new Set<string>();
   const inFlightSeen: number[] = [];
+  /** The group's committed offsets of input partitions, as a member reads them when it gets one. */
+  const committed = new Map<number, string>();
   const loop = new ConsumerLoop({
     topics,
     maxInFlight,
@@ -128,11 +139,12 @@ function setup(maxInFlight = 3, totalPartitions = 4, roomWaitMs = 30) {
     },
     logger: silentLogger,
     onInFlight: (n) => inFlightSeen.push(n),
-    groupShare: { limiter, totalPartitions: () => totalPartitions },
+    groupShare: new GroupShare(limiter, () => totalPartitions),
+    committedOffset: async (p) => committed.get(p) ?? null,
     roomWaitMs,
   });
   loop.attach(consumer);
-  return { loop, consumer, engine, state, handled, feedback, reject, inFlightSeen, limiter };
+  return { loop, consumer, engine, state, handled, feedback, reject, inFlightSeen, limiter, committed };
 }
 
 function join(added: Assignment, removed: Assignment, assignment: Assignment): GroupJoin {
@@ -237,7 +249,7 @@ describe('ConsumerLoop', () => {
     expect(control.resolved).toEqual([]);
     // Offset 1 is durable, 2 is not: the commit stops before 2 even though 3 completed.
     await loop.commit();
-    expect(consumer.commits).toEqual([[{ topic: 'in', partition: 0, offset: '2' }]]);
+    expect(consumer.commits).toEqual([[{ topic: 'in', partition: 0, offset: '2', metadata: DONE }]]);
   });
 
   it('commits the next offset of each moved partition once, and again only when it moves', async () => {
@@ -247,15 +259,15 @@ describe('ConsumerLoop', () => {
     await loop.commit();
     expect(consumer.commits).toEqual([
       [
-        { topic: 'in', partition: 0, offset: '7' },
-        { topic: 'in', partition: 1, offset: '1' },
+        { topic: 'in', partition: 0, offset: '7', metadata: DONE },
+        { topic: 'in', partition: 1, offset: '1', metadata: DONE },
       ],
     ]);
     await loop.commit();
     expect(consumer.commits).toHaveLength(1);
     await loop.onBatch(batch('in', 0, [7]), new FakeControl());
     await loop.commit();
-    expect(consumer.commits[1]).toEqual([{ topic: 'in', partition: 0, offset: '8' }]);
+    expect(consumer.commits[1]).toEqual([{ topic: 'in', partition: 0, offset: '8', metadata: DONE }]);
   });
 
   it('keeps an offset to commit when a commit fails, and commits it next time', async () => {
@@ -266,7 +278,62 @@ describe('ConsumerLoop', () => {
     expect(consumer.commits).toEqual([]);
     consumer.failCommit = false;
     await loop.commit();
-    expect(consumer.commits).toEqual([[{ topic: 'in', partition: 0, offset: '1' }]]);
+    expect(consumer.commits).toEqual([[{ topic: 'in', partition: 0, offset: '1', metadata: DONE }]]);
+  });
+
+  it('commits an input offset saying whether documents of its partition still run, again when that changes', async () => {
+    const { loop, consumer, engine } = setup(10);
+    engine.running.set(0, 2);
+    await loop.onBatch(batch('in', 0, [0, 1]), new FakeControl());
+    await loop.onBatch(batch('in', 1, [0]), new FakeControl());
+    await loop.commit();
+    expect(consumer.commits).toEqual([
+      [
+        { topic: 'in', partition: 0, offset: '2', metadata: UNFINISHED },
+        { topic: 'in', partition: 1, offset: '1', metadata: DONE },
+      ],
+    ]);
+    // Nothing moved and nothing finished: no commit.
+    await loop.commit();
+    expect(consumer.commits).toHaveLength(1);
+    // Partition 0's documents finished: the same offset again, now saying so.
+    engine.running.delete(0);
+    await loop.commit();
+    expect(consumer.commits[1]).toEqual([{ topic: 'in', partition: 0, offset: '2', metadata: DONE }]);
+  });
+
+  it("commits a partition it got at the group's offset with its own metadata, before any new record", async () => {
+    const { loop, consumer, engine, committed } = setup(10);
+    committed.set(2, '40');
+    // Partition 2 arrives with documents its previous owner left running, resumed here.
+    engine.running.set(2, 3);
+    consumer.assignment = { in: [2], fb: [] };
+    loop.onGroupJoin(join({ in: [2] }, {}, consumer.assignment));
+    await new Promise((r) => setTimeout(r, 5));
+    await loop.commit();
+    expect(consumer.commits).toEqual([[{ topic: 'in', partition: 2, offset: '40', metadata: UNFINISHED }]]);
+    engine.running.delete(2);
+    loop.onRoom();
+    await new Promise((r) => setTimeout(r, 5));
+    expect(consumer.commits[1]).toEqual([{ topic: 'in', partition: 2, offset: '40', metadata: DONE }]);
+  });
+
+  it("commits at once when a partition's last running document finishes", async () => {
+    const { loop, consumer, engine } = setup(10);
+    engine.running.set(0, 1);
+    await loop.onBatch(batch('in', 0, [0]), new FakeControl());
+    await loop.commit();
+    // A document of another partition finishing changes nothing for partition 0.
+    loop.onRoom();
+    await new Promise((r) => setTimeout(r, 5));
+    expect(consumer.commits).toHaveLength(1);
+    engine.running.delete(0);
+    loop.onRoom();
+    await new Promise((r) => setTimeout(r, 5));
+    expect(consumer.commits).toEqual([
+      [{ topic: 'in', partition: 0, offset: '1', metadata: UNFINISHED }],
+      [{ topic: 'in', partition: 0, offset: '1', metadata: DONE }],
+    ]);
   });
 
   it('reads the state of a partition and resumes its unfinished documents once, before its first record', async () => {
@@ -298,7 +365,7 @@ describe('ConsumerLoop', () => {
     expect(state.reads).toContainEqual([2]);
     await loop.commit();
     // Partition 0 is gone: only partition 1's offset is committed.
-    expect(consumer.commits).toEqual([[{ topic: 'in', partition: 1, offset: '5' }]]);
+    expect(consumer.commits).toEqual([[{ topic: 'in', partition: 1, offset: '5', metadata: DONE }]]);
   });
 
   it('handles feedback records one by one, resolving and committing each', async () => {
@@ -327,9 +394,9 @@ describe('ConsumerLoop', () => {
     loop.onGroupJoin(join({ in: [3] }, { in: [0] }, { in: [1, 3] }));
     // A crashed consumer leaves the group: nothing owned until it joins again.
     loop.onGroupJoin(join({}, { in: [1, 3], fb: [0] }, {}));
+    // The third join keeps the share of the second (2 of 4): the limiter is not told again.
     expect(limiter.shares).toEqual([
       [4, 4],
-      [2, 4],
       [2, 4],
       [0, 4],
     ]);

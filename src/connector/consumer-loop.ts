@@ -17,6 +17,7 @@ import type {
 } from '../kafka/consumer.js';
 import type { Logger } from '../observability/logger.js';
 import { backoffDelay } from '../util/backoff.js';
+import { unfinishedMetadata } from './group-share.js';
 import { OffsetTracker } from './offsets.js';
 import type { UnfinishedState } from './state/document-state.js';
 
@@ -31,6 +32,8 @@ export interface LoopConsumer {
 /** The engine as the loop sees it: how many documents run, and who runs which partition. */
 export interface LoopEngine {
   readonly inFlight: number;
+  /** Documents of this input partition still running here. */
+  unfinishedOn(partition: number): number;
   resume(states: UnfinishedState[]): Promise<void>;
   revoke(partitions: Iterable<number>): void;
 }
@@ -51,11 +54,6 @@ export interface LoopState {
  */
 export type RecordHandler = (message: IncomingMessage) => Promise<void>;
 
-/** The part of the API client's limiter that follows the group's assignment. */
-export interface ShareLimiter {
-  setShare(owned: number, total: number): void;
-}
-
 export interface ConsumerLoopOptions {
   topics: { arrived: string; feedback: string };
   maxInFlight: number;
@@ -67,10 +65,12 @@ export interface ConsumerLoopOptions {
   /** Called whenever the number of documents in flight may have changed. */
   onInFlight?: (inFlight: number) => void;
   /**
-   * The group's members spend one API rate limit: on every join the limiter's ceiling becomes this
-   * member's share of the input partitions (docs/performance.md, "A group shares one API limit").
+   * The group's members spend one API rate limit: told the input partitions this member holds on
+   * every join (docs/performance.md, "A group shares one API limit").
    */
-  groupShare?: { limiter: ShareLimiter; totalPartitions: () => number };
+  groupShare?: { onJoin(owned: readonly number[]): void };
+  /** The group's committed offset of an input partition (null: none), read when this member gets it. */
+  committedOffset?: (partition: number) => Promise<string | null>;
   heartbeatMs?: number;
   /**
    * How long a batch handler may wait for a free slot before it pauses the input and returns
@@ -100,6 +100,7 @@ export interface OutageHandling {
 export class ConsumerLoop {
   private consumer: LoopConsumer | null = null;
   private readonly trackers = new Map<string, OffsetTracker>();
+  private drainCommit: NodeJS.Timeout | null = null;
   /** Per input partition: a promise resolved once its state is read and its unfinished work resumed. */
   private readonly prepared = new Map<number, Promise<void>>();
   private admitting = 0;
@@ -120,6 +121,8 @@ export class ConsumerLoop {
   /** No record is taken after this; running admissions finish. */
   stop(): void {
     this.stopping = true;
+    if (this.drainCommit) clearTimeout(this.drainCommit);
+    this.drainCommit = null;
   }
 
   get paused(): boolean {
@@ -142,7 +145,7 @@ export class ConsumerLoop {
     for (const p of join.removed[feedback] ?? []) this.trackers.get(feedback)?.drop(p);
     for (const p of join.added[arrived] ?? []) void this.prepare(p).catch(() => undefined);
     this.o.logger.info({ assignment: join.assignment }, 'partitions assigned');
-    this.applyShare((join.assignment[arrived] ?? []).length);
+    this.o.groupShare?.onJoin(join.assignment[arrived] ?? []);
     // A fresh assignment starts unpaused; the next batch pauses again if the instance is still full.
     this.inputPaused = false;
     if (this.outage) {
@@ -223,6 +226,7 @@ export class ConsumerLoop {
   /** A document finished or was dropped: resume the input once a tenth of the slots are free. */
   onRoom(): void {
     this.wakeRoomWaiters();
+    this.commitIfDrained();
     const inFlight = this.o.engine.inFlight;
     this.o.onInFlight?.(inFlight);
     if (!this.inputPaused || !this.consumer || this.stopping || this.outage) return;
@@ -233,18 +237,32 @@ export class ConsumerLoop {
     this.consumer.resume(this.o.topics.arrived, this.assigned(this.o.topics.arrived));
   }
 
-  /** Commits the highest safe offset of every assigned partition that moved. */
+  /**
+   * Commits the highest safe offset of every assigned partition that moved. An input partition's
+   * offset carries whether documents of it still run here (`unfinishedMetadata`): committed again when
+   * that changes, so that every member of the group reading the offsets knows which partitions still
+   * have work (`group-share.ts`).
+   */
   async commit(): Promise<void> {
     const consumer = this.consumer;
     if (!consumer) return;
     const assignment = consumer.currentAssignment();
     for (const [topic, tracker] of this.trackers) {
       const owned = new Set(assignment[topic] ?? []);
-      const entries = tracker.toCommit().filter((e) => owned.has(e.partition));
+      const metadataOf =
+        topic === this.o.topics.arrived
+          ? (p: number) => unfinishedMetadata(this.o.engine.unfinishedOn(p) > 0)
+          : undefined;
+      const entries = tracker.toCommit(metadataOf).filter((e) => owned.has(e.partition));
       if (entries.length === 0) continue;
       try {
         await consumer.commitOffsets(
-          entries.map((e) => ({ topic, partition: e.partition, offset: e.offset })),
+          entries.map((e) => ({
+            topic,
+            partition: e.partition,
+            offset: e.offset,
+            ...(e.metadata !== null ? { metadata: e.metadata } : {}),
+          })),
         );
         tracker.markCommitted(entries);
       } catch (err) {
@@ -273,6 +291,26 @@ export class ConsumerLoop {
     }
   }
 
+  /**
+   * The last document of an input partition finished: its offset is committed now rather than at the
+   * next interval, so that the group's share moves to the partitions that still have work sooner.
+   */
+  private commitIfDrained(): void {
+    if (this.drainCommit || !this.consumer || this.stopping) return;
+    const tracker = this.trackers.get(this.o.topics.arrived);
+    if (!tracker) return;
+    // Revoked partitions are dropped from the tracker: what it committed is what this member holds.
+    const drained = tracker.someCommittedWith(
+      unfinishedMetadata(true),
+      (p) => this.o.engine.unfinishedOn(p) === 0,
+    );
+    if (!drained) return;
+    this.drainCommit = setTimeout(() => {
+      this.drainCommit = null;
+      void this.commit();
+    }, 0);
+  }
+
   private tracker(topic: string): OffsetTracker {
     let t = this.trackers.get(topic);
     if (!t) {
@@ -287,6 +325,7 @@ export class ConsumerLoop {
     let p = this.prepared.get(partition);
     if (!p) {
       p = this.o.state.assign([partition]).then(async () => {
+        await this.startFromCommitted(partition, p);
         const unfinished = this.o.state.unfinished(partition);
         await this.o.engine.resume(unfinished);
         if (unfinished.length > 0)
@@ -305,14 +344,16 @@ export class ConsumerLoop {
   }
 
   /**
-   * Partitions added to the input topic since start-up are counted once this member holds more than
-   * it knew of; until then the share is of the count read at start-up.
+   * A partition this member just got starts its offsets at the group's committed one, so that this
+   * member commits it again with its own metadata even before a new record of it is done (the
+   * previous owner's may say documents still run that this member resumes and finishes). Skipped
+   * when the offset cannot be read, or when the partition left again meanwhile.
    */
-  private applyShare(owned: number): void {
-    const share = this.o.groupShare;
-    if (!share) return;
-    const total = Math.max(1, share.totalPartitions(), owned);
-    share.limiter.setShare(owned, total);
+  private async startFromCommitted(partition: number, preparing: Promise<void> | undefined): Promise<void> {
+    if (!this.o.committedOffset) return;
+    const offset = await this.o.committedOffset(partition).catch(() => null);
+    if (offset === null || this.prepared.get(partition) !== preparing) return;
+    this.tracker(this.o.topics.arrived).partition(partition).startAt(offset);
   }
 
   /** True while the input is paused because a dependency is down. */

@@ -385,6 +385,8 @@ describe('DocumentEngine', () => {
     await new Promise((r) => setTimeout(r, 30));
     expect(api.calls).not.toContain('get:decision');
     expect(engine.inFlight).toBe(1);
+    // The document's input partition has one running here (the group's share reads it).
+    expect([engine.unfinishedOn(0), engine.unfinishedOn(1)]).toEqual([1, 0]);
     engine.decisionReady(sub);
     engine.decisionReady(sub);
     engine.decisionReady('unknown');
@@ -393,6 +395,7 @@ describe('DocumentEngine', () => {
     expect(out.results.filter((r) => r.kind === 'decision')).toEqual([
       { kind: 'decision', submission_id: sub, source: 'webhook' },
     ]);
+    expect(engine.unfinishedOn(0)).toBe(0);
     expect(out.states.at(-1)?.status).toBe('DONE');
     // A delivery after the end changes nothing.
     engine.decisionReady(sub);

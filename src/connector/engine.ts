@@ -36,6 +36,8 @@ export interface Existing {
 export class DocumentEngine {
   private readonly runs = new Map<string, Run>();
   private readonly bySubmission = new Map<string, Run>();
+  /** Documents running, by input partition (what the group's API share is told: `unfinishedOn`). */
+  private readonly byPartition = new Map<number, number>();
   /** Submissions created whose state Kafka did not acknowledge: reused when the record comes back. */
   private readonly unrecorded = new Map<string, UnfinishedState>();
   private readonly lifecycle: Lifecycle;
@@ -50,6 +52,11 @@ export class DocumentEngine {
 
   get inFlight(): number {
     return this.runs.size;
+  }
+
+  /** Documents of this input partition still running here. */
+  unfinishedOn(partition: number): number {
+    return this.byPartition.get(partition) ?? 0;
   }
 
   /**
@@ -229,7 +236,10 @@ export class DocumentEngine {
   }
 
   private start(run: Run): void {
+    const previous = this.runs.get(run.state.event_id);
+    if (previous) this.count(previous, -1);
     this.runs.set(run.state.event_id, run);
+    this.count(run, 1);
     this.bySubmission.set(run.state.submission_id, run);
     this.lifecycle.track(this.lifecycle.advance(run));
   }
@@ -238,10 +248,20 @@ export class DocumentEngine {
     if (cancelled) run.cancelled = true;
     for (const kind of run.state.awaited) this.ports.scheduler.cancel(run.key(kind));
     this.ports.scheduler.cancel(run.key('deadline'));
-    if (this.runs.get(run.state.event_id) === run) this.runs.delete(run.state.event_id);
+    if (this.runs.get(run.state.event_id) === run) {
+      this.runs.delete(run.state.event_id);
+      this.count(run, -1);
+    }
     if (this.bySubmission.get(run.state.submission_id) === run)
       this.bySubmission.delete(run.state.submission_id);
     if (cancelled) void run.blob?.cleanup();
     this.events.onRoom?.();
+  }
+
+  private count(run: Run, delta: number): void {
+    const partition = run.pointer.partition;
+    const n = (this.byPartition.get(partition) ?? 0) + delta;
+    if (n > 0) this.byPartition.set(partition, n);
+    else this.byPartition.delete(partition);
   }
 }

@@ -60,11 +60,41 @@ describe('OffsetTracker', () => {
     t.partition(0).track(0);
     t.partition(1).track(0);
     t.partition(0).complete(0);
-    expect(t.toCommit()).toEqual([{ partition: 0, offset: '1' }]);
+    expect(t.toCommit()).toEqual([{ partition: 0, offset: '1', metadata: null }]);
     t.markCommitted(t.toCommit());
     expect(t.toCommit()).toEqual([]);
     t.drop(0);
     t.partition(1).complete(0);
-    expect(t.toCommit()).toEqual([{ partition: 1, offset: '1' }]);
+    expect(t.toCommit()).toEqual([{ partition: 1, offset: '1', metadata: null }]);
+  });
+
+  it('starts at an offset the group committed, until a later record is done', () => {
+    const po = new PartitionOffsets();
+    po.startAt('40');
+    expect(po.committable()).toBe('40');
+    // Records before it were done by the previous owner: fetched again, they are not tracked.
+    po.track(39);
+    po.track(40);
+    expect(po.pending).toBe(1);
+    po.complete(40);
+    expect(po.committable()).toBe('41');
+    // Too late once something is tracked or done here.
+    po.startAt('10');
+    expect(po.committable()).toBe('41');
+  });
+
+  it('reports a partition again when only its metadata changed, and which metadata it committed', () => {
+    const t = new OffsetTracker();
+    t.partition(0).track(0);
+    t.partition(0).complete(0);
+    let metadata = 'busy';
+    t.markCommitted(t.toCommit(() => metadata));
+    expect(t.toCommit(() => metadata)).toEqual([]);
+    expect(t.someCommittedWith('busy', (p) => p === 0)).toBe(true);
+    expect(t.someCommittedWith('idle', () => true)).toBe(false);
+    metadata = 'idle';
+    expect(t.toCommit(() => metadata)).toEqual([{ partition: 0, offset: '1', metadata: 'idle' }]);
+    t.drop(0);
+    expect(t.someCommittedWith('busy', () => true)).toBe(false);
   });
 });

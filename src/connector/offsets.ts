@@ -22,6 +22,16 @@ export class PartitionOffsets {
     this.queue.push(o);
   }
 
+  /**
+   * Everything before `offset` is done (the group committed it): `committable` gives `offset` until a
+   * later record is done. Only before anything is tracked or done here.
+   */
+  startAt(offset: string | number | bigint): void {
+    if (this.lastDone !== null || this.queue.length > this.head) return;
+    const o = BigInt(offset);
+    if (o > 0n) this.lastDone = o - 1n;
+  }
+
   /** Marks a tracked record's outcome durable. */
   complete(offset: string | number | bigint): void {
     const o = BigInt(offset);
@@ -50,10 +60,17 @@ export class PartitionOffsets {
   }
 }
 
+/** An offset to commit, with the metadata Kafka keeps beside it (null: none). */
+export interface OffsetCommit {
+  partition: number;
+  offset: string;
+  metadata: string | null;
+}
+
 /** Offsets of every assigned partition of one topic, with what was last committed to skip no-op commits. */
 export class OffsetTracker {
   private readonly partitions = new Map<number, PartitionOffsets>();
-  private readonly committed = new Map<number, string>();
+  private readonly committed = new Map<number, { offset: string; metadata: string | null }>();
 
   partition(p: number): PartitionOffsets {
     let po = this.partitions.get(p);
@@ -69,17 +86,31 @@ export class OffsetTracker {
     this.committed.delete(p);
   }
 
-  /** Partitions whose committable offset moved since the last `markCommitted`. */
-  toCommit(): Array<{ partition: number; offset: string }> {
-    const out: Array<{ partition: number; offset: string }> = [];
+  /**
+   * Partitions whose committable offset, or the metadata `metadataOf` gives them now, changed since
+   * the last `markCommitted`. A partition with nothing done yet here has no offset to commit.
+   */
+  toCommit(metadataOf: (partition: number) => string | null = () => null): OffsetCommit[] {
+    const out: OffsetCommit[] = [];
     for (const [partition, po] of this.partitions) {
       const offset = po.committable();
-      if (offset !== null && this.committed.get(partition) !== offset) out.push({ partition, offset });
+      if (offset === null) continue;
+      const metadata = metadataOf(partition);
+      const last = this.committed.get(partition);
+      if (last?.offset !== offset || last.metadata !== metadata) out.push({ partition, offset, metadata });
     }
     return out;
   }
 
-  markCommitted(entries: Array<{ partition: number; offset: string }>): void {
-    for (const e of entries) this.committed.set(e.partition, e.offset);
+  markCommitted(entries: OffsetCommit[]): void {
+    for (const e of entries) this.committed.set(e.partition, { offset: e.offset, metadata: e.metadata });
+  }
+
+  /** Whether a partition last committed here with this metadata passes `test`. */
+  someCommittedWith(metadata: string, test: (partition: number) => boolean): boolean {
+    for (const [partition, last] of this.committed) {
+      if (last.metadata === metadata && test(partition)) return true;
+    }
+    return false;
   }
 }

@@ -42,7 +42,13 @@ interface TopicDescription {
   configs: Record<string, string>;
 }
 
-interface PartitionOffsets {
+/** A group's committed offset of one partition (null: none) and the metadata committed with it. */
+export interface GroupCommit {
+  offset: string | null;
+  metadata: string | null;
+}
+
+export interface PartitionOffsets {
   partition: number;
   /** First offset still stored. */
   low: string;
@@ -357,13 +363,21 @@ export class KafkaAdmin {
 
   /** The group's committed next offsets for a topic; null for partitions it never committed. */
   async groupOffsets(groupId: string, topic: string): Promise<Map<number, string | null>> {
+    const commits = await this.groupCommits(groupId, topic);
+    return new Map([...commits].map(([partition, c]) => [partition, c.offset]));
+  }
+
+  /** The group's committed next offsets for a topic with the metadata committed beside them. */
+  async groupCommits(groupId: string, topic: string): Promise<Map<number, GroupCommit>> {
     const fetched = await wrapKafka(`fetching offsets of group ${groupId}`, () =>
       this.admin.fetchOffsets({ groupId, topics: [topic] }),
     );
-    const out = new Map<number, string | null>();
+    const out = new Map<number, GroupCommit>();
     for (const entry of fetched.find((item) => item.topic === topic)?.partitions ?? []) {
       // Kafka answers -1 for "no committed offset".
-      out.set(entry.partition, Number(entry.offset) < 0 ? null : entry.offset);
+      const offset = Number(entry.offset) < 0 ? null : entry.offset;
+      // Kafka keeps "no metadata" as an empty string.
+      out.set(entry.partition, { offset, metadata: offset === null ? null : entry.metadata || null });
     }
     return out;
   }

@@ -112,6 +112,8 @@ export interface TopicPartitionOffset {
   partition: number;
   /** The next offset to read, as Kafka stores it: last processed offset + 1. */
   offset: string;
+  /** Kept by Kafka beside the offset, readable by anyone who reads the group's offsets. */
+  metadata?: string | null;
 }
 
 /** Partitions by topic. */
@@ -389,7 +391,12 @@ export class KafkaConsumer {
     if (offsets.length === 0) return Promise.resolve();
     return wrapKafka(`committing offsets of group ${this.groupId}`, () =>
       this.consumer.commitOffsets(
-        offsets.map(({ topic, partition, offset }) => ({ topic, partition, offset })),
+        offsets.map(({ topic, partition, offset, metadata }) => ({
+          topic,
+          partition,
+          offset,
+          metadata: metadata ?? null,
+        })),
       ),
     );
   }

@@ -84,12 +84,20 @@ describe('offset resets for replay', () => {
     const { consumer, messages } = await collectingConsumer(client, [topic]);
     await waitFor('six records', () => messages.length === 6);
     await consumer.commitOffsets([
-      { topic, partition: 0, offset: '3' },
+      { topic, partition: 0, offset: '3', metadata: 'docstream:unfinished' },
       { topic, partition: 1, offset: '3' },
     ]);
     await consumer.disconnect();
     return { topic, groupId: consumer.groupId, times };
   }
+
+  it('reads the metadata committed beside each offset', async () => {
+    const { topic, groupId } = await consumedTopic();
+    expect(Object.fromEntries(await admin.groupCommits(groupId, topic))).toEqual({
+      0: { offset: '3', metadata: 'docstream:unfinished' },
+      1: { offset: '3', metadata: null },
+    });
+  });
 
   it('plans a reset to a timestamp in a dry run, changes nothing, then applies it', async () => {
     const { topic, groupId, times } = await consumedTopic();

@@ -1,0 +1,166 @@
+import { busyPartitions, GroupShare, unfinishedMetadata } from './group-share.js';
+
+/** End offsets of partitions 0..n-1 (log start `low`). */
+const ends = (highs: number[], low = 0) =>
+  highs.map((high, partition) => ({ partition, low: String(low), high: String(high) }));
+/** The group's commits of partitions 0..n-1, with `metadata` for all (none by default). */
+const committed = (offsets: Array<number | null>, metadata: Array<string | null> = []) =>
+  new Map(
+    offsets.map(
+      (o, partition) =>
+        [
+          partition,
+          { offset: o === null ? null : String(o), metadata: metadata[partition] ?? null },
+        ] as const,
+    ),
+  );
+
+class RecordingLimiter {
+  shares: Array<[number, number]> = [];
+  setShare(owned: number, total: number): void {
+    this.shares.push([owned, total]);
+  }
+  /** The fraction of the configured rate last set. */
+  get fraction(): number {
+    const [owned, total] = this.shares.at(-1)!;
+    return owned / total;
+  }
+}
+
+describe('busyPartitions', () => {
+  it('is the partitions with records past the committed offset', () => {
+    expect([...busyPartitions(ends([10, 20, 5, 7]), committed([10, 19, 5, 0]))]).toEqual([1, 3]);
+  });
+
+  it('counts from the log start when nothing was committed or the commit fell below it', () => {
+    expect([...busyPartitions(ends([100, 100, 100], 100), committed([null, 3, 100]))]).toEqual([]);
+    expect([...busyPartitions(ends([101, 100], 100), new Map())]).toEqual([0]);
+  });
+
+  it('counts a partition whose owner committed it with documents still running', () => {
+    const unfinished = unfinishedMetadata(true);
+    const done = unfinishedMetadata(false);
+    expect([
+      ...busyPartitions(
+        ends([10, 10, 10, 10]),
+        committed([10, 10, 10, 10], [unfinished, done, null, 'other']),
+      ),
+    ]).toEqual([0]);
+  });
+});
+
+describe('GroupShare', () => {
+  it('sets the share of the partitions held on every join', () => {
+    const limiter = new RecordingLimiter();
+    const share = new GroupShare(limiter, () => 4);
+    share.onJoin([0, 1]);
+    share.onJoin([3]);
+    share.onJoin([]);
+    expect(limiter.shares).toEqual([
+      [2, 4],
+      [1, 4],
+      [0, 4],
+    ]);
+  });
+
+  it('divides the limit among the partitions that still have work, once two readings agree', () => {
+    const limiter = new RecordingLimiter();
+    const share = new GroupShare(limiter, () => 4);
+    share.onJoin([2, 3]);
+    share.onOffsets(ends([50, 50, 50, 50]), committed([0, 0, 0, 0]));
+    expect(limiter.fraction).toBe(0.5);
+    // Partition 0 drained: the three busy ones divide the limit, from the second reading that says so.
+    share.onOffsets(ends([50, 50, 50, 50]), committed([50, 20, 20, 20]));
+    expect(limiter.fraction).toBe(0.5);
+    share.onOffsets(ends([50, 50, 50, 50]), committed([50, 21, 21, 21]));
+    expect(limiter.fraction).toBeCloseTo(2 / 3);
+    share.onOffsets(ends([50, 50, 50, 50]), committed([50, 50, 40, 50]));
+    expect(limiter.fraction).toBeCloseTo(2 / 3);
+    share.onOffsets(ends([50, 50, 50, 50]), committed([50, 50, 41, 50]));
+    expect(limiter.fraction).toBe(1);
+  });
+
+  it('falls at once as its own partitions drain, to the floor', () => {
+    const limiter = new RecordingLimiter();
+    const share = new GroupShare(limiter, () => 4);
+    share.onJoin([0, 1]);
+    share.onOffsets(ends([50, 50, 50, 50]), committed([50, 10, 10, 10]));
+    expect(limiter.shares.at(-1)).toEqual([1, 3]);
+    share.onOffsets(ends([50, 50, 50, 50]), committed([50, 50, 10, 10]));
+    expect(limiter.shares.at(-1)).toEqual([0, 2]);
+  });
+
+  it('takes more for its own partition busy again only on the next reading', () => {
+    const limiter = new RecordingLimiter();
+    const share = new GroupShare(limiter, () => 4);
+    share.onJoin([0]);
+    share.onOffsets(ends([50, 50, 50, 50]), committed([50, 10, 10, 10]));
+    expect(limiter.fraction).toBe(0);
+    // Partition 0 got records: the other members may not have counted it yet.
+    share.onOffsets(ends([60, 50, 50, 50]), committed([50, 10, 10, 10]));
+    expect(limiter.fraction).toBe(0);
+    share.onOffsets(ends([60, 50, 50, 50]), committed([51, 11, 11, 11]));
+    expect(limiter.fraction).toBe(0.25);
+  });
+
+  it('gives the share of partitions back when nothing is left anywhere, and waits to take more', () => {
+    const limiter = new RecordingLimiter();
+    const share = new GroupShare(limiter, () => 4);
+    share.onJoin([0, 1]);
+    share.onOffsets(ends([50, 50, 50, 50]), committed([50, 50, 50, 10]));
+    expect(limiter.fraction).toBe(0);
+    share.onOffsets(ends([50, 50, 50, 50]), committed([50, 50, 50, 50]));
+    expect(limiter.fraction).toBe(0);
+    share.onOffsets(ends([50, 50, 50, 50]), committed([50, 50, 50, 50]));
+    expect(limiter.fraction).toBe(0.5);
+    // Its own partition fills first: the others may be filling too, unseen yet.
+    share.onOffsets(ends([60, 50, 50, 50]), committed([50, 50, 50, 50]));
+    expect(limiter.fraction).toBe(0.5);
+    share.onOffsets(ends([60, 50, 50, 50]), committed([51, 50, 50, 50]));
+    expect(limiter.fraction).toBe(1);
+  });
+
+  it('keeps the busy members within the whole when each reads at most one reading behind', () => {
+    // 3 members, 6 partitions, random owners and random busy sets; every member reads every state, at
+    // its own moment: some at once, the others later but before the next state exists (a member
+    // reads the offsets at least once between two changes). After every read, the members holding a
+    // partition busy in the newest state (the ones that can be making calls) hold at most the whole.
+    let seed = 7;
+    const random = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+    const partitions = [0, 1, 2, 3, 4, 5];
+    for (let round = 0; round < 300; round++) {
+      const owner = partitions.map(() => Math.floor(random() * 3));
+      const limiters = [0, 1, 2].map(() => new RecordingLimiter());
+      const members = limiters.map((l, m) => {
+        const s = new GroupShare(l, () => 6);
+        s.onJoin(partitions.filter((p) => owner[p] === m));
+        return s;
+      });
+      const states: boolean[][] = [];
+      const late: number[] = [];
+      const read = (m: number, state: boolean[]) => {
+        members[m]!.onOffsets(
+          ends(partitions.map(() => 10)),
+          committed(state.map((busy) => (busy ? 9 : 10))),
+        );
+        const newest = states.at(-1)!;
+        const sum = limiters
+          .filter((_, i) => partitions.some((p) => owner[p] === i && newest[p]))
+          .reduce((total, l) => total + l.fraction, 0);
+        expect(sum).toBeLessThanOrEqual(1 + 1e-9);
+      };
+      for (let step = 0; step < 8; step++) {
+        // Members that postponed the newest state read it before the next one exists.
+        const previous = states.at(-1);
+        for (const m of late.splice(0)) read(m, previous!);
+        // Often all idle (the partition share), else a random busy set.
+        const state = partitions.map(() => random() < (step % 3 === 0 ? 0 : 0.5));
+        states.push(state);
+        for (const m of [0, 1, 2].sort(() => random() - 0.5)) {
+          if (random() < 0.5) read(m, state);
+          else late.push(m);
+        }
+      }
+    }
+  });
+});

@@ -1,0 +1,112 @@
+/**
+ * This member's part of the API rate limit its consumer group spends together
+ * (docs/performance.md, "A group shares one API limit").
+ *
+ * On every group join the limiter's ceiling becomes this member's share of the input partitions.
+ * Between joins, a reading of the group's offsets (the same for every member: the input topic's end
+ * offsets, and the group's committed offsets with the metadata each owner commits beside them)
+ * refines it: a partition with nothing left to do (no record past its committed offset, and its
+ * owner committed it saying no document of it still runs) needs no API calls, so the limit is
+ * divided among the partitions that still have work. The member whose partitions drew more of the
+ * keys then gets the rate the drained ones left, instead of finishing last at its partition share.
+ *
+ * Members read at different moments, so their shares would add up to more than the whole if one
+ * took more before another gave back. So a share that falls applies at once, and one that rises only
+ * when two readings in a row give it: by the second, every member reading as often has read the
+ * first and given back what it must. The cost is one reading interval before a drained partition's
+ * part is used by the others.
+ */
+import type { GroupCommit, PartitionOffsets } from '../kafka/admin.js';
+
+/** The part of the API client's limiter that follows the group. */
+export interface ShareLimiter {
+  setShare(owned: number, total: number): void;
+}
+
+/** A committed input offset's metadata: whether documents of that partition still run (`commit`). */
+export function unfinishedMetadata(unfinished: boolean): string {
+  return unfinished ? 'docstream:unfinished' : 'docstream:done';
+}
+
+/**
+ * The input partitions that still have work by one reading: records past the group's committed
+ * offset (or past the log start when nothing was committed), or documents still running on the
+ * member that committed it (its metadata says so). A partition missing from `committed` counts from
+ * its log start.
+ */
+export function busyPartitions(
+  ends: readonly PartitionOffsets[],
+  committed: ReadonlyMap<number, GroupCommit>,
+): Set<number> {
+  const busy = new Set<number>();
+  const unfinished = unfinishedMetadata(true);
+  for (const { partition, low, high } of ends) {
+    const commit = committed.get(partition);
+    const at = commit?.offset;
+    const from = at === null || at === undefined || BigInt(at) < BigInt(low) ? BigInt(low) : BigInt(at);
+    if (BigInt(high) > from || commit?.metadata === unfinished) busy.add(partition);
+  }
+  return busy;
+}
+
+type Share = { owned: number; total: number };
+
+export class GroupShare {
+  /** The input partitions this member holds. */
+  private owned: readonly number[] = [];
+  /** The share the last reading (or join) gave, before the rule that a rise waits one reading. */
+  private lastTarget: Share | null = null;
+  private applied: Share | null = null;
+
+  /** `totalPartitions`: the input topic's partition count (read at start-up). */
+  constructor(
+    private readonly limiter: ShareLimiter,
+    private readonly totalPartitions: () => number,
+  ) {}
+
+  /**
+   * A group join gave this member `owned` input partitions (possibly none): its share of the
+   * partitions, at once (every member rejoins together). Partitions added to the topic since
+   * start-up count once this member holds more than it knew of.
+   */
+  onJoin(owned: readonly number[]): void {
+    this.owned = [...owned];
+    this.lastTarget = this.byPartitions();
+    this.apply(this.lastTarget);
+  }
+
+  /**
+   * A reading of the group's offsets on the input topic: a share that falls applies at once, one
+   * that rises only if the previous reading gave at least as much (by then every member has read
+   * what this one read, and given back what it must).
+   */
+  onOffsets(ends: readonly PartitionOffsets[], committed: ReadonlyMap<number, GroupCommit>): void {
+    const busy = busyPartitions(ends, committed);
+    // Nothing left anywhere: the share of partitions, ready for whichever partition fills first.
+    const target =
+      busy.size === 0
+        ? this.byPartitions()
+        : { owned: this.owned.filter((p) => busy.has(p)).length, total: busy.size };
+    const previous = this.lastTarget ?? target;
+    this.lastTarget = target;
+    this.apply(below(previous, target) ? previous : target);
+  }
+
+  private byPartitions(): Share {
+    return {
+      owned: this.owned.length,
+      total: Math.max(1, this.totalPartitions(), this.owned.length),
+    };
+  }
+
+  private apply(share: Share): void {
+    if (this.applied && !below(this.applied, share) && !below(share, this.applied)) return;
+    this.applied = share;
+    this.limiter.setShare(share.owned, share.total);
+  }
+}
+
+/** a < b, as fractions. */
+function below(a: Share, b: Share): boolean {
+  return a.owned * b.total < b.owned * a.total;
+}
