@@ -13,6 +13,8 @@
  *                     (default: as many as --docs, at most 2000, enough for the JIT to settle;
  *                     0 measures cold processes)
  *   --repeat N        N main runs, each with its floor: the medians are printed, the median run detailed
+ *   --group-share-ms N  connector.groupShareIntervalMs of every connector (0: the group's API limit
+ *                     divided by partitions held only, on each join; default: the connector's own)
  *   BENCH_NODE_ARGS   extra node flags for the connector children (e.g. "--max-semi-space-size=64")
  *   --cpu-prof        writes a V8 CPU profile of each main-run connector and of the floor, over the
  *                     measured documents only, into bench-results/profiles (<run>-connector-N.cpuprofile,
@@ -57,6 +59,8 @@ const flags = parseFlags(process.argv.slice(2), {
   scaleDocs: 240,
   scaleRate: 40,
   scalePartitions: 4,
+  /** default: the connector's own (connector.groupShareIntervalMs). */
+  groupShareMs: 'default',
   sizeMb: 1024,
   smallMb: 64,
   timeoutS: 600,
@@ -152,12 +156,27 @@ function printThroughput(r: ThroughputResult): void {
   if (r.scaleOut.length > 0) {
     console.log(
       `\nscale-out: ${p.scaleDocs} docs, one sandbox limit ${p.scaleRate}/s shared by all instances (one client id), ` +
-        `each configured with api.ratePerSecond ${p.scaleRate} (the connector sets its share on each group join), ` +
-        `${p.scalePartitions} partitions`,
+        `each configured with api.ratePerSecond ${p.scaleRate} (the connector sets its share on each group join` +
+        (p.groupShareMs === 0
+          ? ' only, --group-share-ms 0'
+          : ` and by the partitions with work${p.groupShareMs === null ? '' : ` every ${p.groupShareMs} ms`}`) +
+        `), ${p.scalePartitions} partitions`,
     );
-    const w = [10, 16, 12, 14, 12, 10, 12];
+    const w = [10, 16, 12, 14, 12, 10, 12, 16];
     console.log(
-      row(['instances', 'completed/DLQ', 'docs/s', '% of bound', 'calls', '429 %', 'CPU ms/doc'], w),
+      row(
+        [
+          'instances',
+          'completed/DLQ',
+          'docs/s',
+          '% of bound',
+          'calls',
+          '429 %',
+          'CPU ms/doc',
+          'docs/partition',
+        ],
+        w,
+      ),
     );
     for (const m of r.scaleOut) {
       if ('error' in m) {
@@ -174,6 +193,7 @@ function printThroughput(r: ThroughputResult): void {
             m.calls,
             m.percent429,
             m.cpuMsPerDoc,
+            m.partitionDocs.join('/'),
           ],
           w,
         ),
@@ -274,6 +294,10 @@ async function main(): Promise<void> {
       scaleDocs: bounded(Number(flags.scaleDocs), 1, 5000, 'scale-docs'),
       scaleRate: bounded(Number(flags.scaleRate), 1, 10_000, 'scale-rate'),
       scalePartitions: bounded(Number(flags.scalePartitions), 1, 64, 'scale-partitions'),
+      groupShareMs:
+        flags.groupShareMs === 'default'
+          ? null
+          : bounded(Number(flags.groupShareMs), 0, 60_000, 'group-share-ms'),
       deadline,
       log,
     });

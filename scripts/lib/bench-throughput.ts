@@ -10,6 +10,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { writeCorpus, type SampleKind } from '../../src/demo/corpus.js';
 import { KafkaClient, type KafkaProducer } from '../../src/kafka/index.js';
+import { partitionOfKey } from '../../src/kafka/partitioner.js';
 import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
 import { Progress } from '../../src/util/progress.js';
 import { runBaseline } from '../baseline.js';
@@ -66,6 +67,8 @@ export interface ThroughputOptions {
   scaleDocs: number;
   scaleRate: number;
   scalePartitions: number;
+  /** connector.groupShareIntervalMs of every connector (null: the connector's default); 0 = by partitions only. */
+  groupShareMs: number | null;
   deadline: number;
   log: (line: string) => void;
 }
@@ -91,6 +94,8 @@ export interface RunMeasure {
   peakInFlight?: number | null;
   /** (peak heap - idle heap) / peak in flight: an upper bound of the memory one document holds. */
   heapKbPerInFlight?: number | null;
+  /** Measured documents per input partition (keys are random per run). */
+  partitionDocs?: number[];
 }
 
 export interface CpuMeasure {
@@ -150,6 +155,8 @@ interface ScaleOutMeasure {
   rateLimited: number;
   percent429: number;
   cpuMsPerDoc: number | null;
+  /** Documents per input partition: the group's share is by partitions, so their balance matters. */
+  partitionDocs: number[];
 }
 
 /** One main run and its floor, as the repeats summary shows them. */
@@ -395,6 +402,7 @@ async function runDocstream(
         maxInFlight: o.maxInFlight,
         fileRoots: [dir],
         httpPort,
+        ...(o.groupShareMs !== null ? { connector: { groupShareIntervalMs: o.groupShareMs } } : {}),
       });
       connectors.push(new ConnectorProcess(config, httpPort, { nodeArgs, ipc: true }));
     }
@@ -443,6 +451,8 @@ async function runDocstream(
     }, 1000);
     o.log(`${shape.label}: producing ${shape.docs} documents (measured)`);
     const batch = arrivals(id, shape.docs, files);
+    const partitionDocs = new Array<number>(shape.partitions).fill(0);
+    for (const a of batch) partitionDocs[partitionOfKey(a.event_id, shape.partitions)]! += 1;
     const sentAt = await produceArrivals(producer, topics.arrived, batch);
     const ids = batch.map((a) => a.event_id);
     const start = Math.min(...sentAt.values());
@@ -528,6 +538,7 @@ async function runDocstream(
           : round(coldCpuUs / 1000 / warm.settled, 3),
       warmupDocs: shape.warmupDocs,
       sampleGcMs: round(gcCpuUs / 1000, 1),
+      partitionDocs,
       liveHeapIdleMb: idleLive === null ? null : round(idleLive / 2 ** 20, 1),
       liveHeapPeakMb: peakLive ? round(peakLive.heap / 2 ** 20, 1) : null,
       liveHeapInFlight: peakLive ? peakLive.inFlight : null,
@@ -721,6 +732,7 @@ export async function runThroughput(o: ThroughputOptions): Promise<ThroughputRes
         rateLimited: run.calls.rateLimited,
         percent429: round((100 * run.calls.rateLimited) / Math.max(1, run.calls.total), 2),
         cpuMsPerDoc: run.cpuMsPerDoc,
+        partitionDocs: run.partitionDocs ?? [],
       });
     }
     const baseline = o.baselineDocs > 0 ? await runNaive(o, kafka, files) : null;
