@@ -53,7 +53,8 @@ describe('docstream run: metrics and health during a run', () => {
       return value(during, /^docstream_documents_in_flight /) > 0;
     });
     await waitFor('all results', () => env.on('fraud').length === 10 && env.on('dlq').length === 2, 90_000);
-    await new Promise((r) => setTimeout(r, 5500)); // the lag gauge refreshes every 5 s
+    // The lag and limiter gauges refresh every connector.groupShareIntervalMs (500 ms by default).
+    await new Promise((r) => setTimeout(r, 2000));
     const text = await (await fetch(`${url}/metrics`)).text();
     expect(value(text, /^docstream_documents_completed_total\{outcome="done"\}/)).toBe(10);
     expect(value(text, /^docstream_documents_failed_total\{stage="decode",reason="invalid_json"\}/)).toBe(1);
@@ -67,6 +68,8 @@ describe('docstream run: metrics and health during a run', () => {
     expect(value(text, /^docstream_stage_duration_seconds_count\{stage="create"\}/)).toBe(10);
     expect(value(text, /^docstream_stage_duration_seconds_count\{stage="end_to_end"\}/)).toBe(10);
     expect(value(text, /^docstream_api_limiter_rate /)).toBeGreaterThan(0);
+    // One instance holds every input partition: its share is the whole configured rate.
+    expect(value(text, /^docstream_api_limiter_ceiling /)).toBe(env.config().api.ratePerSecond);
     expect(value(text, /^docstream_consumer_lag\{topic=".*",partition="0"\}/)).toBe(0);
     expect(text).toMatch(/^docstream_api_rate_limited_total /m);
     expect(text).toMatch(/^docstream_api_retries_total|# TYPE docstream_api_retries_total counter/m);

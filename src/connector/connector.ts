@@ -198,6 +198,7 @@ export class Connector {
           admin,
           assignment: () => consumer.currentAssignment(),
           limiterRate: () => this.client.limiter.currentRate(),
+          limiterCeiling: () => this.client.limiter.currentCeiling(),
           topic: t.arrived,
           groupId: config.kafka.groupId,
           metrics: this.metrics,

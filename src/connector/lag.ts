@@ -12,6 +12,7 @@ interface LagSources {
   admin: Pick<KafkaAdmin, 'topicOffsets' | 'groupCommits'>;
   assignment: () => Assignment;
   limiterRate: () => number;
+  limiterCeiling: () => number;
   topic: string;
   groupId: string;
   metrics: ConnectorMetrics;
@@ -38,6 +39,7 @@ export async function updateLag(s: LagSources): Promise<void> {
     }
     s.onOffsets?.(ends, committed);
     s.metrics.limiterRate.set(s.limiterRate());
+    s.metrics.limiterCeiling.set(s.limiterCeiling());
   } catch (err) {
     s.logger.debug({ err: (err as Error).message }, 'lag update failed');
   }

@@ -72,7 +72,13 @@ export class ConnectorMetrics {
 
   readonly limiterRate = new Gauge({
     name: 'docstream_api_limiter_rate',
-    help: 'Current ceiling of the adaptive API rate limiter, in calls per second',
+    help: 'Current rate of the adaptive API rate limiter (below its ceiling after 429s), in calls per second',
+    registers: [this.registry],
+  });
+
+  readonly limiterCeiling = new Gauge({
+    name: 'docstream_api_limiter_ceiling',
+    help: "Ceiling of the API rate limiter: this instance's share of the group's api.ratePerSecond, in calls per second",
     registers: [this.registry],
   });
 
