@@ -154,13 +154,14 @@ function printThroughput(r: ThroughputResult): void {
     );
   }
   if (r.scaleOut.length > 0) {
+    const between =
+      p.groupShareMs === 0
+        ? ' only, --group-share-ms 0'
+        : ' and by the partitions with work' + (p.groupShareMs === null ? '' : ` every ${p.groupShareMs} ms`);
     console.log(
       `\nscale-out: ${p.scaleDocs} docs, one sandbox limit ${p.scaleRate}/s shared by all instances (one client id), ` +
-        `each configured with api.ratePerSecond ${p.scaleRate} (the connector sets its share on each group join` +
-        (p.groupShareMs === 0
-          ? ' only, --group-share-ms 0'
-          : ` and by the partitions with work${p.groupShareMs === null ? '' : ` every ${p.groupShareMs} ms`}`) +
-        `), ${p.scalePartitions} partitions`,
+        `each configured with api.ratePerSecond ${p.scaleRate} (the connector sets its share on each group join${between}), ` +
+        `${p.scalePartitions} partitions`,
     );
     const w = [10, 16, 12, 14, 12, 10, 12, 16];
     console.log(

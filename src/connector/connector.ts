@@ -18,7 +18,7 @@ import { DecisionWebhooks } from './decision-webhooks.js';
 import type { DocumentEngine } from './engine.js';
 import { feedbackHandler } from './feedback.js';
 import { GroupShare } from './group-share.js';
-import { updateLag } from './lag.js';
+import { updateLag, type LagSources } from './lag.js';
 import { RegistryUnavailableError } from '../serde/registry.js';
 import { ensureTopology } from './topology.js';
 import { buildParts, type ConnectorParts } from './wiring.js';
@@ -82,10 +82,7 @@ export class Connector {
       logger,
       onInFlight: (n) => this.metrics.inFlight.set(n),
       groupShare: this.groupShare,
-      committedOffset: (partition) =>
-        this.parts.admin
-          .groupOffsets(config.kafka.groupId, config.topics.arrived)
-          .then((offsets) => offsets.get(partition) ?? null),
+      committedOffsets: () => this.parts.admin.groupOffsets(config.kafka.groupId, config.topics.arrived),
       // A registry that cannot answer is no fault of the record: pause, probe, resume.
       outage: {
         isOutage: (err) => err instanceof RegistryUnavailableError,
@@ -190,22 +187,21 @@ export class Connector {
     // The group's offsets: the lag gauges, and (unless turned off) the group's API share by the
     // partitions that still have work, which wants a fresh reading.
     const shareEvery = config.connector.groupShareIntervalMs;
+    const lagSources: LagSources = {
+      admin,
+      assignment: () => consumer.currentAssignment(),
+      limiter: this.client.limiter,
+      topic: t.arrived,
+      groupId: config.kafka.groupId,
+      metrics: this.metrics,
+      logger: this.log,
+      onOffsets: shareEvery > 0 ? (ends, committed) => this.groupShare.onOffsets(ends, committed) : undefined,
+    };
     this.lagTimer = setInterval(
       () => {
         if (this.readingOffsets) return;
         this.readingOffsets = true;
-        void updateLag({
-          admin,
-          assignment: () => consumer.currentAssignment(),
-          limiterRate: () => this.client.limiter.currentRate(),
-          limiterCeiling: () => this.client.limiter.currentCeiling(),
-          topic: t.arrived,
-          groupId: config.kafka.groupId,
-          metrics: this.metrics,
-          logger: this.log,
-          onOffsets:
-            shareEvery > 0 ? (ends, committed) => this.groupShare.onOffsets(ends, committed) : undefined,
-        }).finally(() => (this.readingOffsets = false));
+        void updateLag(lagSources).finally(() => (this.readingOffsets = false));
       },
       shareEvery > 0 ? shareEvery : 5000,
     );

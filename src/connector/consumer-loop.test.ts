@@ -140,7 +140,7 @@ function setup(maxInFlight = 3, totalPartitions = 4, roomWaitMs = 30) {
     logger: silentLogger,
     onInFlight: (n) => inFlightSeen.push(n),
     groupShare: new GroupShare(limiter, () => totalPartitions),
-    committedOffset: async (p) => committed.get(p) ?? null,
+    committedOffsets: async () => committed,
     roomWaitMs,
   });
   loop.attach(consumer);

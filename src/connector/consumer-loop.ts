@@ -69,8 +69,8 @@ export interface ConsumerLoopOptions {
    * every join (docs/performance.md, "A group shares one API limit").
    */
   groupShare?: { onJoin(owned: readonly number[]): void };
-  /** The group's committed offset of an input partition (null: none), read when this member gets it. */
-  committedOffset?: (partition: number) => Promise<string | null>;
+  /** The group's committed offsets of the input partitions (null: none), read when this member gets some. */
+  committedOffsets?: () => Promise<ReadonlyMap<number, string | null>>;
   heartbeatMs?: number;
   /**
    * How long a batch handler may wait for a free slot before it pauses the input and returns
@@ -143,7 +143,11 @@ export class ConsumerLoop {
       }
     }
     for (const p of join.removed[feedback] ?? []) this.trackers.get(feedback)?.drop(p);
-    for (const p of join.added[arrived] ?? []) void this.prepare(p).catch(() => undefined);
+    const added = join.added[arrived] ?? [];
+    // One reading of the group's offsets for every partition gained (their previous owners can no
+    // longer commit).
+    const committed = added.length > 0 ? this.readCommitted() : undefined;
+    for (const p of added) void this.prepare(p, committed).catch(() => undefined);
     this.o.logger.info({ assignment: join.assignment }, 'partitions assigned');
     this.o.groupShare?.onJoin(join.assignment[arrived] ?? []);
     // A fresh assignment starts unpaused; the next batch pauses again if the instance is still full.
@@ -320,12 +324,19 @@ export class ConsumerLoop {
     return t;
   }
 
-  /** Restores the state of a newly assigned partition, then resumes its unfinished documents. */
-  private prepare(partition: number): Promise<void> {
+  /**
+   * Restores the state of a newly assigned partition, then resumes its unfinished documents.
+   * `committed`: the group's offsets read at the join, else read here when preparing starts.
+   */
+  private prepare(
+    partition: number,
+    committed?: Promise<ReadonlyMap<number, string | null> | undefined>,
+  ): Promise<void> {
     let p = this.prepared.get(partition);
     if (!p) {
+      const reading = committed ?? this.readCommitted();
       p = this.o.state.assign([partition]).then(async () => {
-        await this.startFromCommitted(partition, p);
+        await this.startFromCommitted(partition, p, reading);
         const unfinished = this.o.state.unfinished(partition);
         await this.o.engine.resume(unfinished);
         if (unfinished.length > 0)
@@ -349,11 +360,19 @@ export class ConsumerLoop {
    * previous owner's may say documents still run that this member resumes and finishes). Skipped
    * when the offset cannot be read, or when the partition left again meanwhile.
    */
-  private async startFromCommitted(partition: number, preparing: Promise<void> | undefined): Promise<void> {
-    if (!this.o.committedOffset) return;
-    const offset = await this.o.committedOffset(partition).catch(() => null);
+  private async startFromCommitted(
+    partition: number,
+    preparing: Promise<void> | undefined,
+    reading: Promise<ReadonlyMap<number, string | null> | undefined> | undefined,
+  ): Promise<void> {
+    const offset = (await reading)?.get(partition) ?? null;
     if (offset === null || this.prepared.get(partition) !== preparing) return;
     this.tracker(this.o.topics.arrived).partition(partition).startAt(offset);
+  }
+
+  /** The group's committed input offsets, or undefined when they cannot be read (nothing to start at). */
+  private readCommitted(): Promise<ReadonlyMap<number, string | null> | undefined> | undefined {
+    return this.o.committedOffsets?.().catch(() => undefined);
   }
 
   /** True while the input is paused because a dependency is down. */

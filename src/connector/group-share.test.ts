@@ -49,6 +49,16 @@ describe('busyPartitions', () => {
   });
 });
 
+/** A member of a group over 4 input partitions holding `owned`, with its limiter and a reading helper. */
+function member(owned: number[]) {
+  const limiter = new RecordingLimiter();
+  const share = new GroupShare(limiter, () => 4);
+  share.onJoin(owned);
+  /** A reading of the group's offsets: end offsets and committed offsets of partitions 0..3. */
+  const read = (highs: number[], commits: number[]) => share.onOffsets(ends(highs), committed(commits));
+  return { limiter, read };
+}
+
 describe('GroupShare', () => {
   it('sets the share of the partitions held on every join', () => {
     const limiter = new RecordingLimiter();
@@ -64,59 +74,51 @@ describe('GroupShare', () => {
   });
 
   it('divides the limit among the partitions that still have work, once two readings agree', () => {
-    const limiter = new RecordingLimiter();
-    const share = new GroupShare(limiter, () => 4);
-    share.onJoin([2, 3]);
-    share.onOffsets(ends([50, 50, 50, 50]), committed([0, 0, 0, 0]));
+    const { limiter, read } = member([2, 3]);
+    read([50, 50, 50, 50], [0, 0, 0, 0]);
     expect(limiter.fraction).toBe(0.5);
     // Partition 0 drained: the three busy ones divide the limit, from the second reading that says so.
-    share.onOffsets(ends([50, 50, 50, 50]), committed([50, 20, 20, 20]));
+    read([50, 50, 50, 50], [50, 20, 20, 20]);
     expect(limiter.fraction).toBe(0.5);
-    share.onOffsets(ends([50, 50, 50, 50]), committed([50, 21, 21, 21]));
+    read([50, 50, 50, 50], [50, 21, 21, 21]);
     expect(limiter.fraction).toBeCloseTo(2 / 3);
-    share.onOffsets(ends([50, 50, 50, 50]), committed([50, 50, 40, 50]));
+    read([50, 50, 50, 50], [50, 50, 40, 50]);
     expect(limiter.fraction).toBeCloseTo(2 / 3);
-    share.onOffsets(ends([50, 50, 50, 50]), committed([50, 50, 41, 50]));
+    read([50, 50, 50, 50], [50, 50, 41, 50]);
     expect(limiter.fraction).toBe(1);
   });
 
   it('falls at once as its own partitions drain, to the floor', () => {
-    const limiter = new RecordingLimiter();
-    const share = new GroupShare(limiter, () => 4);
-    share.onJoin([0, 1]);
-    share.onOffsets(ends([50, 50, 50, 50]), committed([50, 10, 10, 10]));
+    const { limiter, read } = member([0, 1]);
+    read([50, 50, 50, 50], [50, 10, 10, 10]);
     expect(limiter.shares.at(-1)).toEqual([1, 3]);
-    share.onOffsets(ends([50, 50, 50, 50]), committed([50, 50, 10, 10]));
+    read([50, 50, 50, 50], [50, 50, 10, 10]);
     expect(limiter.shares.at(-1)).toEqual([0, 2]);
   });
 
   it('takes more for its own partition busy again only on the next reading', () => {
-    const limiter = new RecordingLimiter();
-    const share = new GroupShare(limiter, () => 4);
-    share.onJoin([0]);
-    share.onOffsets(ends([50, 50, 50, 50]), committed([50, 10, 10, 10]));
+    const { limiter, read } = member([0]);
+    read([50, 50, 50, 50], [50, 10, 10, 10]);
     expect(limiter.fraction).toBe(0);
     // Partition 0 got records: the other members may not have counted it yet.
-    share.onOffsets(ends([60, 50, 50, 50]), committed([50, 10, 10, 10]));
+    read([60, 50, 50, 50], [50, 10, 10, 10]);
     expect(limiter.fraction).toBe(0);
-    share.onOffsets(ends([60, 50, 50, 50]), committed([51, 11, 11, 11]));
+    read([60, 50, 50, 50], [51, 11, 11, 11]);
     expect(limiter.fraction).toBe(0.25);
   });
 
   it('gives the share of partitions back when nothing is left anywhere, and waits to take more', () => {
-    const limiter = new RecordingLimiter();
-    const share = new GroupShare(limiter, () => 4);
-    share.onJoin([0, 1]);
-    share.onOffsets(ends([50, 50, 50, 50]), committed([50, 50, 50, 10]));
+    const { limiter, read } = member([0, 1]);
+    read([50, 50, 50, 50], [50, 50, 50, 10]);
     expect(limiter.fraction).toBe(0);
-    share.onOffsets(ends([50, 50, 50, 50]), committed([50, 50, 50, 50]));
+    read([50, 50, 50, 50], [50, 50, 50, 50]);
     expect(limiter.fraction).toBe(0);
-    share.onOffsets(ends([50, 50, 50, 50]), committed([50, 50, 50, 50]));
+    read([50, 50, 50, 50], [50, 50, 50, 50]);
     expect(limiter.fraction).toBe(0.5);
     // Its own partition fills first: the others may be filling too, unseen yet.
-    share.onOffsets(ends([60, 50, 50, 50]), committed([50, 50, 50, 50]));
+    read([60, 50, 50, 50], [50, 50, 50, 50]);
     expect(limiter.fraction).toBe(0.5);
-    share.onOffsets(ends([60, 50, 50, 50]), committed([51, 50, 50, 50]));
+    read([60, 50, 50, 50], [51, 50, 50, 50]);
     expect(limiter.fraction).toBe(1);
   });
 
