@@ -6,8 +6,12 @@
  * (records after it are fetched next); a rebalance resets the position to the committed offset,
  * so records resolved but not committed are delivered again, to this member or another one.
  */
+import kafkajs from 'kafkajs';
 import type { Consumer, ConsumerRunConfig, EachBatchPayload, IHeaders, Kafka } from 'kafkajs';
 import { KafkaError, kafkaError, wrapKafka } from './errors.js';
+import { stickyAssigner, type StickyClaim } from './sticky-assignor.js';
+
+const { PartitionAssigners } = kafkajs;
 
 export interface ConsumerSettings {
   groupId: string;
@@ -161,6 +165,8 @@ export class KafkaConsumer {
   readonly groupId: string;
   private readonly consumer: Consumer;
   private assignment: Assignment = {};
+  /** When the current assignment reached this member (its claim's time, `sticky-assignor.ts`). */
+  private assignedAt = 0;
   private readonly joinListeners = new Set<(join: GroupJoin) => void>();
   private readonly crashListeners = new Set<(crash: ConsumerCrash) => void>();
   private readonly restartListeners = new Set<(restart: ConsumerRestart) => void>();
@@ -183,6 +189,13 @@ export class KafkaConsumer {
       // Every restart is decided here (see RestartPolicy), not by kafkajs, which restarts only
       // after errors it deems retriable and then without a bound.
       retry: { retries: 5, restartOnFailure: async () => false },
+      // Sticky first: a member keeps what it holds as far as balance allows (`sticky-assignor.ts`).
+      // The group runs a protocol every member lists, the most preferred first; docstream before
+      // the sticky assignor listed only kafkajs' RoundRobinAssigner, so listing it second lets a new
+      // member join a group of older ones during a rolling upgrade (the group then stays on
+      // round-robin until the last older member is gone, and switches to sticky at that rebalance).
+      // Without it the broker refuses the new member (INCONSISTENT_GROUP_PROTOCOL).
+      partitionAssigners: [stickyAssigner(() => this.claim()), PartitionAssigners.roundRobin],
       ...(settings.sessionTimeoutMs !== undefined ? { sessionTimeout: settings.sessionTimeoutMs } : {}),
       ...(settings.rebalanceTimeoutMs !== undefined ? { rebalanceTimeout: settings.rebalanceTimeoutMs } : {}),
       ...(settings.heartbeatIntervalMs !== undefined
@@ -205,12 +218,20 @@ export class KafkaConsumer {
       };
       this.assignment = assignment;
       this.lastJoinAt = Date.now();
+      // Strictly increasing, so this member's next claim is newer than its last even within 1 ms.
+      this.assignedAt = Math.max(this.lastJoinAt, this.assignedAt + 1);
       if (!this.fatal) this.isHealthy = true;
       for (const listener of this.joinListeners) listener(join);
     });
     this.consumer.on(this.consumer.events.CRASH, (event) => {
       this.crashed(kafkaError(event.payload.error, `consumer of group ${this.groupId} crashed`));
     });
+  }
+
+  /** What this member holds, announced when it (re)joins so that the leader can leave it here. */
+  private claim(): StickyClaim | null {
+    if (Object.keys(this.assignment).length === 0) return null;
+    return { assignedAt: this.assignedAt, assignment: this.assignment };
   }
 
   private crashed(error: Error): void {
