@@ -1,0 +1,290 @@
+"""Validates docstream's Kubernetes manifests offline (no cluster, no network).
+
+- Built-in kinds (Deployment, Service, ...): kubernetes-validate's bundled schemas, strict (unknown
+  fields refused), for every Kubernetes version in --kubernetes-versions.
+- KEDA's kinds (ScaledObject, TriggerAuthentication): the openAPIV3Schema of KEDA's CRDs kept in
+  deploy/kubernetes/schemas/ (their sha256 checked first), made strict like kubectl's field
+  validation, plus the CRDs' CEL rules that this script implements; their metadata is checked
+  against Kubernetes' ObjectMeta.
+- The kustomization lists every manifest of the directory and nothing else.
+- A self-test: broken copies of the manifests must be refused, so a validator that checks nothing
+  fails the run.
+
+Run through scripts/k8s-validate.sh (npm run k8s:validate), which installs the pinned validator.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import glob
+import hashlib
+import os
+import sys
+from typing import Any, Callable
+
+import jsonschema
+import yaml
+from kubernetes_validate import utils as kv
+from kubernetes_validate.version import __version__ as KV_VERSION
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MANIFESTS = os.path.join(ROOT, "deploy", "kubernetes")
+SCHEMAS = os.path.join(MANIFESTS, "schemas")
+
+# KEDA v2.20.2, config/crd/bases (deploy/kubernetes/schemas/README.md).
+CRDS = {
+    "keda.sh_scaledobjects.yaml": "af35555862a83933b074af14ad439c4b4ceabaf4daa3e9338e9b23e36d308d80",
+    "keda.sh_triggerauthentications.yaml": "275307b4cb19ca8f0f506a879282aa4c67587ac16ec757f494d6585c5c185d65",
+}
+
+Doc = dict[str, Any]
+
+
+def _min_le_max(spec: Doc) -> bool:
+    return "minReplicaCount" not in spec or spec["minReplicaCount"] <= spec.get("maxReplicaCount", 100)
+
+
+# The CEL rules (x-kubernetes-validations) of the vendored CRDs, by their exact text. A CRD with a
+# rule missing here fails the run rather than going unchecked.
+CEL_RULES: dict[str, Callable[[Doc], bool]] = {
+    "!has(self.minReplicaCount) || self.minReplicaCount <= (has(self.maxReplicaCount) ? self.maxReplicaCount : 100)": _min_le_max,
+}
+
+
+class Invalid(Exception):
+    pass
+
+
+def load_yaml(path: str) -> list[Doc]:
+    with open(path, encoding="utf-8") as f:
+        return [d for d in yaml.safe_load_all(f) if d is not None]
+
+
+def strictify(schema: Any) -> Any:
+    """Refuses unknown fields wherever the schema lists the known ones (kubectl's strict validation)."""
+    if isinstance(schema, dict):
+        out = {k: strictify(v) for k, v in schema.items()}
+        if (
+            "properties" in out
+            and "additionalProperties" not in out
+            and not out.get("x-kubernetes-preserve-unknown-fields")
+        ):
+            out["additionalProperties"] = False
+        return out
+    if isinstance(schema, list):
+        return [strictify(v) for v in schema]
+    return schema
+
+
+def cel_rules(schema: Any, at: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], str]]:
+    """Every x-kubernetes-validations rule with the path of the object it applies to."""
+    found: list[tuple[tuple[str, ...], str]] = []
+    if isinstance(schema, dict):
+        for rule in schema.get("x-kubernetes-validations", []):
+            found.append((at, rule["rule"]))
+        for name, sub in schema.get("properties", {}).items():
+            found.extend(cel_rules(sub, at + (name,)))
+        if isinstance(schema.get("items"), dict):
+            # Rules inside arrays would need every element's path: none in these CRDs.
+            if cel_rules(schema["items"]):
+                raise Invalid(f"CEL rule inside an array at {'.'.join(at)}: not supported by this script")
+    return found
+
+
+class CrdSchemas:
+    def __init__(self) -> None:
+        self.by_kind: dict[tuple[str, str], tuple[Any, list[tuple[tuple[str, ...], str]]]] = {}
+        for name, digest in CRDS.items():
+            path = os.path.join(SCHEMAS, name)
+            with open(path, "rb") as f:
+                actual = hashlib.sha256(f.read()).hexdigest()
+            if actual != digest:
+                raise Invalid(f"{path}: sha256 {actual}, expected {digest} (see schemas/README.md)")
+            for crd in load_yaml(path):
+                group = crd["spec"]["group"]
+                kind = crd["spec"]["names"]["kind"]
+                for version in crd["spec"]["versions"]:
+                    schema = version["schema"]["openAPIV3Schema"]
+                    rules = cel_rules(schema)
+                    unknown = [rule for _, rule in rules if rule not in CEL_RULES]
+                    if unknown:
+                        raise Invalid(f"{name}: CEL rule(s) this script does not implement: {unknown}")
+                    self.by_kind[(f"{group}/{version['name']}", kind)] = (strictify(schema), rules)
+
+    def knows(self, doc: Doc) -> bool:
+        return (doc.get("apiVersion"), doc.get("kind")) in self.by_kind
+
+    def validate(self, doc: Doc, k8s_version: str) -> None:
+        schema, rules = self.by_kind[(doc["apiVersion"], doc["kind"])]
+        errors = sorted(
+            jsonschema.Draft7Validator(schema).iter_errors(doc), key=lambda e: list(e.absolute_path)
+        )
+        if errors:
+            e = errors[0]
+            where = ".".join(str(p) for p in e.absolute_path) or "(root)"
+            raise Invalid(f"{where}: {e.message}")
+        for at, rule in rules:
+            target: Any = doc
+            for step in at:
+                target = target.get(step, {}) if isinstance(target, dict) else {}
+            if not CEL_RULES[rule](target):
+                raise Invalid(f"{'.'.join(at)}: rule failed: {rule}")
+        # The CRD leaves metadata to the API server: check it as any object's ObjectMeta.
+        validate_builtin({"apiVersion": "v1", "kind": "ConfigMap", "metadata": doc.get("metadata", {})}, k8s_version)
+
+
+def validate_builtin(doc: Doc, k8s_version: str) -> None:
+    try:
+        kv.validate(doc, k8s_version, strict=True)
+    except kv.ValidationError as e:
+        where = ".".join(str(p) for p in e.path) or "(root)"
+        raise Invalid(f"{where}: {e.message}") from None
+    except kv.SchemaNotFoundError as e:
+        raise Invalid(e.message) from None
+
+
+def validate_doc(doc: Doc, crds: CrdSchemas, versions: list[str]) -> None:
+    for version in versions:
+        try:
+            if crds.knows(doc):
+                crds.validate(doc, version)
+            else:
+                validate_builtin(doc, version)
+        except Invalid as e:
+            raise Invalid(f"Kubernetes {version}: {e}") from None
+
+
+def check_kustomization(doc: Doc, manifests: list[str]) -> None:
+    listed = doc.get("resources", [])
+    expected = sorted(os.path.basename(p) for p in manifests)
+    if sorted(listed) != expected:
+        raise Invalid(f"resources {sorted(listed)} differ from the manifests in the directory {expected}")
+
+
+def broken_copies(docs: dict[str, Doc]) -> list[tuple[str, Doc]]:
+    """Manifests with one known mistake each: every one must be refused."""
+    cases: list[tuple[str, Doc]] = []
+
+    def case(what: str, kind: str, change: Callable[[Doc], None]) -> None:
+        doc = copy.deepcopy(docs[kind])
+        change(doc)
+        cases.append((what, doc))
+
+    def typo_probe(d: Doc) -> None:
+        c = d["spec"]["template"]["spec"]["containers"][0]
+        c["livenessProb"] = c.pop("livenessProbe")
+
+    case("a misspelt field of a Deployment's container", "Deployment", typo_probe)
+    case(
+        "a port number as a word",
+        "Deployment",
+        lambda d: d["spec"]["template"]["spec"]["containers"][0]["ports"][0].update(containerPort="x"),
+    )
+    case("a ScaledObject's maxReplicaCount as a string", "ScaledObject", lambda d: d["spec"].update(maxReplicaCount="12"))
+    case("a ScaledObject without triggers", "ScaledObject", lambda d: d["spec"].pop("triggers"))
+    case(
+        "a ScaledObject with minReplicaCount above maxReplicaCount (CEL rule)",
+        "ScaledObject",
+        lambda d: d["spec"].update(minReplicaCount=20),
+    )
+    case(
+        "an unknown field in a TriggerAuthentication's secretTargetRef",
+        "TriggerAuthentication",
+        lambda d: d["spec"]["secretTargetRef"][0].update(secret="docstream-kafka"),
+    )
+    case(
+        "an invalid label value in a ScaledObject's metadata",
+        "ScaledObject",
+        lambda d: d["metadata"]["labels"].update(broken={"not": "a string"}),
+    )
+    return cases
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--kubernetes-versions",
+        default="1.30.0,1.37.0",
+        help="comma-separated Kubernetes versions to validate against (default: 1.30.0,1.37.0)",
+    )
+    args = parser.parse_args()
+    versions = [v.strip() for v in args.kubernetes_versions.split(",") if v.strip()]
+    print(f"k8s-validate: kubernetes-validate {KV_VERSION}, jsonschema {version_of('jsonschema')}, Kubernetes {', '.join(versions)}")
+
+    failures = 0
+    try:
+        crds = CrdSchemas()
+    except Invalid as e:
+        print(f"FAIL schemas: {e}")
+        return 1
+    # The vendored CRDs are themselves valid CustomResourceDefinitions.
+    for name in CRDS:
+        for doc in load_yaml(os.path.join(SCHEMAS, name)):
+            try:
+                validate_doc(doc, crds, versions)
+                print(f"ok   schemas/{name}  {doc['kind']}/{doc['metadata']['name']}")
+            except Invalid as e:
+                failures += 1
+                print(f"FAIL schemas/{name}  {e}")
+
+    files = sorted(glob.glob(os.path.join(MANIFESTS, "*.yaml")))
+    manifests = [f for f in files if os.path.basename(f) != "kustomization.yaml"]
+    by_kind: dict[str, Doc] = {}
+    objects = 0
+    for path in files:
+        rel = os.path.relpath(path, ROOT)
+        try:
+            docs = load_yaml(path)
+        except yaml.YAMLError as e:
+            failures += 1
+            print(f"FAIL {rel}: not YAML: {e}")
+            continue
+        if not docs:
+            failures += 1
+            print(f"FAIL {rel}: no object")
+        for doc in docs:
+            label = f"{doc.get('kind')}/{doc.get('metadata', {}).get('name')}"
+            try:
+                if doc.get("kind") == "Kustomization":
+                    check_kustomization(doc, manifests)
+                    print(f"ok   {rel}  Kustomization (lists every manifest)")
+                    continue
+                validate_doc(doc, crds, versions)
+                objects += 1
+                by_kind.setdefault(doc["kind"], doc)
+                print(f"ok   {rel}  {label}")
+            except Invalid as e:
+                failures += 1
+                print(f"FAIL {rel}  {label}  {e}")
+
+    refused = 0
+    needed = {"Deployment", "ScaledObject", "TriggerAuthentication"}
+    if not needed <= by_kind.keys():
+        failures += 1
+        print(f"FAIL self-test: no {sorted(needed - by_kind.keys())} among the manifests")
+    else:
+        for what, doc in broken_copies(by_kind):
+            try:
+                validate_doc(doc, crds, versions)
+                failures += 1
+                print(f"FAIL self-test: {what} was accepted")
+            except Invalid as e:
+                refused += 1
+                print(f"ok   self-test: refused {what}: {e}")
+
+    print(
+        f"k8s-validate: {objects} objects in {len(files)} files, {refused} broken copies refused, "
+        f"{failures} failure(s)"
+    )
+    return 1 if failures else 0
+
+
+def version_of(package: str) -> str:
+    from importlib.metadata import version
+
+    return version(package)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
