@@ -85,16 +85,19 @@ function podConfig(): Config {
 }
 
 describe('deploy/kubernetes', () => {
-  const config = podConfig();
+  // A test that reads the configuration fails, naming the variable or key, when the manifests set
+  // one the spec does not know: such a pod would exit at start-up.
+  let loaded: Config | undefined;
+  const cfg = (): Config => (loaded ??= podConfig());
 
   it('has a configuration that loads, with every DOCSTREAM_* variable known to the spec', () => {
     expect(env.get('DOCSTREAM_CONFIG')?.value).toBe(`/etc/docstream/${configFileName}`);
     const mount = (container.volumeMounts as Obj[]).find((m) => m.mountPath === '/etc/docstream');
     const volume = (pod.volumes as Obj[]).find((v) => v.name === mount?.name);
     expect(volume?.configMap?.name).toBe(configMap.metadata.name);
-    expect(config.kafka.groupId).toBe('docstream');
-    expect(config.topics.arrived).toBe('documents.arrived');
-    expect(config.http.host).toBe('0.0.0.0');
+    expect(cfg().kafka.groupId).toBe('docstream');
+    expect(cfg().topics.arrived).toBe('documents.arrived');
+    expect(cfg().http.host).toBe('0.0.0.0');
   });
 
   it("passes `docstream config check` with no error and no warning (no secret in the ConfigMap's file)", () => {
@@ -148,16 +151,16 @@ describe('deploy/kubernetes', () => {
 
   it('probes /healthz (startup, liveness) and /readyz (readiness) on http.port, which listens beyond loopback', () => {
     const port = (container.ports as Obj[]).find((p) => p.name === container.livenessProbe.httpGet.port);
-    expect(port?.containerPort).toBe(config.http.port);
+    expect(port?.containerPort).toBe(cfg().http.port);
     expect(container.startupProbe.httpGet).toEqual({ path: '/healthz', port: port?.name });
     expect(container.livenessProbe.httpGet).toEqual({ path: '/healthz', port: port?.name });
     expect(container.readinessProbe.httpGet).toEqual({ path: '/readyz', port: port?.name });
     // /readyz asks the API with a 2 s timeout.
     expect(container.readinessProbe.timeoutSeconds).toBeGreaterThan(2);
-    expect(config.http.host).not.toMatch(/^127\.|^localhost$|^::1$/);
+    expect(cfg().http.host).not.toMatch(/^127\.|^localhost$|^::1$/);
     const annotations = deployment.spec.template.metadata.annotations as Record<string, string>;
     expect(annotations['prometheus.io/scrape']).toBe('true');
-    expect(Number(annotations['prometheus.io/port'])).toBe(config.http.port);
+    expect(Number(annotations['prometheus.io/port'])).toBe(cfg().http.port);
     expect(annotations['prometheus.io/path']).toBe('/metrics');
   });
 
@@ -166,12 +169,12 @@ describe('deploy/kubernetes', () => {
     expect(preStop[0]).toBe('sleep');
     const pause = Number(preStop[1]);
     expect(pause).toBeGreaterThan(0);
-    expect(pause * 1000 + config.connector.shutdownTimeoutMs).toBeLessThan(
+    expect(pause * 1000 + cfg().connector.shutdownTimeoutMs).toBeLessThan(
       pod.terminationGracePeriodSeconds * 1000,
     );
     // At least 5 s of margin for the process to flush and exit after the bounded stop.
     expect(
-      pod.terminationGracePeriodSeconds - pause - config.connector.shutdownTimeoutMs / 1000,
+      pod.terminationGracePeriodSeconds - pause - cfg().connector.shutdownTimeoutMs / 1000,
     ).toBeGreaterThanOrEqual(5);
   });
 
@@ -197,16 +200,16 @@ describe('deploy/kubernetes', () => {
     expect(scaledObject.spec.maxReplicaCount).toBeLessThanOrEqual(partitions);
     expect(scaledObject.spec.minReplicaCount).toBeGreaterThanOrEqual(1);
     // An input that docstream creates itself gets topics.outputPartitions partitions.
-    expect(config.topics.outputPartitions).toBe(partitions);
+    expect(cfg().topics.outputPartitions).toBe(partitions);
     expect(scaledObject.spec.scaleTargetRef.name).toBe(deployment.metadata.name);
     expect(deployment.spec.replicas).toBeUndefined();
     const [trigger, ...others] = scaledObject.spec.triggers as Obj[];
     expect(others).toEqual([]);
     expect(trigger!.type).toBe('kafka');
     const m = trigger!.metadata as Record<string, string>;
-    expect(m.topic).toBe(config.topics.arrived);
-    expect(m.consumerGroup).toBe(config.kafka.groupId);
-    expect(m.bootstrapServers!.split(',')).toEqual(config.kafka.brokers);
+    expect(m.topic).toBe(cfg().topics.arrived);
+    expect(m.consumerGroup).toBe(cfg().kafka.groupId);
+    expect(m.bootstrapServers!.split(',')).toEqual(cfg().kafka.brokers);
     expect(m.allowIdleConsumers).toBe('false');
     // KEDA refuses the two together.
     expect(m.allowIdleConsumers === 'true' && m.limitToPartitionsWithLag === 'true').toBe(false);
@@ -214,8 +217,8 @@ describe('deploy/kubernetes', () => {
     expect(m.offsetResetPolicy).toBe('earliest');
     expect(Number(m.lagThreshold)).toBeGreaterThan(0);
     // The scaler connects as the connector does.
-    expect(m.tls === 'enable').toBe(config.kafka.ssl);
-    expect(m.sasl).toBe(config.kafka.saslMechanism.replace('scram-sha-', 'scram_sha'));
+    expect(m.tls === 'enable').toBe(cfg().kafka.ssl);
+    expect(m.sasl).toBe(cfg().kafka.saslMechanism.replace('scram-sha-', 'scram_sha'));
     expect(trigger!.authenticationRef.name).toBe(triggerAuth.metadata.name);
   });
 
@@ -244,7 +247,7 @@ describe('deploy/kubernetes', () => {
     const names = (container.ports as Obj[]).map((p) => p.name as string);
     for (const p of service.spec.ports as Obj[]) expect(names).toContain(p.targetPort);
     const webhooks = (container.ports as Obj[]).find((p) => p.name === 'webhooks');
-    expect(webhooks?.containerPort).toBe(config.webhooks.port);
+    expect(webhooks?.containerPort).toBe(cfg().webhooks.port);
   });
 
   it('lists every manifest in the kustomization', () => {
