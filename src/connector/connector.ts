@@ -64,7 +64,11 @@ export class Connector {
     this.engine = this.parts.engine;
     this.client = this.parts.client;
     const { registry, state, deadLetter } = this.parts;
-    this.groupShare = new GroupShare(this.client.limiter, () => this.inputPartitions);
+    this.groupShare = new GroupShare(
+      this.client.limiter,
+      () => this.inputPartitions,
+      config.connector.groupShareIntervalMs > 0,
+    );
     this.loop = new ConsumerLoop({
       topics: { arrived: config.topics.arrived, feedback: config.topics.feedback },
       maxInFlight: config.connector.maxInFlight,

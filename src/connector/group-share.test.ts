@@ -165,4 +165,76 @@ describe('GroupShare', () => {
       }
     }
   });
+
+  describe('with readings (connector.groupShareIntervalMs > 0), a join', () => {
+    /** A member that reads the offsets, over 4 partitions. */
+    function reader() {
+      const limiter = new RecordingLimiter();
+      const share = new GroupShare(limiter, () => 4, true);
+      const read = (highs: number[], commits: number[]) => share.onOffsets(ends(highs), committed(commits));
+      return { limiter, share, read };
+    }
+
+    it('starts a member with no reading yet at the floor, and rises only with two readings', () => {
+      const { limiter, share, read } = reader();
+      share.onJoin([0, 1]);
+      expect(limiter.fraction).toBe(0);
+      read([50, 50, 50, 50], [0, 0, 0, 0]);
+      expect(limiter.fraction).toBe(0);
+      read([50, 50, 50, 50], [0, 0, 0, 0]);
+      expect(limiter.fraction).toBe(0.5);
+    });
+
+    it('keeps the share of a member that kept its partitions', () => {
+      const { limiter, share, read } = reader();
+      share.onJoin([0]);
+      // Only partitions 0 and 1 busy: 1 of 2.
+      read([50, 50, 50, 50], [0, 0, 50, 50]);
+      read([50, 50, 50, 50], [0, 0, 50, 50]);
+      expect(limiter.fraction).toBe(0.5);
+      const before = limiter.shares.length;
+      share.onJoin([0]);
+      expect(limiter.shares.length).toBe(before);
+    });
+
+    it('gives back a partition’s share at once, takes a new one only after two readings', () => {
+      const { limiter, share, read } = reader();
+      share.onJoin([0, 1]);
+      read([50, 50, 50, 50], [0, 0, 0, 0]);
+      read([50, 50, 50, 50], [0, 0, 0, 0]);
+      expect(limiter.fraction).toBe(0.5);
+      share.onJoin([1]);
+      expect(limiter.fraction).toBe(0.25);
+      share.onJoin([1, 2, 3]);
+      expect(limiter.fraction).toBe(0.25);
+      read([50, 50, 50, 50], [0, 0, 0, 0]);
+      expect(limiter.fraction).toBe(0.25);
+      read([50, 50, 50, 50], [0, 0, 0, 0]);
+      expect(limiter.fraction).toBe(0.75);
+    });
+
+    it('keeps two members within the whole while a partition moves and they hear of it at different moments', () => {
+      const a = reader();
+      const b = reader();
+      const both = (highs: number[], commits: number[]) => {
+        a.read(highs, commits);
+        b.read(highs, commits);
+      };
+      a.share.onJoin([0, 1]);
+      b.share.onJoin([2, 3]);
+      both([50, 50, 50, 50], [0, 0, 0, 0]);
+      both([50, 50, 50, 50], [0, 0, 0, 0]);
+      const sum = () => a.limiter.fraction + b.limiter.fraction;
+      expect(sum()).toBe(1);
+      // Partition 1 moves from a to b; b hears first, then reads once before a hears.
+      b.share.onJoin([1, 2, 3]);
+      expect(sum()).toBeLessThanOrEqual(1);
+      b.read([50, 50, 50, 50], [0, 0, 0, 0]);
+      expect(sum()).toBeLessThanOrEqual(1);
+      a.share.onJoin([0]);
+      both([50, 50, 50, 50], [0, 0, 0, 0]);
+      expect(b.limiter.fraction).toBe(0.75);
+      expect(sum()).toBe(1);
+    });
+  });
 });

@@ -2,7 +2,8 @@
  * This member's part of the API rate limit its consumer group spends together
  * (docs/performance.md, "A group shares one API limit").
  *
- * On every group join the limiter's ceiling becomes this member's share of the input partitions.
+ * On every group join the limiter's ceiling becomes this member's share of the input partitions
+ * (with readings, the share the last reading gives with the partitions it now holds: `onJoin`).
  * Between joins, a reading of the group's offsets (the same for every member: the input topic's end
  * offsets, and the group's committed offsets with the metadata each owner commits beside them)
  * refines it: a partition with nothing left to do (no record past its committed offset, and its
@@ -58,21 +59,43 @@ export class GroupShare {
   private lastTarget: Share | null = null;
   private applied: Share | null = null;
 
-  /** `totalPartitions`: the input topic's partition count (read at start-up). */
+  /** The busy partitions of the last reading (null: none yet). */
+  private lastBusy: ReadonlySet<number> | null = null;
+
+  /**
+   * `totalPartitions`: the input topic's partition count (read at start-up). `readings`: whether
+   * `onOffsets` will be called (connector.groupShareIntervalMs > 0); see `onJoin`.
+   */
   constructor(
     private readonly limiter: ShareLimiter,
     private readonly totalPartitions: () => number,
+    private readonly readings = false,
   ) {}
 
   /**
-   * A group join gave this member `owned` input partitions (possibly none): its share of the
-   * partitions, at once (every member rejoins together). Partitions added to the topic since
-   * start-up count once this member holds more than it knew of.
+   * A group join gave this member `owned` input partitions (possibly none). Partitions added to the
+   * topic since start-up count once this member holds more than it knew of.
+   *
+   * Without readings: its share of the partitions, at once. With readings: the share the last
+   * reading gives with the new partitions; a fall applies at once, a rise only when the next two
+   * readings give it, as between joins. Members hear of a rebalance at their own moments (the
+   * SyncGroup answers and their event loops, milliseconds to tens apart): a member that took a
+   * partition's share at once could hold it while its previous owner still did, and a member that
+   * kept its partitions (the sticky assignor) keeps its share instead of jumping to the share of
+   * partitions and back. A member with no reading yet starts at the floor.
    */
   onJoin(owned: readonly number[]): void {
     this.owned = [...owned];
-    this.lastTarget = this.byPartitions();
-    this.apply(this.lastTarget);
+    if (!this.readings) {
+      this.lastTarget = this.byPartitions();
+      this.apply(this.lastTarget);
+      return;
+    }
+    const target = this.lastBusy ? this.targetOf(this.lastBusy) : { owned: 0, total: 1 };
+    const current = this.applied ?? { owned: 0, total: 1 };
+    const share = below(target, current) ? target : current;
+    this.lastTarget = share;
+    this.apply(share);
   }
 
   /**
@@ -82,14 +105,17 @@ export class GroupShare {
    */
   onOffsets(ends: readonly PartitionOffsets[], committed: ReadonlyMap<number, GroupCommit>): void {
     const busy = busyPartitions(ends, committed);
-    // Nothing left anywhere: the share of partitions, ready for whichever partition fills first.
-    const target =
-      busy.size === 0
-        ? this.byPartitions()
-        : { owned: this.owned.filter((p) => busy.has(p)).length, total: busy.size };
+    this.lastBusy = busy;
+    const target = this.targetOf(busy);
     const previous = this.lastTarget ?? target;
     this.lastTarget = target;
     this.apply(below(previous, target) ? previous : target);
+  }
+
+  private targetOf(busy: ReadonlySet<number>): Share {
+    // Nothing left anywhere: the share of partitions, ready for whichever partition fills first.
+    if (busy.size === 0) return this.byPartitions();
+    return { owned: this.owned.filter((p) => busy.has(p)).length, total: busy.size };
   }
 
   private byPartitions(): Share {
