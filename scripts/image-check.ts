@@ -1,0 +1,315 @@
+/**
+ * `npm run image:check`: builds the container image from the project's Dockerfile with podman (no
+ * Docker engine here), reports its size, starts `docstream run` from it against the local stack and
+ * a sandbox, sends one document event and waits for its results on the output topics, checks the
+ * image's HEALTHCHECK and the non-root user, then stops the container (a graceful stop must exit 0)
+ * and removes it. Exits 1 with the step that failed (and the container's log) on any failure.
+ *
+ *   npm run image:check                      build + one document through a container
+ *   npm run image:check -- --skip-build      reuse the docstream:local image already built
+ *   npm run image:check -- --keep-stack      leave a stack this run started running
+ *
+ * Tools (podman, runc, debootstrap) are installed from Debian's packages when missing (as root), the
+ * base image is made once (scripts/lib/image.ts). The stack is started when it is not running and
+ * stopped afterwards only if this run started it.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import type { Config } from '../src/config/index.js';
+import { envName } from '../src/config/spec.js';
+import { OutputReader } from '../src/connector/output-reader.js';
+import { sampleBytes } from '../src/demo/corpus.js';
+import { KafkaClient } from '../src/kafka/index.js';
+import { startSandbox, type Sandbox } from '../src/sandbox/index.js';
+import { Registry } from '../src/serde/registry.js';
+import { defaultStackOptions, stackDown, stackUp, type ServiceName } from '../src/stack/index.js';
+import {
+  BROKERS,
+  RESULT_KINDS,
+  deleteTopics,
+  ensureInputTopics,
+  freePort,
+  parseFlags,
+  prefixedTopics,
+  sleep,
+  uniqueName,
+  waitUntil,
+} from './lib/harness.js';
+import {
+  LIMIT_FLAGS,
+  baseImageName,
+  ensureBaseImage,
+  ensureTools,
+  imageSize,
+  mb,
+  podman,
+  podmanMust,
+  tail,
+} from './lib/image.js';
+
+const REGISTRY_URL = process.env.DOCSTREAM_REGISTRY_URL ?? 'http://localhost:8081/apis/ccompat/v7';
+const IMAGE = 'localhost/docstream:local';
+
+const log = (line: string) =>
+  process.stderr.write(`[image ${new Date().toISOString().slice(11, 19)}] ${line}\n`);
+
+/** A step that failed, with what the user needs to see (the container's log, a build's tail). */
+class CheckFailed extends Error {}
+
+interface Timings {
+  buildS?: number;
+  imageBytes?: number;
+  baseBytes?: number;
+  readyS?: number;
+  roundTripMs?: number;
+  stopS?: number;
+}
+
+async function buildImage(root: string, t: Timings): Promise<void> {
+  await ensureTools(log);
+  const base = await ensureBaseImage(log);
+  log(`building ${IMAGE} from ${path.join(root, 'Dockerfile')} (base ${base})`);
+  const r = await podman(
+    [
+      'build',
+      '--pull=never',
+      '--network',
+      'host',
+      // The docker format keeps HEALTHCHECK (the OCI format has no field for it and drops it).
+      '--format',
+      'docker',
+      ...LIMIT_FLAGS,
+      '--build-arg',
+      `NODE_VERSION=${process.versions.node}`,
+      '-t',
+      IMAGE,
+      root,
+    ],
+    { timeoutMs: 900_000 },
+  );
+  if (r.code !== 0)
+    throw new CheckFailed(`podman build failed (exit ${r.code}):\n${tail(r.stdout + r.stderr, 40)}`);
+  t.buildS = r.ms / 1000;
+  log(`built in ${t.buildS.toFixed(1)} s`);
+}
+
+/** Every DOCSTREAM_* variable the container gets: this run's topics, group, sandbox and blob root. */
+function containerEnv(
+  topics: Config['topics'],
+  groupId: string,
+  sandbox: Sandbox,
+  httpPort: number,
+): Record<string, string> {
+  const env: Record<string, string> = {
+    [envName('kafka', 'brokers')]: BROKERS.join(','),
+    [envName('kafka', 'groupId')]: groupId,
+    [envName('kafka', 'sessionTimeoutMs')]: '10000',
+    [envName('kafka', 'heartbeatIntervalMs')]: '1000',
+    [envName('registry', 'url')]: REGISTRY_URL,
+    [envName('api', 'baseUrl')]: sandbox.baseUrl,
+    [envName('blobs', 'fileRoots')]: '/blobs',
+    [envName('http', 'port')]: String(httpPort),
+    [envName('log', 'format')]: 'json',
+  };
+  for (const [key, value] of Object.entries(topics)) env[envName('topics', key)] = String(value);
+  return env;
+}
+
+async function httpStatus(url: string): Promise<number | null> {
+  try {
+    const res = await fetch(url, { signal: AbortSignal.timeout(2000) });
+    await res.arrayBuffer();
+    return res.status;
+  } catch {
+    return null;
+  }
+}
+
+async function containerLog(name: string): Promise<string> {
+  const r = await podman(['logs', '--tail', '40', name]);
+  return tail(r.stdout + r.stderr, 40);
+}
+
+async function containerRunning(name: string): Promise<boolean> {
+  const r = await podman(['inspect', '--format', '{{.State.Running}}', name]);
+  return r.code === 0 && r.stdout.trim() === 'true';
+}
+
+/** One document through `docstream run` in a container from the image. */
+async function roundTrip(t: Timings): Promise<void> {
+  const id = uniqueName('image');
+  const topics = prefixedTopics(id, 1);
+  const groupId = `${id}-group`;
+  const kafka = new KafkaClient({ brokers: BROKERS, clientId: 'docstream-image-check' });
+  const blobs = fs.mkdtempSync(path.join(os.tmpdir(), 'docstream-image-'));
+  // The container runs as uid 1000: the mounted directory and the file must be readable by it.
+  fs.chmodSync(blobs, 0o755);
+  const bytes = await sampleBytes('clean-pdf');
+  fs.writeFileSync(path.join(blobs, 'clean.pdf'), bytes, { mode: 0o644 });
+  const container = `docstream-${id}`;
+  let sandbox: Sandbox | null = null;
+  let reader: OutputReader | null = null;
+  const producer = kafka.producer();
+  try {
+    sandbox = await startSandbox({ port: 0, processing: { distribution: 'fixed', meanMs: 200 } });
+    await ensureInputTopics(kafka, topics);
+    const httpPort = await freePort();
+    const env = containerEnv(topics, groupId, sandbox, httpPort);
+    const started = Date.now();
+    await podmanMust('starting the container', [
+      'run',
+      '-d',
+      '--name',
+      container,
+      '--network',
+      'host',
+      // No systemd here to run podman's healthcheck timer: the check below runs it once itself.
+      '--health-interval',
+      'disable',
+      ...LIMIT_FLAGS,
+      '-v',
+      `${blobs}:/blobs:ro`,
+      ...Object.entries(env).flatMap(([k, v]) => ['-e', `${k}=${v}`]),
+      IMAGE,
+      'run',
+    ]);
+    log(`container ${container} started; waiting for /readyz on 127.0.0.1:${httpPort}`);
+    let ready = false;
+    while (!ready && Date.now() - started < 90_000) {
+      ready = (await httpStatus(`http://127.0.0.1:${httpPort}/readyz`)) === 200;
+      if (!ready) {
+        if (!(await containerRunning(container)))
+          throw new CheckFailed(`docstream run exited during start-up:\n${await containerLog(container)}`);
+        await sleep(200);
+      }
+    }
+    if (!ready) throw new CheckFailed(`not ready after 90 s:\n${await containerLog(container)}`);
+    t.readyS = (Date.now() - started) / 1000;
+    log(`ready ${t.readyS.toFixed(1)} s after podman run`);
+
+    const uid = (await podmanMust('id -u in the container', ['exec', container, 'id', '-u'])).stdout.trim();
+    if (uid === '0' || uid === '')
+      throw new CheckFailed(`the container runs as uid ${uid || '?'}, not as a non-root user`);
+    const health = await podman(['healthcheck', 'run', container]);
+    if (health.code !== 0)
+      throw new CheckFailed(
+        `the image's HEALTHCHECK failed (exit ${health.code}): ${tail(health.stdout + health.stderr, 5)}`,
+      );
+    if ((await httpStatus(`http://127.0.0.1:${httpPort}/healthz`)) !== 200)
+      throw new CheckFailed('/healthz did not answer 200');
+    log(`HEALTHCHECK healthy, /healthz 200, running as uid ${uid}`);
+
+    const seen = new Map<string, Record<string, unknown> | null>();
+    reader = new OutputReader({
+      kafka,
+      topics,
+      groupId: uniqueName('image-collect'),
+      decoder: new Registry({ url: REGISTRY_URL }),
+    });
+    await reader.start((r) => {
+      if (r.headers.event_id === id) seen.set(r.kind, r.value);
+    });
+    await producer.connect();
+    const event = {
+      event_id: id,
+      blob: { url: 'file:///blobs/clean.pdf', content_type: 'application/pdf', size_bytes: bytes.length },
+      query_id: id,
+      attributes: { source: 'image-check' },
+    };
+    const sentAt = Date.now();
+    await producer.send(topics.arrived, [{ key: id, value: JSON.stringify(event) }]);
+    const done = await waitUntil(() => seen.has('dlq') || RESULT_KINDS.every((k) => seen.has(k)), 60_000);
+    if (seen.has('dlq')) {
+      const v = seen.get('dlq');
+      throw new CheckFailed(`the document was dead-lettered: ${v?.stage}/${v?.error_code}: ${v?.message}`);
+    }
+    if (!done)
+      throw new CheckFailed(
+        `results after 60 s: ${[...seen.keys()].join(', ') || 'none'} of ${RESULT_KINDS.join(', ')}\n${await containerLog(container)}`,
+      );
+    t.roundTripMs = Date.now() - sentAt;
+    const fraud = seen.get('fraud');
+    log(
+      `one document through in ${t.roundTripMs} ms: ${RESULT_KINDS.join(', ')} published` +
+        (fraud ? ` (submission ${String(fraud.submission_id)})` : ''),
+    );
+
+    const stopping = Date.now();
+    await podmanMust('stopping the container', ['stop', '-t', '40', container], { timeoutMs: 60_000 });
+    t.stopS = (Date.now() - stopping) / 1000;
+    const exit = (
+      await podmanMust('reading the exit code', ['inspect', '--format', '{{.State.ExitCode}}', container])
+    ).stdout.trim();
+    if (exit !== '0')
+      throw new CheckFailed(
+        `docstream run exited ${exit} on SIGTERM (expected 0):\n${await containerLog(container)}`,
+      );
+    log(`stopped gracefully (exit 0) in ${t.stopS.toFixed(1)} s`);
+  } finally {
+    await podman(['rm', '-f', '-t', '0', container]).catch(() => undefined);
+    await reader?.stop().catch(() => undefined);
+    await producer.disconnect().catch(() => undefined);
+    await sandbox?.close().catch(() => undefined);
+    await deleteTopics(kafka, topics);
+    fs.rmSync(blobs, { recursive: true, force: true });
+  }
+}
+
+async function main(): Promise<void> {
+  const flags = parseFlags(process.argv.slice(2), { skipBuild: false, keepStack: false, timeoutS: 1500 });
+  // The hard bound on the whole check: the first run on a fresh machine installs and debootstraps.
+  setTimeout(
+    () => {
+      process.stderr.write(`image check: timed out after ${String(flags.timeoutS)} s\n`);
+      process.exit(1);
+    },
+    Number(flags.timeoutS) * 1000,
+  ).unref();
+  const root = path.resolve('.');
+  const t: Timings = {};
+  const began = Date.now();
+  let started: ServiceName[] = [];
+  const stackOptions = defaultStackOptions({ log: (line) => log(`stack: ${line}`) });
+  try {
+    if (flags.skipBuild) {
+      if ((await podman(['image', 'exists', IMAGE])).code !== 0)
+        throw new CheckFailed(`--skip-build: no image ${IMAGE}; run without --skip-build first`);
+    } else await buildImage(root, t);
+    t.imageBytes = await imageSize(IMAGE);
+    t.baseBytes = await imageSize(baseImageName());
+    log(
+      `image ${IMAGE}: ${mb(t.imageBytes)} (base ${mb(t.baseBytes)}, docstream's layers ${mb(t.imageBytes - t.baseBytes)})`,
+    );
+    started = (await stackUp(stackOptions)).started;
+    await roundTrip(t);
+  } finally {
+    if (started.length > 0 && !flags.keepStack)
+      await stackDown({ ...stackOptions, services: started }).catch((err: unknown) =>
+        log(`stack down: ${String(err)}`),
+      );
+  }
+  const parts = [
+    t.buildS !== undefined ? `build ${t.buildS.toFixed(1)} s` : 'build skipped',
+    `image ${mb(t.imageBytes ?? 0)} (docstream's layers ${mb((t.imageBytes ?? 0) - (t.baseBytes ?? 0))})`,
+    `ready ${t.readyS?.toFixed(1)} s`,
+    `one document ${t.roundTripMs} ms`,
+    `graceful stop ${t.stopS?.toFixed(1)} s`,
+  ];
+  console.log(`image check passed in ${((Date.now() - began) / 1000).toFixed(0)} s: ${parts.join(', ')}`);
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  main().then(
+    () => process.exit(0),
+    (err: unknown) => {
+      const message =
+        err instanceof CheckFailed || !(err instanceof Error)
+          ? String(err instanceof Error ? err.message : err)
+          : (err.stack ?? err.message);
+      process.stderr.write(`image check FAILED: ${message}\n`);
+      process.exit(1);
+    },
+  );
+}
