@@ -148,7 +148,11 @@ export class ConsumerLoop {
     // longer commit).
     const committed = added.length > 0 ? this.readCommitted() : undefined;
     for (const p of added) void this.prepare(p, committed).catch(() => undefined);
-    this.o.logger.info({ assignment: join.assignment }, 'partitions assigned');
+    // What was added and removed: a partition kept (the sticky assignor) keeps its documents and state.
+    this.o.logger.info(
+      { assignment: join.assignment, added: join.added, removed: join.removed },
+      'partitions assigned',
+    );
     this.o.groupShare?.onJoin(join.assignment[arrived] ?? []);
     // A fresh assignment starts unpaused; the next batch pauses again if the instance is still full.
     this.inputPaused = false;
