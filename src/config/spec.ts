@@ -87,10 +87,50 @@ export const CONFIG_SPEC = {
       'Consumer heartbeat interval (at most a third of the session timeout).',
       100,
     ),
-    ssl: f.bool(false, 'Connect to Kafka with TLS.'),
-    saslMechanism: f.enum(['none', 'plain', 'scram-sha-256', 'scram-sha-512'], 'none', 'SASL mechanism.'),
-    saslUsername: f.string('', 'SASL user name.'),
-    saslPassword: f.secret('', 'SASL password.'),
+    ssl: f.bool(
+      false,
+      "Connect to Kafka with TLS (implied by kafka.sslCaFile or kafka.sslCertFile); the brokers' certificates are checked against the system's CAs unless kafka.sslCaFile names others.",
+    ),
+    sslCaFile: f.string(
+      '',
+      "PEM file of the CA(s) that signed the brokers' certificates (a private CA); trusted for Kafka connections only, not for the API or blobs.",
+    ),
+    sslCertFile: f.string(
+      '',
+      'PEM file of the client certificate (chain) for mutual TLS; needs kafka.sslKeyFile.',
+    ),
+    sslKeyFile: f.string('', 'PEM file of the private key of kafka.sslCertFile.'),
+    sslKeyPassword: f.secret('', 'Passphrase of an encrypted kafka.sslKeyFile.'),
+    sslServerName: f.string(
+      '',
+      "Host name expected in the brokers' certificates (and sent as SNI), when it differs from the address connected to.",
+    ),
+    sslVerify: f.bool(
+      true,
+      "Verify the brokers' certificates and host names; turning it off accepts any certificate (tests only).",
+    ),
+    saslMechanism: f.enum(
+      ['none', 'plain', 'scram-sha-256', 'scram-sha-512', 'oauthbearer', 'aws-msk-iam'],
+      'none',
+      'SASL mechanism: plain/scram with kafka.saslUsername and kafka.saslPassword; oauthbearer with an OIDC client-credentials token (kafka.oauth*); aws-msk-iam with credentials from the standard AWS chain.',
+    ),
+    saslUsername: f.string('', 'SASL user name (plain, scram).'),
+    saslPassword: f.secret('', 'SASL password (plain, scram).'),
+    oauthTokenUrl: f.string(
+      '',
+      'OIDC token endpoint of the oauthbearer mechanism (client-credentials grant).',
+    ),
+    oauthClientId: f.string('', 'OIDC client id of the oauthbearer mechanism.'),
+    oauthClientSecret: f.secret('', 'OIDC client secret of the oauthbearer mechanism.'),
+    oauthScope: f.string('', 'Scope requested with the oauthbearer token (space-separated; empty: none).'),
+    oauthExtensions: f.json(
+      {},
+      'SASL extensions sent with the oauthbearer token, an object of strings (e.g. {"logicalCluster": "lkc-123", "identityPoolId": "pool-1"} for Confluent Cloud).',
+    ),
+    awsRegion: f.string(
+      '',
+      "AWS region of the MSK cluster (aws-msk-iam); empty: AWS_REGION, then the region in the brokers' host names.",
+    ),
     maxMessageBytes: f.int(
       1000000,
       "Largest message the connector writes; a topic's lower max.message.bytes, read from the broker at boot, lowers it. Larger messages end in a (cut) dead letter.",
@@ -127,6 +167,24 @@ export const CONFIG_SPEC = {
     url: f.string('http://localhost:8081/apis/ccompat/v7', 'Confluent-compatible schema registry URL.'),
     username: f.string('', 'Registry basic-auth user.'),
     password: f.secret('', 'Registry basic-auth password.'),
+    bearerToken: f.secret('', 'Static bearer token for the registry (instead of basic auth).'),
+    oauthTokenUrl: f.string(
+      '',
+      'OIDC token endpoint for a registry bearer token by the client-credentials grant (refreshed before expiry).',
+    ),
+    oauthClientId: f.string('', 'OIDC client id of the registry token.'),
+    oauthClientSecret: f.secret('', 'OIDC client secret of the registry token.'),
+    oauthScope: f.string('', 'Scope requested with the registry token (space-separated; empty: none).'),
+    caFile: f.string(
+      '',
+      "PEM file of the CA(s) that signed the registry's certificate (https); registry connections only.",
+    ),
+    certFile: f.string(
+      '',
+      'PEM file of a client certificate for the registry (mutual TLS); needs registry.keyFile.',
+    ),
+    keyFile: f.string('', 'PEM file of the private key of registry.certFile.'),
+    keyPassword: f.secret('', 'Passphrase of an encrypted registry.keyFile.'),
   },
   api: {
     cell: f.string(

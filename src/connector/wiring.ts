@@ -7,6 +7,7 @@ import { createBlobSource } from '../blobs/index.js';
 import { DocumentAnalysisClient } from '../client/client.js';
 import type { Config } from '../config/index.js';
 import { KafkaClient } from '../kafka/client.js';
+import { kafkaSecurityOf, type KafkaSecurity } from '../kafka/security.js';
 import { ChangelogReader } from '../kafka/changelog.js';
 import { CoalescingSender } from '../kafka/coalescer.js';
 import { RecordReader } from '../kafka/record-reader.js';
@@ -30,6 +31,21 @@ import { OwnedState } from './state/store.js';
 import { StateWriter } from './state/writer.js';
 import type { ArrivalEvent, Awaitable } from './types.js';
 
+const securities = new WeakMap<Config, KafkaSecurity>();
+
+/**
+ * The Kafka security of a configuration, built once per configuration: every client of one process
+ * shares its files (read once) and its token cache (one token request for all connections).
+ */
+function securityOf(config: Config): KafkaSecurity {
+  let security = securities.get(config);
+  if (!security) {
+    security = kafkaSecurityOf(config.kafka);
+    securities.set(config, security);
+  }
+  return security;
+}
+
 /** The Kafka client of the configuration (brokers, TLS, SASL). */
 export function kafkaClientOf(
   config: Config,
@@ -39,10 +55,7 @@ export function kafkaClientOf(
   return new KafkaClient({
     brokers: k.brokers,
     clientId: options.clientId ?? k.clientId,
-    ssl: k.ssl,
-    ...(k.saslMechanism !== 'none'
-      ? { sasl: { mechanism: k.saslMechanism, username: k.saslUsername, password: k.saslPassword } }
-      : {}),
+    security: securityOf(config),
     ...(options.logger ? { logger: options.logger } : {}),
   });
 }

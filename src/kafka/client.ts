@@ -9,6 +9,7 @@ import { silentLogger } from '../observability/logger.js';
 import { KafkaAdmin } from './admin.js';
 import { KafkaConsumer, type ConsumerSettings } from './consumer.js';
 import { KafkaProducer, type ProducerSettings } from './producer.js';
+import type { KafkaSecurity } from './security.js';
 
 const { Kafka: KafkaJs, logLevel: LogLevel } = kafkajs;
 
@@ -19,9 +20,8 @@ type KafkaLogLevel = 'error' | 'warn' | 'info' | 'debug';
 interface KafkaSettings {
   brokers?: string[];
   clientId?: string;
-  /** true for TLS with the system's CAs, or PEM material. */
-  ssl?: boolean | { ca?: string | string[]; cert?: string; key?: string; rejectUnauthorized?: boolean };
-  sasl?: { mechanism: 'plain' | 'scram-sha-256' | 'scram-sha-512'; username: string; password: string };
+  /** TLS and SASL, as built by `kafkaSecurityOf` from the `kafka` settings. */
+  security?: KafkaSecurity;
   connectionTimeoutMs?: number;
   requestTimeoutMs?: number;
   logger?: Logger;
@@ -66,6 +66,12 @@ function logCreator(logger: Logger): KafkaConfig['logCreator'] {
     };
 }
 
+function toKafkajsSasl(sasl: NonNullable<KafkaSecurity['sasl']>): SASLOptions {
+  if (sasl.mechanism !== 'oauthbearer') return sasl;
+  // kafkajs asks for a token on every new connection; the provider caches and refreshes it.
+  return { mechanism: 'oauthbearer', oauthBearerProvider: sasl.token };
+}
+
 export class KafkaClient {
   readonly brokers: string[];
   private readonly kafka: Kafka;
@@ -80,8 +86,9 @@ export class KafkaClient {
       logLevel: TO_KAFKAJS[settings.logLevel ?? 'warn'],
       logCreator: logCreator(this.logger.child({ component: 'kafka' })),
     };
-    if (settings.ssl !== undefined) config.ssl = settings.ssl;
-    if (settings.sasl !== undefined) config.sasl = settings.sasl as SASLOptions;
+    const { ssl, sasl } = settings.security ?? {};
+    if (ssl !== undefined) config.ssl = ssl;
+    if (sasl !== undefined) config.sasl = toKafkajsSasl(sasl);
     if (settings.connectionTimeoutMs !== undefined) config.connectionTimeout = settings.connectionTimeoutMs;
     if (settings.requestTimeoutMs !== undefined) config.requestTimeout = settings.requestTimeoutMs;
     this.kafka = new KafkaJs(config);

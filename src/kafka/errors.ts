@@ -1,3 +1,5 @@
+import { securityHint } from './security-hints.js';
+
 /**
  * One error type for Kafka failures, so callers decide retry-or-stop without knowing the client
  * library: `retriable` is the client's own verdict (network, leader moves, coordinator loading).
@@ -16,7 +18,12 @@ export function kafkaError(error: unknown, doing: string): KafkaError {
   if (error instanceof KafkaError) return error;
   const detail = error instanceof Error ? error.message : String(error);
   const retriable = (error as { retriable?: unknown } | null)?.retriable === true;
-  return new KafkaError(`${doing}: ${detail}`, { retriable, cause: error });
+  // A connection refused for a security reason names the setting to fix first.
+  const hint = securityHint(error);
+  return new KafkaError(hint ? `${hint} (${doing}: ${detail})` : `${doing}: ${detail}`, {
+    retriable: hint ? false : retriable,
+    cause: error,
+  });
 }
 
 export async function wrapKafka<T>(doing: string, operation: () => Promise<T>): Promise<T> {
