@@ -19,6 +19,8 @@ import { registryUrl, SERVICES, type ServiceDef } from './services.js';
 
 export { defaultStackOptions, DEFAULT_PORTS, SERVICE_NAMES } from './options.js';
 export type { ServiceName, StackOptions } from './options.js';
+export { readSecureListeners, type SecureListeners } from './secure.js';
+export { startOidcServer, type OidcServer } from './oidc-server.js';
 
 /** A failure with a message meant for the user (no stack trace needed). */
 class StackError extends Error {
@@ -119,6 +121,7 @@ export async function stackUp(o: StackOptions): Promise<UpResult> {
       if (health !== 'healthy') {
         throw new StackError(failureReport(o, def, `running (pid ${rec.pid}) but not healthy (${health})`));
       }
+      await def.afterHealthy?.(o);
       o.log(`${name}: already running (pid ${rec.pid}, ${def.endpoint(o)})`);
       result.alreadyRunning.push(name);
     }
@@ -168,6 +171,7 @@ export async function stackUp(o: StackOptions): Promise<UpResult> {
           stillRunning: () => isOurProcess(rec),
         });
         if (health === 'healthy') {
+          await def.afterHealthy?.(o);
           o.log(`${def.name}: healthy in ${seconds(Date.now() - started)} (${def.endpoint(o)})`);
           result.started.push(def.name);
           return undefined;

@@ -28,6 +28,9 @@ describe('ports', () => {
     expect(defaultPorts({})).toEqual({
       kafka: 9092,
       kafkaController: 9093,
+      kafkaScramTls: 9094,
+      kafkaMtls: 9095,
+      kafkaOauth: 9096,
       registry: 8081,
       registryManagement: 9001,
       s3: 9002,

@@ -6,6 +6,10 @@ export type ServiceName = (typeof SERVICE_NAMES)[number];
 export interface StackPorts {
   kafka: number;
   kafkaController: number;
+  /** Kafka's secured listeners: SCRAM over TLS, mutual TLS, OAUTHBEARER over TLS (`secure.ts`). */
+  kafkaScramTls: number;
+  kafkaMtls: number;
+  kafkaOauth: number;
   registry: number;
   registryManagement: number;
   s3: number;
@@ -29,6 +33,9 @@ export interface StackOptions {
 export const DEFAULT_PORTS: StackPorts = {
   kafka: 9092,
   kafkaController: 9093,
+  kafkaScramTls: 9094,
+  kafkaMtls: 9095,
+  kafkaOauth: 9096,
   registry: 8081,
   registryManagement: 9001,
   s3: 9002,
@@ -37,6 +44,9 @@ export const DEFAULT_PORTS: StackPorts = {
 const PORT_ENV: Record<keyof StackPorts, string> = {
   kafka: 'DOCSTREAM_STACK_KAFKA_PORT',
   kafkaController: 'DOCSTREAM_STACK_KAFKA_CONTROLLER_PORT',
+  kafkaScramTls: 'DOCSTREAM_STACK_KAFKA_SCRAM_TLS_PORT',
+  kafkaMtls: 'DOCSTREAM_STACK_KAFKA_MTLS_PORT',
+  kafkaOauth: 'DOCSTREAM_STACK_KAFKA_OAUTH_PORT',
   registry: 'DOCSTREAM_STACK_REGISTRY_PORT',
   registryManagement: 'DOCSTREAM_STACK_REGISTRY_MANAGEMENT_PORT',
   s3: 'DOCSTREAM_STACK_S3_PORT',

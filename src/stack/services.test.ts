@@ -67,6 +67,17 @@ describe('newClusterId', () => {
 
 test('registryUrl', () => {
   expect(
-    registryUrl({ ports: { kafka: 1, kafkaController: 2, registry: 8081, registryManagement: 3, s3: 4 } }),
+    registryUrl({
+      ports: {
+        kafka: 1,
+        kafkaController: 2,
+        kafkaScramTls: 5,
+        kafkaMtls: 6,
+        kafkaOauth: 7,
+        registry: 8081,
+        registryManagement: 3,
+        s3: 4,
+      },
+    }),
   ).toBe('http://localhost:8081/apis/ccompat/v7');
 });

@@ -17,6 +17,9 @@ interface CommonFlags {
   runDir?: string;
   kafkaPort?: number;
   kafkaControllerPort?: number;
+  kafkaScramTlsPort?: number;
+  kafkaMtlsPort?: number;
+  kafkaOauthPort?: number;
   registryPort?: number;
   registryManagementPort?: number;
   s3Port?: number;
@@ -76,6 +79,14 @@ function withCommonOptions(cmd: Command): Command {
       parsePort,
       d.ports.kafkaController,
     )
+    .option(
+      '--kafka-scram-tls-port <port>',
+      'Kafka SCRAM over TLS listener (secured; see `stack env --secure`)',
+      parsePort,
+      d.ports.kafkaScramTls,
+    )
+    .option('--kafka-mtls-port <port>', 'Kafka mutual TLS listener', parsePort, d.ports.kafkaMtls)
+    .option('--kafka-oauth-port <port>', 'Kafka OAUTHBEARER over TLS listener', parsePort, d.ports.kafkaOauth)
     .option('--registry-port <port>', 'schema registry HTTP port', parsePort, d.ports.registry)
     .option(
       '--registry-management-port <port>',
@@ -104,6 +115,9 @@ function toOptions(
     ports: {
       kafka: flags.kafkaPort ?? d.ports.kafka,
       kafkaController: flags.kafkaControllerPort ?? d.ports.kafkaController,
+      kafkaScramTls: flags.kafkaScramTlsPort ?? d.ports.kafkaScramTls,
+      kafkaMtls: flags.kafkaMtlsPort ?? d.ports.kafkaMtls,
+      kafkaOauth: flags.kafkaOauthPort ?? d.ports.kafkaOauth,
       registry: flags.registryPort ?? d.ports.registry,
       registryManagement: flags.registryManagementPort ?? d.ports.registryManagement,
       s3: flags.s3Port ?? d.ports.s3,
