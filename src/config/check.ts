@@ -86,8 +86,26 @@ function crossChecks(result: CheckResult, values: Map<string, unknown>, origin: 
     }
   }
   const mechanism = values.get('kafka.saslMechanism');
-  if (typeof mechanism === 'string' && mechanism !== 'none' && !values.get('kafka.saslUsername')) {
+  if (
+    typeof mechanism === 'string' &&
+    ['plain', 'scram-sha-256', 'scram-sha-512'].includes(mechanism) &&
+    !values.get('kafka.saslUsername')
+  ) {
     result.errors.push(`${origin}: kafka.saslMechanism is ${mechanism} but kafka.saslUsername is not set`);
+  }
+  if (mechanism === 'oauthbearer') {
+    for (const key of ['kafka.oauthTokenUrl', 'kafka.oauthClientId']) {
+      if (!values.get(key))
+        result.errors.push(`${origin}: kafka.saslMechanism is oauthbearer but ${key} is not set`);
+    }
+  }
+  for (const [cert, key] of [
+    ['kafka.sslCertFile', 'kafka.sslKeyFile'],
+    ['registry.certFile', 'registry.keyFile'],
+  ] as const) {
+    if (Boolean(values.get(cert)) !== Boolean(values.get(key))) {
+      result.errors.push(`${origin}: ${cert} and ${key} go together (a client certificate and its key)`);
+    }
   }
 }
 

@@ -16,6 +16,7 @@ import type { KafkaProducer } from '../kafka/producer.js';
 import type { Logger } from '../observability/logger.js';
 import type { ConnectorMetrics } from '../observability/metrics.js';
 import { Registry } from '../serde/registry.js';
+import { registryAccessOf } from '../serde/registry-access.js';
 import { PollScheduler } from '../util/scheduler.js';
 import { apiPort } from './api-port.js';
 import type { ArrivalLimits } from './arrivals.js';
@@ -60,13 +61,13 @@ export function kafkaClientOf(
   });
 }
 
-function registryOf(config: Config, logger: Logger): Registry {
+/** The registry client of the configuration: its authentication and its TLS. */
+export function registryOf(config: Config, logger: Logger): Registry {
+  const r = config.registry;
   return new Registry({
-    url: config.registry.url,
+    url: r.url,
     logger,
-    ...(config.registry.username
-      ? { username: config.registry.username, password: config.registry.password }
-      : {}),
+    ...registryAccessOf(r),
   });
 }
 

@@ -6,16 +6,15 @@
  * explicit compatibility level. Apicurio answers `GET /config/{subject}` with 200 `NONE` for a
  * subject that exists without a rule (Confluent answers 404), which makes the registry client's
  * own check refuse to register; so the level is settled here first (see `settleCompatibility`).
+ * Every request goes through one sender (`request`), which adds the configured authentication
+ * (basic, a static or OIDC bearer token) and uses the configured TLS (a private CA, a client
+ * certificate) through the `fetch` it is given.
  */
-import registryPackage from '@kafkajs/confluent-schema-registry';
 import avro from 'avsc';
 import type { Logger } from '../observability/logger.js';
 import { silentLogger } from '../observability/logger.js';
 import { checkAvroBounds } from './avro-bounds.js';
 import { avroSchemaText, avroType, type AvroSchemaName, type AvroType } from './avro-schemas.js';
-
-const { SchemaRegistry, SchemaType } = registryPackage;
-type RegistryClient = InstanceType<typeof SchemaRegistry>;
 
 export const DEFAULT_REGISTRY_URL = 'http://localhost:8081/apis/ccompat/v7';
 
@@ -39,8 +38,13 @@ export interface RegistrySettings {
   compatibility?: CompatibilityLevel;
   username?: string;
   password?: string;
+  /**
+   * The Authorization header of each request, e.g. a bearer token refreshed before it expires
+   * (instead of `username`/`password`).
+   */
+  authorization?: () => Promise<string>;
   logger?: Logger;
-  /** Replaceable for tests; defaults to the global fetch. */
+  /** Replaceable (TLS settings, tests); defaults to the global fetch. */
   fetch?: typeof fetch;
   /**
    * How long a schema id the registry does not have (or refuses) is remembered as such, so records
@@ -134,11 +138,10 @@ function parseWireHeader(buffer: Buffer): { schemaId: number; payload: Buffer } 
 
 export class Registry {
   readonly url: string;
-  private readonly client: RegistryClient;
   private readonly compatibility: CompatibilityLevel;
   private readonly logger: Logger;
   private readonly fetchImpl: typeof fetch;
-  private readonly authHeader: string | undefined;
+  private readonly authorization: (() => Promise<string>) | undefined;
   private readonly byTopic = new Map<string, Registered>();
   /** Where values are encoded before being copied out (grows to the largest value seen). */
   private scratch = Buffer.allocUnsafe(16 * 1024);
@@ -159,14 +162,12 @@ export class Registry {
     this.unknownSchemaTtlMs = settings.unknownSchemaTtlMs ?? DEFAULT_UNKNOWN_SCHEMA_TTL_MS;
     this.requestTimeoutMs = settings.requestTimeoutMs ?? 10_000;
     this.now = settings.now ?? Date.now;
-    const auth =
-      settings.username !== undefined
-        ? { username: settings.username, password: settings.password ?? '' }
-        : undefined;
-    this.authHeader = auth
-      ? `Basic ${Buffer.from(`${auth.username}:${auth.password}`).toString('base64')}`
-      : undefined;
-    this.client = new SchemaRegistry({ host: this.url, ...(auth ? { auth } : {}), clientId: 'docstream' });
+    if (settings.authorization) {
+      this.authorization = settings.authorization;
+    } else if (settings.username !== undefined) {
+      const basic = `Basic ${Buffer.from(`${settings.username}:${settings.password ?? ''}`).toString('base64')}`;
+      this.authorization = async () => basic;
+    }
   }
 
   /**
@@ -178,10 +179,14 @@ export class Registry {
     const level = await this.settleCompatibility(subject);
     let id: number;
     try {
-      ({ id } = await this.client.register(
-        { type: SchemaType.AVRO, schema: avroSchemaText(name) },
-        { subject, compatibility: level as never },
-      ));
+      const answer = (await this.request('POST', `/subjects/${encodeURIComponent(subject)}/versions`, {
+        schemaType: 'AVRO',
+        schema: avroSchemaText(name),
+      })) as { id?: unknown } | null;
+      if (typeof answer?.id !== 'number') {
+        throw new RegistryError(`the registry answered without a schema id`, { retriable: false });
+      }
+      id = answer.id;
     } catch (error) {
       throw toRegistryError(error, `registering ${name} under ${subject} (compatibility ${level})`);
     }
@@ -401,14 +406,23 @@ export class Registry {
   }
 
   private async request(
-    method: 'GET' | 'PUT',
+    method: 'GET' | 'PUT' | 'POST',
     path: string,
     body?: unknown,
     nullOn: number[] = [],
   ): Promise<unknown> {
     const headers: Record<string, string> = { Accept: 'application/vnd.schemaregistry.v1+json' };
     if (body !== undefined) headers['Content-Type'] = 'application/vnd.schemaregistry.v1+json';
-    if (this.authHeader) headers.Authorization = this.authHeader;
+    if (this.authorization) {
+      try {
+        headers.Authorization = await this.authorization();
+      } catch (error) {
+        // The token endpoint's error names the setting at fault.
+        throw new RegistryUnavailableError(`schema registry authentication: ${message(error)}`, {
+          cause: error,
+        });
+      }
+    }
     let response: Response;
     try {
       response = await this.fetchImpl(`${this.url}${path}`, {
@@ -418,9 +432,11 @@ export class Registry {
         signal: AbortSignal.timeout(this.requestTimeoutMs),
       });
     } catch (error) {
-      throw new RegistryUnavailableError(`schema registry unreachable at ${this.url}: ${message(error)}`, {
-        cause: error,
-      });
+      const hint = registryTlsHint(error);
+      throw new RegistryUnavailableError(
+        `${hint ? `${hint}; ` : ''}schema registry unreachable at ${this.url}: ${message(error)}`,
+        { cause: error },
+      );
     }
     if (nullOn.includes(response.status)) return null;
     let text: string;
@@ -430,6 +446,14 @@ export class Registry {
       throw new RegistryUnavailableError(`schema registry ${method} ${path}: ${message(error)}`, {
         cause: error,
       });
+    }
+    if (response.status === 401 || response.status === 403) {
+      // An outage, not the data's fault: records wait (input paused) until the credentials work.
+      throw new RegistryUnavailableError(
+        `schema registry ${method} ${path} answered ${response.status}: it refused the credentials ` +
+          '(registry.username and registry.password, registry.bearerToken, or registry.oauth*)',
+        { status: response.status },
+      );
     }
     if (!response.ok) {
       const answer = `schema registry ${method} ${path} answered ${response.status}: ${text.slice(0, 500)}`;
@@ -468,6 +492,27 @@ function message(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
+/** The setting to fix when the registry's TLS handshake failed, from the error's causes. */
+function registryTlsHint(error: unknown): string | undefined {
+  let text = '';
+  for (let e = error, depth = 0; e !== undefined && e !== null && depth < 5; depth++) {
+    const err = e as { code?: unknown; message?: unknown; cause?: unknown };
+    text += ` ${String(err.code ?? '')} ${String(err.message ?? '')}`;
+    e = err.cause;
+  }
+  if (
+    /SELF_SIGNED_CERT_IN_CHAIN|DEPTH_ZERO_SELF_SIGNED_CERT|UNABLE_TO_VERIFY_LEAF_SIGNATURE|UNABLE_TO_GET_ISSUER_CERT/.test(
+      text,
+    )
+  ) {
+    return "registry.caFile: the registry's certificate is not signed by a trusted CA";
+  }
+  if (/CERTIFICATE_REQUIRED|ALERT_UNKNOWN_CA|ALERT_BAD_CERTIFICATE|ALERT_HANDSHAKE_FAILURE/.test(text)) {
+    return 'registry.certFile: the registry requires or refused the client certificate';
+  }
+  return undefined;
+}
+
 function toRegistryError(error: unknown, doing: string): Error {
   if (error instanceof RegistryError) return error;
   const status = (error as { status?: unknown } | null)?.status;
@@ -480,10 +525,6 @@ function toRegistryError(error: unknown, doing: string): Error {
       retriable: false,
       cause: error,
     });
-  }
-  const name = (error as { name?: unknown } | null)?.name;
-  if (typeof name === 'string' && name.startsWith('ConfluentSchemaRegistry')) {
-    return new RegistryError(`${doing}: ${message(error)}`, { retriable: false, cause: error });
   }
   return new RegistryUnavailableError(`${doing}: ${message(error)}`, { cause: error });
 }
