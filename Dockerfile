@@ -14,12 +14,10 @@ COPY . .
 RUN npm run build && mkdir -p avro config stack \
   && find dist -type f \( -name '*.map' -o -name '*.d.ts' \) -delete
 
-FROM node:${NODE_VERSION}-bookworm-slim AS deps
-WORKDIR /app
-COPY package.json package-lock.json ./
-# --ignore-scripts: `prepare` builds with TypeScript, which --omit=dev leaves out; dist comes from `build`.
-# ...and the packages' type declarations and source maps go too (~8 MB nobody reads at run time).
-RUN npm ci --omit=dev --ignore-scripts \
+# The production dependencies: the build's node_modules without the dev ones (no second download),
+# and without the packages' type declarations and source maps, which nothing reads at run time.
+FROM build AS deps
+RUN npm prune --omit=dev --ignore-scripts \
   && find node_modules -type f \( -name '*.map' -o -name '*.d.ts' -o -name '*.d.mts' -o -name '*.d.cts' \) -delete
 
 FROM node:${NODE_VERSION}-bookworm-slim

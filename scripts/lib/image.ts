@@ -106,7 +106,7 @@ export async function ensureTools(log: (line: string) => void): Promise<void> {
   const r = await must(
     'installing podman, runc and debootstrap',
     'apt-get',
-    ['install', '-y', '--no-install-recommends', 'podman', 'runc', 'debootstrap'],
+    ['install', '-y', 'podman', 'runc', 'debootstrap'],
     { timeoutMs: 600_000, env },
   );
   log(`installed in ${(r.ms / 1000).toFixed(0)} s`);
