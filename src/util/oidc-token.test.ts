@@ -1,0 +1,77 @@
+import { OidcTokenSource } from './oidc-token.js';
+
+function tokenEndpoint(answer: (n: number) => { status: number; body: unknown }) {
+  const calls: Array<{ url: string; auth: string | null; form: URLSearchParams }> = [];
+  const fetchImpl = (async (url: string, init: RequestInit) => {
+    const headers = new Headers(init.headers);
+    calls.push({ url, auth: headers.get('authorization'), form: new URLSearchParams(String(init.body)) });
+    await new Promise((r) => setTimeout(r, 5));
+    const { status, body } = answer(calls.length);
+    return new Response(JSON.stringify(body), { status });
+  }) as unknown as typeof fetch;
+  return { calls, fetchImpl };
+}
+
+const settings = {
+  tokenUrl: 'https://idp.example/token',
+  clientId: 'client',
+  clientSecret: 'secret',
+  scope: 'kafka read',
+  settingPrefix: 'kafka.oauth',
+};
+
+describe('OidcTokenSource', () => {
+  it('asks once for many concurrent callers, with the client credentials and the scope', async () => {
+    const endpoint = tokenEndpoint((n) => ({
+      status: 200,
+      body: { access_token: `t${n}`, expires_in: 300, token_type: 'Bearer' },
+    }));
+    const source = new OidcTokenSource({ ...settings, fetch: endpoint.fetchImpl });
+    const tokens = await Promise.all(Array.from({ length: 10 }, () => source.token()));
+    expect(new Set(tokens.map((t) => t.value))).toEqual(new Set(['t1']));
+    expect(endpoint.calls).toHaveLength(1);
+    expect(endpoint.calls[0]!.auth).toBe(`Basic ${Buffer.from('client:secret').toString('base64')}`);
+    expect(endpoint.calls[0]!.form.get('grant_type')).toBe('client_credentials');
+    expect(endpoint.calls[0]!.form.get('scope')).toBe('kafka read');
+    expect(tokens[0]!.expiresAt).toBeGreaterThan(Date.now() + 290_000);
+    await source.token();
+    expect(endpoint.calls).toHaveLength(1);
+  });
+
+  it('asks again once the token is near its expiry', async () => {
+    const endpoint = tokenEndpoint((n) => ({ status: 200, body: { access_token: `t${n}`, expires_in: 1 } }));
+    const source = new OidcTokenSource({ ...settings, fetch: endpoint.fetchImpl });
+    expect((await source.token()).value).toBe('t1');
+    await new Promise((r) => setTimeout(r, 1000));
+    expect((await source.token()).value).toBe('t2');
+  });
+
+  it.each([
+    [
+      401,
+      { error: 'invalid_client' },
+      /^kafka\.oauthClientSecret: the token endpoint refused the client credentials \(HTTP 401\)/,
+    ],
+    [400, { error: 'invalid_client' }, /^kafka\.oauthClientSecret:/],
+    [400, { error: 'invalid_scope' }, /^kafka\.oauthTokenUrl: .*\(invalid_scope\); check kafka\.oauthScope/],
+    [
+      200,
+      { token_type: 'Bearer' },
+      /^kafka\.oauthTokenUrl: the token endpoint answered without an access_token/,
+    ],
+  ])('HTTP %i %o names the setting', async (status, body, message) => {
+    const endpoint = tokenEndpoint(() => ({ status, body }));
+    const source = new OidcTokenSource({ ...settings, fetch: endpoint.fetchImpl });
+    await expect(source.token()).rejects.toThrow(message);
+  });
+
+  it('names the token URL when the endpoint cannot be reached', async () => {
+    const source = new OidcTokenSource({
+      ...settings,
+      fetch: (async () => {
+        throw new TypeError('fetch failed');
+      }) as unknown as typeof fetch,
+    });
+    await expect(source.token()).rejects.toThrow(/^kafka\.oauthTokenUrl: token endpoint unreachable/);
+  });
+});
