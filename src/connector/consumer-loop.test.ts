@@ -368,6 +368,31 @@ describe('ConsumerLoop', () => {
     expect(consumer.commits).toEqual([[{ topic: 'in', partition: 1, offset: '5', metadata: DONE }]]);
   });
 
+  it('keeps a partition it keeps across a rebalance: its state, its documents and its offsets', async () => {
+    const { loop, consumer, engine, state, handled } = setup(10);
+    state.byPartition.set(1, [{ event_id: 'evt-a' } as UnfinishedState]);
+    consumer.assignment = { in: [0, 1] };
+    loop.onGroupJoin(join({ in: [0, 1] }, {}, consumer.assignment));
+    await loop.onBatch(batch('in', 1, [0, 1]), new FakeControl());
+    await loop.commit();
+    await loop.onBatch(batch('in', 1, [2]), new FakeControl());
+    // The sticky assignor leaves partition 1 here; partition 0 goes to a newcomer.
+    consumer.assignment = { in: [1] };
+    loop.onGroupJoin(join({}, { in: [0] }, consumer.assignment));
+    expect(engine.revoked).toEqual([[0]]);
+    expect(state.revoked).toEqual([[0]]);
+    // After the eager rejoin the partition is fetched again from its committed offset (2): record 2
+    // is offered again (the engine finds it running), and the commit moves on from where it was.
+    await loop.onBatch(batch('in', 1, [2, 3]), new FakeControl());
+    await loop.commit();
+    expect(handled).toEqual(['1:0', '1:1', '1:2', '1:2', '1:3']);
+    expect(state.reads.filter((r) => r.includes(1))).toEqual([[1]]);
+    expect(engine.resumed).toEqual(['evt-a']);
+    expect(consumer.commits.at(-1)).toEqual([
+      { topic: 'in', partition: 1, offset: '4', metadata: DONE },
+    ]);
+  });
+
   it('handles feedback records one by one, resolving and committing each', async () => {
     const { loop, feedback, consumer, handled } = setup(1);
     const control = new FakeControl();
