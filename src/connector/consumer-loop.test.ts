@@ -388,9 +388,7 @@ describe('ConsumerLoop', () => {
     expect(handled).toEqual(['1:0', '1:1', '1:2', '1:2', '1:3']);
     expect(state.reads.filter((r) => r.includes(1))).toEqual([[1]]);
     expect(engine.resumed).toEqual(['evt-a']);
-    expect(consumer.commits.at(-1)).toEqual([
-      { topic: 'in', partition: 1, offset: '4', metadata: DONE },
-    ]);
+    expect(consumer.commits.at(-1)).toEqual([{ topic: 'in', partition: 1, offset: '4', metadata: DONE }]);
   });
 
   it('handles feedback records one by one, resolving and committing each', async () => {
