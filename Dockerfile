@@ -5,6 +5,8 @@
 ARG NODE_VERSION=20.20.2
 
 FROM node:${NODE_VERSION}-bookworm-slim AS build
+# The package registry (a mirror: `--build-arg NPM_CONFIG_REGISTRY=...`); used by this stage only.
+ARG NPM_CONFIG_REGISTRY=https://registry.npmjs.org/
 WORKDIR /app
 COPY package.json package-lock.json ./
 # --ignore-scripts: `prepare` builds, and the sources are not copied yet.

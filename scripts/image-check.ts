@@ -44,6 +44,7 @@ import {
   ensureTools,
   imageSize,
   mb,
+  must,
   podman,
   podmanMust,
   tail,
@@ -67,10 +68,27 @@ interface Timings {
   stopS?: number;
 }
 
+/** A URL fit for a log line: user and password replaced. */
+function withoutCredentials(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.username || u.password) [u.username, u.password] = ['***', ''];
+    return u.toString();
+  } catch {
+    return '(unparsable URL)';
+  }
+}
+
 async function buildImage(root: string, t: Timings): Promise<void> {
   await ensureTools(log);
   const base = await ensureBaseImage(log);
-  log(`building ${IMAGE} from ${path.join(root, 'Dockerfile')} (base ${base})`);
+  // The build reaches the registry npm here is configured with (a mirror, say) over the host's network.
+  const registry = (
+    await must('npm config get registry', 'npm', ['config', 'get', 'registry'], { timeoutMs: 30_000 })
+  ).stdout.trim();
+  log(
+    `building ${IMAGE} from ${path.join(root, 'Dockerfile')} (base ${base}, packages from ${withoutCredentials(registry)})`,
+  );
   const r = await podman(
     [
       'build',
@@ -83,6 +101,8 @@ async function buildImage(root: string, t: Timings): Promise<void> {
       ...LIMIT_FLAGS,
       '--build-arg',
       `NODE_VERSION=${process.versions.node}`,
+      '--build-arg',
+      `NPM_CONFIG_REGISTRY=${registry}`,
       '-t',
       IMAGE,
       root,
