@@ -113,6 +113,8 @@ async function buildImage(root: string, t: Timings): Promise<void> {
     throw new CheckFailed(`podman build failed (exit ${r.code}):\n${tail(r.stdout + r.stderr, 40)}`);
   t.buildS = r.ms / 1000;
   log(`built in ${t.buildS.toFixed(1)} s`);
+  // Earlier builds' untagged layers pile up: those older than a day go (today's stay as the cache).
+  await podman(['image', 'prune', '-f', '--filter', 'until=24h']);
 }
 
 /** Every DOCSTREAM_* variable the container gets: this run's topics, group, sandbox and blob root. */
