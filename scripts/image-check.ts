@@ -13,6 +13,7 @@
  * base image is made once (scripts/lib/image.ts). The stack is started when it is not running and
  * stopped afterwards only if this run started it.
  */
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -46,6 +47,7 @@ import {
   mb,
   must,
   podman,
+  podmanEnv,
   podmanMust,
   tail,
 } from './lib/image.js';
@@ -171,6 +173,14 @@ async function roundTrip(t: Timings): Promise<void> {
   const bytes = await sampleBytes('clean-pdf');
   fs.writeFileSync(path.join(blobs, 'clean.pdf'), bytes, { mode: 0o644 });
   const container = `docstream-${id}`;
+  // Should the check be cut by its time bound, the container goes with it.
+  const removeOnExit = () => {
+    spawnSync('podman', ['--runtime', 'runc', 'rm', '-f', '-t', '0', container], {
+      env: podmanEnv(),
+      stdio: 'ignore',
+    });
+  };
+  process.once('exit', removeOnExit);
   let sandbox: Sandbox | null = null;
   let reader: OutputReader | null = null;
   const producer = kafka.producer();
@@ -270,6 +280,7 @@ async function roundTrip(t: Timings): Promise<void> {
       );
     log(`stopped gracefully (exit 0) in ${t.stopS.toFixed(1)} s`);
   } finally {
+    process.removeListener('exit', removeOnExit);
     await podman(['rm', '-f', '-t', '0', container]).catch(() => undefined);
     await reader?.stop().catch(() => undefined);
     await producer.disconnect().catch(() => undefined);
