@@ -87,6 +87,11 @@ export const CONFIG_SPEC = {
       'Consumer heartbeat interval (at most a third of the session timeout).',
       100,
     ),
+    assignor: f.enum(
+      ['sticky', 'round-robin'],
+      'sticky',
+      "Partition assignment the consumer prefers. sticky: a scale event moves only the partitions that must move, and kept partitions keep their documents and state; round-robin: kafkajs' assignor first (docstream's before the sticky one; moves most partitions at every scale event), for comparison or for a group that must stay on it. Both are offered, so members of either kind can share a group; the broker picks, of the protocols every member offers, the one most members rank first.",
+    ),
     ssl: f.bool(
       false,
       "Connect to Kafka with TLS (implied by kafka.sslCaFile or kafka.sslCertFile); the brokers' certificates are checked against the system's CAs unless kafka.sslCaFile names others.",

@@ -1,6 +1,13 @@
 import kafkajs from 'kafkajs';
 import { kafkaLogLevelFor } from './client.js';
-import { assignmentDifference, DEFAULT_RESTART_POLICY, headerBuffers, restartDelay } from './consumer.js';
+import {
+  assignersFor,
+  assignmentDifference,
+  DEFAULT_RESTART_POLICY,
+  headerBuffers,
+  restartDelay,
+} from './consumer.js';
+import { STICKY_PROTOCOL, stickyAssigner } from './sticky-assignor.js';
 import { kafkaError } from './errors.js';
 
 describe('assignmentDifference', () => {
@@ -10,6 +17,18 @@ describe('assignmentDifference', () => {
     expect(assignmentDifference(after, before)).toEqual({ a: [3], c: [1] });
     expect(assignmentDifference(before, after)).toEqual({ a: [0, 1], b: [0] });
     expect(assignmentDifference(after, after)).toEqual({});
+  });
+});
+
+describe('assignersFor', () => {
+  const names = (preferred: 'sticky' | 'round-robin') =>
+    assignersFor(
+      preferred,
+      stickyAssigner(() => null),
+    ).map((a) => a({ cluster: {} as Parameters<typeof a>[0]['cluster'] }).name);
+  it('offers both protocols, the preferred one first (kafka.assignor)', () => {
+    expect(names('sticky')).toEqual([STICKY_PROTOCOL, 'RoundRobinAssigner']);
+    expect(names('round-robin')).toEqual(['RoundRobinAssigner', STICKY_PROTOCOL]);
   });
 });
 

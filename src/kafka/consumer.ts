@@ -7,7 +7,14 @@
  * so records resolved but not committed are delivered again, to this member or another one.
  */
 import kafkajs from 'kafkajs';
-import type { Consumer, ConsumerRunConfig, EachBatchPayload, IHeaders, Kafka } from 'kafkajs';
+import type {
+  Consumer,
+  ConsumerRunConfig,
+  EachBatchPayload,
+  IHeaders,
+  Kafka,
+  PartitionAssigner,
+} from 'kafkajs';
 import { KafkaError, kafkaError, wrapKafka } from './errors.js';
 import { stickyAssigner, type StickyClaim } from './sticky-assignor.js';
 
@@ -23,6 +30,8 @@ export interface ConsumerSettings {
   maxWaitTimeMs?: number;
   /** How the consumer is restarted after a crash (see RestartPolicy). */
   restart?: RestartPolicy;
+  /** The assignment this member ranks first (default sticky; `kafka.assignor`). */
+  assignor?: 'sticky' | 'round-robin';
 }
 
 /**
@@ -161,6 +170,16 @@ export function assignmentDifference(a: Assignment, b: Assignment): Assignment {
   return out;
 }
 
+/** The protocols a member offers, the one it prefers first (`kafka.assignor`); both always offered. */
+export function assignersFor(
+  preferred: 'sticky' | 'round-robin',
+  sticky: PartitionAssigner,
+): PartitionAssigner[] {
+  return preferred === 'round-robin'
+    ? [PartitionAssigners.roundRobin, sticky]
+    : [sticky, PartitionAssigners.roundRobin];
+}
+
 export class KafkaConsumer {
   readonly groupId: string;
   private readonly consumer: Consumer;
@@ -195,7 +214,10 @@ export class KafkaConsumer {
       // member join a group of older ones during a rolling upgrade (the group then stays on
       // round-robin until the last older member is gone, and switches to sticky at that rebalance).
       // Without it the broker refuses the new member (INCONSISTENT_GROUP_PROTOCOL).
-      partitionAssigners: [stickyAssigner(() => this.claim()), PartitionAssigners.roundRobin],
+      partitionAssigners: assignersFor(
+        settings.assignor ?? 'sticky',
+        stickyAssigner(() => this.claim()),
+      ),
       ...(settings.sessionTimeoutMs !== undefined ? { sessionTimeout: settings.sessionTimeoutMs } : {}),
       ...(settings.rebalanceTimeoutMs !== undefined ? { rebalanceTimeout: settings.rebalanceTimeoutMs } : {}),
       ...(settings.heartbeatIntervalMs !== undefined
