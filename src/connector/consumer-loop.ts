@@ -35,7 +35,8 @@ export interface LoopEngine {
   /** Documents of this input partition still running here. */
   unfinishedOn(partition: number): number;
   resume(states: UnfinishedState[]): Promise<void>;
-  revoke(partitions: Iterable<number>): void;
+  /** Stops the documents of `partitions`; returns how many were running (when it counts them). */
+  revoke(partitions: Iterable<number>): number | void;
 }
 
 /**
@@ -133,9 +134,10 @@ export class ConsumerLoop {
   onGroupJoin(join: GroupJoin): void {
     const { arrived, feedback } = this.o.topics;
     const removed = join.removed[arrived] ?? [];
+    let stopped = 0;
     if (removed.length > 0) {
       // Every step of a running document is recorded as it happens: stopping them loses nothing.
-      this.o.engine.revoke(removed);
+      stopped = this.o.engine.revoke(removed) ?? 0;
       this.o.state.revoke(removed);
       for (const p of removed) {
         this.trackers.get(arrived)?.drop(p);
@@ -150,7 +152,8 @@ export class ConsumerLoop {
     for (const p of added) void this.prepare(p, committed).catch(() => undefined);
     // What was added and removed: a partition kept (the sticky assignor) keeps its documents and state.
     this.o.logger.info(
-      { assignment: join.assignment, added: join.added, removed: join.removed },
+      // `stopped`: documents of the removed partitions that were running (their new owners resume them).
+      { assignment: join.assignment, added: join.added, removed: join.removed, stopped },
       'partitions assigned',
     );
     this.o.groupShare?.onJoin(join.assignment[arrived] ?? []);

@@ -511,7 +511,10 @@ describe('DocumentEngine', () => {
     const { api, out, engine } = setup();
     api.notReadyPolls.set('quality', 1000);
     await engine.admit(source, event({ pipeline_configuration: 'QUALITY_ONLY' }), undefined);
-    engine.revoke([0]);
+    // Another partition's revoke stops nothing; its own counts the document it stopped.
+    expect(engine.revoke([1])).toBe(0);
+    expect(engine.inFlight).toBe(1);
+    expect(engine.revoke([0])).toBe(1);
     expect(engine.inFlight).toBe(0);
     await new Promise((r) => setTimeout(r, 30));
     expect(out.letters).toEqual([]);

@@ -198,15 +198,22 @@ export class DocumentEngine {
     });
   }
 
-  /** Stops the work of documents of the given partitions; their state is durable, the new owner resumes. */
-  revoke(partitions: Iterable<number>): void {
+  /**
+   * Stops the work of documents of the given partitions; their state is durable, the new owner
+   * resumes. Returns how many were running.
+   */
+  revoke(partitions: Iterable<number>): number {
     const set = new Set(partitions);
+    let stopped = 0;
     for (const run of [...this.runs.values()]) {
-      if (set.has(run.pointer.partition)) this.release(run, true);
+      if (!set.has(run.pointer.partition)) continue;
+      this.release(run, true);
+      stopped += 1;
     }
     for (const [eventId, state] of this.unrecorded) {
       if (set.has(state.input.partition)) this.unrecorded.delete(eventId);
     }
+    return stopped;
   }
 
   private run(

@@ -35,6 +35,9 @@ export interface ChangelogSink {
 
 interface Restore {
   target: number;
+  /** Records read for this restore so far, and when it began (for the log line at its end). */
+  records: number;
+  startedAt: number;
   waiters: Array<{ resolve: () => void; reject: (error: Error) => void }>;
 }
 
@@ -84,7 +87,8 @@ export class ChangelogReader {
         this.owned.add(partition);
         const low = Number(range.low);
         const high = Number(range.high);
-        if (high > low) this.restoring.set(partition, { target: high, waiters: [] });
+        if (high > low)
+          this.restoring.set(partition, { target: high, records: 0, startedAt: Date.now(), waiters: [] });
         else if (this.settings.tail === false) continue;
         this.reader.openPartition(partition, low, (messages) => this.deliver(partition, messages));
       }
@@ -131,6 +135,8 @@ export class ChangelogReader {
   }
 
   private deliver(partition: number, messages: IncomingMessage[]): void {
+    const restore = this.restoring.get(partition);
+    if (restore) restore.records += messages.length;
     for (const m of messages) {
       if (m.key === null) continue;
       try {
@@ -148,10 +154,14 @@ export class ChangelogReader {
         );
       }
     }
-    const restore = this.restoring.get(partition);
     const next = this.reader.position(partition);
     if (restore && next !== null && next >= restore.target) {
       this.restoring.delete(partition);
+      // What a partition's move costs its new owner: the records read again (the scale-events bench).
+      this.logger.info(
+        { topic: this.topic, partition, records: restore.records, ms: Date.now() - restore.startedAt },
+        'state partition restored',
+      );
       if (this.settings.tail === false) this.reader.closePartition(partition);
       for (const waiter of restore.waiters) waiter.resolve();
     }
