@@ -7,8 +7,15 @@ import { loadConfig } from './load.js';
 
 const examples = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../config');
 
+/** Every directory tmpFile made, removed after the file's tests. */
+const tmpDirs: string[] = [];
+afterAll(() => {
+  for (const dir of tmpDirs.splice(0)) fs.rmSync(dir, { recursive: true, force: true });
+});
+
 function tmpFile(name: string, content: string): string {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'docstream-check-'));
+  tmpDirs.push(dir);
   const file = path.join(dir, name);
   fs.writeFileSync(file, content);
   return file;

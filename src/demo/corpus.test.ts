@@ -5,9 +5,18 @@ import { PDFDocument } from 'pdf-lib';
 import { png, writeCorpus } from './corpus.js';
 
 describe('demo corpus', () => {
-  it('writes valid PDFs with the metadata the fraud rules read, a PNG and an unsupported file', async () => {
+  const dirs: string[] = [];
+  const tmp = (): string => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'corpus-'));
-    const samples = await writeCorpus(dir);
+    dirs.push(dir);
+    return dir;
+  };
+  afterAll(() => {
+    for (const dir of dirs.splice(0)) fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('writes valid PDFs with the metadata the fraud rules read, a PNG and an unsupported file', async () => {
+    const samples = await writeCorpus(tmp());
     const byKind = Object.fromEntries(samples.map((s) => [s.kind, s]));
     const edited = await PDFDocument.load(fs.readFileSync(byKind['edited-pdf']!.file), {
       updateMetadata: false,
@@ -23,7 +32,7 @@ describe('demo corpus', () => {
       expect(s.sha256).toMatch(/^[0-9a-f]{64}$/);
       expect(fs.statSync(s.file).size).toBe(s.size);
     }
-    const again = await writeCorpus(fs.mkdtempSync(path.join(os.tmpdir(), 'corpus-')));
+    const again = await writeCorpus(tmp());
     expect(again.map((s) => s.sha256)).toEqual(samples.map((s) => s.sha256));
   });
 
