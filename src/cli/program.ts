@@ -3,6 +3,7 @@ import { registerAnalyze } from './commands/analyze.js';
 import { registerConfigCommand } from './commands/config.js';
 import { registerDelete } from './commands/delete.js';
 import { registerDemoCommand } from './commands/demo.js';
+import { registerDlqCommand } from './commands/dlq.js';
 import { registerFeedback } from './commands/feedback.js';
 import { registerReplayCommand } from './commands/replay.js';
 import { registerReport } from './commands/report.js';
@@ -25,6 +26,7 @@ export function buildProgram(): Command {
   registerRunCommand(program);
   registerDemoCommand(program);
   registerReplayCommand(program);
+  registerDlqCommand(program);
   registerAnalyze(program);
   registerFeedback(program);
   registerDelete(program);

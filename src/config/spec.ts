@@ -161,6 +161,10 @@ export const CONFIG_SPEC = {
       'docstream.webhooks',
       'Topic of verified decision webhook deliveries (key = submission id), read by every instance; compact,delete with a retention of the deadline window.',
     ),
+    redrives: f.string(
+      'docstream.redrives',
+      'Compacted topic where `docstream dlq redrive` records each dead letter it re-drove (key = the letter), so that no letter is sent twice.',
+    ),
     outputPartitions: f.int(
       3,
       'Partitions of output topics that docstream creates (existing topics are kept).',

@@ -10,6 +10,7 @@ const TOPIC_KEYS = [
   'feedback',
   'state',
   'webhooks',
+  'redrives',
 ] as const;
 
 /**

@@ -2,8 +2,12 @@
  * Topic and consumer-group administration: idempotent topic creation, descriptions, and the
  * offset resets behind `replay` (planned first, so a dry run shows exactly what would change).
  */
+import kafkajs from 'kafkajs';
 import type { Admin } from 'kafkajs';
 import { KafkaError, wrapKafka } from './errors.js';
+import { advertisedAddressOf } from './sticky-assignor.js';
+
+const { AssignerProtocol } = kafkajs;
 
 /** kafkajs' resource type code for topics in DescribeConfigs (ConfigResourceTypes.TOPIC). */
 const TOPIC_RESOURCE = 2;
@@ -61,6 +65,26 @@ interface GroupDescription {
   /** Empty, Stable, PreparingRebalance, CompletingRebalance or Dead. */
   state: string;
   members: number;
+}
+
+/** One member of a consumer group as the coordinator describes it. */
+export interface GroupMember {
+  memberId: string;
+  clientId: string;
+  /** The member's address as the broker sees it (e.g. "/10.0.0.5"), without the leading slash. */
+  clientHost: string;
+  /** Partitions by topic the member holds in the current generation. */
+  assignment: Record<string, number[]>;
+  /** The metrics address the member announced in its join (`sticky-assignor.ts`), or null. */
+  advertised: string | null;
+}
+
+export interface GroupMembers {
+  groupId: string;
+  state: string;
+  /** The assignor the group runs (e.g. docstream-sticky, RoundRobinAssigner). */
+  protocol: string;
+  members: GroupMember[];
 }
 
 export type OffsetResetTarget =
@@ -388,6 +412,55 @@ export class KafkaAdmin {
     );
     const group = described.groups.find((entry) => entry.groupId === groupId);
     return { groupId, state: group?.state ?? 'Dead', members: group?.members.length ?? 0 };
+  }
+
+  /**
+   * The group's members with their assignments and what they announced when they joined; an
+   * assignment or metadata that cannot be read (another client's format) reads as empty.
+   */
+  async describeGroupMembers(groupId: string): Promise<GroupMembers> {
+    const described = await wrapKafka(`describing group ${groupId}`, () =>
+      this.admin.describeGroups([groupId]),
+    );
+    const group = described.groups.find((entry) => entry.groupId === groupId);
+    const members = (group?.members ?? []).map((m) => {
+      let assignment: Record<string, number[]> = {};
+      let advertised: string | null = null;
+      try {
+        const decoded = AssignerProtocol.MemberAssignment.decode(m.memberAssignment);
+        if (decoded) assignment = decoded.assignment;
+      } catch {
+        // Not a consumer's assignment: shown as holding nothing.
+      }
+      try {
+        advertised = advertisedAddressOf(AssignerProtocol.MemberMetadata.decode(m.memberMetadata)?.userData);
+      } catch {
+        advertised = null;
+      }
+      for (const partitions of Object.values(assignment)) partitions.sort((a, b) => a - b);
+      return {
+        memberId: m.memberId,
+        clientId: m.clientId,
+        clientHost: m.clientHost.replace(/^\//, ''),
+        assignment,
+        advertised,
+      };
+    });
+    members.sort((a, b) => (a.memberId < b.memberId ? -1 : a.memberId > b.memberId ? 1 : 0));
+    return { groupId, state: group?.state ?? 'Dead', protocol: group?.protocol ?? '', members };
+  }
+
+  /**
+   * Deletes the records of `partition` below `offset` (the log start moves there), as retention
+   * would; used to test what happens to pointers at records that are gone.
+   */
+  async deleteRecordsBefore(topic: string, partition: number, offset: string): Promise<void> {
+    await wrapKafka(`deleting records of ${topic}[${partition}] below ${offset}`, () =>
+      // kafkajs finds the partition's leader in metadata it must have loaded first.
+      this.admin
+        .fetchTopicMetadata({ topics: [topic] })
+        .then(() => this.admin.deleteTopicRecords({ topic, partitions: [{ partition, offset }] })),
+    );
   }
 
   /** What `resetOffsets` would commit, per partition, without changing anything. */

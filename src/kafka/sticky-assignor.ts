@@ -59,10 +59,27 @@ export interface StickyMember {
   claim: StickyClaim | null;
 }
 
-/** The user data a member joins with: its claim as compact JSON (a few bytes per partition). */
-export function encodeClaim(claim: StickyClaim | null): Buffer {
-  if (claim === null) return Buffer.alloc(0);
-  return Buffer.from(JSON.stringify({ v: CLAIM_VERSION, at: claim.assignedAt, a: claim.assignment }));
+/**
+ * The user data a member joins with: its claim as compact JSON (a few bytes per partition), and the
+ * address of its metrics endpoint when it has one (`m`, read by `docstream status`; members that do
+ * not know the field ignore it, and a member holding nothing sends `{v, m}`, which reads as no claim).
+ */
+export function encodeClaim(claim: StickyClaim | null, advertised: string | null = null): Buffer {
+  const m = advertised ? { m: advertised } : {};
+  if (claim === null)
+    return advertised ? Buffer.from(JSON.stringify({ v: CLAIM_VERSION, ...m })) : Buffer.alloc(0);
+  return Buffer.from(JSON.stringify({ v: CLAIM_VERSION, at: claim.assignedAt, a: claim.assignment, ...m }));
+}
+
+/** The metrics address a member announced in its user data (`encodeClaim`), or null. */
+export function advertisedAddressOf(userData: Buffer | null | undefined): string | null {
+  if (!userData || userData.length === 0) return null;
+  try {
+    const raw = JSON.parse(userData.toString('utf8')) as { m?: unknown };
+    return typeof raw.m === 'string' && raw.m.length > 0 ? raw.m : null;
+  } catch {
+    return null;
+  }
 }
 
 /**
@@ -214,10 +231,14 @@ export function minimumMoves(
 }
 
 /**
- * The assigner kafkajs runs: `claim` is asked at every join for what this member holds now; the
- * leader's `assign` reads every member's claim and topics from the join's metadata.
+ * The assigner kafkajs runs: `claim` is asked at every join for what this member holds now (and
+ * `advertised` for its metrics address); the leader's `assign` reads every member's claim and topics
+ * from the join's metadata.
  */
-export function stickyAssigner(claim: () => StickyClaim | null): PartitionAssigner {
+export function stickyAssigner(
+  claim: () => StickyClaim | null,
+  advertised: () => string | null = () => null,
+): PartitionAssigner {
   return ({ cluster }): Assigner => ({
     name: STICKY_PROTOCOL,
     version: PROTOCOL_VERSION,
@@ -227,7 +248,7 @@ export function stickyAssigner(claim: () => StickyClaim | null): PartitionAssign
         metadata: AssignerProtocol.MemberMetadata.encode({
           version: PROTOCOL_VERSION,
           topics,
-          userData: encodeClaim(claim()),
+          userData: encodeClaim(claim(), advertised()),
         }),
       };
     },

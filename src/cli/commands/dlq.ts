@@ -1,0 +1,197 @@
+/**
+ * `docstream dlq list|redrive`: the dead-letter topic as a report (counts by reason, the letters),
+ * and the re-drive of selected letters' originals to their input topic (`src/operator/redrive.ts`).
+ */
+import { InvalidArgumentError, type Command } from 'commander';
+import { loadConfig, type Config } from '../../config/index.js';
+import { kafkaClientOf, registryOf } from '../../connector/wiring.js';
+import { silentLogger } from '../../observability/logger.js';
+import {
+  countByReason,
+  formatLetterReport,
+  letterMatches,
+  readLetters,
+  table,
+  type Letter,
+  type LetterFilter,
+} from '../../operator/letters.js';
+import { redrive, type RedriveResult } from '../../operator/redrive.js';
+import { Progress } from '../../util/progress.js';
+
+interface FilterFlags {
+  config?: string;
+  stage?: string[];
+  code?: string[];
+  eventId?: string[];
+  since?: number;
+  until?: number;
+  json?: boolean;
+}
+
+function parseTime(value: string): number {
+  const ms = Date.parse(value);
+  if (!/^\d{4}-\d{2}-\d{2}/.test(value) || Number.isNaN(ms))
+    throw new InvalidArgumentError('must be an ISO 8601 date or date-time, e.g. 2026-11-25T12:00:00Z');
+  return ms;
+}
+
+const list = (value: string, previous: string[] = []) => [
+  ...previous,
+  ...value
+    .split(',')
+    .map((v) => v.trim())
+    .filter((v) => v.length > 0),
+];
+
+function filterOf(flags: FilterFlags): LetterFilter {
+  return {
+    ...(flags.stage ? { stages: flags.stage } : {}),
+    ...(flags.code ? { codes: flags.code } : {}),
+    ...(flags.eventId ? { eventIds: flags.eventId } : {}),
+    ...(flags.since !== undefined ? { since: flags.since } : {}),
+    ...(flags.until !== undefined ? { until: flags.until } : {}),
+  };
+}
+
+function withFilters(command: Command): Command {
+  return command
+    .option('-c, --config <files>', 'comma-separated configuration files (instead of $DOCSTREAM_CONFIG)')
+    .option('--stage <stages>', 'only letters of these stages (comma-separated, repeatable)', list)
+    .option('--code <codes>', 'only letters with these error codes, e.g. api_503 (comma-separated)', list)
+    .option('--event-id <ids>', 'only letters of these event ids (comma-separated)', list)
+    .option('--since <time>', 'only letters that failed at or after this time (ISO 8601)', parseTime)
+    .option('--until <time>', 'only letters that failed before this time (ISO 8601)', parseTime)
+    .option('--json', 'print JSON (for scripts)');
+}
+
+async function selectLetters(
+  config: Config,
+  flags: FilterFlags,
+): Promise<{ selected: Letter[]; total: number; unreadable: number }> {
+  const kafka = kafkaClientOf(config, { clientId: `${config.kafka.clientId}-dlq` });
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    const registry = registryOf(config, silentLogger);
+    const { letters, unreadable } = await readLetters(
+      kafka,
+      admin,
+      registry,
+      config.topics.dlq,
+      silentLogger,
+    );
+    const filter = filterOf(flags);
+    return { selected: letters.filter((l) => letterMatches(l, filter)), total: letters.length, unreadable };
+  } finally {
+    await admin.disconnect().catch(() => undefined);
+  }
+}
+
+async function listCommand(flags: FilterFlags & { summary?: boolean }): Promise<void> {
+  const config = loadConfig(flags.config ? { files: flags.config.split(',') } : {});
+  const { selected, total, unreadable } = await selectLetters(config, flags);
+  if (flags.json) {
+    process.stdout.write(
+      `${JSON.stringify({ topic: config.topics.dlq, total, matched: selected.length, unreadable, by_reason: countByReason(selected), letters: flags.summary ? undefined : selected }, null, 2)}\n`,
+    );
+    return;
+  }
+  process.stdout.write(`${config.topics.dlq}: ${formatLetterReport(selected, total, !flags.summary)}\n`);
+  if (unreadable > 0) process.stdout.write(`(${unreadable} records of the topic are not readable letters)\n`);
+}
+
+function formatRedrive(result: RedriveResult): string {
+  const lines: string[] = [];
+  const by = new Map<string, number>();
+  for (const e of result.entries) {
+    const key = e.decision.action === 'send' ? 'send' : `${e.decision.action}: ${e.decision.reason}`;
+    by.set(key, (by.get(key) ?? 0) + 1);
+  }
+  const toSend = by.get('send') ?? 0;
+  lines.push(
+    result.dryRun
+      ? `dry run: ${toSend} of ${result.entries.length} letters would be re-driven; nothing sent`
+      : `re-drove ${result.sent} of ${result.entries.length} letters`,
+  );
+  const rows = [['letter', 'event id', 'what', 'why']];
+  for (const { letter, decision } of result.entries) {
+    rows.push([
+      `${letter.partition}@${letter.offset}`,
+      letter.event_id ?? '-',
+      decision.action === 'send'
+        ? result.dryRun
+          ? 'would send'
+          : 'sent'
+        : `${decision.action === 'refuse' ? 'refused' : 'skipped'} (${decision.reason})`,
+      decision.action === 'send'
+        ? `to ${letter.source_topic}[${letter.source_partition}]${decision.reprocess ? ' with reprocess: true' : ''}`
+        : decision.detail,
+    ]);
+  }
+  if (result.entries.length > 0) lines.push(table(rows));
+  return lines.join('\n');
+}
+
+async function redriveCommand(
+  flags: FilterFlags & { dryRun?: boolean; reprocess?: boolean; all?: boolean },
+): Promise<void> {
+  const config = loadConfig(flags.config ? { files: flags.config.split(',') } : {});
+  const filter = filterOf(flags);
+  if (Object.keys(filter).length === 0 && !flags.all)
+    throw new Error('select letters with --stage, --code, --event-id, --since or --until, or give --all');
+  const { selected } = await selectLetters(config, flags);
+  const kafka = kafkaClientOf(config, { clientId: `${config.kafka.clientId}-dlq` });
+  const admin = kafka.admin();
+  await admin.connect();
+  let progress: Progress | null = null;
+  try {
+    const result = await redrive(
+      selected,
+      { kafka, admin, registry: registryOf(config, silentLogger), config, logger: silentLogger },
+      {
+        dryRun: flags.dryRun === true,
+        reprocess: flags.reprocess === true,
+        // A progress line on a terminal; nothing in CI or a pipe (Progress decides).
+        onProgress: (sent, total) => {
+          progress ??= new Progress({ label: 'redrive', total, unit: 'letters' });
+          progress.update(sent, total);
+        },
+      },
+    );
+    (progress as Progress | null)?.finish();
+    if (flags.json) process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+    else process.stdout.write(`${formatRedrive(result)}\n`);
+  } finally {
+    await admin.disconnect().catch(() => undefined);
+  }
+}
+
+function fail(err: unknown): never {
+  process.stderr.write(`docstream dlq: ${(err as Error).message}\n`);
+  process.exit(1);
+}
+
+export function registerDlqCommand(program: Command): void {
+  const dlq = program
+    .command('dlq')
+    .description('List the dead-letter topic by reason, and re-drive letters once their cause is fixed');
+  withFilters(dlq.command('list'))
+    .description('Counts of the selected dead letters by stage and code, then the letters')
+    .option('--summary', 'only the counts by reason')
+    .action((flags: FilterFlags & { summary?: boolean }) => listCommand(flags).catch(fail));
+  withFilters(dlq.command('redrive'))
+    .description(
+      'Re-publish the original records of the selected letters to their input topic (same key, same partition),\n' +
+        'so they go through the normal path again. Each letter is re-driven at most once (recorded in\n' +
+        'topics.redrives); letters whose original is gone, and documents analysed since, are refused and named.',
+    )
+    .option('--all', 'every letter (instead of a filter)')
+    .option('--dry-run', 'show what would be sent; send nothing')
+    .option(
+      '--reprocess',
+      'also re-send documents that have a submission, with reprocess: true (a new submission)',
+    )
+    .action((flags: FilterFlags & { dryRun?: boolean; reprocess?: boolean; all?: boolean }) =>
+      redriveCommand(flags).catch(fail),
+    );
+}

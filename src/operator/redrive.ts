@@ -1,0 +1,361 @@
+/**
+ * `docstream dlq redrive`: re-publishes the original input records that dead letters point to, to
+ * the topic they came from, so they go through the connector's normal path again.
+ *
+ * What is sent, per selected letter:
+ * - the original record, read by its pointer (source topic, partition, offset), with its key, value
+ *   and headers, to the same partition (the state topic is co-partitioned with the input: the
+ *   document's state, if any, lies in that partition), plus a `docstream-redrive` header naming
+ *   the letter. A letter whose original is gone (retention) is refused and named;
+ * - nothing for a document the state topic shows as finished (DONE: analysed, results published;
+ *   FAILED: it has a submission and its letter stands; the connector would skip it anyway),
+ *   unless `reprocess` is asked for: the event is then re-sent with `reprocess: true`, a new
+ *   submission. A document still running (CREATED/UPLOADED) is never re-sent.
+ *
+ * Why the markers live in a compacted topic of their own (`topics.redrives`, key = the letter id,
+ * `<dlq topic>/<partition>/<offset>`): "never twice" must hold across runs, machines and operators,
+ * so the record of what was sent lives in Kafka, not in a local file; a topic of its own keeps the
+ * connector's state topic (restored by every instance on every assignment) free of records only
+ * this command reads, and compaction keeps one marker per letter. Each letter's marker is written
+ * `pending` (with the end offset of the target partition) before its record is sent and `sent`
+ * after: a run cut between the two leaves `pending`, and the next run looks for the record (by its
+ * header, from that offset on) before deciding to send it again, so a crash never sends twice.
+ */
+import type { Config } from '../config/index.js';
+import { decodeState } from '../connector/state/record.js';
+import type { DocumentStateV2 } from '../connector/state/document-state.js';
+import type { KafkaAdmin } from '../kafka/admin.js';
+import type { KafkaClient } from '../kafka/client.js';
+import type { IncomingMessage } from '../kafka/consumer.js';
+import type { OutgoingMessage } from '../kafka/producer.js';
+import { RecordReader } from '../kafka/record-reader.js';
+import { readTopicRange } from '../kafka/topic-range.js';
+import type { Logger } from '../observability/logger.js';
+import type { Registry } from '../serde/registry.js';
+import type { Letter } from './letters.js';
+
+export const REDRIVE_HEADER = 'docstream-redrive';
+
+interface RedriveMarker {
+  letter: string;
+  status: 'pending' | 'sent';
+  at: number;
+  event_id: string | null;
+  topic: string;
+  partition: number;
+  /** The partition's end offset before the record was sent: where a check for it starts. */
+  from: string;
+  /** The re-driven record's offset, once sent. */
+  offset?: string;
+  reprocess: boolean;
+}
+
+export type RedriveDecision =
+  | { action: 'send'; reprocess: boolean }
+  | { action: 'skip'; reason: 'already-redriven' | 'running' | 'duplicate'; detail: string }
+  | { action: 'refuse'; reason: 'original-gone' | 'analysed' | 'not-an-input'; detail: string };
+
+export interface RedrivePlanEntry {
+  letter: Letter;
+  decision: RedriveDecision;
+}
+
+export interface RedriveResult {
+  entries: RedrivePlanEntry[];
+  sent: number;
+  dryRun: boolean;
+}
+
+interface RedriveOptions {
+  dryRun: boolean;
+  reprocess: boolean;
+  /** Told after each batch sent (for a progress line). */
+  onProgress?: (sent: number, total: number) => void;
+}
+
+/** Wire format of Avro values: magic byte 0, then a 4-byte schema id. */
+function schemaIdOf(value: Buffer): number | null {
+  return value.length >= 5 && value[0] === 0 ? value.readUInt32BE(1) : null;
+}
+
+/** The value with `reprocess` set true: JSON re-serialised, Avro re-encoded with its writer schema. */
+export async function withReprocess(value: Buffer, registry: Pick<Registry, 'writerType'>): Promise<Buffer> {
+  const schemaId = schemaIdOf(value);
+  if (schemaId === null) {
+    const event = JSON.parse(value.toString('utf8')) as Record<string, unknown>;
+    if (typeof event !== 'object' || event === null || Array.isArray(event))
+      throw new Error('the original value is not a JSON object');
+    return Buffer.from(JSON.stringify({ ...event, reprocess: true }));
+  }
+  const type = await registry.writerType(schemaId);
+  const decoded = type.fromBuffer(value.subarray(5)) as Record<string, unknown>;
+  if (!('reprocess' in decoded)) throw new Error(`writer schema ${schemaId} has no reprocess field`);
+  decoded.reprocess = true;
+  const header = Buffer.alloc(5);
+  header.writeUInt32BE(schemaId, 1);
+  return Buffer.concat([header, type.toBuffer(decoded)]);
+}
+
+async function readMarkers(
+  kafka: KafkaClient,
+  admin: KafkaAdmin,
+  topic: string,
+  logger: Logger,
+): Promise<Map<string, RedriveMarker>> {
+  const markers = new Map<string, RedriveMarker>();
+  for (const r of await readTopicRange(kafka, admin, topic, logger)) {
+    if (!r.key) continue;
+    const key = r.key.toString('utf8');
+    if (r.value === null) markers.delete(key);
+    else {
+      try {
+        markers.set(key, JSON.parse(r.value.toString('utf8')) as RedriveMarker);
+      } catch {
+        logger.warn({ key }, 'unreadable redrive marker ignored');
+      }
+    }
+  }
+  return markers;
+}
+
+/** The latest state of each of `eventIds` in the given state partitions (tombstones: none). */
+async function readStates(
+  kafka: KafkaClient,
+  admin: KafkaAdmin,
+  stateTopic: string,
+  partitions: number[],
+  eventIds: Set<string>,
+  inputTopic: string,
+  logger: Logger,
+): Promise<Map<string, DocumentStateV2>> {
+  const states = new Map<string, DocumentStateV2>();
+  if (eventIds.size === 0 || !(await admin.listTopics()).includes(stateTopic)) return states;
+  await readTopicRange(kafka, admin, stateTopic, logger, {
+    partitions,
+    onRecords: (records) => {
+      for (const r of records) {
+        if (!r.key || r.key[0] === 0) continue;
+        const eventId = r.key.toString('utf8');
+        if (!eventIds.has(eventId)) continue;
+        if (r.value === null) states.delete(eventId);
+        else {
+          try {
+            states.set(eventId, decodeState(eventId, r.value, inputTopic));
+          } catch (err) {
+            logger.warn({ event_id: eventId, err: (err as Error).message }, 'unreadable state record');
+          }
+        }
+      }
+    },
+  });
+  return states;
+}
+
+/** Whether a record carrying the letter's redrive header lies in the marker's partition after `from`. */
+async function alreadySent(
+  kafka: KafkaClient,
+  admin: KafkaAdmin,
+  marker: RedriveMarker,
+  logger: Logger,
+): Promise<IncomingMessage | null> {
+  const records = await readTopicRange(kafka, admin, marker.topic, logger, {
+    partitions: [marker.partition],
+    from: new Map([[marker.partition, marker.from]]),
+  });
+  return records.find((r) => r.headers[REDRIVE_HEADER]?.toString('utf8') === marker.letter) ?? null;
+}
+
+export async function redrive(
+  letters: readonly Letter[],
+  deps: { kafka: KafkaClient; admin: KafkaAdmin; registry: Registry; config: Config; logger: Logger },
+  options: RedriveOptions,
+): Promise<RedriveResult> {
+  const { kafka, admin, registry, config, logger } = deps;
+  const t = config.topics;
+  const inputs = new Set([t.arrived, t.feedback]);
+  if (!options.dryRun) {
+    await admin.ensureTopics([
+      {
+        topic: t.redrives,
+        numPartitions: 1,
+        replicationFactor: t.replicationFactor,
+        configs: { 'cleanup.policy': 'compact' },
+      },
+    ]);
+  }
+  const markers = (await admin.listTopics()).includes(t.redrives)
+    ? await readMarkers(kafka, admin, t.redrives, logger)
+    : new Map<string, RedriveMarker>();
+
+  // A run cut between a pending marker and its sent marker: look for the record before resending.
+  const producer = kafka.producer();
+  await producer.connect();
+  try {
+    for (const letter of letters) {
+      const marker = markers.get(letter.id);
+      if (marker?.status !== 'pending') continue;
+      const found = await alreadySent(kafka, admin, marker, logger);
+      if (found && !options.dryRun) {
+        const sent: RedriveMarker = { ...marker, status: 'sent', offset: found.offset };
+        await producer.send(t.redrives, [{ key: letter.id, value: JSON.stringify(sent) }]);
+        markers.set(letter.id, sent);
+      } else if (found) markers.set(letter.id, { ...marker, status: 'sent', offset: found.offset });
+      else markers.delete(letter.id);
+    }
+
+    // The originals, by pointer, per source topic.
+    const originals = new Map<string, IncomingMessage | null>();
+    for (const topic of inputs) {
+      const wanted = letters.filter((l) => l.source_topic === topic && !markers.has(l.id));
+      if (wanted.length === 0) continue;
+      const reader = new RecordReader(kafka, admin, topic, logger, { readTimeoutMs: 30_000 });
+      await reader.start();
+      try {
+        const read = await reader.readMany(
+          wanted.map((l) => ({ partition: l.source_partition, offset: l.source_offset })),
+        );
+        wanted.forEach((l, i) => originals.set(l.id, read[i] ?? null));
+      } finally {
+        await reader.stop();
+      }
+    }
+
+    const arrivals = letters.filter((l) => l.source_topic === t.arrived && l.event_id !== null);
+    const states = await readStates(
+      kafka,
+      admin,
+      t.state,
+      [...new Set(arrivals.map((l) => l.source_partition))],
+      new Set(arrivals.map((l) => l.event_id!)),
+      t.arrived,
+      logger,
+    );
+
+    // One letter per event is re-sent: the latest (the others would be its duplicates).
+    const latestOfEvent = new Map<string, Letter>();
+    for (const l of letters) {
+      if (l.event_id === null || l.source_topic !== t.arrived) continue;
+      const seen = latestOfEvent.get(l.event_id);
+      if (!seen || l.failed_at >= seen.failed_at) latestOfEvent.set(l.event_id, l);
+    }
+
+    const entries: RedrivePlanEntry[] = letters.map((letter) => ({
+      letter,
+      decision: decide(letter, markers.get(letter.id), originals, states, latestOfEvent, inputs, options),
+    }));
+    const toSend = entries.filter((e) => e.decision.action === 'send');
+    if (options.dryRun || toSend.length === 0) return { entries, sent: 0, dryRun: options.dryRun };
+
+    const ends = new Map<string, string>();
+    for (const topic of new Set(toSend.map((e) => e.letter.source_topic))) {
+      for (const o of await admin.topicOffsets(topic)) ends.set(`${topic}/${o.partition}`, o.high);
+    }
+    let sent = 0;
+    const BATCH = 100;
+    for (let i = 0; i < toSend.length; i += BATCH) {
+      const batch = toSend.slice(i, i + BATCH);
+      const pending = batch.map(({ letter, decision }) => ({
+        letter: letter.id,
+        status: 'pending' as const,
+        at: Date.now(),
+        event_id: letter.event_id,
+        topic: letter.source_topic,
+        partition: letter.source_partition,
+        from: ends.get(`${letter.source_topic}/${letter.source_partition}`) ?? '0',
+        reprocess: decision.action === 'send' && decision.reprocess,
+      }));
+      await producer.send(
+        t.redrives,
+        pending.map((m) => ({ key: m.letter, value: JSON.stringify(m) })),
+      );
+      const messages: Array<{ topic: string; message: OutgoingMessage }> = [];
+      for (const { letter, decision } of batch) {
+        const original = originals.get(letter.id)!;
+        const reprocess = decision.action === 'send' && decision.reprocess;
+        messages.push({
+          topic: letter.source_topic,
+          message: {
+            key: original.key,
+            value:
+              reprocess && original.value ? await withReprocess(original.value, registry) : original.value,
+            headers: { ...original.headers, [REDRIVE_HEADER]: letter.id },
+            partition: letter.source_partition,
+          },
+        });
+      }
+      const byTopic = new Map<string, OutgoingMessage[]>();
+      for (const m of messages) byTopic.set(m.topic, [...(byTopic.get(m.topic) ?? []), m.message]);
+      await producer.sendBatch([...byTopic].map(([topic, msgs]) => ({ topic, messages: msgs })));
+      await producer.send(
+        t.redrives,
+        pending.map((m) => ({
+          key: m.letter,
+          value: JSON.stringify({ ...m, status: 'sent', at: Date.now() }),
+        })),
+      );
+      sent += batch.length;
+      options.onProgress?.(sent, toSend.length);
+    }
+    return { entries, sent, dryRun: false };
+  } finally {
+    await producer.disconnect().catch(() => undefined);
+  }
+}
+
+function decide(
+  letter: Letter,
+  marker: RedriveMarker | undefined,
+  originals: Map<string, IncomingMessage | null>,
+  states: Map<string, DocumentStateV2>,
+  latestOfEvent: Map<string, Letter>,
+  inputs: Set<string>,
+  options: RedriveOptions,
+): RedriveDecision {
+  if (marker)
+    return {
+      action: 'skip',
+      reason: 'already-redriven',
+      detail: `re-driven ${new Date(marker.at).toISOString()} to ${marker.topic}[${marker.partition}]${marker.offset !== undefined ? `@${marker.offset}` : ''}`,
+    };
+  if (!inputs.has(letter.source_topic))
+    return {
+      action: 'refuse',
+      reason: 'not-an-input',
+      detail: `its original is on ${letter.source_topic}, not an input topic of this connector`,
+    };
+  const original = originals.get(letter.id);
+  if (!original)
+    return {
+      action: 'refuse',
+      reason: 'original-gone',
+      detail: `its original ${letter.source_topic}[${letter.source_partition}]@${letter.source_offset} is no longer in the topic (retention)`,
+    };
+  if (
+    letter.event_id !== null &&
+    latestOfEvent.get(letter.event_id) !== letter &&
+    latestOfEvent.has(letter.event_id)
+  )
+    return {
+      action: 'skip',
+      reason: 'duplicate',
+      detail: `a later letter of event ${letter.event_id} (${latestOfEvent.get(letter.event_id)!.id}) is the one re-driven`,
+    };
+  const state = letter.event_id !== null ? states.get(letter.event_id) : undefined;
+  if (state && (state.status === 'CREATED' || state.status === 'UPLOADED'))
+    return {
+      action: 'skip',
+      reason: 'running',
+      detail: `document ${letter.event_id} is in progress (${state.status}, submission ${state.submission_id})`,
+    };
+  if (state && !options.reprocess)
+    return {
+      action: 'refuse',
+      reason: 'analysed',
+      detail:
+        state.status === 'DONE'
+          ? `document ${letter.event_id} was analysed since (DONE, submission ${state.submission_id}, published ${state.published.join(',') || 'nothing'}); --reprocess submits it again`
+          : `document ${letter.event_id} has a submission (FAILED, ${state.submission_id}); --reprocess submits it again`,
+    };
+  // reprocess only where the connector would otherwise skip the event: a document with a state.
+  return { action: 'send', reprocess: options.reprocess && state !== undefined };
+}

@@ -1,0 +1,142 @@
+/**
+ * `docstream dlq list|redrive` on the real stack, through the built CLI: letters of a run whose API
+ * answered 503 to every create are listed by reason, re-driven once the fault is off, and their
+ * documents finish with one submission each; a second redrive sends nothing; a document analysed
+ * since is refused unless --reprocess; a letter whose original is gone is refused and named.
+ */
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { sampleBytes } from '../../src/demo/corpus.js';
+import { E2E, arrival, waitFor } from '../harness/e2e.js';
+
+const run = promisify(execFile);
+const CLI = path.resolve('dist/cli/index.js');
+
+async function cli(args: string[]): Promise<string> {
+  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('DOCSTREAM_')));
+  const { stdout } = await run(process.execPath, [CLI, ...args], { env, timeout: 120_000 });
+  return stdout;
+}
+
+interface RedriveJson {
+  sent: number;
+  entries: Array<{
+    letter: { id: string; event_id: string | null; error_code: string };
+    decision: { action: string; reason?: string; reprocess?: boolean; detail?: string };
+  }>;
+}
+
+describe('docstream dlq', () => {
+  let e2e: E2E;
+
+  beforeAll(async () => {
+    e2e = await new E2E(2).start();
+  });
+
+  afterAll(async () => {
+    await e2e.stop();
+  });
+
+  it('lists letters by reason, re-drives them once the fault is off, and never twice', async () => {
+    const overrides = { api: { retryAttempts: 1, createRetryAttempts: 1, retryMaxTotalMs: 2000 } };
+    const config = e2e.writeConfig(overrides);
+    e2e.sandbox.configure({ faults: { errorRate: 1 } });
+    await e2e.startConnector(overrides);
+    await e2e.collect();
+    const ids = ['a1', 'a2', 'a3', 'e'].map((s) => `${e2e.id}-${s}`);
+    const bytes = await sampleBytes('clean-pdf');
+    const files = await Promise.all(ids.map((_, i) => e2e.writeFile(`${i}.pdf`, bytes)));
+    await e2e.produce(
+      ids.map((id, i) => arrival(id, files[i]!)),
+      (i) => ids[i]!,
+    );
+    await e2e.produce(['{not json'], () => 'bad');
+    await waitFor('5 dead letters', () => e2e.on('dlq').length >= 5, 90_000);
+
+    const listed = JSON.parse(await cli(['dlq', 'list', '--json', '--config', config])) as {
+      total: number;
+      by_reason: Array<{ stage: string; error_code: string; count: number }>;
+      letters: Array<{ event_id: string | null }>;
+    };
+    expect(listed.total).toBe(5);
+    expect(listed.by_reason).toEqual([
+      expect.objectContaining({ stage: 'create', error_code: 'api_503', count: 4 }),
+      expect.objectContaining({ stage: 'decode', error_code: 'invalid_json', count: 1 }),
+    ]);
+    const human = await cli(['dlq', 'list', '--code', 'api_503', '--config', config]);
+    expect(human).toContain('4 of 5 dead letters match');
+    expect(human).toMatch(/4\s+create\s+api_503/);
+
+    // The fault is fixed; event "e" is sent again upstream and finishes before any redrive.
+    e2e.sandbox.configure({ faults: { errorRate: 0 } });
+    await e2e.produce([arrival(ids[3]!, files[3]!)], () => ids[3]!);
+    await waitFor(
+      'e analysed',
+      () => e2e.forEvent(ids[3]!).some((o) => o.topic === e2e.topics.fraud),
+      60_000,
+    );
+
+    const dry = JSON.parse(
+      await cli(['dlq', 'redrive', '--code', 'api_503', '--dry-run', '--json', '--config', config]),
+    ) as RedriveJson;
+    expect(dry.sent).toBe(0);
+    expect(dry.entries.filter((e) => e.decision.action === 'send')).toHaveLength(3);
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    for (const id of ids.slice(0, 3)) expect(await e2e.submissions(id)).toHaveLength(0);
+
+    const first = JSON.parse(
+      await cli(['dlq', 'redrive', '--code', 'api_503', '--json', '--config', config]),
+    ) as RedriveJson;
+    expect(first.sent).toBe(3);
+    const refusedE = first.entries.find((e) => e.letter.event_id === ids[3]);
+    expect(refusedE?.decision).toMatchObject({ action: 'refuse', reason: 'analysed' });
+    for (const id of ids.slice(0, 3)) {
+      await waitFor(
+        `${id} analysed`,
+        () => e2e.forEvent(id).some((o) => o.topic === e2e.topics.fraud),
+        60_000,
+      );
+      expect(await e2e.submissions(id)).toHaveLength(1);
+    }
+
+    const second = JSON.parse(
+      await cli(['dlq', 'redrive', '--code', 'api_503', '--json', '--config', config]),
+    ) as RedriveJson;
+    expect(second.sent).toBe(0);
+    expect(
+      second.entries
+        .filter((e) => e.decision.reason === 'already-redriven')
+        .map((e) => e.letter.event_id)
+        .sort(),
+    ).toEqual(ids.slice(0, 3).sort());
+
+    // --reprocess re-sends the analysed one with reprocess: true: a second submission, by request.
+    const again = JSON.parse(
+      await cli(['dlq', 'redrive', '--event-id', ids[3]!, '--reprocess', '--json', '--config', config]),
+    ) as RedriveJson;
+    expect(again.sent).toBe(1);
+    expect(again.entries[0]!.decision).toMatchObject({ action: 'send', reprocess: true });
+    await waitFor(
+      'e submitted again',
+      () => e2e.forEvent(ids[3]!).filter((o) => o.topic === e2e.topics.fraud).length >= 2,
+      60_000,
+    );
+    const fraudResults = (id: string) => e2e.forEvent(id).filter((o) => o.topic === e2e.topics.fraud).length;
+    for (const id of ids.slice(0, 3)) expect(fraudResults(id)).toBe(1);
+
+    // The malformed record's original is deleted (as retention would): refused, and named.
+    const bad = e2e.on('dlq').find((o) => o.value.error_code === 'invalid_json')!;
+    const admin = e2e.kafka.admin();
+    await admin.connect();
+    await admin.deleteRecordsBefore(
+      e2e.topics.arrived,
+      Number(bad.value.source_partition),
+      String(Number(bad.value.source_offset) + 1),
+    );
+    await admin.disconnect();
+    const gone = await cli(['dlq', 'redrive', '--code', 'invalid_json', '--config', config]);
+    expect(gone).toContain('re-drove 0 of 1 letters');
+    expect(gone).toMatch(/refused \(original-gone\).*no longer in the topic/);
+  }, 360_000);
+});
