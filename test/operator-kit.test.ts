@@ -236,6 +236,7 @@ describe('operator kit: dashboard and alert rules', () => {
     );
     fs.writeFileSync(file, `groups:\n  - name: dashboard\n    rules:\n${rules.join('\n')}\n`);
     const queries = promtool(['check', 'rules', file]);
+    fs.rmSync(dir, { recursive: true, force: true });
     expect([queries.status, queries.output]).toEqual([0, expect.stringContaining('SUCCESS')]);
   });
 });

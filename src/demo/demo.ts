@@ -8,7 +8,6 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { stripVTControlCharacters } from 'node:util';
 import { loadConfig, prefixedTopics } from '../config/index.js';
 import { Connector } from '../connector/connector.js';
 import { OutputReader } from '../connector/output-reader.js';
@@ -17,7 +16,9 @@ import { createLogger } from '../observability/logger.js';
 import { startSandbox, type Sandbox } from '../sandbox/index.js';
 import { Registry } from '../serde/registry.js';
 import { defaultStackOptions, stackDown, stackUp, type ServiceName } from '../stack/index.js';
+import { registryUrl } from '../stack/services.js';
 import { writeCorpus, type Sample } from './corpus.js';
+import { fitTable, type Cell } from './table.js';
 
 interface DemoOptions {
   /** Keep the stack running afterwards even if the demo started it. */
@@ -26,7 +27,7 @@ interface DemoOptions {
   out: (line: string) => void;
 }
 
-interface Row {
+export interface Row {
   event: string;
   what: string;
   pipeline: string;
@@ -53,12 +54,85 @@ function scoreColor(score: string | undefined): string {
   return green(score);
 }
 
-function table(rows: string[][]): string {
-  const plain = (s: string) => stripVTControlCharacters(s);
-  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => plain(r[i] ?? '').length)));
-  return rows
-    .map((r) => r.map((cell, i) => cell + ' '.repeat(widths[i]! - plain(cell).length)).join('  '))
-    .join('\n');
+function scorePaint(score: string): (line: string) => string {
+  if (['HIGH_RISK', 'DECLINED', 'LOW_QUALITY'].includes(score)) return red;
+  if (['WARNING', 'MANUAL_REVIEW'].includes(score)) return yellow;
+  return green;
+}
+
+/** The width the final table must fit: the terminal's, at most 100 columns (100 when not a terminal). */
+function tableWidth(): number {
+  const columns = process.stdout.isTTY ? process.stdout.columns : undefined;
+  return Math.max(60, Math.min(100, columns ?? 100));
+}
+
+/** The final table: one row per event, wrapped (or the document and pipeline columns dropped) to fit. */
+export function resultTable(rows: Row[], width: number): string[] {
+  const score = (s: string | undefined): Cell => (s ? { text: s, paint: scorePaint(s) } : { text: '' });
+  const header = ['event', 'document', 'pipeline', 'fraud', 'quality', 'class', 'decision', 'dead letter'];
+  const body = rows.map((r): Cell[] => [
+    { text: r.event },
+    { text: r.what },
+    { text: r.pipeline },
+    score(r.fraud),
+    score(r.quality),
+    { text: r.classification ?? '' },
+    score(r.decision),
+    r.dead ? { text: r.dead, paint: red } : { text: '' },
+  ]);
+  return fitTable([header.map((text) => ({ text })), ...body], { width, keep: [0], droppable: [1, 2] });
+}
+
+const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
+
+/**
+ * Awaits `work`; when it takes more than a moment, says what the demo is waiting for (after 3 s,
+ * then at growing intervals up to every 30 s), so that a slow first start is never silent.
+ */
+export async function waitingFor<T>(
+  say: (line: string) => void,
+  what: string,
+  work: Promise<T>,
+  firstAfterMs = 3000,
+): Promise<T> {
+  const since = Date.now();
+  let timer: NodeJS.Timeout | undefined;
+  const next = (delay: number) => {
+    timer = setTimeout(() => {
+      say(dim(`       … waiting for ${what} (${seconds(Date.now() - since)})`));
+      next(Math.min(delay * 2, 30_000));
+    }, delay);
+  };
+  next(firstAfterMs);
+  try {
+    return await work;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * Makes sure Kafka's group coordinator answers for `groupId`. A broker that never had a consumer
+ * group creates its offsets topic on the first request for a coordinator and answers "loading"
+ * until it is ready; a consumer that joins then crashes and restarts after a back-off.
+ */
+async function groupCoordinatorReady(kafka: KafkaClient, groupId: string, timeoutMs: number): Promise<void> {
+  const admin = kafka.admin();
+  const deadline = Date.now() + timeoutMs;
+  try {
+    await admin.connect();
+    for (;;) {
+      try {
+        await admin.describeGroup(groupId);
+        return;
+      } catch (err) {
+        if (Date.now() > deadline) throw err;
+        await new Promise((r) => setTimeout(r, 250));
+      }
+    }
+  } finally {
+    await admin.disconnect().catch(() => undefined);
+  }
 }
 
 async function listenable(port: number): Promise<boolean> {
@@ -77,43 +151,70 @@ export async function runDemo(options: DemoOptions): Promise<number> {
   const stackOptions = { ...defaultStackOptions(), services, log: (l: string) => say(dim(`  stack  ${l}`)) };
   say('docstream demo — stack, sandbox and connector on this machine\n');
   say('1/4  local stack (Kafka, schema registry)');
-  const up = await stackUp(stackOptions);
-
   const run = `demo-${new Date().toISOString().slice(0, 19).replace(/[-:T]/g, '')}-${randomBytes(2).toString('hex')}`;
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'docstream-demo-'));
+  // The corpus and the sandbox need nothing of the stack: made while it starts.
+  const corpus = writeCorpus(dir);
+  corpus.catch(() => undefined);
+  let up: Awaited<ReturnType<typeof stackUp>> | undefined;
   let sandbox: Sandbox | null = null;
+  const sandboxStarting = listenable(8080).then(async (free) => {
+    sandbox = await startSandbox({
+      port: free ? 8080 : 0,
+      processing: { distribution: 'uniform', meanMs: 900, minMs: 400, maxMs: 1400 },
+    });
+    return sandbox;
+  });
+  sandboxStarting.catch(() => undefined);
   let connector: Connector | null = null;
-  const kafka = new KafkaClient({ brokers: ['localhost:9092'], clientId: 'docstream-demo' });
+  // The stack the demo started or found, on its ports (DOCSTREAM_STACK_KAFKA_PORT, ...).
+  const brokers = [`localhost:${stackOptions.ports.kafka}`];
+  const kafka = new KafkaClient({ brokers, clientId: 'docstream-demo' });
   const producer = kafka.producer();
   let collector: OutputReader | null = null;
   try {
+    let step = Date.now();
+    up = await waitingFor(
+      say,
+      'Kafka and the schema registry (a first start also sets them up)',
+      stackUp(stackOptions),
+    );
+    say(dim(`       ready in ${seconds(Date.now() - step)}`));
+
     say('2/4  sandbox of the Document Analysis API');
-    sandbox = await startSandbox({
-      port: (await listenable(8080)) ? 8080 : 0,
-      processing: { distribution: 'uniform', meanMs: 900, minMs: 400, maxMs: 1400 },
-    });
-    say(dim(`       ${sandbox.baseUrl} (client sandbox-client)`));
+    step = Date.now();
+    const api = await waitingFor(say, 'the sandbox', sandboxStarting);
+    say(dim(`       ${api.baseUrl} (client sandbox-client), ready in ${seconds(Date.now() - step)}`));
 
     say('3/4  connector');
+    step = Date.now();
     const topics = prefixedTopics(run, 1);
     const config = loadConfig({
       overrides: {
         topics,
-        kafka: { groupId: `${run}-connector` },
-        api: { baseUrl: sandbox.baseUrl },
+        kafka: { brokers, groupId: `${run}-connector` },
+        registry: { url: registryUrl(stackOptions) },
+        api: { baseUrl: api.baseUrl },
         connector: { pollInitialMs: 300, pollMaxMs: 2000 },
         blobs: { fileRoots: [dir] },
       },
     });
-    connector = await Connector.start({ config, logger: createLogger({ level: 'warn' }) });
-    say(
-      dim(
-        `       input ${topics.arrived}; results on ${run}.documents.{fraud,quality,classification,decision,dlq}`,
-      ),
+    await waitingFor(
+      say,
+      'the group coordinator (a new Kafka first creates its offsets topic)',
+      groupCoordinatorReady(kafka, config.kafka.groupId, options.timeoutMs),
     );
+    connector = await waitingFor(
+      say,
+      'the connector (topics, schemas, joining its consumer group)',
+      Connector.start({ config, logger: createLogger({ level: 'warn' }) }),
+    );
+    say(dim(`       input ${topics.arrived}`));
+    say(dim(`       results on ${run}.documents.{fraud,quality,classification,decision,dlq}`));
+    say(dim(`       ready in ${seconds(Date.now() - step)}`));
 
     say('4/4  sending a generated corpus\n');
-    const samples = await writeCorpus(dir);
+    const samples = await corpus;
     const byKind = Object.fromEntries(samples.map((s) => [s.kind, s])) as Record<Sample['kind'], Sample>;
     const rows = new Map<string, Row>();
     const events: Array<{ key: string; value: string }> = [];
@@ -228,6 +329,8 @@ export async function runDemo(options: DemoOptions): Promise<number> {
       say(`  [${String(done).padStart(2)}/${rows.size}] ${row.event.padEnd(18)} ${detail}`);
     };
     collector = new OutputReader({ kafka, topics, groupId: `${run}-viewer`, decoder: registry });
+    const producing = producer.connect();
+    producing.catch(() => undefined);
     await collector.start((m) => {
       const v = m.value!;
       // Dead letters of unreadable events have no event_id: they carry the original key, which is the id.
@@ -245,29 +348,21 @@ export async function runDemo(options: DemoOptions): Promise<number> {
       row.got += 1;
       if (row.got === row.awaited) finished(row);
     });
-    await producer.connect();
+    await producing;
     await producer.send(
       topics.arrived,
       events.map((e) => ({ key: e.key, value: e.value })),
     );
 
     const deadline = Date.now() + options.timeoutMs;
-    while (done < rows.size && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+    const allDone = (async () => {
+      while (done < rows.size && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+    })();
+    await waitingFor(say, 'the analyses (the sandbox takes 0.4-1.4 s per document)', allDone, 5000);
 
     say('');
-    const header = ['event', 'document', 'pipeline', 'fraud', 'quality', 'class', 'decision', 'dead letter'];
-    const body = [...rows.values()].map((r) => [
-      r.event,
-      r.what,
-      r.pipeline,
-      scoreColor(r.fraud),
-      scoreColor(r.quality),
-      r.classification ?? '',
-      scoreColor(r.decision),
-      r.dead ? red(r.dead) : '',
-    ]);
-    say(table([header, ...body]));
-    const stats = sandbox.stats();
+    say(resultTable([...rows.values()], tableWidth()).join('\n'));
+    const stats = api.stats();
     const incomplete = [...rows.values()].filter((r) => r.got < r.awaited);
     const wrong = [...rows.values()].filter((r) => (r.expect === 'dead letter') !== (r.dead !== undefined));
     say(
@@ -281,12 +376,18 @@ export async function runDemo(options: DemoOptions): Promise<number> {
     say(green('demo complete'));
     return 0;
   } finally {
+    const stopping = Date.now();
+    if (connector)
+      say(dim('stopping the connector (it commits its offsets and leaves its group) and the sandbox'));
     await collector?.stop().catch(() => undefined);
     await producer.disconnect().catch(() => undefined);
     await connector?.stop().catch(() => undefined);
-    await sandbox?.close().catch(() => undefined);
+    await sandboxStarting.catch(() => undefined);
+    await (sandbox as Sandbox | null)?.close().catch(() => undefined);
+    await corpus.catch(() => undefined);
     fs.rmSync(dir, { recursive: true, force: true });
-    if (!options.keepStack && up.started.length > 0) {
+    if (connector) say(dim(`stopped in ${seconds(Date.now() - stopping)}`));
+    if (!options.keepStack && up && up.started.length > 0) {
       say(dim(`stopping what the demo started: ${up.started.join(', ')}`));
       await stackDown({ ...stackOptions, services: up.started }).catch(() => undefined);
     }

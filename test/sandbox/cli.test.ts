@@ -1,6 +1,6 @@
 /** `docstream sandbox` as a user runs it: the built CLI (npm run test:integration builds first). */
 import { spawn, spawnSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -63,6 +63,7 @@ describe('docstream sandbox CLI', () => {
       encoding: 'utf8',
       timeout: 20_000,
     });
+    rmSync(file, { force: true });
     expect(out.status).toBe(2);
     expect(out.stderr).toMatch(/rateLimit\.ratePerSecond/);
   });
