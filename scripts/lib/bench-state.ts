@@ -20,6 +20,7 @@ import { encodeState } from '../../src/connector/state/record.js';
 import { ChangelogReader } from '../../src/kafka/changelog.js';
 import { KafkaClient, type KafkaAdmin, type OutgoingMessage } from '../../src/kafka/index.js';
 import { silentLogger } from '../../src/observability/logger.js';
+import { RUNTIME_ENV, RUNTIME_NODE_FLAGS } from '../../src/cli/runtime-defaults.js';
 import { BROKERS, uniqueName } from './harness.js';
 
 const PARTITIONS = 4;
@@ -68,12 +69,12 @@ function inMb(u: ReturnType<typeof usage>): Usage {
   };
 }
 
-/** Node and glibc settings that return the restore's transient memory to the OS (see docs/state.md). */
-const TUNED_ENV = {
-  MALLOC_ARENA_MAX: '2',
-  MALLOC_TRIM_THRESHOLD_: '131072',
-};
-const TUNED_NODE_FLAGS = ['--max-semi-space-size=1'];
+/**
+ * docstream's runtime defaults (`src/cli/runtime-defaults.ts`: what `docstream run` starts itself
+ * with and the image sets), against Node's own. "tuned" below means these.
+ */
+const TUNED_ENV = RUNTIME_ENV;
+const TUNED_NODE_FLAGS = RUNTIME_NODE_FLAGS;
 
 /**
  * The reader process: restore the given partitions, report, exit. With `stepwise`, the first partition
@@ -163,7 +164,12 @@ function runChild(
         partitions.join(','),
         options.stepwise ? 'stepwise' : 'all',
       ],
-      { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, ...(options.tuned ? TUNED_ENV : {}) } },
+      {
+        stdio: ['ignore', 'pipe', 'inherit'],
+        env: options.tuned
+          ? { ...process.env, ...TUNED_ENV }
+          : Object.fromEntries(Object.entries(process.env).filter(([k]) => !(k in TUNED_ENV))),
+      },
     );
     let out = '';
     proc.stdout.on('data', (chunk: Buffer) => (out += chunk.toString('utf8')));
@@ -251,7 +257,7 @@ export async function runState(options: {
           runChild(topic, [2, 3], deadline, { tuned, stepwise: true }),
         ]);
       const children = await pair(false);
-      log('again with the tuned runtime settings');
+      log("again with docstream's runtime defaults");
       const tuned = await pair(true);
       return { produceS, children, tuned };
     });
@@ -261,7 +267,8 @@ export async function runState(options: {
         log(`producing ${restoreDocs} finished state records for the restore`);
         const produceS = await fill(kafka, topic, restoreDocs, deadline);
         log(`produced in ${produceS} s; one reader restores all ${PARTITIONS} partitions`);
-        const child = await runChild(topic, [0, 1, 2, 3], deadline, { tuned: false, stepwise: false });
+        // As `docstream run` restores: with its runtime defaults.
+        const child = await runChild(topic, [0, 1, 2, 3], deadline, { tuned: true, stepwise: false });
         return { produceS, child };
       });
     }
@@ -282,10 +289,12 @@ export function printState(r: StateBenchResult): void {
         `(marginal ${c.marginalRssBytesPerDoc ?? '-'} B/doc); heap+buffers ${c.heapPlusBuffersBytesPerDoc} B/doc; ` +
         `index arrays ${c.indexBytesPerDoc} B/doc`,
     );
-  console.log('default runtime settings:');
+  console.log("Node's defaults:");
   r.footprint.children.forEach(line);
   console.log(
-    `tuned (${TUNED_NODE_FLAGS.join(' ')}, ${Object.entries(TUNED_ENV)
+    `docstream's defaults (as docstream run starts itself and the image sets: ${TUNED_NODE_FLAGS.join(' ')}, ${Object.entries(
+      TUNED_ENV,
+    )
       .map(([k, v]) => `${k}=${v}`)
       .join(' ')}):`,
   );
@@ -293,7 +302,7 @@ export function printState(r: StateBenchResult): void {
   if (r.restore) {
     const c = r.restore.child;
     console.log(
-      `restore: ${c.docs} finished documents, 4 partitions, one reader: ${(c.restoreMs / 1000).toFixed(1)} s ` +
+      `restore (docstream's defaults): ${c.docs} finished documents, 4 partitions, one reader: ${(c.restoreMs / 1000).toFixed(1)} s ` +
         `(${Math.round(c.docs / (c.restoreMs / 1000))} records/s); RSS ${c.idle.rssMb} → ${c.after.rssMb} MB ` +
         `= ${c.rssBytesPerDoc} B/doc`,
     );

@@ -13,6 +13,7 @@ import type { KafkaClient } from '../../src/kafka/index.js';
 import { type KafkaProducer } from '../../src/kafka/index.js';
 import { Registry } from '../../src/serde/registry.js';
 import { OutputReader } from '../../src/connector/output-reader.js';
+import { missingRuntimeDefaults } from '../../src/cli/runtime-defaults.js';
 
 export const BROKERS = (process.env.DOCSTREAM_KAFKA_BROKERS ?? 'localhost:9092').split(',');
 const REGISTRY_URL = process.env.DOCSTREAM_REGISTRY_URL ?? 'http://localhost:8081/apis/ccompat/v7';
@@ -81,6 +82,10 @@ interface ConnectorSettings {
   maxBytes?: number;
   connector?: Record<string, unknown>;
   api?: Record<string, unknown>;
+  /** Extra `kafka.*` settings (e.g. `assignor`). */
+  kafka?: Record<string, unknown>;
+  /** Log level of the connector (default warn). */
+  logLevel?: string;
 }
 
 /** Writes the connector's configuration file; the child reads nothing else (no DOCSTREAM_* variables). */
@@ -94,6 +99,7 @@ export function writeConnectorConfig(dir: string, s: ConnectorSettings): string 
       clientId: 'docstream-bench',
       sessionTimeoutMs: 10000,
       heartbeatIntervalMs: 1000,
+      ...(s.kafka ?? {}),
     },
     topics: s.topics,
     registry: { url: REGISTRY_URL },
@@ -101,7 +107,7 @@ export function writeConnectorConfig(dir: string, s: ConnectorSettings): string 
     connector: { maxInFlight: s.maxInFlight, commitIntervalMs: 500, ...(s.connector ?? {}) },
     blobs: { fileRoots: s.fileRoots, ...(s.maxBytes !== undefined ? { maxBytes: s.maxBytes } : {}) },
     http: { host: '127.0.0.1', port: s.httpPort },
-    log: { level: 'warn', format: 'json' },
+    log: { level: s.logLevel ?? 'warn', format: 'json' },
   };
   fs.writeFileSync(file, JSON.stringify(config, null, 2));
   return file;
@@ -117,6 +123,8 @@ process.once('exit', () => {
 interface SpawnOptions {
   nodeArgs?: string[];
   ipc?: boolean;
+  /** Every line the connector writes to stderr (its log, JSON at the level configured). */
+  onLine?: (line: string) => void;
 }
 
 /** `docstream run` as a child process: readiness from /readyz, peak memory from /proc. */
@@ -130,16 +138,27 @@ export class ConnectorProcess {
     private readonly httpPort: number,
     spawnOptions: SpawnOptions = {},
   ) {
+    const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('DOCSTREAM_')));
+    const nodeArgs = spawnOptions.nodeArgs ?? [];
+    // The runtime settings `docstream run` gives itself (by starting again), given here so that the
+    // process measured is the connector itself; flags in BENCH_NODE_ARGS or variables set win.
+    const missing = missingRuntimeDefaults(env, nodeArgs);
     this.child = spawn(
       process.execPath,
-      [...(spawnOptions.nodeArgs ?? []), CLI, 'run', '--config', configFile],
+      [...missing.flags, ...nodeArgs, CLI, 'run', '--config', configFile],
       {
         stdio: spawnOptions.ipc ? ['ignore', 'ignore', 'pipe', 'ipc'] : ['ignore', 'ignore', 'pipe'],
-        env: Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('DOCSTREAM_'))),
+        env: { ...env, ...missing.env },
       },
     );
+    let partial = '';
     this.child.stderr?.on('data', (chunk: Buffer) => {
-      this.stderrTail = (this.stderrTail + chunk.toString('utf8')).slice(-4000);
+      const text = chunk.toString('utf8');
+      this.stderrTail = (this.stderrTail + text).slice(-4000);
+      if (!spawnOptions.onLine) return;
+      const lines = (partial + text).split('\n');
+      partial = lines.pop() ?? '';
+      for (const line of lines) spawnOptions.onLine(line);
     });
     live.add(this.child);
     this.exited = new Promise((resolve) =>

@@ -1,10 +1,17 @@
 #!/usr/bin/env node
-import { buildProgram } from './program.js';
+import { reexecWithRuntimeDefaults, shouldReexec } from './runtime-defaults.js';
 
-buildProgram()
-  .parseAsync(process.argv)
-  .catch((err: unknown) => {
-    const message = err instanceof Error ? err.message : String(err);
-    process.stderr.write(`docstream: ${message}\n`);
-    process.exit(1);
-  });
+// `docstream run` needs runtime settings that only a process start can give (runtime-defaults.ts).
+if (shouldReexec(process.argv, process.env, process.channel !== undefined)) {
+  await reexecWithRuntimeDefaults();
+} else {
+  // Loaded only here, so that the re-starting process stays small.
+  const { buildProgram } = await import('./program.js');
+  buildProgram()
+    .parseAsync(process.argv)
+    .catch((err: unknown) => {
+      const message = err instanceof Error ? err.message : String(err);
+      process.stderr.write(`docstream: ${message}\n`);
+      process.exit(1);
+    });
+}

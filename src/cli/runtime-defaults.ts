@@ -1,0 +1,89 @@
+/**
+ * The runtime settings `docstream run` wants, which must be in place when the process starts.
+ *
+ * A restore reads a partition's whole changelog at a high allocation rate. With Node's defaults two
+ * things stay behind when it is over (docs/performance.md, issue 22): V8's young generation, grown to
+ * its maximum (2 x 16 MB semi-spaces, never shrunk while the process idles), and glibc's main arena,
+ * grown by the fetch buffers and not trimmed back. Together ~280 B per finished document held, over
+ * the 62.5 B of the index. A 2 MB semi-space and a fixed malloc trim threshold with two arenas keep
+ * that at the index's own size; neither can be changed once the process runs (V8 sizes its heap
+ * and glibc reads its tunables at start-up), so the CLI starts `run` again, once, with them.
+ *
+ * Settings already present win: a variable set (to anything) or a semi-space flag given is kept.
+ * The image sets them in its ENV, so there is no second process there.
+ */
+import { spawn } from 'node:child_process';
+
+/** glibc malloc: at most two arenas, and free memory at the top of a heap returned above 128 KiB. */
+export const RUNTIME_ENV: Readonly<Record<string, string>> = {
+  MALLOC_ARENA_MAX: '2',
+  MALLOC_TRIM_THRESHOLD_: '131072',
+};
+
+/** V8: a young generation of 2 x 2 MB at most (restore time unchanged, see docs/performance.md). */
+export const RUNTIME_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=2'];
+
+/** Set in the re-started process: it never starts a third. */
+const REEXEC_MARK = '_DOCSTREAM_RUNTIME_REEXEC';
+
+export interface MissingDefaults {
+  env: Record<string, string>;
+  flags: string[];
+}
+
+/** What of the runtime defaults this process lacks (nothing when the user set their own). */
+export function missingRuntimeDefaults(env: NodeJS.ProcessEnv, execArgv: readonly string[]): MissingDefaults {
+  const missing: MissingDefaults = { env: {}, flags: [] };
+  for (const [name, value] of Object.entries(RUNTIME_ENV))
+    if (env[name] === undefined) missing.env[name] = value;
+  // V8 takes `--max-semi-space-size` and `--max_semi_space_size` alike.
+  const norm = (arg: string) => arg.split('=')[0]!.replace(/_/g, '-');
+  const given = new Set([...execArgv, ...(env.NODE_OPTIONS ?? '').split(/\s+/)].map(norm));
+  for (const flag of RUNTIME_NODE_FLAGS) if (!given.has(norm(flag))) missing.flags.push(flag);
+  return missing;
+}
+
+/**
+ * Whether to start again: only for `run` (the long-lived process that holds state), not when already
+ * re-started, not under a supervisor that talks to it over IPC (that channel would reach the wrong
+ * process), and only when something is missing.
+ */
+export function shouldReexec(argv: readonly string[], env: NodeJS.ProcessEnv, hasIpc: boolean): boolean {
+  if (argv[2] !== 'run' || env[REEXEC_MARK] === '1' || hasIpc) return false;
+  const missing = missingRuntimeDefaults(env, process.execArgv);
+  return missing.flags.length > 0 || Object.keys(missing.env).length > 0;
+}
+
+const FORWARDED: NodeJS.Signals[] = ['SIGTERM', 'SIGINT', 'SIGHUP'];
+
+/**
+ * Runs this CLI again as a child with the missing defaults and waits for it: stdio shared, every
+ * stop signal forwarded, its exit code (or its fatal signal) made this process's. The child is the
+ * leader of its own process group, so a Ctrl-C reaches it once (forwarded), not twice.
+ */
+export function reexecWithRuntimeDefaults(): Promise<never> {
+  const missing = missingRuntimeDefaults(process.env, process.execArgv);
+  const child = spawn(process.execPath, [...process.execArgv, ...missing.flags, ...process.argv.slice(1)], {
+    stdio: 'inherit',
+    env: { ...process.env, ...missing.env, [REEXEC_MARK]: '1' },
+    detached: true,
+  });
+  const forward = (signal: NodeJS.Signals) => () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+  };
+  for (const signal of FORWARDED) process.on(signal, forward(signal));
+  return new Promise<never>(() => {
+    child.once('error', (err) => {
+      process.stderr.write(`docstream: could not start the connector process: ${err.message}\n`);
+      process.exit(1);
+    });
+    child.once('exit', (code, signal) => {
+      if (signal) {
+        for (const s of FORWARDED) process.removeAllListeners(s);
+        process.kill(process.pid, signal);
+        return;
+      }
+      process.exit(code ?? 1);
+    });
+  });
+}
