@@ -70,10 +70,15 @@ class Member {
 describe('scale events with the sticky assignor, under load', () => {
   const env = new E2E(PARTITIONS);
   const members: Member[] = [];
+  // The steady load of the test; stopped here too, so that a failing test leaves nothing producing.
+  let producing = false;
+  let load: Promise<void> = Promise.resolve();
   beforeAll(async () => {
     await env.start({ processing: { distribution: 'fixed', meanMs: 2500 } });
   });
   afterAll(async () => {
+    producing = false;
+    await load.catch(() => undefined);
     for (const m of members) await m.connector?.stop().catch(() => undefined);
     await env.stop();
   });
@@ -125,8 +130,8 @@ describe('scale events with the sticky assignor, under load', () => {
     // A steady load: 8 documents a second, keys spread over the partitions, until told to stop.
     const file = await env.writeFile('doc.pdf', await sampleBytes('clean-pdf'));
     const produced: string[] = [];
-    let producing = true;
-    const load = (async () => {
+    producing = true;
+    load = (async () => {
       for (let batch = 0; producing; batch++) {
         const ids = Array.from({ length: 4 }, (_, i) => `evt-${batch}-${i}`);
         produced.push(...ids);
