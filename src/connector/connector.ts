@@ -69,11 +69,27 @@ export class Connector {
       () => this.inputPartitions,
       config.connector.groupShareIntervalMs > 0,
     );
+    const transactions = this.parts.transactions;
     this.loop = new ConsumerLoop({
       topics: { arrived: config.topics.arrived, feedback: config.topics.feedback },
       maxInFlight: config.connector.maxInFlight,
       engine: this.engine,
-      state,
+      // exactly-once: a partition's transactional id is initialised (fencing its previous owner and
+      // aborting that owner's open transaction) before its state is restored and anything admitted;
+      // on revoke its gathered records are dropped and its producer closed.
+      state: transactions
+        ? {
+            assign: async (partitions) => {
+              await transactions.open(partitions);
+              await state.assign(partitions);
+            },
+            revoke: (partitions) => {
+              state.revoke(partitions);
+              void transactions.close(partitions);
+            },
+            unfinished: (partition) => state.unfinished(partition),
+          }
+        : state,
       arrivals: arrivalHandler({
         decoder: registry,
         engine: this.engine,
@@ -307,6 +323,8 @@ export class Connector {
       await this.engine.stop(timeout);
       p.scheduler.stop();
       await this.webhooks?.stop().catch(() => undefined);
+      // exactly-once: what the settled steps gathered is committed before the offsets.
+      await p.transactions?.stop().catch(() => undefined);
       await this.commit();
       await this.consumer?.disconnect().catch(() => undefined);
       await p.state.stop().catch(() => undefined);

@@ -463,6 +463,32 @@ export class KafkaConsumer {
     return this.consumer.on(this.consumer.events.REBALANCING, () => listener());
   }
 
+  /**
+   * Called after each fetched batch, also one that held only transaction markers or aborted records
+   * (which never reach the batch handler): `delivered` counts the records the handler was given, and
+   * `lastOffset` is the batch's last offset, markers included, so a reader can step past them.
+   */
+  onBatchEnd(
+    listener: (end: {
+      topic: string;
+      partition: number;
+      firstOffset: string | null;
+      lastOffset: string;
+      delivered: number;
+    }) => void,
+  ): Unsubscribe {
+    return this.consumer.on(this.consumer.events.END_BATCH_PROCESS, (event) => {
+      const p = event.payload;
+      listener({
+        topic: p.topic,
+        partition: p.partition,
+        firstOffset: p.firstOffset ?? null,
+        lastOffset: p.lastOffset,
+        delivered: p.batchSize,
+      });
+    });
+  }
+
   /** Called when the consumer fails; `restart` tells whether it will be restarted (see RestartPolicy). */
   onCrash(listener: (crash: ConsumerCrash) => void): Unsubscribe {
     this.crashListeners.add(listener);
