@@ -222,12 +222,16 @@ export class E2E {
   }
 
   async stop(): Promise<void> {
-    for (const child of this.children) if (child.exitCode === null) child.kill('SIGKILL');
-    for (const c of this.connectors) await c.stop().catch(() => undefined);
-    await this.collector?.stop().catch(() => undefined);
-    await this.producer.disconnect().catch(() => undefined);
-    await this.sandbox?.close();
-    fs.rmSync(this.dir, { recursive: true, force: true });
+    try {
+      for (const child of this.children) if (child.exitCode === null) child.kill('SIGKILL');
+      for (const c of this.connectors) await c.stop().catch(() => undefined);
+      await this.collector?.stop().catch(() => undefined);
+      await this.producer.disconnect().catch(() => undefined);
+      await this.sandbox?.close();
+    } finally {
+      // The test's files go whatever failed above.
+      fs.rmSync(this.dir, { recursive: true, force: true });
+    }
   }
 }
 
