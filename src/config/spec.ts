@@ -268,6 +268,21 @@ export const CONFIG_SPEC = {
       'Fields (dotted paths, e.g. blob.url or attributes.email) removed from the copy of the original record in dead letters; submission_characteristics always is.',
     ),
     shutdownTimeoutMs: f.int(30000, 'Bound on a graceful shutdown.', 100),
+    delivery: f.enum(
+      ['at-least-once', 'exactly-once'],
+      'at-least-once',
+      'How outputs are written. exactly-once: each result or dead letter in one Kafka transaction with the state record that makes it durable, and an instance that lost a partition fenced (one transactional id per input partition, <transactionalIdPrefix>-<partition>); outputs must then be read with isolation.level=read_committed. Not the default: it needs Write/Describe ACLs on TransactionalId resources, read_committed consumers downstream, one producer (and its broker connections) per owned input partition, and adds up to transactionLingerMs of latency per write; at-least-once may publish a result twice only when a crash falls between the result and its state record.',
+    ),
+    transactionalIdPrefix: f.string(
+      '',
+      'exactly-once: the prefix of the transactional ids, one per input partition (<prefix>-<partition>); empty: <kafka.groupId>-<topics.arrived>.',
+    ),
+    transactionLingerMs: f.int(
+      20,
+      'exactly-once: how long records gather before a partition commits them as one transaction (a transaction is out at a time per partition; records gather while it is).',
+      0,
+      1000,
+    ),
   },
   state: {
     retentionMs: f.int(

@@ -235,7 +235,11 @@ export class Lifecycle extends RunEnding {
       }
     }
     try {
-      await this.ports.out.publishResult(kind, run.identity, body, { report_url: reportUrl, source });
+      await this.ports.out.publishResult(kind, run.identity, body, {
+        report_url: reportUrl,
+        source,
+        inputPartition: run.state.input.partition,
+      });
     } catch (err) {
       // Too large for its topic: retrying cannot help, the document ends in a letter.
       if (isMessageTooLarge(err)) {

@@ -3,7 +3,6 @@
  * headers event_id and traceparent) and dead letters. Each call resolves once Kafka acknowledged it.
  * State records have their own writer (`state/writer.ts`).
  */
-import type { CoalescingSender } from '../kafka/coalescer.js';
 import { isMessageTooLarge } from '../kafka/errors.js';
 import { DEFAULT_MAX_MESSAGE_BYTES, messageSize } from '../kafka/message-size.js';
 import type { OutgoingMessage } from '../kafka/producer.js';
@@ -32,11 +31,27 @@ export interface DeadLetterOptions {
   logger?: Logger;
   /** A letter that could not be written even cut to its bare fields: it is logged and counted. */
   onUnwritable?: (letter: DeadLetter) => void;
+  /** The input topic: a letter about one of its records is written with that partition's state. */
+  inputTopic?: string;
+}
+
+/**
+ * How an output record is sent: with `inputPartition`, exactly-once writes it in that input
+ * partition's transaction (`delivery.ts`); `stateFollows` says the caller writes the state record
+ * that makes it durable next, in the same transaction, so the send resolves once the record is in
+ * the transaction (the state write resolves on the commit). At-least-once ignores both.
+ */
+export interface OutputSender {
+  send(
+    topic: string,
+    message: OutgoingMessage,
+    options?: { inputPartition?: number; stateFollows?: boolean },
+  ): Promise<void>;
 }
 
 export class KafkaOutput implements OutputPort {
   constructor(
-    private readonly sender: Pick<CoalescingSender, 'send'>,
+    private readonly sender: OutputSender,
     private readonly registry: Pick<Registry, 'encode'>,
     private readonly topics: OutputTopics,
     private readonly now: () => number = Date.now,
@@ -61,11 +76,10 @@ export class KafkaOutput implements OutputPort {
     const topic = this.topics[kind];
     const headers: Record<string, string> = { event_id: doc.event_id };
     if (doc.traceparent) headers.traceparent = doc.traceparent;
-    await this.sender.send(topic, {
-      key: doc.submission_id,
-      value: this.registry.encode(topic, value),
-      headers,
-    });
+    const message = { key: doc.submission_id, value: this.registry.encode(topic, value), headers };
+    // The state record saying it was published follows (`lifecycle.ts`).
+    if (extra.inputPartition === undefined) await this.sender.send(topic, message);
+    else await this.sender.send(topic, message, { inputPartition: extra.inputPartition, stateFollows: true });
   }
 
   /**
@@ -74,8 +88,11 @@ export class KafkaOutput implements OutputPort {
    * original bytes is logged and counted, and resolves too, so the partition moves on. Rejects only
    * when Kafka could not be reached (the record is retried).
    */
-  async deadLetter(letter: DeadLetter): Promise<void> {
+  async deadLetter(letter: DeadLetter, options: { stateFollows?: boolean } = {}): Promise<void> {
     const topic = this.topics.dlq;
+    const inputPartition =
+      letter.source && letter.source.topic === this.dlq.inputTopic ? letter.source.partition : undefined;
+    const route = inputPartition === undefined ? undefined : { inputPartition, ...options };
     const headers: Record<string, string> = {};
     if (letter.event_id) headers.event_id = letter.event_id;
     if (letter.source?.traceparent) headers.traceparent = letter.source.traceparent;
@@ -109,7 +126,8 @@ export class KafkaOutput implements OutputPort {
       if (!fitted) break;
       const outgoing = message(fitted.letter);
       try {
-        await this.sender.send(topic, outgoing);
+        if (route) await this.sender.send(topic, outgoing, route);
+        else await this.sender.send(topic, outgoing);
         return;
       } catch (err) {
         if (!isMessageTooLarge(err)) throw err;

@@ -48,9 +48,14 @@ export abstract class RunEnding {
   }
 
   /** Writes the dead letter of a failure and counts it. */
-  async deadLetter(err: unknown, subject: LetterSubject, context: LetterContext): Promise<DeadLetter> {
+  async deadLetter(
+    err: unknown,
+    subject: LetterSubject,
+    context: LetterContext,
+    options: { stateFollows?: boolean } = {},
+  ): Promise<DeadLetter> {
     const letter = deadLetterOf(err, subject, context);
-    await this.ports.out.deadLetter(letter);
+    await this.ports.out.deadLetter(letter, options);
     this.events.onDeadLetter?.(context.stage, letter.error_code);
     return letter;
   }
@@ -142,6 +147,8 @@ export abstract class RunEnding {
       err,
       { source: await this.sourceOf(run), ...subjectOf(run) },
       { stage, fallbackCode, ...(attempts === undefined ? {} : { attempts }) },
+      // Exactly-once: the letter and the FAILED state below go in one transaction.
+      { stateFollows: run.mode === 'process' },
     );
     if (run.mode === 'process') {
       run.state = finishedState(run, 'FAILED', this.now());

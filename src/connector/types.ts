@@ -72,12 +72,15 @@ export interface OutputPort {
     body: Record<string, unknown>,
     extra?: ResultExtra,
   ): Promise<void>;
-  deadLetter(letter: DeadLetter): Promise<void>;
+  /** `stateFollows`: the caller records the document's state next (exactly-once: one transaction). */
+  deadLetter(letter: DeadLetter, options?: { stateFollows?: boolean }): Promise<void>;
 }
 
 export interface ResultExtra {
   report_url?: string | null;
   source?: 'poll' | 'webhook';
+  /** The document's input partition: exactly-once writes the result in its transaction. */
+  inputPartition?: number;
 }
 
 /** Thrown by `ApiPort.getResult` while a result is not final yet (404 before the verdict). */

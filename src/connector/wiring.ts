@@ -13,6 +13,7 @@ import { CoalescingSender } from '../kafka/coalescer.js';
 import { RecordReader } from '../kafka/record-reader.js';
 import type { KafkaAdmin } from '../kafka/admin.js';
 import type { KafkaProducer } from '../kafka/producer.js';
+import type { TransactionalWriters } from '../kafka/transactions.js';
 import type { Logger } from '../observability/logger.js';
 import type { ConnectorMetrics } from '../observability/metrics.js';
 import { Registry } from '../serde/registry.js';
@@ -23,6 +24,7 @@ import type { ArrivalLimits } from './arrivals.js';
 import { parseAwaitedOverride } from './awaited.js';
 import type { DeadLetterSink } from './dead-letters.js';
 import { deliveryWindowMs, RecentDeliveries } from './decision-deliveries.js';
+import { transactionalOutputs, transactionalStates } from './delivery.js';
 import { DocumentEngine } from './engine.js';
 import { InputRecords } from './inputs.js';
 import { KafkaOutput } from './output.js';
@@ -109,6 +111,8 @@ export interface ConnectorParts {
   client: DocumentAnalysisClient;
   blobs: ReturnType<typeof createBlobSource>;
   sender: CoalescingSender;
+  /** exactly-once: the transactional producers of the owned input partitions; else null. */
+  transactions: TransactionalWriters | null;
   output: KafkaOutput;
   state: OwnedState;
   /** Reads admitted documents' input records back by pointer. */
@@ -138,8 +142,23 @@ export function buildParts(
   const sender = new CoalescingSender(producer);
   const t = config.topics;
   const c = config.connector;
+  const transactions =
+    c.delivery === 'exactly-once'
+      ? kafka.transactionalWriters({
+          idPrefix: c.transactionalIdPrefix || `${config.kafka.groupId}-${t.arrived}`,
+          lingerMs: c.transactionLingerMs,
+          limitFor: (topic) => producer.limitFor(topic),
+          logger,
+          onCommit: (records, ms) => {
+            metrics.transactionDuration.observe(ms / 1000);
+            metrics.transactionRecords.inc(records);
+          },
+        })
+      : null;
   const output = new KafkaOutput(
-    sender,
+    transactions
+      ? transactionalOutputs(transactions, sender)
+      : { send: (topic, message) => sender.send(topic, message) },
     registry,
     {
       fraud: t.fraud,
@@ -155,6 +174,7 @@ export function buildParts(
       logger,
       onUnwritable: (letter) =>
         metrics.deadLettersUnwritable.inc({ stage: letter.stage, reason: letter.error_code }),
+      inputTopic: t.arrived,
     },
   );
   let writer: StateWriter | null = null;
@@ -168,7 +188,7 @@ export function buildParts(
       tombstone: (partition, eventId) => writer!.tombstone(partition, eventId),
     },
   );
-  writer = new StateWriter(sender, t.state, state);
+  writer = new StateWriter(transactions ? transactionalStates(transactions) : sender, t.state, state);
   const inputReader = new RecordReader(kafka, admin, t.arrived, logger);
   const scheduler = new PollScheduler();
   const awaitedOverride = parseAwaitedOverride(c.awaitedResults);
@@ -239,6 +259,7 @@ export function buildParts(
     client,
     blobs,
     sender,
+    transactions,
     output,
     state,
     inputReader,

@@ -9,6 +9,7 @@ import { silentLogger } from '../observability/logger.js';
 import { KafkaAdmin } from './admin.js';
 import { KafkaConsumer, type ConsumerSettings } from './consumer.js';
 import { KafkaProducer, type ProducerSettings } from './producer.js';
+import { TransactionalWriters, type TransactionalSettings } from './transactions.js';
 import type { KafkaSecurity } from './security.js';
 
 const { Kafka: KafkaJs, logLevel: LogLevel } = kafkajs;
@@ -100,6 +101,11 @@ export class KafkaClient {
 
   producer(settings: ProducerSettings = {}): KafkaProducer {
     return new KafkaProducer(this.kafka, settings);
+  }
+
+  /** One transactional producer per owned input partition (exactly-once delivery). */
+  transactionalWriters(settings: TransactionalSettings): TransactionalWriters {
+    return new TransactionalWriters(this.kafka, settings);
   }
 
   consumer(settings: ConsumerSettings): KafkaConsumer {

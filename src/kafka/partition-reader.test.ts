@@ -8,6 +8,9 @@ class FakeConsumer {
   calls: string[] = [];
   joined = false;
   private onJoin: ((join: GroupJoin) => void) | null = null;
+  onBatchEnd(): () => void {
+    return () => undefined;
+  }
   onGroupJoin(cb: (join: GroupJoin) => void): void {
     this.onJoin = cb;
   }

@@ -29,12 +29,17 @@ export interface PartitionReaderSettings {
   sessionTimeoutMs?: number;
 }
 
-/** Called with the records of one open partition, in offset order, each record once. */
+/**
+ * Called with the records of one open partition, in offset order, each record once; with none when
+ * the position stepped past transaction markers or aborted records (see `position`).
+ */
 type PartitionHandler = (messages: IncomingMessage[]) => void;
 
 interface OpenPartition {
   next: number;
   handler: PartitionHandler;
+  /** The handler took the current batch (not stale): its end may step past trailing markers. */
+  took?: boolean;
 }
 
 export class PartitionReader {
@@ -76,6 +81,28 @@ export class PartitionReader {
         if (all.includes(partition)) consumer.seek(this.topic, partition, String(state.next));
       }
     });
+    // A batch of transaction markers or aborted records only (a transactional writer's) reaches no
+    // handler: step the position past it, and tell the handler (no records) so it sees the position.
+    consumer.onBatchEnd((end) => {
+      const state = this.open.get(end.partition);
+      if (!state || end.topic !== this.topic || end.firstOffset === null) return;
+      if (end.delivered > 0) {
+        // Records after the batch's last record were markers or aborted: step past them, unless the
+        // batch was stale (its records were not taken).
+        const took = state.took;
+        state.took = false;
+        if (!took || Number(end.lastOffset) < state.next) return;
+      } else if (Number(end.firstOffset) !== state.next || Number(end.lastOffset) < state.next) return;
+      state.next = Number(end.lastOffset) + 1;
+      try {
+        state.handler([]);
+      } catch (err) {
+        this.logger.error(
+          { topic: this.topic, partition: end.partition, err: (err as Error).message },
+          'partition handler failed',
+        );
+      }
+    });
     await consumer.connect();
     await consumer.subscribe([this.topic], { fromBeginning: true });
     await consumer.run(async (batch, control) => {
@@ -85,6 +112,7 @@ export class PartitionReader {
         return;
       }
       if (control.isStale()) return;
+      state.took = true;
       let from = 0;
       while (from < batch.messages.length && Number(batch.messages[from]!.offset) < state.next) from++;
       if (from === batch.messages.length) return;

@@ -109,6 +109,19 @@ export class ConnectorMetrics {
     registers: [this.registry],
   });
 
+  readonly transactionDuration = new Histogram({
+    name: 'docstream_transaction_duration_seconds',
+    help: 'exactly-once: time from a transaction taking its records to its commit',
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+    registers: [this.registry],
+  });
+
+  readonly transactionRecords = new Counter({
+    name: 'docstream_transaction_records_total',
+    help: 'exactly-once: records committed in transactions (divide by the duration count for records per transaction)',
+    registers: [this.registry],
+  });
+
   readonly inputPausedByRegistry = new Gauge({
     name: 'docstream_input_paused_registry',
     help: '1 while the input is paused because the schema registry is unavailable',

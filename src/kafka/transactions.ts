@@ -1,0 +1,391 @@
+/**
+ * Exactly-once writes with kafkajs, which has no KIP-447: one transactional producer per input
+ * partition, its transactional id `<prefix>-<partition>` (Kafka Streams' first exactly-once mode).
+ * The owner of a partition initialises that id before it restores the partition's state: the epoch
+ * is bumped, the previous owner's open transaction is aborted, and any later commit of the previous
+ * owner (a zombie: paused past its session, cut off) fails as fenced, so nothing it wrote for the
+ * partition becomes visible to a `read_committed` reader.
+ *
+ * Records of a partition gather in a batch and go out as one transaction after `lingerMs` (one
+ * transaction in flight per partition; records gather meanwhile). A batch is taken only in a timer
+ * callback, never in a promise continuation: a caller that stages a record (`stage`) and then, in
+ * the same chain of promise continuations without I/O, stages another (the state record that says
+ * the first was published) has both in one transaction. A failed transaction is aborted and its
+ * whole batch sent again in the next one; only fencing (the partition has a new owner) or closing
+ * the partition fails the batch.
+ */
+import kafkajs from 'kafkajs';
+import type { Kafka, Producer } from 'kafkajs';
+import type { Logger } from '../observability/logger.js';
+import { backoffDelay } from '../util/backoff.js';
+import { KafkaError, kafkaError, MessageTooLargeError } from './errors.js';
+import { DEFAULT_MAX_MESSAGE_BYTES, messageSize } from './message-size.js';
+import { JavaCompatiblePartitioner } from './partitioner.js';
+import type { OutgoingMessage } from './producer.js';
+
+const { CompressionTypes } = kafkajs;
+
+/** The partition has a new owner that initialised its transactional id: this instance may not write it. */
+export class FencedError extends KafkaError {
+  constructor(
+    readonly partition: number,
+    cause?: unknown,
+  ) {
+    super(`partition ${partition}: this producer was fenced (the partition has a new owner)`, {
+      retriable: false,
+      cause,
+    });
+    this.name = 'FencedError';
+  }
+}
+
+/** The partition is not (or no longer) written by this instance: revoked, or never assigned. */
+export class NotOwnedError extends KafkaError {
+  constructor(readonly partition: number) {
+    super(`partition ${partition} is not owned by this instance's transactional writers`, {
+      retriable: false,
+    });
+    this.name = 'NotOwnedError';
+  }
+}
+
+export interface TransactionalSettings {
+  /** Transactional ids are `<idPrefix>-<partition>`. */
+  idPrefix: string;
+  /** How long records gather before a transaction takes them (default 20 ms). */
+  lingerMs?: number;
+  /** Largest message per topic (the producer's limits); default 1,000,000 bytes. */
+  limitFor?: (topic: string) => number;
+  ackTimeoutMs?: number;
+  compression?: 'none' | 'gzip';
+  /** Upper bound of a transaction's duration the broker enforces (default 60 s). */
+  transactionTimeoutMs?: number;
+  /** Records per transaction (default 2000). */
+  maxBatch?: number;
+  logger: Logger;
+  /** Told of every committed transaction: its records and how long it took. */
+  onCommit?: (records: number, ms: number) => void;
+}
+
+interface Staged {
+  topic: string;
+  message: OutgoingMessage;
+  size: number;
+  slot?: string;
+  settle: Array<{ resolve: () => void; reject: (err: unknown) => void }>;
+}
+
+/** True when the error (or one it wraps) says a newer producer of the same transactional id exists. */
+export function isFencing(err: unknown): boolean {
+  for (
+    let e = err as { type?: string; cause?: unknown; originalError?: unknown } | undefined, i = 0;
+    e && i < 8;
+    i++
+  ) {
+    if (e.type === 'PRODUCER_FENCED' || e.type === 'INVALID_PRODUCER_EPOCH') return true;
+    if (e instanceof FencedError) return true;
+    e = (e.cause ?? e.originalError) as typeof e;
+  }
+  return false;
+}
+
+/** One input partition's transactional producer and the batch gathering for its next transaction. */
+class PartitionWriter {
+  private producer: Producer | null = null;
+  private batch: Staged[] = [];
+  private readonly slots = new Map<string, Staged>();
+  private timer: NodeJS.Timeout | null = null;
+  private flushing: Promise<void> | null = null;
+  private closed = false;
+  private fenced: FencedError | null = null;
+  /** The producer's transaction state is unknown (an abort failed): make a new one before the next. */
+  private broken = false;
+
+  constructor(
+    private readonly kafka: Kafka,
+    readonly partition: number,
+    private readonly s: TransactionalSettings,
+  ) {}
+
+  get transactionalId(): string {
+    return `${this.s.idPrefix}-${this.partition}`;
+  }
+
+  /** Connects and initialises the transactional id: fences the previous owner, aborts its transaction. */
+  async open(): Promise<void> {
+    const producer = this.kafka.producer({
+      transactionalId: this.transactionalId,
+      idempotent: true,
+      maxInFlightRequests: 1,
+      transactionTimeout: this.s.transactionTimeoutMs ?? 60_000,
+      createPartitioner: JavaCompatiblePartitioner,
+    });
+    this.producer = producer;
+    try {
+      await producer.connect();
+      // kafkajs initialises the transactional id with the first transaction; one with nothing in it
+      // sends no EndTxn.
+      const txn = await producer.transaction();
+      await txn.abort();
+    } catch (err) {
+      this.producer = null;
+      await producer.disconnect().catch(() => undefined);
+      throw kafkaError(err, `initialising transactional id ${this.transactionalId}`);
+    }
+  }
+
+  /**
+   * Queues a record for the next transaction (throws at once when it cannot be: fenced, closed, too
+   * large); the promise resolves once that transaction committed.
+   */
+  stage(topic: string, message: OutgoingMessage, replace: boolean): Promise<void> {
+    if (this.fenced) throw this.fenced;
+    if (this.closed) throw new NotOwnedError(this.partition);
+    const size = messageSize(message);
+    const limit = this.s.limitFor?.(topic) ?? DEFAULT_MAX_MESSAGE_BYTES;
+    if (size > limit) throw new MessageTooLargeError({ topic, size, limit, fromBroker: false });
+    return new Promise((resolve, reject) => {
+      const slot = message.key === null ? undefined : slotOf(topic, message);
+      if (!replace && slot !== undefined) this.slots.delete(slot);
+      const queued = replace && slot !== undefined ? this.slots.get(slot) : undefined;
+      if (queued) {
+        queued.message = message;
+        queued.size = size;
+        queued.settle.push({ resolve, reject });
+        return;
+      }
+      const item: Staged = { topic, message, size, settle: [{ resolve, reject }] };
+      if (replace && slot !== undefined) {
+        item.slot = slot;
+        this.slots.set(slot, item);
+      }
+      this.batch.push(item);
+      this.schedule(this.s.lingerMs ?? 20);
+    });
+  }
+
+  private schedule(delay: number): void {
+    if (this.timer || this.flushing || this.batch.length === 0) return;
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      this.flushing = this.flush().finally(() => {
+        this.flushing = null;
+        // A new macrotask: never take a batch in the continuation of a commit.
+        if (!this.closed || this.batch.length > 0) this.schedule(0);
+      });
+    }, delay);
+  }
+
+  private take(): Staged[] {
+    const max = this.s.maxBatch ?? 2000;
+    let bytes = 0;
+    let count = 0;
+    for (const item of this.batch) {
+      const budget = this.s.limitFor?.(item.topic) ?? DEFAULT_MAX_MESSAGE_BYTES;
+      if (count >= max || (count > 0 && bytes + item.size > budget)) break;
+      bytes += item.size;
+      count += 1;
+    }
+    const taken = this.batch.splice(0, count);
+    for (const item of taken) if (item.slot !== undefined) this.slots.delete(item.slot);
+    return taken;
+  }
+
+  private async flush(): Promise<void> {
+    const items = this.take();
+    if (items.length === 0) return;
+    for (let attempt = 0; ; attempt++) {
+      if (this.fenced) return rejectAll(items, this.fenced);
+      const started = Date.now();
+      try {
+        await this.transact(items);
+        this.s.onCommit?.(items.length, Date.now() - started);
+        for (const item of items) for (const x of item.settle) x.resolve();
+        return;
+      } catch (err) {
+        if (isFencing(err)) {
+          this.fence(err);
+          return rejectAll(items, this.fenced);
+        }
+        if (this.closed) return rejectAll(items, new NotOwnedError(this.partition));
+        this.s.logger.warn(
+          { partition: this.partition, attempt, records: items.length, err: (err as Error).message },
+          'transaction failed; aborted, sending its records again',
+        );
+        await new Promise((r) => setTimeout(r, backoffDelay(attempt, { initialMs: 100, maxMs: 5000 })));
+      }
+    }
+  }
+
+  private async transact(items: Staged[]): Promise<void> {
+    if (this.broken || !this.producer) {
+      await this.producer?.disconnect().catch(() => undefined);
+      this.broken = false;
+      await this.open();
+    }
+    const producer = this.producer!;
+    const txn = await producer.transaction();
+    try {
+      await txn.sendBatch({
+        topicMessages: byTopic(items),
+        acks: -1,
+        ...(this.s.ackTimeoutMs !== undefined ? { timeout: this.s.ackTimeoutMs } : {}),
+        compression: this.s.compression === 'gzip' ? CompressionTypes.GZIP : CompressionTypes.None,
+      });
+      await txn.commit();
+    } catch (err) {
+      if (!isFencing(err)) await txn.abort().catch(() => (this.broken = true));
+      throw err;
+    }
+  }
+
+  private fence(cause: unknown): void {
+    this.fenced ??= new FencedError(this.partition, cause);
+    this.s.logger.warn({ partition: this.partition }, 'fenced: another instance owns this partition now');
+    rejectAll(this.batch.splice(0), this.fenced);
+    this.slots.clear();
+  }
+
+  /**
+   * Stops writing the partition. `commit`: the gathered records go out first (a graceful stop);
+   * else they fail (revoked: the new owner resumes from the committed state) and a transaction
+   * already out ends as the broker decides (committed, or aborted by the new owner's fencing).
+   */
+  async close(commit: boolean): Promise<void> {
+    if (!commit) {
+      this.closed = true;
+      rejectAll(this.batch.splice(0), new NotOwnedError(this.partition));
+      this.slots.clear();
+    }
+    if (this.timer && commit) {
+      clearTimeout(this.timer);
+      this.timer = null;
+      this.flushing ??= this.flush().finally(() => (this.flushing = null));
+    }
+    while (this.flushing) await this.flushing;
+    if (commit && this.batch.length > 0 && !this.fenced) {
+      this.flushing = this.flush().finally(() => (this.flushing = null));
+      await this.flushing;
+    }
+    this.closed = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    await this.producer?.disconnect().catch(() => undefined);
+    this.producer = null;
+  }
+}
+
+/**
+ * The transactional producers of the input partitions this instance owns: `open` on assignment
+ * (before the partition's state is restored), `close` on revoke, `stop` at shutdown.
+ */
+export class TransactionalWriters {
+  private readonly writers = new Map<number, PartitionWriter>();
+
+  constructor(
+    private readonly kafka: Kafka,
+    private readonly settings: TransactionalSettings,
+  ) {}
+
+  /** Creates and initialises the producers of `partitions` not yet open (fencing their previous owners). */
+  async open(partitions: number[]): Promise<void> {
+    await Promise.all(
+      partitions
+        .filter((p) => !this.writers.has(p))
+        .map(async (p) => {
+          const writer = new PartitionWriter(this.kafka, p, this.settings);
+          await writer.open();
+          this.writers.set(p, writer);
+        }),
+    );
+  }
+
+  owns(partition: number): boolean {
+    return this.writers.has(partition);
+  }
+
+  /** Producers open now (each one its own connections to the brokers). */
+  get size(): number {
+    return this.writers.size;
+  }
+
+  /** Resolves once the transaction holding the record committed. */
+  send(
+    partition: number,
+    topic: string,
+    message: OutgoingMessage,
+    options: { replace?: boolean } = {},
+  ): Promise<void> {
+    try {
+      return this.stage(partition, topic, message, options);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  }
+
+  /**
+   * Puts the record in the partition's next transaction now, or throws (not owned, fenced, too
+   * large); the promise it returns resolves once that transaction committed.
+   */
+  stage(
+    partition: number,
+    topic: string,
+    message: OutgoingMessage,
+    options: { replace?: boolean } = {},
+  ): Promise<void> {
+    const writer = this.writers.get(partition);
+    if (!writer) throw new NotOwnedError(partition);
+    return writer.stage(topic, message, options.replace ?? false);
+  }
+
+  /** Revoked: gathered records fail, the producers close. */
+  async close(partitions: number[]): Promise<void> {
+    await Promise.all(
+      partitions.map(async (p) => {
+        const writer = this.writers.get(p);
+        this.writers.delete(p);
+        await writer?.close(false);
+      }),
+    );
+  }
+
+  /** Shutdown: every gathered record is committed, then the producers close. */
+  async stop(): Promise<void> {
+    const all = [...this.writers.values()];
+    this.writers.clear();
+    await Promise.all(all.map((w) => w.close(true)));
+  }
+}
+
+function slotOf(topic: string, message: OutgoingMessage): string {
+  const key = typeof message.key === 'string' ? message.key : message.key!.toString('latin1');
+  return `${message.partition ?? ''}\u0000${topic}\u0000${key}`;
+}
+
+function rejectAll(items: Staged[], err: unknown): void {
+  for (const item of items) for (const x of item.settle) x.reject(err);
+}
+
+function byTopic(items: Staged[]) {
+  const grouped = new Map<
+    string,
+    Array<{
+      key: Buffer | string | null;
+      value: Buffer | string | null;
+      headers?: Record<string, string | Buffer>;
+      partition?: number;
+      timestamp?: string;
+    }>
+  >();
+  for (const item of items) {
+    const list = grouped.get(item.topic) ?? [];
+    const m = item.message;
+    const out: (typeof list)[number] = { key: m.key, value: m.value };
+    if (m.headers !== undefined) out.headers = m.headers;
+    if (m.partition !== undefined) out.partition = m.partition;
+    if (m.timestamp !== undefined) out.timestamp = m.timestamp;
+    list.push(out);
+    grouped.set(item.topic, list);
+  }
+  return [...grouped].map(([topic, messages]) => ({ topic, messages }));
+}
