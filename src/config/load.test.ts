@@ -77,6 +77,24 @@ describe('loadConfig', () => {
     expect(JSON.stringify(redactConfig(config))).not.toContain('top-secret');
   });
 
+  it('reads every Kafka and registry secret from a file and shows none', () => {
+    const env: Record<string, string> = {};
+    const secrets = {
+      DOCSTREAM_KAFKA_SASL_PASSWORD: 'kafka-password-1',
+      DOCSTREAM_KAFKA_SSL_KEY_PASSWORD: 'key-passphrase-2',
+      DOCSTREAM_KAFKA_OAUTH_CLIENT_SECRET: 'oauth-secret-3',
+      DOCSTREAM_REGISTRY_BEARER_TOKEN: 'registry-token-4',
+      DOCSTREAM_REGISTRY_OAUTH_CLIENT_SECRET: 'registry-secret-5',
+      DOCSTREAM_REGISTRY_KEY_PASSWORD: 'registry-passphrase-6',
+    };
+    for (const [name, value] of Object.entries(secrets)) env[`${name}_FILE`] = tmpFile(name, `${value}\n`);
+    const config = loadConfig({ env, files: [] });
+    expect(config.kafka.oauthClientSecret).toBe('oauth-secret-3');
+    expect(config.registry.bearerToken).toBe('registry-token-4');
+    const shown = JSON.stringify(redactConfig(config));
+    for (const value of Object.values(secrets)) expect(shown).not.toContain(value);
+  });
+
   it('redacts passwords embedded in URLs, in plain keys and inside JSON values', () => {
     const config = loadConfig({
       env: {

@@ -19,7 +19,7 @@ import { registryUrl, SERVICES, type ServiceDef } from './services.js';
 
 export { defaultStackOptions, DEFAULT_PORTS, SERVICE_NAMES } from './options.js';
 export type { ServiceName, StackOptions } from './options.js';
-export { readSecureListeners, type SecureListeners } from './secure.js';
+export { readSecureListeners, scramPasswordFile, type SecureListeners } from './secure.js';
 export { startOidcServer, type OidcServer } from './oidc-server.js';
 
 /** A failure with a message meant for the user (no stack trace needed). */

@@ -230,6 +230,13 @@ export function readSecureListeners(o: Pick<StackOptions, 'runDir'>): SecureList
   return JSON.parse(readFileSync(file, 'utf8')) as SecureListeners;
 }
 
+/** The SCRAM password as a file, for DOCSTREAM_KAFKA_SASL_PASSWORD_FILE (`docstream stack env --secure`). */
+export function scramPasswordFile(s: SecureListeners): string {
+  const file = join(dirname(s.caFile), 'scram-password');
+  if (!existsSync(file)) writeFileSync(file, s.scramTls.password, { mode: 0o600 });
+  return file;
+}
+
 /** The JWKS location as the broker reads it (also what its allow-list must name exactly). */
 export function jwksUrl(s: SecureListeners): string {
   return `file:${s.oauth.jwksFile}`;

@@ -8,6 +8,9 @@ import {
   stackInstall,
   stackStatus,
   stackUp,
+  readSecureListeners,
+  scramPasswordFile,
+  type SecureListeners,
   type ServiceName,
   type StackOptions,
 } from '../../stack/index.js';
@@ -130,6 +133,22 @@ function toOptions(
   return o;
 }
 
+/** Exports for the SCRAM-over-TLS listener (after the plain ones, so they win), the others as comments. */
+function secureEnv(s: SecureListeners): string[] {
+  return [
+    `# SCRAM-SHA-512 over TLS, trusting the stack's CA (${s.caFile}):`,
+    `export DOCSTREAM_KAFKA_BROKERS=${s.scramTls.bootstrap}`,
+    `export DOCSTREAM_KAFKA_SSL_CA_FILE=${s.caFile}`,
+    'export DOCSTREAM_KAFKA_SASL_MECHANISM=scram-sha-512',
+    `export DOCSTREAM_KAFKA_SASL_USERNAME=${s.scramTls.username}`,
+    `export DOCSTREAM_KAFKA_SASL_PASSWORD_FILE=${scramPasswordFile(s)}`,
+    '# mutual TLS instead:',
+    `#   DOCSTREAM_KAFKA_BROKERS=${s.mtls.bootstrap} DOCSTREAM_KAFKA_SSL_CERT_FILE=${s.mtls.certFile} DOCSTREAM_KAFKA_SSL_KEY_FILE=${s.mtls.keyFile} (and no SASL)`,
+    '# OAUTHBEARER instead (a token endpoint signing with the stack key: src/stack/oidc-server.ts):',
+    `#   DOCSTREAM_KAFKA_BROKERS=${s.oauth.bootstrap} DOCSTREAM_KAFKA_SASL_MECHANISM=oauthbearer DOCSTREAM_KAFKA_OAUTH_CLIENT_ID=${s.oauth.clientId} DOCSTREAM_KAFKA_OAUTH_TOKEN_URL=...`,
+  ];
+}
+
 /** `docstream stack up|down|status|env|install`: the local Kafka + schema registry + S3 stack. */
 export function registerStackCommand(program: Command): void {
   const stack = program
@@ -165,8 +184,22 @@ export function registerStackCommand(program: Command): void {
 
   withCommonOptions(stack.command('env'))
     .description('print shell exports pointing docstream at the stack (eval "$(docstream stack env)")')
-    .action((flags: CommonFlags) => {
-      process.stdout.write(stackEnv(toOptions(flags)).join('\n') + '\n');
+    .option('--secure', "through Kafka's SCRAM-over-TLS listener (the other secured listeners as comments)")
+    .action((flags: CommonFlags & { secure?: boolean }) => {
+      const o = toOptions(flags);
+      const lines = stackEnv(o);
+      if (flags.secure) {
+        const secure = readSecureListeners(o);
+        if (!secure) {
+          process.stderr.write(
+            'docstream: the stack has not been started from this run dir yet: run `docstream stack up`\n',
+          );
+          process.exitCode = 1;
+          return;
+        }
+        lines.push(...secureEnv(secure));
+      }
+      process.stdout.write(lines.join('\n') + '\n');
     });
 
   withCommonOptions(stack.command('install'))
