@@ -5,6 +5,7 @@ import { registerDelete } from './commands/delete.js';
 import { registerDemoCommand } from './commands/demo.js';
 import { registerDlqCommand } from './commands/dlq.js';
 import { registerFeedback } from './commands/feedback.js';
+import { registerOperateCommands } from './commands/operate.js';
 import { registerReplayCommand } from './commands/replay.js';
 import { registerReport } from './commands/report.js';
 import { registerRunCommand } from './commands/run.js';
@@ -27,6 +28,7 @@ export function buildProgram(): Command {
   registerDemoCommand(program);
   registerReplayCommand(program);
   registerDlqCommand(program);
+  registerOperateCommands(program);
   registerAnalyze(program);
   registerFeedback(program);
   registerDelete(program);

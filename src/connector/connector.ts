@@ -176,6 +176,8 @@ export class Connector {
       sessionTimeoutMs: config.kafka.sessionTimeoutMs,
       heartbeatIntervalMs: config.kafka.heartbeatIntervalMs,
       assignor: config.kafka.assignor,
+      // Where `docstream status` finds this member's /metrics (none when the port is picked at random).
+      ...(config.http.port > 0 ? { advertised: `${config.http.host}:${config.http.port}` } : {}),
     });
     this.consumer = consumer;
     this.loop.attach(consumer);

@@ -30,6 +30,11 @@ export interface ConsumerSettings {
   maxWaitTimeMs?: number;
   /** How the consumer is restarted after a crash (see RestartPolicy). */
   restart?: RestartPolicy;
+  /**
+   * The `host:port` of this member's metrics endpoint, announced in its join's user data so that
+   * `docstream status` finds it in the group's description.
+   */
+  advertised?: string;
   /** The assignment this member ranks first (default sticky; `kafka.assignor`). */
   assignor?: 'sticky' | 'round-robin';
 }
@@ -216,7 +221,10 @@ export class KafkaConsumer {
       // Without it the broker refuses the new member (INCONSISTENT_GROUP_PROTOCOL).
       partitionAssigners: assignersFor(
         settings.assignor ?? 'sticky',
-        stickyAssigner(() => this.claim()),
+        stickyAssigner(
+          () => this.claim(),
+          () => settings.advertised ?? null,
+        ),
       ),
       ...(settings.sessionTimeoutMs !== undefined ? { sessionTimeout: settings.sessionTimeoutMs } : {}),
       ...(settings.rebalanceTimeoutMs !== undefined ? { rebalanceTimeout: settings.rebalanceTimeoutMs } : {}),

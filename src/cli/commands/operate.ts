@@ -1,0 +1,89 @@
+/**
+ * `docstream inspect <id>` and `docstream status`: one document, and the group, from the topics and
+ * the members' metrics endpoints (`src/operator/inspect.ts`, `src/operator/status.ts`).
+ */
+import type { Command } from 'commander';
+import { loadConfig } from '../../config/index.js';
+import { kafkaClientOf, registryOf } from '../../connector/wiring.js';
+import { silentLogger } from '../../observability/logger.js';
+import { formatInspection, inspect } from '../../operator/inspect.js';
+import { formatStatus, groupStatus } from '../../operator/status.js';
+
+const CONFIG_OPTION = [
+  '-c, --config <files>',
+  'comma-separated configuration files (instead of $DOCSTREAM_CONFIG)',
+] as const;
+
+function fail(name: string): (err: unknown) => never {
+  return (err) => {
+    process.stderr.write(`docstream ${name}: ${(err as Error).message}\n`);
+    process.exit(1);
+  };
+}
+
+export function registerOperateCommands(program: Command): void {
+  program
+    .command('inspect <id>')
+    .description(
+      'Find one document by event id or submission id in the topics (no instance needs to run): its input\n' +
+        'partition and the member owning it, its state (status, submission, results published, when),\n' +
+        'its result events and its dead letters. Exit code 3 when nothing matches.',
+    )
+    .option(...CONFIG_OPTION)
+    .option('--json', 'print JSON (for scripts)')
+    .action(async (id: string, flags: { config?: string; json?: boolean }) => {
+      const config = loadConfig(flags.config ? { files: flags.config.split(',') } : {});
+      const kafka = kafkaClientOf(config, { clientId: `${config.kafka.clientId}-inspect` });
+      const admin = kafka.admin();
+      try {
+        await admin.connect();
+        const found = await inspect(id, {
+          kafka,
+          admin,
+          decoder: registryOf(config, silentLogger),
+          config,
+          logger: silentLogger,
+        });
+        process.stdout.write(`${flags.json ? JSON.stringify(found, null, 2) : formatInspection(found)}\n`);
+        if (found.matched === null) process.exitCode = 3;
+      } catch (err) {
+        fail('inspect')(err);
+      } finally {
+        await admin.disconnect().catch(() => undefined);
+      }
+    });
+
+  program
+    .command('status')
+    .description(
+      "The connector group's members, each one's input partitions and lag, and from each member's metrics\n" +
+        'endpoint (announced when http.port is fixed): documents in flight, API share, limiter rate, readiness.',
+    )
+    .option(...CONFIG_OPTION)
+    .option('--json', 'print JSON (for scripts)')
+    .option('--no-metrics', "do not contact the members' metrics endpoints")
+    .option(
+      '--metrics-endpoints <list>',
+      "host:port of members' metrics endpoints, matched to members by host (instead of what they announce)",
+      (v: string) => v.split(',').filter(Boolean),
+    )
+    .action(
+      async (flags: { config?: string; json?: boolean; metrics?: boolean; metricsEndpoints?: string[] }) => {
+        const config = loadConfig(flags.config ? { files: flags.config.split(',') } : {});
+        const kafka = kafkaClientOf(config, { clientId: `${config.kafka.clientId}-status` });
+        const admin = kafka.admin();
+        try {
+          await admin.connect();
+          const status = await groupStatus(admin, config, {
+            metrics: flags.metrics !== false,
+            ...(flags.metricsEndpoints ? { endpoints: flags.metricsEndpoints } : {}),
+          });
+          process.stdout.write(`${flags.json ? JSON.stringify(status, null, 2) : formatStatus(status)}\n`);
+        } catch (err) {
+          fail('status')(err);
+        } finally {
+          await admin.disconnect().catch(() => undefined);
+        }
+      },
+    );
+}

@@ -1,0 +1,319 @@
+/**
+ * `docstream inspect <event_id | submission_id>`: where one document is and what became of it, read
+ * from the topics alone (no instance needs to run):
+ * - its state record (the state topic, keyed by event_id, partition = the input partition): status,
+ *   submission id, results awaited and published, when; the input record it came from;
+ * - the input partition and the group member that owns it now (the group's description);
+ * - its result events in the output topics (keyed by submission id, header `event_id`);
+ * - its dead letters.
+ * A submission id is matched against the state records' submission ids, the output keys and the
+ * letters; an event id against the state keys, the outputs' `event_id` header and the letters.
+ * Reading the output and dead-letter topics whole is the price of needing no index; the state topic
+ * is compacted (one record per document in the retention window).
+ */
+import type { Config } from '../config/index.js';
+import { isFinished, type DocumentStateV2 } from '../connector/state/document-state.js';
+import { decodeState } from '../connector/state/record.js';
+import type { KafkaAdmin } from '../kafka/admin.js';
+import type { KafkaClient } from '../kafka/client.js';
+import type { IncomingMessage } from '../kafka/consumer.js';
+import { partitionOfKey } from '../kafka/partitioner.js';
+import { readTopicRange } from '../kafka/topic-range.js';
+import type { Logger } from '../observability/logger.js';
+import type { AvroDecoder } from '../serde/input.js';
+import { readLetters, type Letter } from './letters.js';
+
+const RESULT_KINDS = ['fraud', 'quality', 'classification', 'decision'] as const;
+
+interface ResultEvent {
+  kind: (typeof RESULT_KINDS)[number];
+  topic: string;
+  partition: number;
+  offset: string;
+  submission_id: string | null;
+  event_id: string | null;
+  published_at: number;
+  /** The result's status or verdict fields, when the value has them. */
+  summary: Record<string, unknown>;
+}
+
+export interface Inspection {
+  query: string;
+  /** How the query matched: as an event id, as a submission id, or not at all. */
+  matched: 'event_id' | 'submission_id' | null;
+  event_id: string | null;
+  submission_ids: string[];
+  input: { topic: string; partition: number; offset: string | null; how: string } | null;
+  owner: { member_id: string; client_id: string; host: string } | null;
+  group: { id: string; state: string };
+  state: (Omit<DocumentStateV2, 'v' | 'pending'> & { upload_pending?: boolean; state_offset: string }) | null;
+  results: ResultEvent[];
+  letters: Letter[];
+}
+
+interface StateHit {
+  eventId: string;
+  state: DocumentStateV2 | null;
+  partition: number;
+  offset: string;
+}
+
+/** The latest state record of each key that matches, read from the given partitions. */
+async function findStates(
+  kafka: KafkaClient,
+  admin: KafkaAdmin,
+  config: Config,
+  logger: Logger,
+  match: (eventId: string, state: DocumentStateV2 | null) => boolean,
+  partitions?: number[],
+): Promise<StateHit[]> {
+  const latest = new Map<string, StateHit>();
+  await readTopicRange(kafka, admin, config.topics.state, logger, {
+    ...(partitions ? { partitions } : {}),
+    onRecords: (records) => {
+      for (const r of records) {
+        if (!r.key || r.key[0] === 0) continue;
+        const eventId = r.key.toString('utf8');
+        let state: DocumentStateV2 | null = null;
+        if (r.value !== null) {
+          try {
+            state = decodeState(eventId, r.value, config.topics.arrived);
+          } catch {
+            continue;
+          }
+        }
+        // A tombstone (expired) of a matched key counts too: the document left the state.
+        if (match(eventId, state) || latest.has(eventId))
+          latest.set(eventId, { eventId, state, partition: r.partition, offset: r.offset });
+      }
+    },
+  });
+  return [...latest.values()];
+}
+
+function summaryOf(value: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const key of ['status', 'score', 'verdict', 'decision', 'quality', 'document_type', 'message'])
+    if (value[key] !== undefined && value[key] !== null && typeof value[key] !== 'object')
+      out[key] = value[key];
+  return out;
+}
+
+export async function inspect(
+  query: string,
+  deps: { kafka: KafkaClient; admin: KafkaAdmin; decoder: AvroDecoder; config: Config; logger: Logger },
+): Promise<Inspection> {
+  const { kafka, admin, decoder, config, logger } = deps;
+  const t = config.topics;
+  const existing = new Set(await admin.listTopics());
+
+  // The state, as an event id first (its likely partition when inputs are keyed by event id).
+  let hits: StateHit[] = [];
+  let inputPartitions = 0;
+  if (existing.has(t.state)) {
+    inputPartitions = (await admin.topicOffsets(t.state)).length;
+    const likely = partitionOfKey(query, inputPartitions);
+    const asEvent = (eventId: string) => eventId === query;
+    hits = await findStates(kafka, admin, config, logger, asEvent, [likely]);
+    if (hits.length === 0) {
+      const rest = [...Array(inputPartitions).keys()].filter((p) => p !== likely);
+      hits = await findStates(
+        kafka,
+        admin,
+        config,
+        logger,
+        (eventId, state) => eventId === query || state?.submission_id === query,
+        rest.length > 0 ? rest : undefined,
+      );
+      if (hits.length === 0 && rest.length > 0) {
+        hits = await findStates(kafka, admin, config, logger, (_, s) => s?.submission_id === query, [likely]);
+      }
+    }
+  }
+  const hit = hits.find((h) => h.eventId === query) ?? hits[0] ?? null;
+
+  const [letterRead, outputs] = await Promise.all([
+    readLetters(kafka, admin, decoder, t.dlq, logger),
+    Promise.all(
+      RESULT_KINDS.filter((k) => existing.has(t[k])).map(async (kind) => ({
+        kind,
+        records: await readTopicRange(kafka, admin, t[kind], logger),
+      })),
+    ),
+  ]);
+
+  let eventId = hit?.eventId ?? null;
+  const submissionIds = new Set<string>();
+  if (hit?.state) submissionIds.add(hit.state.submission_id);
+  const queryIsSubmission = hit !== null && hit.eventId !== query;
+  if (queryIsSubmission || hit === null) submissionIds.add(query);
+
+  // The event id of a submission with no state left (expired): from its outputs or letters.
+  const headerOf = (r: IncomingMessage, name: string) => r.headers[name]?.toString('utf8') ?? null;
+  if (eventId === null) {
+    for (const { records } of outputs) {
+      const found = records.find((r) => r.key?.toString('utf8') === query);
+      if (found) eventId = headerOf(found, 'event_id');
+      if (eventId) break;
+    }
+  }
+  if (eventId === null) {
+    const byEvent = letterRead.letters.some((l) => l.event_id === query);
+    const bySubmission = letterRead.letters.find((l) => l.submission_id === query);
+    eventId = byEvent ? query : (bySubmission?.event_id ?? null);
+    if (eventId === null) {
+      for (const { records } of outputs)
+        if (records.some((r) => headerOf(r, 'event_id') === query)) eventId = query;
+    }
+  }
+  if (eventId !== null && eventId !== query) submissionIds.add(query);
+  if (eventId === query) submissionIds.delete(query);
+
+  const letters = letterRead.letters.filter(
+    (l) =>
+      (eventId !== null && l.event_id === eventId) ||
+      (l.submission_id !== null && submissionIds.has(l.submission_id)),
+  );
+  for (const l of letters) if (l.submission_id) submissionIds.add(l.submission_id);
+
+  const results: ResultEvent[] = [];
+  for (const { kind, records } of outputs) {
+    for (const r of records) {
+      const key = r.key?.toString('utf8') ?? null;
+      const event = headerOf(r, 'event_id');
+      if (!((eventId !== null && event === eventId) || (key !== null && submissionIds.has(key)))) continue;
+      if (key) submissionIds.add(key);
+      let summary: Record<string, unknown> = {};
+      try {
+        if (r.value) summary = summaryOf((await decoder.decode(r.value)) as Record<string, unknown>);
+      } catch {
+        summary = { unreadable: true };
+      }
+      results.push({
+        kind,
+        topic: r.topic,
+        partition: r.partition,
+        offset: r.offset,
+        submission_id: key,
+        event_id: event,
+        published_at: Number(r.timestamp),
+        summary,
+      });
+    }
+  }
+  results.sort((a, b) => a.published_at - b.published_at);
+
+  // The input partition: the state's pointer, else a letter's, else where a key equal to the event
+  // id would go (a guess, said so).
+  let input: Inspection['input'] = null;
+  const arrivedLetter = letters.find((l) => l.source_topic === t.arrived);
+  if (hit?.state) input = { ...hit.state.input, how: 'state record' };
+  else if (hit)
+    input = {
+      topic: t.arrived,
+      partition: hit.partition,
+      offset: null,
+      how: 'state partition (record expired)',
+    };
+  else if (arrivedLetter)
+    input = {
+      topic: arrivedLetter.source_topic,
+      partition: arrivedLetter.source_partition,
+      offset: arrivedLetter.source_offset,
+      how: 'dead letter',
+    };
+  else if (eventId !== null && existing.has(t.arrived)) {
+    const n = inputPartitions || (await admin.topicOffsets(t.arrived)).length;
+    input = {
+      topic: t.arrived,
+      partition: partitionOfKey(eventId, n),
+      offset: null,
+      how: 'if the input is keyed by event id',
+    };
+  }
+
+  const group = await admin.describeGroupMembers(config.kafka.groupId);
+  const ownerMember =
+    input === null
+      ? undefined
+      : group.members.find((m) => m.assignment[t.arrived]?.includes(input.partition));
+  const matched =
+    eventId === null && results.length === 0 && letters.length === 0 && hit === null
+      ? null
+      : eventId === query
+        ? 'event_id'
+        : 'submission_id';
+
+  let state: Inspection['state'] = null;
+  if (hit?.state) {
+    const { v: _v, ...rest } = hit.state;
+    const base = { ...rest, state_offset: hit.offset };
+    if (!isFinished(hit.state)) {
+      const { pending, ...unfinished } = base as typeof base & { pending?: unknown };
+      state = { ...unfinished, upload_pending: pending !== undefined };
+    } else state = base;
+  }
+  return {
+    query,
+    matched,
+    event_id: eventId,
+    submission_ids: [...submissionIds],
+    input,
+    owner: ownerMember
+      ? { member_id: ownerMember.memberId, client_id: ownerMember.clientId, host: ownerMember.clientHost }
+      : null,
+    group: { id: group.groupId, state: group.state },
+    state,
+    results,
+    letters,
+  };
+}
+
+const iso = (ms: number | undefined) =>
+  ms === undefined || !Number.isFinite(ms) ? '-' : new Date(ms).toISOString();
+
+/** The human-readable form of an inspection. */
+export function formatInspection(x: Inspection): string {
+  if (x.matched === null) return `${x.query}: no document with this event id or submission id in the topics`;
+  const lines: string[] = [];
+  lines.push(
+    `document ${x.event_id ?? '(event id unknown)'}${x.matched === 'submission_id' ? ` (found by submission ${x.query})` : ''}`,
+  );
+  lines.push(`  submissions: ${x.submission_ids.join(', ') || 'none'}`);
+  if (x.input)
+    lines.push(
+      `  input:       ${x.input.topic}[${x.input.partition}]${x.input.offset !== null ? `@${x.input.offset}` : ''} (${x.input.how})`,
+    );
+  lines.push(
+    `  owner:       ${x.owner ? `${x.owner.client_id} ${x.owner.member_id} on ${x.owner.host}` : `none (group ${x.group.id} is ${x.group.state})`}`,
+  );
+  if (x.state) {
+    const s = x.state as Record<string, unknown>;
+    lines.push(`  state:       ${String(s.status)}, submission ${String(s.submission_id)}`);
+    lines.push(
+      `               awaited ${(s.awaited as string[]).join(',') || '-'}; published ${(s.published as string[]).join(',') || 'nothing yet'}`,
+    );
+    if (s.finished_at !== undefined) lines.push(`               finished ${iso(s.finished_at as number)}`);
+    else
+      lines.push(
+        `               created ${iso(s.created_at as number)}, updated ${iso(s.updated_at as number)}${s.upload_pending ? ', upload pending' : ''}`,
+      );
+    const error = s.error as { stage: string; code: string; message: string } | undefined;
+    if (error) lines.push(`               last error ${error.stage}/${error.code}: ${error.message}`);
+  } else lines.push('  state:       none (never admitted, or expired from the state)');
+  lines.push(`  results:     ${x.results.length === 0 ? 'none' : ''}`);
+  for (const r of x.results)
+    lines.push(
+      `    ${r.kind.padEnd(14)} ${iso(r.published_at)}  ${r.topic}[${r.partition}]@${r.offset}  ${Object.entries(
+        r.summary,
+      )
+        .map(([k, v]) => `${k}=${String(v)}`)
+        .join(' ')}`,
+    );
+  lines.push(`  dead letters: ${x.letters.length === 0 ? 'none' : ''}`);
+  for (const l of x.letters)
+    lines.push(
+      `    ${iso(l.failed_at)}  ${l.stage}/${l.error_code}  ${l.partition}@${l.offset}  ${l.message}`,
+    );
+  return lines.join('\n');
+}

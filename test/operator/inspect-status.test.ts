@@ -1,0 +1,158 @@
+/**
+ * `docstream inspect` and `docstream status` on the real stack, through the built CLI, against two
+ * `docstream run` processes of one group: inspect finds a finished, a running and a dead-lettered
+ * document by event id and by submission id, with its partition, owner, state, results and letter;
+ * status shows both members, their partitions and what their metrics endpoints say.
+ */
+import { execFile } from 'node:child_process';
+import net from 'node:net';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { sampleBytes } from '../../src/demo/corpus.js';
+import type { Inspection } from '../../src/operator/inspect.js';
+import type { GroupStatus } from '../../src/operator/status.js';
+import { E2E, arrival, waitFor } from '../harness/e2e.js';
+
+const run = promisify(execFile);
+const CLI = path.resolve('dist/cli/index.js');
+
+async function cli(args: string[]): Promise<string> {
+  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('DOCSTREAM_')));
+  try {
+    const { stdout } = await run(process.execPath, [CLI, ...args], { env, timeout: 120_000 });
+    return stdout;
+  } catch (err) {
+    // inspect exits 3 when nothing matches; its output still says so.
+    const e = err as { code?: number; stdout?: string };
+    if (e.code === 3 && e.stdout !== undefined) return e.stdout;
+    throw err;
+  }
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const port = (server.address() as net.AddressInfo).port;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+describe('docstream inspect and status', () => {
+  let e2e: E2E;
+
+  beforeAll(async () => {
+    e2e = await new E2E(2).start({ maxUploadBytes: 60_000 });
+  });
+
+  afterAll(async () => {
+    await e2e.stop();
+  });
+
+  it('finds finished, running and dead-lettered documents; shows two members and their partitions', async () => {
+    const [p1, p2] = [await freePort(), await freePort()];
+    e2e.spawnConnector({ http: { port: p1 } });
+    e2e.spawnConnector({ http: { port: p2 } });
+    const config = e2e.writeConfig();
+    await e2e.collect();
+
+    const status = async () => JSON.parse(await cli(['status', '--json', '--config', config])) as GroupStatus;
+    // One status at a time, a second apart: the command is a process of its own.
+    let s: GroupStatus | null = null;
+    const deadline = Date.now() + 90_000;
+    for (;;) {
+      s = await status().catch(() => null);
+      if (
+        s !== null &&
+        s.members.length === 2 &&
+        s.members.every((m) => m.partitions.length === 1 && m.metrics?.ready === true)
+      )
+        break;
+      if (Date.now() > deadline)
+        throw new Error(
+          `no stable group of two ready members: ${JSON.stringify(s)}; ${e2e.childLogs.flat().slice(-5).join('')}`,
+        );
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+    }
+    expect(s.members.flatMap((m) => m.partitions).sort()).toEqual([0, 1]);
+    expect(s.unassigned).toEqual([]);
+    expect(s.members.map((m) => new URL(m.metrics!.url).port).sort()).toEqual(
+      [String(p1), String(p2)].sort(),
+    );
+    for (const m of s.members) {
+      expect(m.metrics).toMatchObject({ reachable: true, in_flight: expect.any(Number), ready: true });
+      expect(m.metrics!.api_share_per_second).toBeGreaterThan(0);
+      expect(m.metrics!.limiter_rate_per_second).toBeGreaterThan(0);
+    }
+    const human = await cli(['status', '--config', config]);
+    expect(human).toMatch(/Stable, 2 member\(s\), protocol docstream-sticky/);
+
+    const done = `${e2e.id}-done`;
+    const dead = `${e2e.id}-dead`;
+    const running = `${e2e.id}-running`;
+    const pdf = await e2e.writeFile('ok.pdf', await sampleBytes('clean-pdf'));
+    // Larger than the sandbox accepts: the upload is refused (413) after the submission exists.
+    const big = await e2e.writeFile(
+      'big.pdf',
+      Buffer.concat([await sampleBytes('clean-pdf'), Buffer.alloc(80_000, 0x20)]),
+    );
+    await e2e.produce([arrival(done, pdf), arrival(dead, big)], (i) => [done, dead][i]!);
+    await waitFor(
+      'the finished document',
+      () => e2e.forEvent(done).filter((o) => o.topic !== e2e.topics.dlq).length >= 3,
+    );
+    await waitFor('the dead letter', () => e2e.forEvent(dead).some((o) => o.topic === e2e.topics.dlq));
+    e2e.sandbox.configure({ processing: { distribution: 'fixed', meanMs: 600_000, maxMs: 600_000 } });
+    await e2e.produce([arrival(running, pdf)], () => running);
+    let runningSubmission: string | undefined;
+    for (const until = Date.now() + 60_000; runningSubmission === undefined;) {
+      const items = (await e2e.submissions(running)) as Array<{ id: string; state?: string }>;
+      runningSubmission = items.find((i) => i.state === 'processing')?.id;
+      if (Date.now() > until) throw new Error('the running document was not uploaded');
+      await new Promise((resolve) => setTimeout(resolve, 300));
+    }
+
+    const byEvent = async (id: string) =>
+      JSON.parse(await cli(['inspect', id, '--json', '--config', config])) as Inspection;
+    const owners = new Map(s.members.map((m) => [m.partitions[0]!, m.member_id]));
+
+    const finished = await byEvent(done);
+    expect(finished).toMatchObject({ matched: 'event_id', event_id: done, state: { status: 'DONE' } });
+    expect(finished.state!.published).toEqual(expect.arrayContaining(['fraud', 'quality', 'classification']));
+    expect(finished.results.map((r) => r.kind).sort()).toEqual(['classification', 'fraud', 'quality']);
+    expect(finished.letters).toEqual([]);
+    expect(finished.owner?.member_id).toBe(owners.get(finished.input!.partition));
+
+    const lettered = await byEvent(dead);
+    expect(lettered).toMatchObject({ matched: 'event_id', state: { status: 'FAILED' } });
+    expect(lettered.letters).toHaveLength(1);
+    expect(lettered.letters[0]).toMatchObject({ stage: 'upload', error_code: 'api_413' });
+    expect(lettered.owner?.member_id).toBe(owners.get(lettered.input!.partition));
+
+    const inFlight = await byEvent(running);
+    expect(inFlight.matched).toBe('event_id');
+    expect(['CREATED', 'UPLOADED']).toContain(inFlight.state!.status);
+    expect(inFlight.results).toEqual([]);
+    expect(inFlight.submission_ids).toEqual([runningSubmission]);
+    expect(inFlight.owner?.member_id).toBe(owners.get(inFlight.input!.partition));
+
+    // The same documents by submission id.
+    for (const x of [finished, lettered, inFlight]) {
+      const sid = x.state!.submission_id;
+      const bySubmission = await byEvent(sid);
+      expect(bySubmission).toMatchObject({ matched: 'submission_id', event_id: x.event_id });
+      expect(bySubmission.state!.status).toBe(x.state!.status);
+      expect(bySubmission.results).toHaveLength(x.results.length);
+      expect(bySubmission.letters).toHaveLength(x.letters.length);
+    }
+
+    const text = await cli(['inspect', dead, '--config', config]);
+    expect(text).toContain(`document ${dead}`);
+    expect(text).toMatch(/state:\s+FAILED/);
+    expect(text).toMatch(/upload\/api_413/);
+    const none = await cli(['inspect', `${e2e.id}-nothing`, '--config', config]);
+    expect(none).toContain('no document with this event id or submission id');
+  }, 360_000);
+});
