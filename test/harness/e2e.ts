@@ -7,6 +7,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { missingRuntimeDefaults } from '../../src/cli/runtime-defaults.js';
 import { loadConfig, prefixedTopics, type Config } from '../../src/config/index.js';
 import { Connector } from '../../src/connector/connector.js';
 import { OUTPUT_KINDS, OutputReader } from '../../src/connector/output-reader.js';
@@ -121,9 +122,13 @@ export class E2E {
   /** Starts `docstream run` of the built CLI as a child process with this test's configuration. */
   spawnConnector(overrides: Record<string, Record<string, unknown>> = {}): ChildProcess {
     const file = this.writeConfig(overrides);
-    const child = spawn(process.execPath, [CLI, 'run', '--config', file], {
+    const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('DOCSTREAM_')));
+    // With its runtime defaults already given, `run` does not start itself again as a grandchild:
+    // a SIGKILL here reaches the connector, and no orphan keeps this stderr pipe (and jest) open.
+    const runtime = missingRuntimeDefaults(env, []);
+    const child = spawn(process.execPath, [...runtime.flags, CLI, 'run', '--config', file], {
       stdio: ['ignore', 'ignore', 'pipe'],
-      env: Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('DOCSTREAM_'))),
+      env: { ...env, ...runtime.env },
     });
     // Kept (bounded) so that a failing test can show why a child connector stopped.
     const log: string[] = [];
