@@ -57,6 +57,18 @@ export function shouldReexec(argv: readonly string[], env: NodeJS.ProcessEnv, ha
 const FORWARDED: NodeJS.Signals[] = ['SIGTERM', 'SIGINT', 'SIGHUP'];
 
 /**
+ * In the re-started process: when the process that started it is gone without forwarding a signal
+ * (SIGKILL, a crash), it goes too, as abruptly, so that nothing runs on unsupervised and a kill
+ * still means what it meant. Returns whether this process is such a re-started one.
+ */
+export function followParent(env: NodeJS.ProcessEnv = process.env): boolean {
+  if (env[REEXEC_MARK] !== '1' || !process.channel) return false;
+  process.once('disconnect', () => process.kill(process.pid, 'SIGKILL'));
+  process.channel.unref();
+  return true;
+}
+
+/**
  * Runs this CLI again as a child with the missing defaults and waits for it: stdio shared, every
  * stop signal forwarded, its exit code (or its fatal signal) made this process's. The child is the
  * leader of its own process group, so a Ctrl-C reaches it once (forwarded), not twice.
@@ -64,7 +76,8 @@ const FORWARDED: NodeJS.Signals[] = ['SIGTERM', 'SIGINT', 'SIGHUP'];
 export function reexecWithRuntimeDefaults(): Promise<never> {
   const missing = missingRuntimeDefaults(process.env, process.execArgv);
   const child = spawn(process.execPath, [...process.execArgv, ...missing.flags, ...process.argv.slice(1)], {
-    stdio: 'inherit',
+    // The IPC channel is the child's lifeline: it closes when this process dies, however it dies.
+    stdio: ['inherit', 'inherit', 'inherit', 'ipc'],
     env: { ...process.env, ...missing.env, [REEXEC_MARK]: '1' },
     detached: true,
   });
