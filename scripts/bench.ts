@@ -20,6 +20,9 @@
  *                     measured documents only, into bench-results/profiles (<run>-connector-N.cpuprofile,
  *                     <run>-floor.cpuprofile)
  *   npm run bench -- --mode inflight                live heap per in-flight doc (--inflight-docs 5000)
+ *   npm run bench -- --scale-events                 what each scale event costs under a steady load
+ *     (--events 1,2,3,4,3,2 --events-rate 300 --events-partitions 12 --events-hold-s 20;
+ *      --assignor round-robin: the group as it was before the sticky assignor)
  *
  * Prints a table and writes bench-results/<timestamp>.json. Bounded: --timeout-s (default 600)
  * stops everything. The npm script compiles scripts/ with tsconfig.scripts.json into .cache/scripts.
@@ -28,6 +31,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { printInflight, runInflight } from './lib/bench-inflight.js';
+import { printScaleEvents, runScaleEvents } from './lib/bench-scale-events.js';
 import { printState, runState } from './lib/bench-state.js';
 import { runStream, type StreamMeasure } from './lib/bench-stream.js';
 import {
@@ -67,6 +71,13 @@ const flags = parseFlags(process.argv.slice(2), {
   stateDocs: 300_000,
   restoreDocs: 1_000_000,
   inflightDocs: 5000,
+  scaleEvents: false,
+  events: '1,2,3,4,3,2',
+  eventsRate: 300,
+  eventsPartitions: 12,
+  eventsHoldS: 20,
+  assignor: 'sticky',
+  eventsMaxInFlight: 2000,
 });
 
 const log = (line: string) =>
@@ -262,7 +273,23 @@ async function main(): Promise<void> {
   ).unref();
 
   let result: unknown;
-  if (flags.mode === 'stream') {
+  if (flags.scaleEvents === true) {
+    const assignor = String(flags.assignor);
+    if (assignor !== 'sticky' && assignor !== 'round-robin')
+      throw new Error('--assignor must be sticky or round-robin');
+    const events = await runScaleEvents({
+      rate: bounded(Number(flags.eventsRate), 1, 5000, 'events-rate'),
+      partitions: bounded(Number(flags.eventsPartitions), 1, 64, 'events-partitions'),
+      sizes: parseInstanceList(String(flags.events)),
+      holdS: bounded(Number(flags.eventsHoldS), 3, 600, 'events-hold-s'),
+      assignor,
+      maxInFlight: bounded(Number(flags.eventsMaxInFlight), 1, 100_000, 'events-max-in-flight'),
+      deadline,
+      log,
+    });
+    printScaleEvents(events);
+    result = { mode: 'scale-events', ...events };
+  } else if (flags.mode === 'stream') {
     const large = bounded(Number(flags.sizeMb), 1, 8192, 'size-mb');
     const small = bounded(Number(flags.smallMb), 1, 8192, 'small-mb');
     const sizes = small < large ? [small, large] : [large];
