@@ -54,7 +54,7 @@ function chainText(error: unknown): string {
  */
 export function securityHint(error: unknown): string | undefined {
   const text = chainText(error);
-  if (/KafkaSecurityError|OidcTokenError|TlsSettingError/.test(text)) return undefined; // names its setting already
+  if (/SettingError/.test(text)) return undefined; // names its setting already
   for (const { codes, hint } of TLS_HINTS) if (codes.test(text)) return hint;
   if (
     /SASL (PLAIN|SCRAM)[^|]*authentication failed|SASL_AUTHENTICATION_FAILED.*(SCRAM|PLAIN)|Authentication failed during authentication due to invalid credentials with SASL mechanism SCRAM/i.test(

@@ -8,6 +8,7 @@
 import type { generateAuthTokenFromCredentialsProvider } from 'aws-msk-iam-sasl-signer-js';
 import { OidcTokenSource } from '../util/oidc-token.js';
 import { loadTlsFiles, type TlsMaterial } from '../util/tls-files.js';
+import { SettingError } from '../util/setting-error.js';
 
 /** The `kafka` settings this module reads (the shape of the configuration's `kafka` section). */
 export interface KafkaSecuritySettings {
@@ -51,16 +52,6 @@ export interface KafkaSecurity {
   sasl?: KafkaSasl;
 }
 
-export class KafkaSecurityError extends Error {
-  constructor(
-    readonly setting: string,
-    message: string,
-  ) {
-    super(`${setting}: ${message}`);
-    this.name = 'KafkaSecurityError';
-  }
-}
-
 const TLS_NAMES = {
   caFile: 'kafka.sslCaFile',
   certFile: 'kafka.sslCertFile',
@@ -74,7 +65,7 @@ function tlsOf(s: KafkaSecuritySettings): KafkaSecurity['ssl'] {
   const custom = files || s.sslServerName !== '' || !s.sslVerify;
   if (!s.ssl && !files) {
     if (s.saslMechanism === 'aws-msk-iam') {
-      throw new KafkaSecurityError(
+      throw new SettingError(
         'kafka.ssl',
         'aws-msk-iam needs TLS (MSK serves IAM on its TLS port): set it to true',
       );
@@ -96,19 +87,19 @@ function tlsOf(s: KafkaSecuritySettings): KafkaSecurity['ssl'] {
 function extensionsOf(value: unknown): Record<string, string> | undefined {
   if (value === undefined || value === null) return undefined;
   if (typeof value !== 'object' || Array.isArray(value)) {
-    throw new KafkaSecurityError('kafka.oauthExtensions', 'expected an object of strings');
+    throw new SettingError('kafka.oauthExtensions', 'expected an object of strings');
   }
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries(value)) {
     // RFC 7628 §3.1: key = 1*(ALPHA), value without control characters; "auth" is reserved.
     if (!/^[A-Za-z]+$/.test(k) || k === 'auth') {
-      throw new KafkaSecurityError(
+      throw new SettingError(
         'kafka.oauthExtensions',
         `"${k}" is not a valid extension name (letters only, not "auth")`,
       );
     }
     if (typeof v !== 'string' || [...v].some((c) => c.charCodeAt(0) < 0x20)) {
-      throw new KafkaSecurityError(
+      throw new SettingError(
         'kafka.oauthExtensions',
         `the value of "${k}" must be a string without control characters`,
       );
@@ -156,7 +147,7 @@ export function mskIamTokens(
           return { value: token };
         },
         (err: unknown) => {
-          throw new KafkaSecurityError(
+          throw new SettingError(
             'kafka.saslMechanism',
             `aws-msk-iam: could not sign a token (${(err as Error).message}); the AWS credential chain found no usable credentials`,
           );
@@ -177,7 +168,7 @@ function saslOf(s: KafkaSecuritySettings): KafkaSasl | undefined {
     case 'scram-sha-256':
     case 'scram-sha-512':
       if (s.saslUsername === '') {
-        throw new KafkaSecurityError(
+        throw new SettingError(
           'kafka.saslUsername',
           `is required with kafka.saslMechanism ${s.saslMechanism}`,
         );
@@ -188,8 +179,7 @@ function saslOf(s: KafkaSecuritySettings): KafkaSasl | undefined {
         ['kafka.oauthTokenUrl', s.oauthTokenUrl],
         ['kafka.oauthClientId', s.oauthClientId],
       ] as const) {
-        if (value === '')
-          throw new KafkaSecurityError(key, 'is required with kafka.saslMechanism oauthbearer');
+        if (value === '') throw new SettingError(key, 'is required with kafka.saslMechanism oauthbearer');
       }
       const extensions = extensionsOf(s.oauthExtensions);
       const source = new OidcTokenSource({
@@ -207,7 +197,7 @@ function saslOf(s: KafkaSecuritySettings): KafkaSasl | undefined {
     case 'aws-msk-iam': {
       const region = s.awsRegion || process.env.AWS_REGION || mskRegionOf(s.brokers);
       if (!region) {
-        throw new KafkaSecurityError(
+        throw new SettingError(
           'kafka.awsRegion',
           'is required with aws-msk-iam (no AWS_REGION, and the brokers are not MSK host names)',
         );

@@ -5,6 +5,7 @@
  * names the setting at fault when the token endpoint refuses or cannot be reached.
  */
 import { CachedTokenSource, clientSecretBasic } from '../client/auth.js';
+import { SettingError } from './setting-error.js';
 
 export interface OidcClientSettings {
   tokenUrl: string;
@@ -23,16 +24,6 @@ export interface OidcClientSettings {
 export interface IssuedToken {
   value: string;
   expiresAt: number;
-}
-
-export class OidcTokenError extends Error {
-  constructor(
-    readonly setting: string,
-    message: string,
-  ) {
-    super(`${setting}: ${message}`);
-    this.name = 'OidcTokenError';
-  }
 }
 
 /** Lifetime assumed when a token answer has no `expires_in` (RFC 6749 makes it optional). */
@@ -59,14 +50,11 @@ export class OidcTokenSource {
           signal: AbortSignal.timeout(s.timeoutMs ?? 10_000),
         });
       } catch (err) {
-        throw new OidcTokenError(
-          `${prefix}TokenUrl`,
-          `token endpoint unreachable (${(err as Error).message})`,
-        );
+        throw new SettingError(`${prefix}TokenUrl`, `token endpoint unreachable (${(err as Error).message})`);
       }
       const text = await response.text().catch(() => '');
       if (response.status === 401 || (response.status === 400 && /invalid_client/.test(text))) {
-        throw new OidcTokenError(
+        throw new SettingError(
           `${prefix}ClientSecret`,
           `the token endpoint refused the client credentials (HTTP ${response.status}); check ${prefix}ClientId and ${prefix}ClientSecret`,
         );
@@ -74,7 +62,7 @@ export class OidcTokenSource {
       if (!response.ok) {
         // The body may echo the request: only its error code is shown.
         const code = /"error"\s*:\s*"([a-z_]+)"/.exec(text)?.[1];
-        throw new OidcTokenError(
+        throw new SettingError(
           `${prefix}TokenUrl`,
           `the token endpoint answered HTTP ${response.status}${code ? ` (${code})` : ''}` +
             (code === 'invalid_scope' ? `; check ${prefix}Scope` : ''),
@@ -84,13 +72,10 @@ export class OidcTokenSource {
       try {
         body = JSON.parse(text) as typeof body;
       } catch {
-        throw new OidcTokenError(
-          `${prefix}TokenUrl`,
-          'the token endpoint answered something other than JSON',
-        );
+        throw new SettingError(`${prefix}TokenUrl`, 'the token endpoint answered something other than JSON');
       }
       if (typeof body.access_token !== 'string' || body.access_token === '') {
-        throw new OidcTokenError(`${prefix}TokenUrl`, 'the token endpoint answered without an access_token');
+        throw new SettingError(`${prefix}TokenUrl`, 'the token endpoint answered without an access_token');
       }
       const expiresIn =
         typeof body.expires_in === 'number' && body.expires_in > 0 ? body.expires_in : DEFAULT_LIFETIME_S;

@@ -6,6 +6,7 @@
  */
 import { createPrivateKey, X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { SettingError } from './setting-error.js';
 
 /** Which settings the files come from, for messages (e.g. `kafka.sslCaFile`). */
 export interface TlsSettingNames {
@@ -30,27 +31,17 @@ export interface TlsMaterial {
   passphrase?: string;
 }
 
-export class TlsSettingError extends Error {
-  constructor(
-    readonly setting: string,
-    message: string,
-  ) {
-    super(`${setting}: ${message}`);
-    this.name = 'TlsSettingError';
-  }
-}
-
 function readPem(file: string, setting: string, kind: 'CERTIFICATE' | 'PRIVATE KEY'): string {
   let text: string;
   try {
     text = readFileSync(file, 'utf8');
   } catch (err) {
-    throw new TlsSettingError(setting, `cannot read ${file} (${(err as NodeJS.ErrnoException).code})`);
+    throw new SettingError(setting, `cannot read ${file} (${(err as NodeJS.ErrnoException).code})`);
   }
   const marker =
     kind === 'CERTIFICATE' ? /-----BEGIN CERTIFICATE-----/ : /-----BEGIN [A-Z ]*PRIVATE KEY-----/;
   if (!marker.test(text)) {
-    throw new TlsSettingError(setting, `${file} holds no PEM ${kind.toLowerCase()}`);
+    throw new SettingError(setting, `${file} holds no PEM ${kind.toLowerCase()}`);
   }
   return text;
 }
@@ -73,7 +64,7 @@ export function loadTlsFiles(files: TlsFiles, names: TlsSettingNames): TlsMateri
       try {
         new X509Certificate(pem);
       } catch (err) {
-        throw new TlsSettingError(
+        throw new SettingError(
           names.caFile,
           `${files.caFile}: not a valid certificate (${(err as Error).message})`,
         );
@@ -84,7 +75,7 @@ export function loadTlsFiles(files: TlsFiles, names: TlsSettingNames): TlsMateri
   if (Boolean(files.certFile) !== Boolean(files.keyFile)) {
     const missing = files.certFile ? names.keyFile : names.certFile;
     const given = files.certFile ? names.certFile : names.keyFile;
-    throw new TlsSettingError(
+    throw new SettingError(
       missing,
       `is required with ${given} (a client certificate and its key go together)`,
     );
@@ -98,14 +89,14 @@ export function loadTlsFiles(files: TlsFiles, names: TlsSettingNames): TlsMateri
     } catch (err) {
       const encrypted = /ENCRYPTED/.test(key);
       if (encrypted) {
-        throw new TlsSettingError(
+        throw new SettingError(
           names.keyPassword,
           files.keyPassword
             ? `does not decrypt ${files.keyFile}`
             : `${files.keyFile} is encrypted: set ${names.keyPassword}`,
         );
       }
-      throw new TlsSettingError(
+      throw new SettingError(
         names.keyFile,
         `${files.keyFile}: not a usable private key (${(err as Error).message})`,
       );
@@ -114,13 +105,13 @@ export function loadTlsFiles(files: TlsFiles, names: TlsSettingNames): TlsMateri
     try {
       leaf = new X509Certificate(pemCertificates(cert)[0] ?? cert);
     } catch (err) {
-      throw new TlsSettingError(
+      throw new SettingError(
         names.certFile,
         `${files.certFile}: not a valid certificate (${(err as Error).message})`,
       );
     }
     if (!leaf.checkPrivateKey(privateKey)) {
-      throw new TlsSettingError(
+      throw new SettingError(
         names.keyFile,
         `${files.keyFile} is not the key of the certificate in ${names.certFile}`,
       );
