@@ -1,11 +1,11 @@
 /**
- * The consumer loop: takes arrival and feedback records batch by batch, admits at most `maxInFlight`
- * documents (pausing the input topic when full, resuming with hysteresis), prepares each assigned
- * partition (its state read, its unfinished documents resumed) before taking its records, and
- * commits the highest offset below which every outcome is durable. It alone owns the in-flight
- * limit. A partition's state is restored (`state/store.ts`) before any of its records is taken, and
- * dropped when the partition leaves. It reaches Kafka, the engine and the state only through the narrow interfaces below, so it
- * is unit-tested with fakes (`consumer-loop.test.ts`).
+ * The consumer loop: takes arrival and feedback records batch by batch and admits at most
+ * `maxInFlight` documents (pausing the input topic when full, resuming with hysteresis); it alone
+ * owns the in-flight limit. On a rebalance it drops what left and has what came prepared
+ * (`partition-preparation.ts`: state restored, unfinished documents resumed) before taking its
+ * records; its commits (`offset-commits.ts`) move each offset to the highest below which every
+ * outcome is durable. It reaches Kafka, the engine and the state only through the narrow interfaces
+ * below, so it is unit-tested with fakes (`consumer-loop.test.ts`).
  */
 import type {
   Assignment,
@@ -17,8 +17,8 @@ import type {
 } from '../kafka/consumer.js';
 import type { Logger } from '../observability/logger.js';
 import { backoffDelay } from '../util/backoff.js';
-import { unfinishedMetadata } from './group-share.js';
-import { OffsetTracker } from './offsets.js';
+import { OffsetCommits } from './offset-commits.js';
+import { PartitionPreparation } from './partition-preparation.js';
 import type { UnfinishedState } from './state/document-state.js';
 
 /** The parts of the Kafka consumer the loop drives. */
@@ -100,10 +100,8 @@ export interface OutageHandling {
 
 export class ConsumerLoop {
   private consumer: LoopConsumer | null = null;
-  private readonly trackers = new Map<string, OffsetTracker>();
-  private drainCommit: NodeJS.Timeout | null = null;
-  /** Per input partition: a promise resolved once its state is read and its unfinished work resumed. */
-  private readonly prepared = new Map<number, Promise<void>>();
+  private readonly commits: OffsetCommits;
+  private readonly preparation: PartitionPreparation;
   private admitting = 0;
   /** Batch handlers waiting for a free slot: woken whenever one may have freed. */
   private readonly roomWaiters = new Set<() => void>();
@@ -112,18 +110,32 @@ export class ConsumerLoop {
   private outage: Promise<void> | null = null;
   private stopping = false;
 
-  constructor(private readonly o: ConsumerLoopOptions) {}
+  constructor(private readonly o: ConsumerLoopOptions) {
+    this.commits = new OffsetCommits({
+      arrived: o.topics.arrived,
+      unfinishedOn: (p) => o.engine.unfinishedOn(p),
+      logger: o.logger,
+    });
+    this.preparation = new PartitionPreparation({
+      state: o.state,
+      engine: o.engine,
+      logger: o.logger,
+      ...(o.committedOffsets ? { committedOffsets: o.committedOffsets } : {}),
+      startAt: (partition, offset) =>
+        this.commits.tracker(o.topics.arrived).partition(partition).startAt(offset),
+    });
+  }
 
   /** Starts driving this consumer (call before its first batch). */
   attach(consumer: LoopConsumer): void {
     this.consumer = consumer;
+    this.commits.attach(consumer);
   }
 
   /** No record is taken after this; running admissions finish. */
   stop(): void {
     this.stopping = true;
-    if (this.drainCommit) clearTimeout(this.drainCommit);
-    this.drainCommit = null;
+    this.commits.stop();
   }
 
   get paused(): boolean {
@@ -140,16 +152,12 @@ export class ConsumerLoop {
       stopped = this.o.engine.revoke(removed) ?? 0;
       this.o.state.revoke(removed);
       for (const p of removed) {
-        this.trackers.get(arrived)?.drop(p);
-        this.prepared.delete(p);
+        this.commits.drop(arrived, p);
+        this.preparation.forget(p);
       }
     }
-    for (const p of join.removed[feedback] ?? []) this.trackers.get(feedback)?.drop(p);
-    const added = join.added[arrived] ?? [];
-    // One reading of the group's offsets for every partition gained (their previous owners can no
-    // longer commit).
-    const committed = added.length > 0 ? this.readCommitted() : undefined;
-    for (const p of added) void this.prepare(p, committed).catch(() => undefined);
+    for (const p of join.removed[feedback] ?? []) this.commits.drop(feedback, p);
+    this.preparation.gained(join.added[arrived] ?? []);
     // What was added and removed: a partition kept (the sticky assignor) keeps its documents and state.
     this.o.logger.info(
       // `stopped`: documents of the removed partitions that were running (their new owners resume them).
@@ -172,7 +180,7 @@ export class ConsumerLoop {
     // Fetched before the pause: left unresolved, so they are fetched again after it.
     if (this.outage) return;
     if (batch.topic === this.o.topics.feedback) return this.onFeedbackBatch(batch, control);
-    const offsets = this.tracker(batch.topic).partition(batch.partition);
+    const offsets = this.commits.tracker(batch.topic).partition(batch.partition);
     const admissions: Array<Promise<void>> = [];
     let last: string | null = null;
     // A failed heartbeat (a rebalance under way) ends any wait for room: the group must not wait.
@@ -189,7 +197,7 @@ export class ConsumerLoop {
       control.isRunning() && !control.isStale() && !this.stopping && !this.outage && !heartbeatFailed;
     try {
       // No record of a partition is admitted before its state is restored (heartbeats go on meanwhile).
-      await this.prepare(batch.partition);
+      await this.preparation.prepare(batch.partition);
       for (const message of batch.messages) {
         if (!taking()) break;
         // Checked again after every wait: the slot is taken in the same turn as the check.
@@ -237,7 +245,7 @@ export class ConsumerLoop {
   /** A document finished or was dropped: resume the input once a tenth of the slots are free. */
   onRoom(): void {
     this.wakeRoomWaiters();
-    this.commitIfDrained();
+    this.commits.commitIfDrained();
     const inFlight = this.o.engine.inFlight;
     this.o.onInFlight?.(inFlight);
     if (!this.inputPaused || !this.consumer || this.stopping || this.outage) return;
@@ -248,44 +256,13 @@ export class ConsumerLoop {
     this.consumer.resume(this.o.topics.arrived, this.assigned(this.o.topics.arrived));
   }
 
-  /**
-   * Commits the highest safe offset of every assigned partition that moved. An input partition's
-   * offset carries whether documents of it still run here (`unfinishedMetadata`): committed again when
-   * that changes, so that every member of the group reading the offsets knows which partitions still
-   * have work (`group-share.ts`).
-   */
-  async commit(): Promise<void> {
-    const consumer = this.consumer;
-    if (!consumer) return;
-    const assignment = consumer.currentAssignment();
-    for (const [topic, tracker] of this.trackers) {
-      const owned = new Set(assignment[topic] ?? []);
-      const metadataOf =
-        topic === this.o.topics.arrived
-          ? (p: number) => unfinishedMetadata(this.o.engine.unfinishedOn(p) > 0)
-          : undefined;
-      const entries = tracker.toCommit(metadataOf).filter((e) => owned.has(e.partition));
-      if (entries.length === 0) continue;
-      try {
-        await consumer.commitOffsets(
-          entries.map((e) => ({
-            topic,
-            partition: e.partition,
-            offset: e.offset,
-            ...(e.metadata !== null ? { metadata: e.metadata } : {}),
-          })),
-        );
-        tracker.markCommitted(entries);
-      } catch (err) {
-        // A rebalance in progress: the next owner starts from the last committed offset and
-        // recognises recorded documents by their state, so nothing is lost or submitted twice.
-        this.o.logger.debug({ err: (err as Error).message }, 'commit failed; will retry');
-      }
-    }
+  /** Commits the highest safe offset of every assigned partition that moved (`offset-commits.ts`). */
+  commit(): Promise<void> {
+    return this.commits.commit();
   }
 
   private async onFeedbackBatch(batch: IncomingBatch, control: BatchControl): Promise<void> {
-    const offsets = this.tracker(batch.topic).partition(batch.partition);
+    const offsets = this.commits.tracker(batch.topic).partition(batch.partition);
     for (const message of batch.messages) {
       if (!control.isRunning() || control.isStale() || this.stopping || this.outage) break;
       offsets.track(message.offset);
@@ -300,86 +277,6 @@ export class ConsumerLoop {
       control.resolveOffset(message.offset);
       await control.heartbeat();
     }
-  }
-
-  /**
-   * The last document of an input partition finished: its offset is committed now rather than at the
-   * next interval, so that the group's share moves to the partitions that still have work sooner.
-   */
-  private commitIfDrained(): void {
-    if (this.drainCommit || !this.consumer || this.stopping) return;
-    const tracker = this.trackers.get(this.o.topics.arrived);
-    if (!tracker) return;
-    // Revoked partitions are dropped from the tracker: what it committed is what this member holds.
-    const drained = tracker.someCommittedWith(
-      unfinishedMetadata(true),
-      (p) => this.o.engine.unfinishedOn(p) === 0,
-    );
-    if (!drained) return;
-    this.drainCommit = setTimeout(() => {
-      this.drainCommit = null;
-      void this.commit();
-    }, 0);
-  }
-
-  private tracker(topic: string): OffsetTracker {
-    let t = this.trackers.get(topic);
-    if (!t) {
-      t = new OffsetTracker();
-      this.trackers.set(topic, t);
-    }
-    return t;
-  }
-
-  /**
-   * Restores the state of a newly assigned partition, then resumes its unfinished documents.
-   * `committed`: the group's offsets read at the join, else read here when preparing starts.
-   */
-  private prepare(
-    partition: number,
-    committed?: Promise<ReadonlyMap<number, string | null> | undefined>,
-  ): Promise<void> {
-    let p = this.prepared.get(partition);
-    if (!p) {
-      const reading = committed ?? this.readCommitted();
-      p = this.o.state.assign([partition]).then(async () => {
-        await this.startFromCommitted(partition, p, reading);
-        const unfinished = this.o.state.unfinished(partition);
-        await this.o.engine.resume(unfinished);
-        if (unfinished.length > 0)
-          this.o.logger.info({ partition, documents: unfinished.length }, 'resumed unfinished documents');
-      });
-      p.catch((err: unknown) => {
-        this.prepared.delete(partition);
-        this.o.logger.warn(
-          { partition, err: (err as Error).message },
-          'preparing a partition failed; will retry',
-        );
-      });
-      this.prepared.set(partition, p);
-    }
-    return p;
-  }
-
-  /**
-   * A partition this member just got starts its offsets at the group's committed one, so that this
-   * member commits it again with its own metadata even before a new record of it is done (the
-   * previous owner's may say documents still run that this member resumes and finishes). Skipped
-   * when the offset cannot be read, or when the partition left again meanwhile.
-   */
-  private async startFromCommitted(
-    partition: number,
-    preparing: Promise<void> | undefined,
-    reading: Promise<ReadonlyMap<number, string | null> | undefined> | undefined,
-  ): Promise<void> {
-    const offset = (await reading)?.get(partition) ?? null;
-    if (offset === null || this.prepared.get(partition) !== preparing) return;
-    this.tracker(this.o.topics.arrived).partition(partition).startAt(offset);
-  }
-
-  /** The group's committed input offsets, or undefined when they cannot be read (nothing to start at). */
-  private readCommitted(): Promise<ReadonlyMap<number, string | null> | undefined> | undefined {
-    return this.o.committedOffsets?.().catch(() => undefined);
   }
 
   /** True while the input is paused because a dependency is down. */
