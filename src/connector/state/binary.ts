@@ -3,7 +3,7 @@
  * (`replay-marker.ts`); `id` is u8 0 + 16 bytes for a lower-case UUID, else u8 1 + str; `str` is
  * u16 length + UTF-8.
  */
-import { StateRecordError } from './record-error.js';
+import { StateRecordError } from './document-state.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 

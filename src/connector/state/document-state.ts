@@ -69,3 +69,8 @@ export function awaitableBits(list: readonly Awaitable[]): number {
 export function awaitableList(bits: number): Awaitable[] {
   return AWAITABLE.filter((_, i) => (bits & (1 << i)) !== 0);
 }
+
+/** A state record that cannot be read. The state reader skips it and says so, without its contents. */
+export class StateRecordError extends Error {
+  override name = 'StateRecordError';
+}

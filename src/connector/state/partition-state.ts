@@ -15,9 +15,9 @@ import {
   type DocumentStateV2,
   type FinishedState,
   type UnfinishedState,
+  StateRecordError,
 } from './document-state.js';
 import { decodeState, peekFinished } from './record.js';
-import { StateRecordError } from './record-error.js';
 import { REPLAY_KEY, decodeReplayMarker, type ReplayMarker } from './replay-marker.js';
 
 const REPLAY_KEY_BYTES = Buffer.from(REPLAY_KEY, 'utf8');

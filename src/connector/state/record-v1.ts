@@ -8,8 +8,8 @@ import {
   type Awaitable,
   type DocumentStateV2,
   type UnfinishedState,
+  StateRecordError,
 } from './document-state.js';
-import { StateRecordError } from './record-error.js';
 
 /**
  * Version 1 as docstream 0.1 wrote it (copied from `connector/types.ts` DocumentState so this module

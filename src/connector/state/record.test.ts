@@ -1,6 +1,10 @@
-import { awaitableBits, type FinishedState, type UnfinishedState } from './document-state.js';
+import {
+  awaitableBits,
+  type FinishedState,
+  type UnfinishedState,
+  StateRecordError,
+} from './document-state.js';
 import { peekFinished, decodeState, encodeState } from './record.js';
-import { StateRecordError } from './record-error.js';
 import type { DocumentStateV1 } from './record-v1.js';
 
 const SID = '0b6f3c4e-2d1a-4c5b-9e8f-7a6b5c4d3e2f';

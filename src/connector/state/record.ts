@@ -26,8 +26,8 @@ import {
   type DocumentStateV2,
   type FinishedState,
   type UnfinishedState,
+  StateRecordError,
 } from './document-state.js';
-import { StateRecordError } from './record-error.js';
 import { fromV1, parseV1 } from './record-v1.js';
 
 const FORMAT_V2 = 2;

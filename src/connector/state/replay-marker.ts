@@ -1,6 +1,6 @@
 /** The replay marker record: its reserved key and its binary codec. */
 import { Reader, Writer } from './binary.js';
-import { StateRecordError } from './record-error.js';
+import { StateRecordError } from './document-state.js';
 
 /**
  * The reserved key of a partition's replay marker (an event id never starts with a control

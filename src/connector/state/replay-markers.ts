@@ -8,7 +8,7 @@ import type { KafkaAdmin } from '../../kafka/admin.js';
 import type { KafkaClient } from '../../kafka/client.js';
 import type { KafkaProducer } from '../../kafka/producer.js';
 import type { Logger } from '../../observability/logger.js';
-import { StateRecordError } from './record-error.js';
+import { StateRecordError } from './document-state.js';
 import {
   MAX_GENERATION,
   REPLAY_KEY,
