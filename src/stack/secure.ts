@@ -285,6 +285,26 @@ export function secureListenerProperties(
   };
 }
 
+function scramMarker(o: Pick<StackOptions, 'runDir'>): string {
+  return join(servicePaths(o.runDir, 'kafka').dataDir, 'docstream-scram-user');
+}
+
+/**
+ * The SCRAM user as `StorageTool format` arguments: a new data directory gets it with the format,
+ * with no broker round trip (`ensureScramUser` covers a directory formatted before).
+ */
+export function scramFormatArgs(s: SecureListeners): string[] {
+  return ['SCRAM-SHA-512', 'SCRAM-SHA-256'].flatMap((mechanism) => [
+    '--add-scram',
+    `${mechanism}=[name=${s.scramTls.username},iterations=8192,password=${s.scramTls.password}]`,
+  ]);
+}
+
+/** Records that the data directory holds the SCRAM user (after a format with `scramFormatArgs`). */
+export function markScramUser(s: SecureListeners, o: Pick<StackOptions, 'runDir'>): void {
+  writeFileSync(scramMarker(o), s.scramTls.username);
+}
+
 /**
  * Adds the SCRAM user (both hashes) through Kafka's own ConfigCommand on the plain listener, once
  * per data directory (a marker there; `up --fresh` wipes both).
@@ -295,7 +315,7 @@ export async function ensureScramUser(
   java: string,
   libs: string,
 ): Promise<void> {
-  const marker = join(servicePaths(o.runDir, 'kafka').dataDir, 'docstream-scram-user');
+  const marker = scramMarker(o);
   if (existsSync(marker) && readFileSync(marker, 'utf8') === s.scramTls.username) return;
   // One mechanism per request: Kafka refuses to alter one user's credentials twice in a request.
   for (const mechanism of ['SCRAM-SHA-512', 'SCRAM-SHA-256']) {

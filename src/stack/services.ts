@@ -17,6 +17,8 @@ import { servicePaths } from './paths.js';
 import {
   ensureScramUser,
   ensureSecureMaterial,
+  markScramUser,
+  scramFormatArgs,
   jwksUrl,
   readSecureListeners,
   secureListenerProperties,
@@ -214,14 +216,18 @@ const kafka: ServiceDef = {
         clusterId,
         '-c',
         f.properties,
+        ...scramFormatArgs(secure),
       ];
       try {
         const { stdout, stderr } = await execFileAsync(java.java, args, { timeout: o.timeoutMs });
         appendFileSync(f.outFile, stdout + stderr);
       } catch (err) {
         const e = err as { stdout?: string; stderr?: string; message: string };
-        throw new Error(`kafka: formatting storage failed: ${e.stderr || e.stdout || e.message}`);
+        // The SCRAM password is on the command line: never echo it.
+        const text = (e.stderr || e.stdout || e.message).split(secure.scramTls.password).join('***');
+        throw new Error(`kafka: formatting storage failed: ${text}`);
       }
+      markScramUser(secure, o);
     }
     o.log(`kafka: using Java ${java.major} (${java.source})`);
     return {
