@@ -105,6 +105,22 @@ describe('checkConfigFile', () => {
     ]);
   });
 
+  it('refuses oauthbearer without its token endpoint and client, and a certificate without its key', () => {
+    const file = tmpFile(
+      'o.json',
+      JSON.stringify({
+        kafka: { saslMechanism: 'oauthbearer', sslCertFile: '/etc/docstream/client.pem' },
+        registry: { keyFile: '/etc/docstream/registry.key' },
+      }),
+    );
+    expect(checkConfigFile(file).errors).toEqual([
+      expect.stringMatching(/kafka\.saslMechanism is oauthbearer but kafka\.oauthTokenUrl is not set/),
+      expect.stringMatching(/kafka\.saslMechanism is oauthbearer but kafka\.oauthClientId is not set/),
+      expect.stringMatching(/kafka\.sslCertFile and kafka\.sslKeyFile go together/),
+      expect.stringMatching(/registry\.certFile and registry\.keyFile go together/),
+    ]);
+  });
+
   it('reports invalid JSON and an unreadable file', () => {
     expect(checkConfigFile(tmpFile('c.json', '{"kafka": ')).errors).toEqual([
       expect.stringMatching(/invalid JSON/),
