@@ -196,6 +196,8 @@ class PartitionWriter {
     if (items.length === 0) return;
     for (let attempt = 0; ; attempt++) {
       if (this.fenced) return rejectAll(items, this.fenced);
+      // Revoked during the back-off: the new owner resumes from the committed state; send nothing.
+      if (this.closed) return rejectAll(items, new NotOwnedError(this.partition));
       const started = Date.now();
       try {
         await this.transact(items);

@@ -1,0 +1,333 @@
+/**
+ * The transactional writers' own logic, with a stand-in for kafkajs' transactional producer (the
+ * broker side is covered by test/connector/exactly-once.test.ts on the real stack): one transaction
+ * per linger, one in flight per partition, abort and resend, revoke, fencing, graceful stop.
+ */
+import type { Kafka } from 'kafkajs';
+import { silentLogger } from '../observability/logger.js';
+import { MessageTooLargeError } from './errors.js';
+import { FencedError, isFencing, NotOwnedError, TransactionalWriters } from './transactions.js';
+
+interface SentBatch {
+  producer: number;
+  topicMessages: Array<{ topic: string; messages: Array<{ key: unknown; value: unknown }> }>;
+}
+
+/** What the producers did, and hooks to make a transaction's send or commit fail or wait. */
+class FakeKafka {
+  readonly configs: Array<Record<string, unknown>> = [];
+  readonly sent: SentBatch[] = [];
+  readonly log: string[] = [];
+  /** Called at each commit (numbered from 0); throw to fail it, await to hold it. */
+  commitHook: (n: number) => Promise<void> | void = () => undefined;
+  sendHook: (n: number) => Promise<void> | void = () => undefined;
+  abortHook: () => Promise<void> | void = () => undefined;
+  connectHook: () => Promise<void> | void = () => undefined;
+  /** Commits that succeeded. */
+  commits = 0;
+  private commitCalls = 0;
+  private sends = 0;
+
+  asKafka(): Kafka {
+    return this as unknown as Kafka;
+  }
+
+  producer(config: Record<string, unknown>) {
+    const index = this.configs.length;
+    this.configs.push(config);
+    return {
+      connect: async () => {
+        this.log.push(`connect ${index}`);
+        await this.connectHook();
+      },
+      disconnect: async () => {
+        this.log.push(`disconnect ${index}`);
+      },
+      transaction: async () => {
+        let records = 0;
+        return {
+          sendBatch: async (b: { topicMessages: SentBatch['topicMessages'] }) => {
+            this.sent.push({ producer: index, topicMessages: b.topicMessages });
+            records += b.topicMessages.reduce((n, t) => n + t.messages.length, 0);
+            await this.sendHook(this.sends++);
+          },
+          commit: async () => {
+            await this.commitHook(this.commitCalls++);
+            this.commits += 1;
+            this.log.push(`commit ${index} ${records}`);
+          },
+          abort: async () => {
+            this.log.push(`abort ${index} ${records}`);
+            await this.abortHook();
+          },
+        };
+      },
+    };
+  }
+
+  /** Keys of the records of each sendBatch, in order. */
+  keys(): string[][] {
+    return this.sent.map((b) => b.topicMessages.flatMap((t) => t.messages.map((m) => String(m.key))));
+  }
+}
+
+const tick = (ms = 0) => new Promise((r) => setTimeout(r, ms));
+
+function writers(
+  kafka: FakeKafka,
+  extra: Partial<ConstructorParameters<typeof TransactionalWriters>[1]> = {},
+) {
+  return new TransactionalWriters(kafka.asKafka(), {
+    idPrefix: 'grp-arrived',
+    lingerMs: 5,
+    logger: silentLogger,
+    ...extra,
+  });
+}
+
+describe('TransactionalWriters', () => {
+  it('initialises one transactional producer per partition on open (an empty transaction, aborted)', async () => {
+    const kafka = new FakeKafka();
+    const w = writers(kafka);
+    await w.open([0, 2]);
+    await w.open([2]);
+    expect(kafka.configs.map((c) => c.transactionalId).sort()).toEqual(['grp-arrived-0', 'grp-arrived-2']);
+    expect(kafka.configs.every((c) => c.idempotent === true && c.maxInFlightRequests === 1)).toBe(true);
+    expect(kafka.log.filter((l) => l.startsWith('abort'))).toEqual(['abort 0 0', 'abort 1 0']);
+    expect(w.size).toBe(2);
+    expect(w.owns(2)).toBe(true);
+    expect(w.owns(1)).toBe(false);
+    await w.stop();
+  });
+
+  it('does not own a partition whose producer could not be initialised', async () => {
+    const kafka = new FakeKafka();
+    kafka.connectHook = () => {
+      throw Object.assign(new Error('broker down'), { retriable: true });
+    };
+    const w = writers(kafka);
+    await expect(w.open([4])).rejects.toThrow(/initialising transactional id grp-arrived-4/);
+    expect(w.owns(4)).toBe(false);
+    expect(kafka.log).toContain('disconnect 0');
+    await expect(w.send(4, 't', { key: 'k', value: 'v' })).rejects.toBeInstanceOf(NotOwnedError);
+  });
+
+  it('commits the records staged within one linger as one transaction, grouped by topic, and resolves on commit', async () => {
+    const kafka = new FakeKafka();
+    const w = writers(kafka, { lingerMs: 20 });
+    await w.open([0]);
+    let release: () => void = () => undefined;
+    kafka.commitHook = () => new Promise<void>((r) => (release = r));
+    const done: string[] = [];
+    const sends = [
+      w.send(0, 'results', { key: 'a', value: '1' }).then(() => done.push('a')),
+      w.send(0, 'state', { key: 'a', value: 's', partition: 0 }).then(() => done.push('a-state')),
+    ];
+    // A record staged in a promise continuation (no I/O between) lands in the same transaction.
+    await Promise.resolve();
+    sends.push(w.send(0, 'results', { key: 'b', value: '2' }).then(() => done.push('b')));
+    await tick(5);
+    expect(kafka.sent).toHaveLength(0); // the linger is not over
+    await tick(40);
+    expect(kafka.sent).toHaveLength(1);
+    expect(kafka.sent[0]!.topicMessages.map((t) => [t.topic, t.messages.map((m) => m.key)])).toEqual([
+      ['results', ['a', 'b']],
+      ['state', ['a']],
+    ]);
+    expect(done).toEqual([]); // sent, not committed yet
+    release();
+    await Promise.all(sends);
+    expect(done.sort()).toEqual(['a', 'a-state', 'b']);
+    expect(kafka.commits).toBe(1);
+    await w.stop();
+  });
+
+  it('keeps one transaction in flight per partition; records gather meanwhile for the next one', async () => {
+    const kafka = new FakeKafka();
+    const w = writers(kafka, { lingerMs: 1 });
+    await w.open([0, 1]);
+    let release: () => void = () => undefined;
+    kafka.commitHook = (n) => (n === 0 ? new Promise<void>((r) => (release = r)) : undefined);
+    const first = w.send(0, 't', { key: 'a', value: '' });
+    await tick(20);
+    const later = [w.send(0, 't', { key: 'b', value: '' }), w.send(0, 't', { key: 'c', value: '' })];
+    // Another partition is not held up by partition 0's open transaction.
+    await w.send(1, 't', { key: 'x', value: '' });
+    await tick(20);
+    expect(kafka.keys()).toEqual([['a'], ['x']]);
+    release();
+    await first;
+    await Promise.all(later);
+    expect(kafka.keys()).toEqual([['a'], ['x'], ['b', 'c']]);
+    await w.stop();
+  });
+
+  it('splits a batch at maxBatch records', async () => {
+    const kafka = new FakeKafka();
+    const w = writers(kafka, { lingerMs: 1, maxBatch: 2 });
+    await w.open([0]);
+    await Promise.all(['a', 'b', 'c', 'd', 'e'].map((k) => w.send(0, 't', { key: k, value: '' })));
+    expect(kafka.keys()).toEqual([['a', 'b'], ['c', 'd'], ['e']]);
+    await w.stop();
+  });
+
+  it('keeps only the latest of records staged with replace for one key (state records)', async () => {
+    const kafka = new FakeKafka();
+    const w = writers(kafka, { lingerMs: 10 });
+    await w.open([0]);
+    const sends = [
+      w.send(0, 'state', { key: 'e1', value: 'v1', partition: 0 }, { replace: true }),
+      w.send(0, 'results', { key: 'e1', value: 'r' }),
+      w.send(0, 'state', { key: 'e1', value: 'v2', partition: 0 }, { replace: true }),
+    ];
+    await Promise.all(sends);
+    expect(kafka.sent).toHaveLength(1);
+    const state = kafka.sent[0]!.topicMessages.find((t) => t.topic === 'state')!;
+    expect(state.messages.map((m) => m.value)).toEqual(['v2']);
+    await w.stop();
+  });
+
+  it('aborts a failed transaction and sends its whole batch again in the next one', async () => {
+    const kafka = new FakeKafka();
+    const warnings: unknown[] = [];
+    const logger = {
+      ...silentLogger,
+      warn: (o: unknown) => warnings.push(o),
+    } as unknown as typeof silentLogger;
+    const w = writers(kafka, { logger });
+    await w.open([0]);
+    kafka.sendHook = (n) => {
+      if (n === 0) throw Object.assign(new Error('NOT_COORDINATOR'), { retriable: true });
+    };
+    await Promise.all([w.send(0, 't', { key: 'a', value: '' }), w.send(0, 't', { key: 'b', value: '' })]);
+    expect(kafka.keys()).toEqual([
+      ['a', 'b'],
+      ['a', 'b'],
+    ]);
+    expect(kafka.log).toContain('abort 0 2');
+    expect(kafka.commits).toBe(1);
+    expect(warnings).toEqual([expect.objectContaining({ partition: 0, attempt: 0, records: 2 })]);
+    await w.stop();
+  });
+
+  it('makes a new producer when the abort of a failed transaction failed too (its state unknown)', async () => {
+    const kafka = new FakeKafka();
+    const w = writers(kafka);
+    await w.open([3]);
+    kafka.commitHook = (n) => {
+      if (n === 0) throw new Error('request timed out');
+    };
+    // The abort after the failed commit (not the open's) times out, once.
+    kafka.abortHook = () => {
+      if (kafka.log.at(-1) === 'abort 0 1') throw new Error('abort timed out');
+    };
+    await w.send(3, 't', { key: 'a', value: '' });
+    expect(kafka.configs).toHaveLength(2);
+    expect(kafka.configs[1]!.transactionalId).toBe('grp-arrived-3');
+    expect(kafka.log).toContain('disconnect 0');
+    expect(kafka.log).toContain('commit 1 1');
+    await w.stop();
+  });
+
+  it('fails the batch when fenced, without an abort, and refuses every later record of the partition', async () => {
+    const kafka = new FakeKafka();
+    const w = writers(kafka);
+    await w.open([0, 1]);
+    kafka.commitHook = () => {
+      throw Object.assign(new Error('fenced'), { type: 'PRODUCER_FENCED' });
+    };
+    const sent = w.send(0, 't', { key: 'a', value: '' });
+    await expect(sent).rejects.toBeInstanceOf(FencedError);
+    await expect(sent).rejects.toMatchObject({ partition: 0 });
+    expect(kafka.log.filter((l) => l.startsWith('abort 0'))).toEqual(['abort 0 0']); // only the open's
+    expect(() => w.stage(0, 't', { key: 'b', value: '' })).toThrow(FencedError);
+    await expect(w.send(0, 't', { key: 'b', value: '' })).rejects.toBeInstanceOf(FencedError);
+    expect(kafka.sent).toHaveLength(1);
+    await w.stop();
+  });
+
+  it('fails the records gathered behind a transaction that turns out fenced', async () => {
+    const kafka = new FakeKafka();
+    const w = writers(kafka, { lingerMs: 1 });
+    await w.open([0]);
+    let fail: () => void = () => undefined;
+    kafka.commitHook = () =>
+      new Promise<void>(
+        (_, reject) =>
+          (fail = () => reject(Object.assign(new Error('epoch'), { type: 'INVALID_PRODUCER_EPOCH' }))),
+      );
+    const first = w.send(0, 't', { key: 'a', value: '' });
+    await tick(20);
+    const queued = w.send(0, 't', { key: 'b', value: '' });
+    fail();
+    await expect(first).rejects.toBeInstanceOf(FencedError);
+    await expect(queued).rejects.toBeInstanceOf(FencedError);
+    await tick(20);
+    expect(kafka.keys()).toEqual([['a']]);
+    await w.stop();
+  });
+
+  it('on revoke drops the gathered records (NotOwnedError), sends nothing and closes the producer', async () => {
+    const kafka = new FakeKafka();
+    const w = writers(kafka, { lingerMs: 50 });
+    await w.open([0, 1]);
+    const dropped = w.send(0, 't', { key: 'a', value: '' });
+    const kept = w.send(1, 't', { key: 'b', value: '' });
+    await w.close([0]);
+    await expect(dropped).rejects.toBeInstanceOf(NotOwnedError);
+    expect(w.owns(0)).toBe(false);
+    expect(() => w.stage(0, 't', { key: 'c', value: '' })).toThrow(NotOwnedError);
+    expect(kafka.log).toContain('disconnect 0');
+    await kept;
+    await tick(60);
+    expect(kafka.keys()).toEqual([['b']]);
+    await w.stop();
+  });
+
+  it('does not send a failed batch again once the partition was revoked during the back-off', async () => {
+    const kafka = new FakeKafka();
+    const w = writers(kafka, { lingerMs: 1 });
+    await w.open([0]);
+    kafka.sendHook = () => {
+      throw Object.assign(new Error('NOT_COORDINATOR'), { retriable: true });
+    };
+    const sent = w.send(0, 't', { key: 'a', value: '' });
+    await tick(20); // the first attempt failed; the writer waits (>= 50 ms) before the next
+    const closing = w.close([0]);
+    await expect(sent).rejects.toBeInstanceOf(NotOwnedError);
+    await closing;
+    expect(kafka.sent).toHaveLength(1);
+  });
+
+  it('at shutdown commits the gathered records before closing the producers', async () => {
+    const kafka = new FakeKafka();
+    const w = writers(kafka, { lingerMs: 1000 });
+    await w.open([0]);
+    const sent = w.send(0, 't', { key: 'a', value: '' });
+    await w.stop();
+    await sent;
+    expect(kafka.log.slice(-2)).toEqual(['commit 0 1', 'disconnect 0']);
+  });
+
+  it('refuses a record larger than its topic takes, at once', async () => {
+    const kafka = new FakeKafka();
+    const w = writers(kafka, { limitFor: () => 100 });
+    await w.open([0]);
+    expect(() => w.stage(0, 't', { key: 'a', value: 'x'.repeat(200) })).toThrow(MessageTooLargeError);
+    await w.stop();
+    expect(kafka.sent).toHaveLength(0);
+  });
+});
+
+describe('isFencing', () => {
+  it('finds a fencing error wrapped in causes', () => {
+    expect(isFencing({ type: 'PRODUCER_FENCED' })).toBe(true);
+    expect(isFencing(new Error('x', { cause: { originalError: { type: 'INVALID_PRODUCER_EPOCH' } } }))).toBe(
+      true,
+    );
+    expect(isFencing(new FencedError(3))).toBe(true);
+    expect(isFencing(new Error('NOT_COORDINATOR'))).toBe(false);
+    expect(isFencing({ type: 'CONCURRENT_TRANSACTIONS' })).toBe(false);
+    expect(isFencing(undefined)).toBe(false);
+  });
+});
