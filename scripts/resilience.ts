@@ -9,7 +9,15 @@
  * Exits non-zero when anything was lost or analysed twice.
  *
  *   npm run resilience -- --short      CI size: 100 documents, 2 kills, short storms (~1.5 min)
- *   npm run resilience                 1000 documents, 10 kills, a Kafka restart, storms (minutes)
+ *   npm run resilience                 1000 documents, 10 kills, a Kafka restart, a rebalance, storms
+ *   npm run resilience -- --delivery exactly-once   the same with connector.delivery = exactly-once
+ *
+ * Some of the kills (--crash-point-kills) fall between a result's publication and its state record:
+ * the connectors run with DOCSTREAM_TEST_CRASH_AFTER_PUBLISH=0 (`src/connector/crash-point.ts`) and
+ * the suite sends SIGUSR2, so the connector SIGKILLs itself right after the next result was handed to
+ * Kafka. The rebalance: a second connector joins the group, works a few seconds and leaves. The
+ * collector reads the outputs read_committed (kafkajs' default), so under exactly-once a result of an
+ * aborted or fenced transaction is never counted.
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -17,6 +25,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { writeCorpus, type SampleKind } from '../src/demo/corpus.js';
+import { CRASH_AFTER_PUBLISH_ENV } from '../src/connector/crash-point.js';
+import type { Delivery } from '../src/connector/delivery.js';
 import { KafkaClient } from '../src/kafka/index.js';
 import { startSandbox, type DeepPartial, type Sandbox, type SandboxConfig } from '../src/sandbox/index.js';
 import {
@@ -58,6 +68,11 @@ export interface ResilienceOptions {
   docs: number;
   malformed: number;
   kills: number;
+  /** How many of the kills are at the crash point after a result's publication (part of `kills`). */
+  crashPointKills: number;
+  /** A second connector joins the group mid-run and leaves again. */
+  rebalance: boolean;
+  delivery: Delivery;
   partitions: number;
   storms: boolean;
   stormMs: number;
@@ -72,6 +87,9 @@ export const SHORT: ResilienceOptions = {
   docs: 100,
   malformed: 16,
   kills: 2,
+  crashPointKills: 1,
+  rebalance: false,
+  delivery: 'at-least-once',
   partitions: 2,
   storms: true,
   stormMs: 3000,
@@ -83,6 +101,9 @@ export const LONG: ResilienceOptions = {
   docs: 1000,
   malformed: 80,
   kills: 10,
+  crashPointKills: 4,
+  rebalance: true,
+  delivery: 'at-least-once',
   partitions: 3,
   storms: true,
   stormMs: 8000,
@@ -126,6 +147,11 @@ export interface ResilienceReport {
   lost: number;
   lostIds: string[];
   kills: number;
+  /** Kills at the crash point (the connector SIGKILLed itself right after handing a result to Kafka). */
+  crashPointKills: number;
+  /** Crash-point kills that fell back to a plain SIGKILL (no result published within 30 s). */
+  crashPointFallbacks: number;
+  rebalances: number;
   connectorExitsOnItsOwn: number;
   kafkaRestarted: boolean;
   actions: string[];
@@ -137,7 +163,8 @@ export interface ResilienceReport {
   };
 }
 
-type Action = 'kill' | 'storm-5xx' | 'storm-drop' | 'storm-429' | 'kafka-restart';
+type Action =
+  'kill' | 'kill-after-publish' | 'rebalance' | 'storm-5xx' | 'storm-drop' | 'storm-429' | 'kafka-restart';
 
 /** Small seeded generator, so a failing run can be repeated with --seed. */
 function rng(seed: number): () => number {
@@ -194,6 +221,9 @@ export async function runResilience(options: ResilienceOptions): Promise<Resilie
   const actionTimes: Array<{ action: string; at: number }> = [];
   let connector: ConnectorProcess | null = null;
   let kills = 0;
+  let crashPointKills = 0;
+  let crashPointFallbacks = 0;
+  let rebalances = 0;
   let ownExits = 0;
   let kafkaRestarted = false;
 
@@ -226,10 +256,12 @@ export async function runResilience(options: ResilienceOptions): Promise<Resilie
       maxInFlight: 200,
       fileRoots: [dir],
       httpPort,
-      connector: { pollInitialMs: 300, pollMaxMs: 2000 },
+      connector: { pollInitialMs: 300, pollMaxMs: 2000, delivery: options.delivery },
     });
+    log(`delivery ${options.delivery}; outputs read read_committed`);
     const startConnector = async () => {
-      connector = new ConnectorProcess(config, httpPort);
+      // The crash point installed, dormant until SIGUSR2 arms it.
+      connector = new ConnectorProcess(config, httpPort, { env: { [CRASH_AFTER_PUBLISH_ENV]: '0' } });
       await connector.ready(120_000);
     };
     await startConnector();
@@ -237,7 +269,15 @@ export async function runResilience(options: ResilienceOptions): Promise<Resilie
 
     const plan: Action[] = shuffle(
       [
-        ...Array.from({ length: options.kills }, () => 'kill' as const),
+        ...Array.from(
+          { length: Math.max(0, options.kills - options.crashPointKills) },
+          () => 'kill' as const,
+        ),
+        ...Array.from(
+          { length: Math.min(options.kills, options.crashPointKills) },
+          () => 'kill-after-publish' as const,
+        ),
+        ...(options.rebalance ? (['rebalance'] as const) : []),
         ...(options.storms ? (['storm-5xx', 'storm-drop', 'storm-429'] as const) : []),
         ...(options.kafkaRestart ? (['kafka-restart'] as const) : []),
       ],
@@ -296,6 +336,46 @@ export async function runResilience(options: ResilienceOptions): Promise<Resilie
           kills += 1;
           await sleep(300 + random() * 1500);
           await startConnector();
+          break;
+        }
+        case 'kill-after-publish': {
+          // Armed: the next result handed to Kafka is followed by a SIGKILL before its state record.
+          const current = connector!;
+          current.kill('SIGUSR2');
+          const timer = setTimeout(() => current.kill('SIGKILL'), 30_000);
+          await current.exited;
+          clearTimeout(timer);
+          if (current.logTail.includes(CRASH_AFTER_PUBLISH_ENV)) crashPointKills += 1;
+          else {
+            crashPointFallbacks += 1;
+            log('no result published within 30 s of arming the crash point: killed plainly');
+          }
+          kills += 1;
+          await sleep(300 + random() * 1500);
+          await startConnector();
+          break;
+        }
+        case 'rebalance': {
+          // A second member joins (the group rebalances), works, and leaves (it rebalances again).
+          const port2 = await freePort();
+          const config2 = writeConnectorConfig(dir, {
+            topics,
+            groupId: `${id}-group`,
+            apiBaseUrl: sandbox.baseUrl,
+            ratePerSecond: 100,
+            maxInFlight: 200,
+            fileRoots: [dir],
+            httpPort: port2,
+            connector: { pollInitialMs: 300, pollMaxMs: 2000, delivery: options.delivery },
+          });
+          const second = new ConnectorProcess(config2, port2);
+          try {
+            await second.ready(120_000);
+            await sleep(4000 + random() * 4000);
+          } finally {
+            await second.stop();
+          }
+          rebalances += 1;
           break;
         }
         case 'storm-5xx':
@@ -406,6 +486,9 @@ export async function runResilience(options: ResilienceOptions): Promise<Resilie
       lost: lostIds.length,
       lostIds,
       kills,
+      crashPointKills,
+      crashPointFallbacks,
+      rebalances,
       connectorExitsOnItsOwn: ownExits,
       kafkaRestarted,
       actions,
@@ -455,7 +538,10 @@ async function uploadsPerQuery(baseUrl: string): Promise<{ analysedTwice: string
 
 export function printReport(r: ResilienceReport): void {
   const lines = [
-    `resilience (${r.durationS} s, seed ${r.options.seed}): ${r.kills} kills, ` +
+    `resilience (${r.durationS} s, seed ${r.options.seed}, delivery ${r.options.delivery}): ${r.kills} kills ` +
+      `(${r.crashPointKills} at the crash point after a publication${
+        r.crashPointFallbacks ? `, ${r.crashPointFallbacks} fell back to a plain kill` : ''
+      }), ${r.rebalances} rebalances, ` +
       `Kafka restart ${r.kafkaRestarted ? 'yes' : 'no'}, storms ${r.options.storms ? 'yes' : 'no'}`,
     `  actions:               ${r.actions.join(', ')}`,
     `  documents in:          ${r.documentsIn} (${r.goodIn} good, ${r.malformedIn} malformed)`,
@@ -471,7 +557,7 @@ export function printReport(r: ResilienceReport): void {
       (r.analysedTwice ? ` (${r.analysedTwiceQueryIds.slice(0, 10).join(', ')})` : ''),
     `  empty submissions:     ${r.emptySubmissions} (created, never given a file: never analysed)`,
     `  good documents dead-lettered by storms: ${r.goodDeadLetteredByStorms}`,
-    `  result records per document: ${r.resultRecordsPerDocument} (per awaited result; 1 = none published twice)`,
+    `  result records per document: ${r.resultRecordsPerDocument} (per awaited result, read_committed; 1 = none published twice)`,
     `  re-emitted results by the action before them: ${
       Object.entries(r.reemittedAfter)
         .map(([a, n]) => `${a} ${n}`)
@@ -490,6 +576,9 @@ async function main(): Promise<void> {
     short: false,
     docs: 0,
     kills: -1,
+    crashPointKills: -1,
+    rebalance: true,
+    delivery: 'at-least-once',
     seed: 0,
     kafkaRestart: true,
     storms: true,
@@ -497,11 +586,21 @@ async function main(): Promise<void> {
     timeoutS: 0,
   });
   const base = flags.short ? SHORT : LONG;
+  const delivery = String(flags.delivery);
+  if (delivery !== 'at-least-once' && delivery !== 'exactly-once') {
+    process.stderr.write(`error: --delivery is at-least-once or exactly-once, not ${delivery}\n`);
+    process.exit(2);
+  }
   const options: ResilienceOptions = {
     ...base,
     ...(Number(flags.docs) > 0 ? { docs: Math.min(5000, Number(flags.docs)) } : {}),
     ...(Number(flags.kills) >= 0 ? { kills: Math.min(50, Number(flags.kills)) } : {}),
+    ...(Number(flags.crashPointKills) >= 0
+      ? { crashPointKills: Math.min(50, Number(flags.crashPointKills)) }
+      : {}),
     ...(Number(flags.seed) > 0 ? { seed: Number(flags.seed) } : {}),
+    delivery,
+    rebalance: base.rebalance && flags.rebalance !== false,
     ...(Number(flags.timeoutS) > 0 ? { timeoutMs: Math.min(3600, Number(flags.timeoutS)) * 1000 } : {}),
     kafkaRestart: base.kafkaRestart && flags.kafkaRestart !== false,
     storms: base.storms && flags.storms !== false,

@@ -125,6 +125,8 @@ interface SpawnOptions {
   ipc?: boolean;
   /** Every line the connector writes to stderr (its log, JSON at the level configured). */
   onLine?: (line: string) => void;
+  /** Variables given to the child besides the inherited non-DOCSTREAM_ ones (e.g. a DOCSTREAM_TEST_ crash point). */
+  env?: Record<string, string>;
 }
 
 /** `docstream run` as a child process: readiness from /readyz, peak memory from /proc. */
@@ -148,7 +150,7 @@ export class ConnectorProcess {
       [...missing.flags, ...nodeArgs, CLI, 'run', '--config', configFile],
       {
         stdio: spawnOptions.ipc ? ['ignore', 'ignore', 'pipe', 'ipc'] : ['ignore', 'ignore', 'pipe'],
-        env: { ...env, ...missing.env },
+        env: { ...env, ...missing.env, ...(spawnOptions.env ?? {}) },
       },
     );
     let partial = '';

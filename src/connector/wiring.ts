@@ -24,6 +24,7 @@ import type { ArrivalLimits } from './arrivals.js';
 import { parseAwaitedOverride } from './awaited.js';
 import type { DeadLetterSink } from './dead-letters.js';
 import { deliveryWindowMs, RecentDeliveries } from './decision-deliveries.js';
+import { crashPointFromEnv } from './crash-point.js';
 import { transactionalOutputs, transactionalStates } from './delivery.js';
 import { DocumentEngine } from './engine.js';
 import { InputRecords } from './inputs.js';
@@ -193,6 +194,8 @@ export function buildParts(
   const scheduler = new PollScheduler();
   const awaitedOverride = parseAwaitedOverride(c.awaitedResults);
   const deliveries = new RecentDeliveries(deliveryWindowMs(c.deadlineMs));
+  // The resilience suite's crash point (DOCSTREAM_TEST_CRASH_AFTER_PUBLISH); null in production.
+  const crash = crashPointFromEnv(process.env);
   const engine = new DocumentEngine(
     {
       api: apiPort(client, { withMetadata: c.withMetadata }),
@@ -214,7 +217,12 @@ export function buildParts(
       awaitedOverride,
     },
     {
-      onPublished: (kind: Awaitable) => metrics.resultsPublished.inc({ kind }),
+      onPublished: crash
+        ? (kind: Awaitable) => {
+            metrics.resultsPublished.inc({ kind });
+            crash.afterPublish();
+          }
+        : (kind: Awaitable) => metrics.resultsPublished.inc({ kind }),
       onFinished: (s, outcome) => {
         if (outcome === 'failed') return;
         metrics.completed.inc({ outcome });
