@@ -8,6 +8,8 @@
  *   npm run bench -- --mode state                   state footprint per finished doc, restore time
  *   npm run bench -- --docs 2000 --latency-ms 200 --rate 5000 --partitions 4 --max-in-flight 1000 \
  *     --baseline-docs 0 --scale-out none                CPU per document against the floor
+ *   --delivery both   each main run twice, connector.delivery at-least-once and exactly-once
+ *                     (alternating which goes first): CPU per document and throughput compared
  *   --instances N     connector processes in one group for the main run
  *   --warmup-docs N   documents run first and not measured, by the connector and the floor alike
  *                     (default: as many as --docs, at most 2000, enough for the JIT to settle;
@@ -37,10 +39,13 @@ import { runStream, type StreamMeasure } from './lib/bench-stream.js';
 import {
   runThroughput,
   type RepeatMeasure,
+  type DeliveryComparison,
+  type DeliveryRuns,
   type RunMeasure,
   type ThroughputResult,
 } from './lib/bench-throughput.js';
-import { parseFlags, percentile } from './lib/harness.js';
+import { parseFlags, percentile, round } from './lib/harness.js';
+import type { Delivery } from '../src/connector/delivery.js';
 
 const flags = parseFlags(process.argv.slice(2), {
   mode: 'throughput',
@@ -78,10 +83,17 @@ const flags = parseFlags(process.argv.slice(2), {
   eventsHoldS: 20,
   assignor: 'sticky',
   eventsMaxInFlight: 2000,
+  /** connector.delivery of the throughput runs: at-least-once, exactly-once, or both (compared). */
+  delivery: 'at-least-once',
 });
 
 const log = (line: string) =>
   process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${line}\n`);
+
+function deliveryFlag(value: string): Delivery | 'both' {
+  if (value === 'at-least-once' || value === 'exactly-once' || value === 'both') return value;
+  throw new Error(`--delivery must be at-least-once, exactly-once or both, got ${value}`);
+}
 
 function bounded(n: number, min: number, max: number, name: string): number {
   if (!Number.isFinite(n) || n < min || n > max) throw new Error(`--${name} must be within ${min}..${max}`);
@@ -142,6 +154,7 @@ function printThroughput(r: ThroughputResult): void {
         (r.floor ? `, floor ${r.floor.coldCpuMsPerDoc ?? '-'} ms; ratio ${r.floor.coldRatio ?? '-'}x` : ''),
     );
   if (r.repeats.length > 1) printRepeats(r);
+  if (r.delivery) printDelivery(r.delivery);
   if (r.floor)
     console.log(
       `floor: ${r.floor.completed} docs in ${r.floor.durationS} s, ${r.floor.httpCalls} HTTP calls ` +
@@ -215,6 +228,47 @@ function printThroughput(r: ThroughputResult): void {
   console.log(
     `docstream: ${r.docstream.percentOfBound}% of the bound; ` +
       `speedup over baseline ${r.speedup ?? '-'}x (bound / baseline = ${r.expectedSpeedup ?? '-'}x)`,
+  );
+}
+
+/** `--delivery both`: each mode's runs and medians, and exactly-once's cost against the issue 23 targets. */
+function printDelivery(c: DeliveryComparison): void {
+  const runs = c.atLeastOnce.cpuMsPerDoc.length;
+  console.log(
+    `\ndelivery: at-least-once and exactly-once, ${runs} run${runs > 1 ? 's' : ''} each (alternating which goes first)`,
+  );
+  const show = (values: Array<number | null>, unit: string) =>
+    `${values.map((v) => (v === null ? '-' : `${v}${unit}`)).join('  ')}   median ${median(values) ?? '-'}${unit}`;
+  const rows: Array<[string, keyof DeliveryRuns, string]> = [
+    ['CPU per document', 'cpuMsPerDoc', ' ms'],
+    ['throughput', 'throughputDocsPerS', ' docs/s'],
+    ['latency p50', 'latencyP50Ms', ' ms'],
+    ['latency p99', 'latencyP99Ms', ' ms'],
+    ['state records / doc', 'stateRecordsPerDoc', ''],
+    ['output records / doc', 'outputRecordsPerDoc', ''],
+  ];
+  for (const [label, key] of rows) {
+    console.log(
+      `  ${label.padEnd(22)} at-least-once ${show(c.atLeastOnce[key], rows.find((r) => r[1] === key)![2])}`,
+    );
+    console.log(
+      `  ${''.padEnd(22)} exactly-once  ${show(c.exactlyOnce[key], rows.find((r) => r[1] === key)![2])}`,
+    );
+  }
+  console.log(
+    '  (records per doc count offsets: under exactly-once they include the transaction markers, one per partition written per transaction)',
+  );
+  const txns = c.exactlyOnce.transactions
+    .map((t) =>
+      t ? `${t.count} transactions, ${round(t.records / t.count, 1)} records each, ${t.meanMs} ms` : '-',
+    )
+    .join('; ');
+  console.log(`  transactions (first connector, warm-up included): ${txns}`);
+  const cpuOk = c.cpuRatio !== null && c.cpuRatio <= 1.2;
+  const tputOk = c.throughputRatio !== null && c.throughputRatio >= 0.9;
+  console.log(
+    `  exactly-once / at-least-once: CPU per document ${c.cpuRatio ?? '-'}x (target <= 1.2x: ${cpuOk ? 'met' : 'MISSED'}), ` +
+      `throughput ${c.throughputRatio ?? '-'}x (target >= 0.9x: ${tputOk ? 'met' : 'MISSED'})`,
   );
 }
 
@@ -322,6 +376,7 @@ async function main(): Promise<void> {
       scaleDocs: bounded(Number(flags.scaleDocs), 1, 5000, 'scale-docs'),
       scaleRate: bounded(Number(flags.scaleRate), 1, 10_000, 'scale-rate'),
       scalePartitions: bounded(Number(flags.scalePartitions), 1, 64, 'scale-partitions'),
+      delivery: deliveryFlag(String(flags.delivery)),
       groupShareMs:
         flags.groupShareMs === 'default'
           ? null

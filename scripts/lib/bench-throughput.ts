@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { Delivery } from '../../src/connector/delivery.js';
 import { writeCorpus, type SampleKind } from '../../src/demo/corpus.js';
 import { KafkaClient, type KafkaProducer } from '../../src/kafka/index.js';
 import { partitionOfKey } from '../../src/kafka/partitioner.js';
@@ -69,6 +70,11 @@ export interface ThroughputOptions {
   scalePartitions: number;
   /** connector.groupShareIntervalMs of every connector (null: the connector's default); 0 = by partitions only. */
   groupShareMs: number | null;
+  /**
+   * connector.delivery of the main runs; `both`: each repeat runs at-least-once and exactly-once
+   * (alternating which goes first) and `delivery` compares them (the table shows at-least-once).
+   */
+  delivery?: Delivery | 'both';
   deadline: number;
   log: (line: string) => void;
 }
@@ -122,6 +128,28 @@ export interface CpuMeasure {
   outputRecordsPerDoc: number | null;
   /** Mean duration of each stage in the first connector (its docstream_stage_duration_seconds). */
   stages: Record<string, { count: number; meanMs: number }>;
+  /** exactly-once: transactions the connectors committed and their records (first connector). */
+  transactions?: { count: number; records: number; meanMs: number } | null;
+}
+
+/** One delivery mode's runs of `--delivery both`. */
+export interface DeliveryRuns {
+  cpuMsPerDoc: Array<number | null>;
+  throughputDocsPerS: number[];
+  stateRecordsPerDoc: Array<number | null>;
+  outputRecordsPerDoc: Array<number | null>;
+  latencyP50Ms: number[];
+  latencyP99Ms: number[];
+}
+
+export interface DeliveryComparison {
+  atLeastOnce: DeliveryRuns;
+  exactlyOnce: DeliveryRuns & {
+    transactions: Array<{ count: number; records: number; meanMs: number } | null>;
+  };
+  /** Medians: exactly-once CPU per document / at-least-once; throughput exactly-once / at-least-once. */
+  cpuRatio: number | null;
+  throughputRatio: number | null;
 }
 
 /** Records in a topic (no transactions here, so offsets count records). */
@@ -189,6 +217,8 @@ export interface ThroughputResult {
   floor: (FloorMeasure & { ratio: number | null; coldRatio: number | null }) | null;
   /** Every main run with its floor, in order (one entry without --repeat). */
   repeats: RepeatMeasure[];
+  /** `--delivery both`: at-least-once and exactly-once side by side. */
+  delivery: DeliveryComparison | null;
   scaleOut: ScaleOutResult[];
   baseline: RunMeasure | null;
   speedup: number | null;
@@ -274,6 +304,7 @@ interface RunShape {
   clientRate: number;
   instances: number;
   warmupDocs: number;
+  delivery?: Delivery;
 }
 
 function arrivals(prefix: string, n: number, files: string[]): Arrival[] {
@@ -402,7 +433,10 @@ async function runDocstream(
         maxInFlight: o.maxInFlight,
         fileRoots: [dir],
         httpPort,
-        ...(o.groupShareMs !== null ? { connector: { groupShareIntervalMs: o.groupShareMs } } : {}),
+        connector: {
+          ...(o.groupShareMs !== null ? { groupShareIntervalMs: o.groupShareMs } : {}),
+          ...(shape.delivery ? { delivery: shape.delivery } : {}),
+        },
       });
       connectors.push(new ConnectorProcess(config, httpPort, { nodeArgs, ipc: true }));
     }
@@ -486,6 +520,7 @@ async function runDocstream(
       if (profiled.includes(false)) o.log(`${shape.label}: a connector's CPU profile could not be taken`);
     }
     const stages = await connectors[0]!.stageMeans();
+    const transactions = shape.delivery === 'exactly-once' ? await connectors[0]!.transactions() : null;
     if (!ok) o.log(`${shape.label}: time limit reached before every document finished`);
     const peak = connectors[0]!.memoryKb('VmHWM');
     const end = Math.max(...ids.map((e) => collector.byEvent.get(e)?.lastResultAt ?? 0), start + 1);
@@ -550,6 +585,7 @@ async function runDocstream(
       stateRecordsPerDoc: stateRecords === null || written === 0 ? null : round(stateRecords / written, 2),
       outputRecordsPerDoc: outputRecords === null || written === 0 ? null : round(outputRecords / written, 2),
       stages,
+      transactions,
     };
   } finally {
     await Promise.all(
@@ -644,24 +680,39 @@ export async function runThroughput(o: ThroughputOptions): Promise<ThroughputRes
     const concurrencyDocsPerS = (o.maxInFlight * o.instances) / (o.latencyMs / 1000);
     const bound = Math.min(rateLimitDocsPerS, concurrencyDocsPerS);
     const runs: Array<{ docstream: RunMeasure & CpuMeasure; floor: FloorMeasure | null }> = [];
+    const eosRuns: Array<RunMeasure & CpuMeasure> = [];
     for (let r = 1; r <= o.repeat; r++) {
       const label = o.repeat > 1 ? `docstream ${r}/${o.repeat}` : 'docstream';
-      const docstream = await runDocstream(
-        o,
-        {
-          label,
-          docs: o.docs,
-          rate: o.rate,
-          burst: o.burst,
-          partitions: o.partitions,
-          clientRate: o.clientRate,
-          instances: o.instances,
-          warmupDocs: o.warmupDocs,
-        },
-        kafka,
-        dir,
-        files,
-      );
+      const main = (delivery: Delivery | undefined, suffix = '') =>
+        runDocstream(
+          o,
+          {
+            label: label + suffix,
+            docs: o.docs,
+            rate: o.rate,
+            burst: o.burst,
+            partitions: o.partitions,
+            clientRate: o.clientRate,
+            instances: o.instances,
+            warmupDocs: o.warmupDocs,
+            ...(delivery ? { delivery } : {}),
+          },
+          kafka,
+          dir,
+          files,
+        );
+      let docstream: RunMeasure & CpuMeasure;
+      if (o.delivery === 'both') {
+        // Alternating which mode runs first, so that a drift of the shared machine's load does not
+        // always favour the same one.
+        if (r % 2 === 1) {
+          docstream = await main('at-least-once', ' at-least-once');
+          eosRuns.push(await main('exactly-once', ' exactly-once'));
+        } else {
+          eosRuns.push(await main('exactly-once', ' exactly-once'));
+          docstream = await main('at-least-once', ' at-least-once');
+        }
+      } else docstream = await main(o.delivery);
       const floor = o.floor
         ? await runFloor(
             {
@@ -736,6 +787,13 @@ export async function runThroughput(o: ThroughputOptions): Promise<ThroughputRes
       });
     }
     const baseline = o.baselineDocs > 0 ? await runNaive(o, kafka, files) : null;
+    const delivery =
+      o.delivery === 'both'
+        ? compareDeliveries(
+            runs.map((r) => r.docstream),
+            eosRuns,
+          )
+        : null;
     const { deadline: _deadline, log: _log, ...parameters } = o;
     return {
       parameters,
@@ -756,6 +814,7 @@ export async function runThroughput(o: ThroughputOptions): Promise<ThroughputRes
           }
         : null,
       repeats,
+      delivery,
       scaleOut,
       baseline,
       speedup:
@@ -768,4 +827,34 @@ export async function runThroughput(o: ThroughputOptions): Promise<ThroughputRes
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }
+}
+
+function deliveryRuns(runs: Array<RunMeasure & CpuMeasure>): DeliveryRuns {
+  return {
+    cpuMsPerDoc: runs.map((r) => r.cpuMsPerDoc),
+    throughputDocsPerS: runs.map((r) => r.throughputDocsPerS),
+    stateRecordsPerDoc: runs.map((r) => r.stateRecordsPerDoc),
+    outputRecordsPerDoc: runs.map((r) => r.outputRecordsPerDoc),
+    latencyP50Ms: runs.map((r) => r.latencyP50Ms),
+    latencyP99Ms: runs.map((r) => r.latencyP99Ms),
+  };
+}
+
+function medianOf(values: Array<number | null>): number | null {
+  const known = values.filter((v): v is number => v !== null);
+  return known.length === 0 ? null : percentile(known, 50);
+}
+
+function compareDeliveries(
+  alo: Array<RunMeasure & CpuMeasure>,
+  eos: Array<RunMeasure & CpuMeasure>,
+): DeliveryComparison {
+  const a = deliveryRuns(alo);
+  const e = deliveryRuns(eos);
+  return {
+    atLeastOnce: a,
+    exactlyOnce: { ...e, transactions: eos.map((r) => r.transactions ?? null) },
+    cpuRatio: ratioOf(medianOf(e.cpuMsPerDoc), medianOf(a.cpuMsPerDoc)),
+    throughputRatio: ratioOf(medianOf(e.throughputDocsPerS), medianOf(a.throughputDocsPerS)),
+  };
 }

@@ -252,6 +252,24 @@ export class ConnectorProcess {
     return out;
   }
 
+  /**
+   * exactly-once: transactions committed, their records and mean duration, from the connector's
+   * docstream_transaction_* metrics; null when it has none (at-least-once) or is busy.
+   */
+  async transactions(): Promise<{ count: number; records: number; meanMs: number } | null> {
+    const text = await this.metricsText();
+    if (text === null) return null;
+    const value = (name: string) => {
+      const match = new RegExp(`^${name} ([0-9.e+-]+)$`, 'm').exec(text);
+      return match ? Number(match[1]) : null;
+    };
+    const count = value('docstream_transaction_duration_seconds_count');
+    const sum = value('docstream_transaction_duration_seconds_sum');
+    const records = value('docstream_transaction_records_total');
+    if (!count || sum === null || records === null) return null;
+    return { count, records, meanMs: Math.round((sum / count) * 10000) / 10 };
+  }
+
   kill(signal: NodeJS.Signals): void {
     if (this.running) this.child.kill(signal);
   }
