@@ -136,6 +136,7 @@ export class ConsumerLoop {
   stop(): void {
     this.stopping = true;
     this.commits.stop();
+    this.preparation.stop();
   }
 
   get paused(): boolean {

@@ -1,10 +1,13 @@
 /**
  * Preparing an input partition this member just got, before any of its records is taken: its state
  * restored (`state/store.ts`), its offsets started at the group's committed one, its unfinished
- * documents resumed. Once per partition while it is held; a failed preparation is tried again by the
- * next batch of that partition.
+ * documents resumed. Once per partition while it is held. A failed preparation (Kafka unavailable
+ * for a moment) is tried again with back-off while the partition is held, and by its next batch,
+ * whichever comes first: a partition with no new record would otherwise never be restored, and its
+ * unfinished documents never resumed.
  */
 import type { Logger } from '../observability/logger.js';
+import { backoffDelay } from '../util/backoff.js';
 import type { LoopEngine, LoopState } from './consumer-loop.js';
 
 type CommittedOffsets = Promise<ReadonlyMap<number, string | null> | undefined> | undefined;
@@ -17,13 +20,25 @@ export interface PartitionPreparationOptions {
   committedOffsets?: () => Promise<ReadonlyMap<number, string | null>>;
   /** Starts this member's offsets of `partition` at `offset` (the group's committed one). */
   startAt(partition: number, offset: string): void;
+  /** Back-off of the retries of a failed preparation (default 500 ms doubling to 30 s). */
+  retry?: { initialMs: number; maxMs: number };
 }
 
 export class PartitionPreparation {
   /** Per input partition: resolved once its state is read and its unfinished work resumed. */
   private readonly prepared = new Map<number, Promise<void>>();
+  /** Partitions held (gained and not forgotten), with their pending retry, if any. */
+  private readonly held = new Map<number, { failures: number; timer?: NodeJS.Timeout }>();
+  private stopped = false;
 
   constructor(private readonly o: PartitionPreparationOptions) {}
+
+  /** No retry is scheduled after this. */
+  stop(): void {
+    this.stopped = true;
+    for (const h of this.held.values()) clearTimeout(h.timer);
+    this.held.clear();
+  }
 
   /**
    * Partitions gained at a join: one reading of the group's offsets for all of them (their previous
@@ -31,6 +46,7 @@ export class PartitionPreparation {
    */
   gained(partitions: readonly number[]): void {
     if (partitions.length === 0) return;
+    for (const p of partitions) if (!this.held.has(p)) this.held.set(p, { failures: 0 });
     const committed = this.readCommitted();
     for (const p of partitions) void this.prepare(p, committed).catch(() => undefined);
   }
@@ -38,6 +54,8 @@ export class PartitionPreparation {
   /** A partition that left: its preparation is void (a later one starts afresh). */
   forget(partition: number): void {
     this.prepared.delete(partition);
+    clearTimeout(this.held.get(partition)?.timer);
+    this.held.delete(partition);
   }
 
   /**
@@ -55,16 +73,36 @@ export class PartitionPreparation {
         if (unfinished.length > 0)
           this.o.logger.info({ partition, documents: unfinished.length }, 'resumed unfinished documents');
       });
-      p.catch((err: unknown) => {
-        this.prepared.delete(partition);
-        this.o.logger.warn(
-          { partition, err: (err as Error).message },
-          'preparing a partition failed; will retry',
-        );
-      });
+      p.then(
+        () => {
+          const h = this.held.get(partition);
+          if (h) h.failures = 0;
+        },
+        (err: unknown) => {
+          if (this.prepared.get(partition) === p) this.prepared.delete(partition);
+          this.o.logger.warn(
+            { partition, err: (err as Error).message },
+            'preparing a partition failed; will retry',
+          );
+          this.retryLater(partition);
+        },
+      );
       this.prepared.set(partition, p);
     }
     return p;
+  }
+
+  private retryLater(partition: number): void {
+    const h = this.held.get(partition);
+    if (!h || this.stopped || h.timer) return;
+    const delay = backoffDelay(h.failures, this.o.retry ?? { initialMs: 500, maxMs: 30_000 });
+    h.failures += 1;
+    h.timer = setTimeout(() => {
+      h.timer = undefined;
+      if (this.held.get(partition) !== h || this.stopped) return;
+      void this.prepare(partition).catch(() => undefined);
+    }, delay);
+    h.timer.unref();
   }
 
   /**
