@@ -150,6 +150,13 @@ export interface DeliveryComparison {
   /** Medians: exactly-once CPU per document / at-least-once; throughput exactly-once / at-least-once. */
   cpuRatio: number | null;
   throughputRatio: number | null;
+  /**
+   * The same ratios within each repeat (its two runs back to back), and their medians: on a shared
+   * machine whose load drifts between repeats these compare like with like.
+   */
+  pairs: Array<{ cpuRatio: number | null; throughputRatio: number | null }>;
+  pairCpuRatio: number | null;
+  pairThroughputRatio: number | null;
 }
 
 /** Records in a topic (no transactions here, so offsets count records). */
@@ -851,10 +858,17 @@ function compareDeliveries(
 ): DeliveryComparison {
   const a = deliveryRuns(alo);
   const e = deliveryRuns(eos);
+  const pairs = alo.map((run, i) => ({
+    cpuRatio: ratioOf(eos[i]?.cpuMsPerDoc ?? null, run.cpuMsPerDoc),
+    throughputRatio: ratioOf(eos[i]?.throughputDocsPerS ?? null, run.throughputDocsPerS),
+  }));
   return {
     atLeastOnce: a,
     exactlyOnce: { ...e, transactions: eos.map((r) => r.transactions ?? null) },
     cpuRatio: ratioOf(medianOf(e.cpuMsPerDoc), medianOf(a.cpuMsPerDoc)),
     throughputRatio: ratioOf(medianOf(e.throughputDocsPerS), medianOf(a.throughputDocsPerS)),
+    pairs,
+    pairCpuRatio: medianOf(pairs.map((p) => p.cpuRatio)),
+    pairThroughputRatio: medianOf(pairs.map((p) => p.throughputRatio)),
   };
 }
