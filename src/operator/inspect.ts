@@ -12,7 +12,12 @@
  * is compacted (one record per document in the retention window).
  */
 import type { Config } from '../config/index.js';
-import { isFinished, type DocumentStateV2 } from '../connector/state/document-state.js';
+import {
+  AWAITABLE,
+  isFinished,
+  type Awaitable,
+  type DocumentStateV2,
+} from '../connector/state/document-state.js';
 import { decodeState } from '../connector/state/record.js';
 import type { KafkaAdmin } from '../kafka/admin.js';
 import type { KafkaClient } from '../kafka/client.js';
@@ -23,10 +28,8 @@ import type { Logger } from '../observability/logger.js';
 import type { AvroDecoder } from '../serde/input.js';
 import { readLetters, type Letter } from './letters.js';
 
-const RESULT_KINDS = ['fraud', 'quality', 'classification', 'decision'] as const;
-
 interface ResultEvent {
-  kind: (typeof RESULT_KINDS)[number];
+  kind: Awaitable;
   topic: string;
   partition: number;
   offset: string;
@@ -135,7 +138,7 @@ export async function inspect(
   const [letterRead, outputs] = await Promise.all([
     readLetters(kafka, admin, decoder, t.dlq, logger),
     Promise.all(
-      RESULT_KINDS.filter((k) => existing.has(t[k])).map(async (kind) => ({
+      AWAITABLE.filter((k) => existing.has(t[k])).map(async (kind) => ({
         kind,
         records: await readTopicRange(kafka, admin, t[kind], logger),
       })),

@@ -11,6 +11,7 @@
  */
 import type { Config } from '../config/index.js';
 import type { KafkaAdmin } from '../kafka/admin.js';
+import { table } from './letters.js';
 
 interface MemberMetrics {
   url: string;
@@ -186,14 +187,7 @@ export function formatStatus(s: GroupStatus): string {
         unreachable || !x ? '' : x.ready === undefined ? '-' : x.ready ? 'yes' : 'NO',
       ]);
     }
-    const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
-    for (const r of rows)
-      lines.push(
-        r
-          .map((c, i) => c.padEnd(widths[i]!))
-          .join('  ')
-          .trimEnd(),
-      );
+    lines.push(table(rows));
   }
   lines.push(
     `partitions: ${s.partitions.map((p) => `${p.partition}:${p.lag}`).join(' ')} (partition:lag)` +
