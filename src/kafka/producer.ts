@@ -41,7 +41,8 @@ interface SentRecord {
   baseOffset: string;
 }
 
-function toKafkaJs(message: OutgoingMessage): Message {
+/** The message as kafkajs takes it (absent fields left out, not set to undefined). */
+export function toKafkaJs(message: OutgoingMessage): Message {
   const out: Message = { key: message.key, value: message.value };
   if (message.headers !== undefined) out.headers = message.headers;
   if (message.partition !== undefined) out.partition = message.partition;

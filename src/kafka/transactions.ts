@@ -15,13 +15,13 @@
  * the partition fails the batch.
  */
 import kafkajs from 'kafkajs';
-import type { Kafka, Producer } from 'kafkajs';
+import type { Kafka, Message, Producer, TopicMessages } from 'kafkajs';
 import type { Logger } from '../observability/logger.js';
 import { backoffDelay } from '../util/backoff.js';
 import { KafkaError, kafkaError, MessageTooLargeError } from './errors.js';
 import { DEFAULT_MAX_MESSAGE_BYTES, messageSize } from './message-size.js';
 import { JavaCompatiblePartitioner } from './partitioner.js';
-import type { OutgoingMessage } from './producer.js';
+import { toKafkaJs, type OutgoingMessage } from './producer.js';
 
 const { CompressionTypes } = kafkajs;
 
@@ -368,25 +368,11 @@ function rejectAll(items: Staged[], err: unknown): void {
   for (const item of items) for (const x of item.settle) x.reject(err);
 }
 
-function byTopic(items: Staged[]) {
-  const grouped = new Map<
-    string,
-    Array<{
-      key: Buffer | string | null;
-      value: Buffer | string | null;
-      headers?: Record<string, string | Buffer>;
-      partition?: number;
-      timestamp?: string;
-    }>
-  >();
+function byTopic(items: Staged[]): TopicMessages[] {
+  const grouped = new Map<string, Message[]>();
   for (const item of items) {
     const list = grouped.get(item.topic) ?? [];
-    const m = item.message;
-    const out: (typeof list)[number] = { key: m.key, value: m.value };
-    if (m.headers !== undefined) out.headers = m.headers;
-    if (m.partition !== undefined) out.partition = m.partition;
-    if (m.timestamp !== undefined) out.timestamp = m.timestamp;
-    list.push(out);
+    list.push(toKafkaJs(item.message));
     grouped.set(item.topic, list);
   }
   return [...grouped].map(([topic, messages]) => ({ topic, messages }));
