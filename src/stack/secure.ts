@@ -63,6 +63,39 @@ async function openssl(args: string[], cwd: string): Promise<void> {
   }
 }
 
+/**
+ * `<name>.key` and a self-signed `<name>.crt` in `dir` (the stack's CA; tests make other CAs and
+ * certificates with it), with the given subject, lifetime and extensions.
+ */
+export async function selfSignedCertificate(
+  dir: string,
+  name: string,
+  subject: string,
+  days: number,
+  extensions: string[] = [],
+): Promise<void> {
+  await openssl(
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-keyout',
+      `${name}.key`,
+      '-out',
+      `${name}.crt`,
+      '-days',
+      String(days),
+      '-sha256',
+      '-subj',
+      subject,
+      ...extensions.flatMap((e) => ['-addext', e]),
+    ],
+    dir,
+  );
+}
+
 /** A key and a certificate signed by the CA, with the given subject and extensions. */
 async function signedCertificate(
   dir: string,
@@ -120,29 +153,10 @@ export async function ensureSecureMaterial(
   const dir = secureDir(o);
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   if (!existsSync(join(dir, 'ca.crt'))) {
-    await openssl(
-      [
-        'req',
-        '-x509',
-        '-newkey',
-        'rsa:2048',
-        '-nodes',
-        '-keyout',
-        'ca.key',
-        '-out',
-        'ca.crt',
-        '-days',
-        '3650',
-        '-sha256',
-        '-subj',
-        '/CN=docstream local stack CA',
-        '-addext',
-        'basicConstraints=critical,CA:TRUE',
-        '-addext',
-        'keyUsage=critical,keyCertSign,cRLSign',
-      ],
-      dir,
-    );
+    await selfSignedCertificate(dir, 'ca', '/CN=docstream local stack CA', 3650, [
+      'basicConstraints=critical,CA:TRUE',
+      'keyUsage=critical,keyCertSign,cRLSign',
+    ]);
   }
   if (!existsSync(join(dir, 'broker.pem'))) {
     await signedCertificate(

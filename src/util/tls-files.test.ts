@@ -1,7 +1,8 @@
-import { execFileSync } from 'node:child_process';
+import { createPrivateKey } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { selfSignedCertificate } from '../stack/secure.js';
 import { loadTlsFiles } from './tls-files.js';
 
 const names = {
@@ -14,52 +15,18 @@ const names = {
 describe('loadTlsFiles', () => {
   let dir: string;
   const file = (name: string) => path.join(dir, name);
-  const openssl = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'ignore' });
 
-  beforeAll(() => {
+  beforeAll(async () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'docstream-tls-'));
-    openssl(
-      'req',
-      '-x509',
-      '-newkey',
-      'rsa:2048',
-      '-nodes',
-      '-keyout',
-      'a.key',
-      '-out',
-      'a.crt',
-      '-days',
-      '2',
-      '-subj',
-      '/CN=a',
-    );
-    openssl(
-      'req',
-      '-x509',
-      '-newkey',
-      'rsa:2048',
-      '-nodes',
-      '-keyout',
-      'b.key',
-      '-out',
-      'b.crt',
-      '-days',
-      '2',
-      '-subj',
-      '/CN=b',
-    );
-    openssl(
-      'pkcs8',
-      '-topk8',
-      '-in',
-      'a.key',
-      '-out',
-      'a-enc.key',
-      '-passout',
-      'pass:right-pass',
-      '-v2',
-      'aes-256-cbc',
-    );
+    await selfSignedCertificate(dir, 'a', '/CN=a', 2);
+    await selfSignedCertificate(dir, 'b', '/CN=b', 2);
+    const encrypted = createPrivateKey(fs.readFileSync(file('a.key'))).export({
+      type: 'pkcs8',
+      format: 'pem',
+      cipher: 'aes-256-cbc',
+      passphrase: 'right-pass',
+    });
+    fs.writeFileSync(file('a-enc.key'), encrypted);
     fs.writeFileSync(
       file('bundle.crt'),
       fs.readFileSync(file('a.crt'), 'utf8') + fs.readFileSync(file('b.crt'), 'utf8'),

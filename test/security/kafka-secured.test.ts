@@ -5,23 +5,15 @@
  * broker checks against its JWKS) and carries a document end to end. A wrong password, CA,
  * certificate or client secret stops it at start with exit 1 and a message naming the setting.
  */
-import { execFileSync, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { sampleBytes } from '../../src/demo/corpus.js';
-import { defaultStackOptions, readSecureListeners, startOidcServer } from '../../src/stack/index.js';
+import { startOidcServer } from '../../src/stack/index.js';
+import { selfSignedCertificate } from '../../src/stack/secure.js';
 import type { OidcServer, SecureListeners } from '../../src/stack/index.js';
 import { E2E, arrival, waitFor } from '../harness/e2e.js';
-
-function secureListeners(): SecureListeners {
-  const s = readSecureListeners(defaultStackOptions());
-  if (!s) {
-    throw new Error(
-      'the local stack has no secured listeners: start it with `docstream stack up` from this version (run `docstream stack down` first if an older one runs)',
-    );
-  }
-  return s;
-}
+import { secureListeners } from '../harness/secure.js';
 
 function exitOf(child: ChildProcess, timeoutMs: number): Promise<number | null> {
   return new Promise((resolve, reject) => {
@@ -136,29 +128,9 @@ describe('docstream on a secured Kafka (the local stack’s secured listeners)',
       return log;
     }
 
-    function otherCa(): string {
+    async function otherCa(): Promise<string> {
       const file = path.join(dir, 'other-ca.crt');
-      if (!fs.existsSync(file)) {
-        execFileSync(
-          'openssl',
-          [
-            'req',
-            '-x509',
-            '-newkey',
-            'rsa:2048',
-            '-nodes',
-            '-keyout',
-            path.join(dir, 'other-ca.key'),
-            '-out',
-            file,
-            '-days',
-            '2',
-            '-subj',
-            '/CN=another CA',
-          ],
-          { stdio: 'ignore' },
-        );
-      }
+      if (!fs.existsSync(file)) await selfSignedCertificate(dir, 'other-ca', '/CN=another CA', 2);
       return file;
     }
 
@@ -179,7 +151,7 @@ describe('docstream on a secured Kafka (the local stack’s secured listeners)',
     it('a CA that did not sign the broker names kafka.sslCaFile', async () => {
       const log = await startupFailure({
         brokers: [s.scramTls.bootstrap],
-        sslCaFile: otherCa(),
+        sslCaFile: await otherCa(),
         saslMechanism: 'scram-sha-512',
         saslUsername: s.scramTls.username,
         saslPassword: s.scramTls.password,

@@ -13,10 +13,11 @@ import { createLocalJWKSet, jwtVerify } from 'jose';
 import { loadConfig } from '../../src/config/index.js';
 import { registryOf } from '../../src/connector/wiring.js';
 import { silentLogger } from '../../src/observability/logger.js';
-import { defaultStackOptions, readSecureListeners, startOidcServer } from '../../src/stack/index.js';
+import { startOidcServer } from '../../src/stack/index.js';
 import type { OidcServer, SecureListeners } from '../../src/stack/index.js';
 import { forward } from '../harness/proxy.js';
 import { REGISTRY_URL } from '../harness/e2e.js';
+import { secureListeners } from '../harness/secure.js';
 import { uniqueName } from '../harness/topics.js';
 
 describe('registry behind TLS, a client certificate and OIDC bearer tokens', () => {
@@ -27,10 +28,7 @@ describe('registry behind TLS, a client certificate and OIDC bearer tokens', () 
   const seen: Array<{ authorized: boolean; subject?: string }> = [];
 
   beforeAll(async () => {
-    const found = readSecureListeners(defaultStackOptions());
-    if (!found)
-      throw new Error('the local stack has no secured material: start it with `docstream stack up`');
-    s = found;
+    s = secureListeners();
     oidc = await startOidcServer({ oauth: s.oauth });
     const jwks = createLocalJWKSet(JSON.parse(fs.readFileSync(s.oauth.jwksFile, 'utf8')));
     const dir = path.dirname(s.caFile);
