@@ -247,17 +247,20 @@ export async function runResilience(options: ResilienceOptions): Promise<Resilie
 
     await ensureInputTopics(kafka, topics);
     await producer.connect();
+    // Every member of the run's group, on a port of its own.
+    const memberConfig = (port: number) =>
+      writeConnectorConfig(dir, {
+        topics,
+        groupId: `${id}-group`,
+        apiBaseUrl: sandbox.baseUrl,
+        ratePerSecond: 100,
+        maxInFlight: 200,
+        fileRoots: [dir],
+        httpPort: port,
+        connector: { pollInitialMs: 300, pollMaxMs: 2000, delivery: options.delivery },
+      });
     const httpPort = await freePort();
-    const config = writeConnectorConfig(dir, {
-      topics,
-      groupId: `${id}-group`,
-      apiBaseUrl: sandbox.baseUrl,
-      ratePerSecond: 100,
-      maxInFlight: 200,
-      fileRoots: [dir],
-      httpPort,
-      connector: { pollInitialMs: 300, pollMaxMs: 2000, delivery: options.delivery },
-    });
+    const config = memberConfig(httpPort);
     log(`delivery ${options.delivery}; outputs read read_committed`);
     const startConnector = async () => {
       // The crash point installed, dormant until SIGUSR2 arms it.
@@ -358,16 +361,7 @@ export async function runResilience(options: ResilienceOptions): Promise<Resilie
         case 'rebalance': {
           // A second member joins (the group rebalances), works, and leaves (it rebalances again).
           const port2 = await freePort();
-          const config2 = writeConnectorConfig(dir, {
-            topics,
-            groupId: `${id}-group`,
-            apiBaseUrl: sandbox.baseUrl,
-            ratePerSecond: 100,
-            maxInFlight: 200,
-            fileRoots: [dir],
-            httpPort: port2,
-            connector: { pollInitialMs: 300, pollMaxMs: 2000, delivery: options.delivery },
-          });
+          const config2 = memberConfig(port2);
           const second = new ConnectorProcess(config2, port2);
           try {
             await second.ready(120_000);
