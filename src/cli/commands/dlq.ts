@@ -5,6 +5,8 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import { loadConfig, type Config } from '../../config/index.js';
 import { kafkaClientOf, registryOf } from '../../connector/wiring.js';
+import type { KafkaAdmin } from '../../kafka/admin.js';
+import type { KafkaClient } from '../../kafka/client.js';
 import { silentLogger } from '../../observability/logger.js';
 import {
   countByReason,
@@ -16,6 +18,7 @@ import {
   type LetterFilter,
 } from '../../operator/letters.js';
 import { redrive, type RedriveResult } from '../../operator/redrive.js';
+import type { Registry } from '../../serde/registry.js';
 import { Progress } from '../../util/progress.js';
 
 interface FilterFlags {
@@ -64,32 +67,38 @@ function withFilters(command: Command): Command {
     .option('--json', 'print JSON (for scripts)');
 }
 
-async function selectLetters(
+/** The kafka client and its connected admin the dlq commands read (and redrive sends) with. */
+async function withAdmin<T>(
   config: Config,
-  flags: FilterFlags,
-): Promise<{ selected: Letter[]; total: number; unreadable: number }> {
+  body: (kafka: KafkaClient, admin: KafkaAdmin) => Promise<T>,
+): Promise<T> {
   const kafka = kafkaClientOf(config, { clientId: `${config.kafka.clientId}-dlq` });
   const admin = kafka.admin();
   await admin.connect();
   try {
-    const registry = registryOf(config, silentLogger);
-    const { letters, unreadable } = await readLetters(
-      kafka,
-      admin,
-      registry,
-      config.topics.dlq,
-      silentLogger,
-    );
-    const filter = filterOf(flags);
-    return { selected: letters.filter((l) => letterMatches(l, filter)), total: letters.length, unreadable };
+    return await body(kafka, admin);
   } finally {
     await admin.disconnect().catch(() => undefined);
   }
 }
 
+async function selectLetters(
+  kafka: KafkaClient,
+  admin: KafkaAdmin,
+  registry: Registry,
+  config: Config,
+  flags: FilterFlags,
+): Promise<{ selected: Letter[]; total: number; unreadable: number }> {
+  const { letters, unreadable } = await readLetters(kafka, admin, registry, config.topics.dlq, silentLogger);
+  const filter = filterOf(flags);
+  return { selected: letters.filter((l) => letterMatches(l, filter)), total: letters.length, unreadable };
+}
+
 async function listCommand(flags: FilterFlags & { summary?: boolean }): Promise<void> {
   const config = loadConfig(flags.config ? { files: flags.config.split(',') } : {});
-  const { selected, total, unreadable } = await selectLetters(config, flags);
+  const { selected, total, unreadable } = await withAdmin(config, (kafka, admin) =>
+    selectLetters(kafka, admin, registryOf(config, silentLogger), config, flags),
+  );
   if (flags.json) {
     process.stdout.write(
       `${JSON.stringify({ topic: config.topics.dlq, total, matched: selected.length, unreadable, by_reason: countByReason(selected), letters: flags.summary ? undefined : selected }, null, 2)}\n`,
@@ -102,12 +111,7 @@ async function listCommand(flags: FilterFlags & { summary?: boolean }): Promise<
 
 function formatRedrive(result: RedriveResult): string {
   const lines: string[] = [];
-  const by = new Map<string, number>();
-  for (const e of result.entries) {
-    const key = e.decision.action === 'send' ? 'send' : `${e.decision.action}: ${e.decision.reason}`;
-    by.set(key, (by.get(key) ?? 0) + 1);
-  }
-  const toSend = by.get('send') ?? 0;
+  const toSend = result.entries.filter((e) => e.decision.action === 'send').length;
   lines.push(
     result.dryRun
       ? `dry run: ${toSend} of ${result.entries.length} letters would be re-driven; nothing sent`
@@ -139,15 +143,14 @@ async function redriveCommand(
   const filter = filterOf(flags);
   if (Object.keys(filter).length === 0 && !flags.all)
     throw new Error('select letters with --stage, --code, --event-id, --since or --until, or give --all');
-  const { selected } = await selectLetters(config, flags);
-  const kafka = kafkaClientOf(config, { clientId: `${config.kafka.clientId}-dlq` });
-  const admin = kafka.admin();
-  await admin.connect();
-  let progress: Progress | null = null;
-  try {
+  await withAdmin(config, async (kafka, admin) => {
+    // One registry for reading the letters and re-encoding originals: its schema cache is shared.
+    const registry = registryOf(config, silentLogger);
+    const { selected } = await selectLetters(kafka, admin, registry, config, flags);
+    let progress: Progress | null = null;
     const result = await redrive(
       selected,
-      { kafka, admin, registry: registryOf(config, silentLogger), config, logger: silentLogger },
+      { kafka, admin, registry, config, logger: silentLogger },
       {
         dryRun: flags.dryRun === true,
         reprocess: flags.reprocess === true,
@@ -161,9 +164,7 @@ async function redriveCommand(
     (progress as Progress | null)?.finish();
     if (flags.json) process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
     else process.stdout.write(`${formatRedrive(result)}\n`);
-  } finally {
-    await admin.disconnect().catch(() => undefined);
-  }
+  });
 }
 
 function fail(err: unknown): never {
