@@ -94,14 +94,7 @@ export class PartitionReader {
         if (!took || Number(end.lastOffset) < state.next) return;
       } else if (Number(end.firstOffset) !== state.next || Number(end.lastOffset) < state.next) return;
       state.next = Number(end.lastOffset) + 1;
-      try {
-        state.handler([]);
-      } catch (err) {
-        this.logger.error(
-          { topic: this.topic, partition: end.partition, err: (err as Error).message },
-          'partition handler failed',
-        );
-      }
+      this.deliver(end.partition, state, []);
     });
     await consumer.connect();
     await consumer.subscribe([this.topic], { fromBeginning: true });
@@ -118,16 +111,20 @@ export class PartitionReader {
       if (from === batch.messages.length) return;
       const messages = from === 0 ? batch.messages : batch.messages.slice(from);
       state.next = Number(messages[messages.length - 1]!.offset) + 1;
-      try {
-        state.handler(messages);
-      } catch (err) {
-        // A handler owns its errors; one that throws must not stop the partition for good.
-        this.logger.error(
-          { topic: this.topic, partition: batch.partition, err: (err as Error).message },
-          'partition handler failed',
-        );
-      }
+      this.deliver(batch.partition, state, messages);
     });
+  }
+
+  private deliver(partition: number, state: OpenPartition, messages: IncomingMessage[]): void {
+    try {
+      state.handler(messages);
+    } catch (err) {
+      // A handler owns its errors; one that throws must not stop the partition for good.
+      this.logger.error(
+        { topic: this.topic, partition, err: (err as Error).message },
+        'partition handler failed',
+      );
+    }
   }
 
   /** Starts delivering `partition` from `offset` (a position below the log start means the log start). */
