@@ -13,6 +13,7 @@
 import avro from 'avsc';
 import type { Logger } from '../observability/logger.js';
 import { silentLogger } from '../observability/logger.js';
+import { tlsProblem } from '../util/tls-problem.js';
 import { checkAvroBounds } from './avro-bounds.js';
 import { avroSchemaText, avroType, type AvroSchemaName, type AvroType } from './avro-schemas.js';
 
@@ -494,23 +495,15 @@ function message(error: unknown): string {
 
 /** The setting to fix when the registry's TLS handshake failed, from the error's causes. */
 function registryTlsHint(error: unknown): string | undefined {
-  let text = '';
-  for (let e = error, depth = 0; e !== undefined && e !== null && depth < 5; depth++) {
-    const err = e as { code?: unknown; message?: unknown; cause?: unknown };
-    text += ` ${String(err.code ?? '')} ${String(err.message ?? '')}`;
-    e = err.cause;
+  switch (tlsProblem(error)) {
+    case 'untrusted':
+      return "registry.caFile: the registry's certificate is not signed by a trusted CA";
+    case 'client-certificate-required':
+    case 'client-certificate-refused':
+      return 'registry.certFile: the registry requires or refused the client certificate';
+    default:
+      return undefined;
   }
-  if (
-    /SELF_SIGNED_CERT_IN_CHAIN|DEPTH_ZERO_SELF_SIGNED_CERT|UNABLE_TO_VERIFY_LEAF_SIGNATURE|UNABLE_TO_GET_ISSUER_CERT/.test(
-      text,
-    )
-  ) {
-    return "registry.caFile: the registry's certificate is not signed by a trusted CA";
-  }
-  if (/CERTIFICATE_REQUIRED|ALERT_UNKNOWN_CA|ALERT_BAD_CERTIFICATE|ALERT_HANDSHAKE_FAILURE/.test(text)) {
-    return 'registry.certFile: the registry requires or refused the client certificate';
-  }
-  return undefined;
 }
 
 function toRegistryError(error: unknown, doing: string): Error {
