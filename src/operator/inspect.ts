@@ -18,7 +18,6 @@ import {
   type Awaitable,
   type DocumentStateV2,
 } from '../connector/state/document-state.js';
-import { decodeState } from '../connector/state/record.js';
 import type { KafkaAdmin } from '../kafka/admin.js';
 import type { KafkaClient } from '../kafka/client.js';
 import type { IncomingMessage } from '../kafka/consumer.js';
@@ -27,6 +26,7 @@ import { readTopicRange } from '../kafka/topic-range.js';
 import type { Logger } from '../observability/logger.js';
 import type { AvroDecoder } from '../serde/input.js';
 import { readLetters, type Letter } from './letters.js';
+import { readStateRecords } from './state-records.js';
 
 interface ResultEvent {
   kind: Awaitable;
@@ -71,26 +71,18 @@ async function findStates(
   partitions?: number[],
 ): Promise<StateHit[]> {
   const latest = new Map<string, StateHit>();
-  await readTopicRange(kafka, admin, config.topics.state, logger, {
-    ...(partitions ? { partitions } : {}),
-    onRecords: (records) => {
-      for (const r of records) {
-        if (!r.key || r.key[0] === 0) continue;
-        const eventId = r.key.toString('utf8');
-        let state: DocumentStateV2 | null = null;
-        if (r.value !== null) {
-          try {
-            state = decodeState(eventId, r.value, config.topics.arrived);
-          } catch {
-            continue;
-          }
-        }
-        // A tombstone (expired) of a matched key counts too: the document left the state.
-        if (match(eventId, state) || latest.has(eventId))
-          latest.set(eventId, { eventId, state, partition: r.partition, offset: r.offset });
-      }
+  await readStateRecords(
+    kafka,
+    admin,
+    config.topics,
+    logger,
+    (eventId, state, r) => {
+      // A tombstone (expired) of a matched key counts too: the document left the state.
+      if (match(eventId, state) || latest.has(eventId))
+        latest.set(eventId, { eventId, state, partition: r.partition, offset: r.offset });
     },
-  });
+    partitions ? { partitions } : {},
+  );
   return [...latest.values()];
 }
 

@@ -22,7 +22,6 @@
  * header, from that offset on) before deciding to send it again, so a crash never sends twice.
  */
 import type { Config } from '../config/index.js';
-import { decodeState } from '../connector/state/record.js';
 import type { DocumentStateV2 } from '../connector/state/document-state.js';
 import type { KafkaAdmin } from '../kafka/admin.js';
 import type { KafkaClient } from '../kafka/client.js';
@@ -33,6 +32,7 @@ import { readTopicRange } from '../kafka/topic-range.js';
 import type { Logger } from '../observability/logger.js';
 import type { Registry } from '../serde/registry.js';
 import type { Letter } from './letters.js';
+import { readStateRecords } from './state-records.js';
 
 export const REDRIVE_HEADER = 'docstream-redrive';
 
@@ -122,32 +122,24 @@ async function readMarkers(
 async function readStates(
   kafka: KafkaClient,
   admin: KafkaAdmin,
-  stateTopic: string,
+  topics: Pick<Config['topics'], 'state' | 'arrived'>,
   partitions: number[],
   eventIds: Set<string>,
-  inputTopic: string,
   logger: Logger,
 ): Promise<Map<string, DocumentStateV2>> {
   const states = new Map<string, DocumentStateV2>();
-  if (eventIds.size === 0 || !(await admin.listTopics()).includes(stateTopic)) return states;
-  await readTopicRange(kafka, admin, stateTopic, logger, {
-    partitions,
-    onRecords: (records) => {
-      for (const r of records) {
-        if (!r.key || r.key[0] === 0) continue;
-        const eventId = r.key.toString('utf8');
-        if (!eventIds.has(eventId)) continue;
-        if (r.value === null) states.delete(eventId);
-        else {
-          try {
-            states.set(eventId, decodeState(eventId, r.value, inputTopic));
-          } catch (err) {
-            logger.warn({ event_id: eventId, err: (err as Error).message }, 'unreadable state record');
-          }
-        }
-      }
+  if (eventIds.size === 0 || !(await admin.listTopics()).includes(topics.state)) return states;
+  await readStateRecords(
+    kafka,
+    admin,
+    topics,
+    logger,
+    (eventId, state) => {
+      if (state === null) states.delete(eventId);
+      else states.set(eventId, state);
     },
-  });
+    { partitions, wanted: (eventId) => eventIds.has(eventId) },
+  );
   return states;
 }
 
@@ -224,10 +216,9 @@ export async function redrive(
     const states = await readStates(
       kafka,
       admin,
-      t.state,
+      t,
       [...new Set(arrivals.map((l) => l.source_partition))],
       new Set(arrivals.map((l) => l.event_id!)),
-      t.arrived,
       logger,
     );
 
