@@ -259,23 +259,19 @@ export async function redrive(
         t.redrives,
         pending.map((m) => ({ key: m.letter, value: JSON.stringify(m) })),
       );
-      const messages: Array<{ topic: string; message: OutgoingMessage }> = [];
+      const byTopic = new Map<string, OutgoingMessage[]>();
       for (const { letter, decision } of batch) {
         const original = originals.get(letter.id)!;
         const reprocess = decision.action === 'send' && decision.reprocess;
+        const messages = byTopic.get(letter.source_topic) ?? [];
+        byTopic.set(letter.source_topic, messages);
         messages.push({
-          topic: letter.source_topic,
-          message: {
-            key: original.key,
-            value:
-              reprocess && original.value ? await withReprocess(original.value, registry) : original.value,
-            headers: { ...original.headers, [REDRIVE_HEADER]: letter.id },
-            partition: letter.source_partition,
-          },
+          key: original.key,
+          value: reprocess && original.value ? await withReprocess(original.value, registry) : original.value,
+          headers: { ...original.headers, [REDRIVE_HEADER]: letter.id },
+          partition: letter.source_partition,
         });
       }
-      const byTopic = new Map<string, OutgoingMessage[]>();
-      for (const m of messages) byTopic.set(m.topic, [...(byTopic.get(m.topic) ?? []), m.message]);
       await producer.sendBatch([...byTopic].map(([topic, msgs]) => ({ topic, messages: msgs })));
       await producer.send(
         t.redrives,
