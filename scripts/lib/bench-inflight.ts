@@ -10,13 +10,8 @@ import { randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { DocumentEngine } from '../../src/connector/engine.js';
-import {
-  ResultNotReady,
-  type ApiPort,
-  type ArrivalEvent,
-  type OpenedBlob,
-  type SourceRecord,
-} from '../../src/connector/types.js';
+import { ResultNotReady, type ApiPort } from '../../src/connector/ports.js';
+import type { ArrivalEvent, OpenedBlob, SourceRecord } from '../../src/connector/types.js';
 import { silentLogger } from '../../src/observability/logger.js';
 import { PollScheduler } from '../../src/util/scheduler.js';
 

@@ -5,7 +5,8 @@
 import { PassThrough, pipeline, type Readable } from 'node:stream';
 import type { DocumentAnalysisClient } from '../client/client.js';
 import { NotFoundError } from '../client/errors.js';
-import { ResultNotReady, type ApiPort, type Awaitable, type OpenedBlob } from './types.js';
+import { ResultNotReady, type ApiPort } from './ports.js';
+import type { Awaitable, OpenedBlob } from './types.js';
 
 export function apiPort(client: DocumentAnalysisClient, options: { withMetadata: boolean }): ApiPort {
   const getters: Record<Awaitable, (id: string) => Promise<unknown>> = {

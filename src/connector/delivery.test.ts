@@ -58,7 +58,7 @@ describe('exactly-once routing', () => {
     const plain = plainSender();
     const outputs = transactionalOutputs(writers, plain);
     const states = transactionalStates(writers);
-    // As the lifecycle does: await the result's send, then write the state record.
+    // As a document's life does (`document-life.ts`): await the result's send, then write the state record.
     await outputs.send('fraud', { key: 'sub-1', value: 'r' }, { inputPartition: 1, stateFollows: true });
     await states.send('state', { key: 'evt-1', value: 's', partition: 1 }, { replace: true });
     expect(txns()).toEqual([

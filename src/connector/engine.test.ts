@@ -2,23 +2,13 @@ import { Readable } from 'node:stream';
 import { silentLogger } from '../observability/logger.js';
 import { DocumentEngine, type EngineOptions } from './engine.js';
 import { PollScheduler } from '../util/scheduler.js';
-import type { FinishedDoc } from './engine-ports.js';
+import type { FinishedDoc } from './ports.js';
 import { isFinished, type DocumentStateV2, type InputPointer } from './state/document-state.js';
 import type { ReplayMarker } from './state/replay-marker.js';
 import type { Recorded } from './state/store.js';
 import { createdState } from './run.js';
-import type { StatePort } from './state/writer.js';
-import {
-  ResultNotReady,
-  type ApiPort,
-  type ArrivalEvent,
-  type Awaitable,
-  type DeadLetter,
-  type InputPort,
-  type OpenedBlob,
-  type OutputPort,
-  type SourceRecord,
-} from './types.js';
+import { ResultNotReady, type ApiPort, type InputPort, type OutputPort, type StatePort } from './ports.js';
+import type { ArrivalEvent, Awaitable, DeadLetter, OpenedBlob, SourceRecord } from './types.js';
 
 class FakeApi implements ApiPort {
   calls: string[] = [];

@@ -7,7 +7,8 @@ import type { RecordReader } from '../kafka/record-reader.js';
 import { decodeDocumentArrived, type AvroDecoder } from '../serde/input.js';
 import { sourceOf } from './arrivals.js';
 import type { InputPointer } from './state/document-state.js';
-import type { ArrivalEvent, InputPort, SourceRecord } from './types.js';
+import type { InputPort } from './ports.js';
+import type { ArrivalEvent, SourceRecord } from './types.js';
 
 export class InputRecords implements InputPort {
   constructor(

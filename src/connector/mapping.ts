@@ -18,7 +18,8 @@ import type {
   SampleMetadataValue,
 } from '../serde/types.js';
 import { responseText } from '../client/http.js';
-import type { DeadLetter, DocumentIdentity, ResultExtra } from './types.js';
+import type { ResultExtra } from './ports.js';
+import type { DeadLetter, DocumentIdentity } from './types.js';
 
 type Body = Record<string, unknown>;
 

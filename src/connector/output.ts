@@ -12,7 +12,8 @@ import type { Registry } from '../serde/registry.js';
 import type { DeadLetterValue } from '../serde/types.js';
 import { redactAttributes, redactSource } from './dead-letters.js';
 import { classificationValue, deadLetterValue, decisionValue, fraudValue, qualityValue } from './mapping.js';
-import type { Awaitable, DeadLetter, DocumentIdentity, OutputPort, ResultExtra } from './types.js';
+import type { OutputPort, ResultExtra } from './ports.js';
+import type { Awaitable, DeadLetter, DocumentIdentity } from './types.js';
 
 interface OutputTopics {
   fraud: string;
@@ -77,7 +78,7 @@ export class KafkaOutput implements OutputPort {
     const headers: Record<string, string> = { event_id: doc.event_id };
     if (doc.traceparent) headers.traceparent = doc.traceparent;
     const message = { key: doc.submission_id, value: this.registry.encode(topic, value), headers };
-    // The state record saying it was published follows (`lifecycle.ts`).
+    // The state record saying it was published follows (`document-life.ts`).
     if (extra.inputPartition === undefined) await this.sender.send(topic, message);
     else await this.sender.send(topic, message, { inputPartition: extra.inputPartition, stateFollows: true });
   }

@@ -2,21 +2,22 @@
  * One document in flight on this instance: its latest durable state, its identity and input (held in
  * memory only: neither is written to the state topic), what was published, and the blob held open
  * until the upload. `mode` says whether it is processed (state recorded at every step) or replayed (a
- * finished document's results emitted again; only the replay generation is recorded).
+ * finished document's results emitted again; only the replay generation is recorded). Also the
+ * states a document passes through (created, finished) and which results it awaits.
  */
-import { awaitedResults, type AwaitedOverride } from './awaited.js';
+import type { PipelineConfiguration, SubmissionCharacteristics } from '../api/schemas.js';
+import type { CreatedSubmission } from './ports.js';
 import type { FinishedEntry } from './state/partition-index.js';
 import type { FinishedState, InputPointer, UnfinishedState } from './state/document-state.js';
-import type {
-  ArrivalEvent,
-  Awaitable,
-  BlobRef,
-  CreatedSubmission,
-  DocumentIdentity,
-  OpenedBlob,
-  SourceRecord,
+import {
+  AWAITABLE,
+  type ArrivalEvent,
+  type Awaitable,
+  type BlobRef,
+  type DocumentIdentity,
+  type OpenedBlob,
+  type SourceRecord,
 } from './types.js';
-import type { SubmissionCharacteristics } from '../api/schemas.js';
 
 /** What the upload needs from the input event; dropped once the file is uploaded. */
 interface DocumentInput {
@@ -57,6 +58,12 @@ export class Run {
     this.createdAt = 'created_at' in state ? state.created_at : now;
   }
 
+  /** A document admitted or resumed from its input event (the input is kept while the upload is pending). */
+  static process(state: UnfinishedState, event: ArrivalEvent, source: SourceRecord, now: number): Run {
+    const input = state.status === 'CREATED' ? inputOf(event) : null;
+    return new Run(state, 'process', identityOf(event, source, state.submission_id), input, null, now);
+  }
+
   get eventId(): string {
     return this.state.event_id;
   }
@@ -65,9 +72,42 @@ export class Run {
     return this.state.input;
   }
 
+  get isComplete(): boolean {
+    return this.state.awaited.every((k) => this.published.has(k));
+  }
+
   /** Scheduler key of this document's job `what` (a result kind, `deadline` or `delete`). */
   key(what: string): string {
     return `${this.state.event_id}\u0000${what}`;
+  }
+
+  /** What a dead letter of this document names. */
+  subject(): { event_id: string; submission_id: string; attributes: Record<string, string> } {
+    return {
+      event_id: this.eventId,
+      submission_id: this.state.submission_id,
+      attributes: this.identity.attributes,
+    };
+  }
+
+  /** The document as metrics see it once it leaves. */
+  summary(): { event_id: string; submission_id: string; created_at: number } {
+    return { event_id: this.eventId, submission_id: this.state.submission_id, created_at: this.createdAt };
+  }
+
+  /** Its finished state: only what deduplication and replay need (`state/record.ts`). */
+  finished(status: 'DONE' | 'FAILED', at: number): FinishedState {
+    const s = this.state;
+    return {
+      v: 2,
+      event_id: s.event_id,
+      submission_id: s.submission_id,
+      status,
+      input: s.input,
+      awaited: s.awaited,
+      published: [...this.published],
+      finished_at: at,
+    };
   }
 }
 
@@ -89,7 +129,7 @@ export function identityOf(
   };
 }
 
-export function inputOf(event: ArrivalEvent): DocumentInput {
+function inputOf(event: ArrivalEvent): DocumentInput {
   return { blob: event.blob, characteristics: event.submission_characteristics };
 }
 
@@ -132,4 +172,41 @@ export function finishedOf(entry: FinishedEntry, source: SourceRecord): Finished
     finished_at: entry.finished_at,
     generation: entry.generation,
   };
+}
+
+// ---- which results a document awaits ----
+
+/** Results awaited per pipeline by default (the design): decision is added when enabled. */
+const DEFAULT_AWAITED: Record<PipelineConfiguration, Awaitable[]> = {
+  FRAUD_ONLY: ['fraud', 'quality', 'classification'],
+  QUALITY_ONLY: ['quality'],
+  CLASSIFICATION_ONLY: ['classification'],
+};
+
+export type AwaitedOverride = Partial<Record<PipelineConfiguration, Awaitable[]>>;
+
+export function awaitedResults(
+  pipeline: PipelineConfiguration,
+  enableDecision: boolean,
+  override: AwaitedOverride = {},
+): Awaitable[] {
+  const base = (override[pipeline] ?? DEFAULT_AWAITED[pipeline]).filter((k) => k !== 'decision');
+  return enableDecision ? [...base, 'decision'] : base;
+}
+
+/** Validates the `connector.awaitedResults` configuration value, naming what is wrong. */
+export function parseAwaitedOverride(value: unknown): AwaitedOverride {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new Error('connector.awaitedResults: expected an object of pipeline → list of results');
+  }
+  const out: AwaitedOverride = {};
+  for (const [pipeline, kinds] of Object.entries(value)) {
+    if (!(pipeline in DEFAULT_AWAITED))
+      throw new Error(`connector.awaitedResults: unknown pipeline ${pipeline}`);
+    if (!Array.isArray(kinds) || kinds.some((k) => !AWAITABLE.includes(k as Awaitable))) {
+      throw new Error(`connector.awaitedResults.${pipeline}: expected a list of ${AWAITABLE.join(', ')}`);
+    }
+    out[pipeline as PipelineConfiguration] = kinds as Awaitable[];
+  }
+  return out;
 }
