@@ -309,6 +309,35 @@ describe('TransactionalWriters', () => {
     expect(kafka.log.slice(-2)).toEqual(['commit 0 1', 'disconnect 0']);
   });
 
+  it('at shutdown drains more than one batch behind a transaction in flight, one transaction at a time', async () => {
+    const kafka = new FakeKafka();
+    const w = writers(kafka, { lingerMs: 1, maxBatch: 2 });
+    await w.open([0]);
+    let open = 0;
+    let overlapped = false;
+    let release: () => void = () => undefined;
+    kafka.sendHook = () => {
+      overlapped ||= open > 0;
+      open += 1;
+    };
+    kafka.commitHook = async (n) => {
+      if (n === 0) await new Promise<void>((r) => (release = r));
+      else await tick(1);
+      open -= 1;
+    };
+    const keys = ['a', 'b', 'c', 'd', 'e', 'f', 'g'];
+    const first = w.send(0, 't', { key: 'a', value: '' });
+    await tick(20); // 'a' is in a transaction, held at its commit
+    const rest = keys.slice(1).map((k) => w.send(0, 't', { key: k, value: '' }));
+    const stopped = w.stop();
+    release();
+    await stopped;
+    await Promise.all([first, ...rest]);
+    expect(overlapped).toBe(false);
+    expect(kafka.keys()).toEqual([['a'], ['b', 'c'], ['d', 'e'], ['f', 'g']]);
+    expect(kafka.log.at(-1)).toBe('disconnect 0');
+  });
+
   it('refuses a record larger than its topic takes, at once', async () => {
     const kafka = new FakeKafka();
     const w = writers(kafka, { limitFor: () => 100 });

@@ -97,6 +97,8 @@ class PartitionWriter {
   private timer: NodeJS.Timeout | null = null;
   private flushing: Promise<void> | null = null;
   private closed = false;
+  /** `close` is draining the batch: no timer takes one any more. */
+  private closing = false;
   private fenced: FencedError | null = null;
   /** The producer's transaction state is unknown (an abort failed): make a new one before the next. */
   private broken = false;
@@ -165,7 +167,7 @@ class PartitionWriter {
   }
 
   private schedule(delay: number): void {
-    if (this.timer || this.flushing || this.batch.length === 0) return;
+    if (this.closing || this.timer || this.flushing || this.batch.length === 0) return;
     this.timer = setTimeout(() => {
       this.timer = null;
       this.flushing = this.flush().finally(() => {
@@ -254,24 +256,21 @@ class PartitionWriter {
    * already out ends as the broker decides (committed, or aborted by the new owner's fencing).
    */
   async close(commit: boolean): Promise<void> {
+    // From here close takes the batches itself, one transaction at a time: no timer takes one.
+    this.closing = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
     if (!commit) {
       this.closed = true;
       rejectAll(this.batch.splice(0), new NotOwnedError(this.partition));
       this.slots.clear();
     }
-    if (this.timer && commit) {
-      clearTimeout(this.timer);
-      this.timer = null;
+    // The transaction out now ends first; then (commit) every gathered record, maxBatch at a time.
+    while (this.flushing || (commit && this.batch.length > 0 && !this.fenced)) {
       this.flushing ??= this.flush().finally(() => (this.flushing = null));
-    }
-    while (this.flushing) await this.flushing;
-    if (commit && this.batch.length > 0 && !this.fenced) {
-      this.flushing = this.flush().finally(() => (this.flushing = null));
       await this.flushing;
     }
     this.closed = true;
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
     await this.producer?.disconnect().catch(() => undefined);
     this.producer = null;
   }
