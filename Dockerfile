@@ -12,9 +12,10 @@ COPY package.json package-lock.json ./
 # --ignore-scripts: `prepare` builds, and the sources are not copied yet.
 RUN npm ci --ignore-scripts
 COPY . .
-# Source maps and declarations are for developers: the runtime does not read them.
+# Source maps, declarations and the incremental build's record are for developers: the runtime
+# does not read them.
 RUN npm run build && mkdir -p avro config stack \
-  && find dist -type f \( -name '*.map' -o -name '*.d.ts' \) -delete
+  && find dist -type f \( -name '*.map' -o -name '*.d.ts' -o -name '.tsbuildinfo' \) -delete
 
 # The production dependencies: the build's node_modules without the dev ones (no second download),
 # and without the packages' type declarations and source maps, which nothing reads at run time.
