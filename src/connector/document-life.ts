@@ -119,7 +119,10 @@ export class DocumentLife {
     return 'started';
   }
 
-  /** Revoked partitions: their created-but-unrecorded submissions are the new owner's to redo. */
+  /**
+   * Revoked partitions: their created-but-unrecorded submissions are dropped; the new owner, finding
+   * no state, submits those documents again (the earlier submission stays empty, as after a crash).
+   */
   forget(partitions: Set<number>): void {
     for (const [eventId, state] of this.unrecorded) {
       if (partitions.has(state.input.partition)) this.unrecorded.delete(eventId);
