@@ -191,7 +191,7 @@ function saslOf(s: KafkaSecuritySettings): KafkaSasl | undefined {
       });
       return {
         mechanism: 'oauthbearer',
-        token: async () => ({ value: (await source.token()).value, ...(extensions ? { extensions } : {}) }),
+        token: async () => ({ value: await source.token(), ...(extensions ? { extensions } : {}) }),
       };
     }
     case 'aws-msk-iam': {

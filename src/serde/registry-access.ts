@@ -55,7 +55,7 @@ function authorizationOf(
       scope: r.oauthScope,
       settingPrefix: 'registry.oauth',
     });
-    return { authorization: async () => `Bearer ${(await source.token()).value}` };
+    return { authorization: async () => `Bearer ${await source.token()}` };
   }
   if (r.username !== '') return { username: r.username, password: r.password };
   return {};

@@ -28,22 +28,29 @@ describe('OidcTokenSource', () => {
     }));
     const source = new OidcTokenSource({ ...settings, fetch: endpoint.fetchImpl });
     const tokens = await Promise.all(Array.from({ length: 10 }, () => source.token()));
-    expect(new Set(tokens.map((t) => t.value))).toEqual(new Set(['t1']));
+    expect(new Set(tokens)).toEqual(new Set(['t1']));
     expect(endpoint.calls).toHaveLength(1);
     expect(endpoint.calls[0]!.auth).toBe(`Basic ${Buffer.from('client:secret').toString('base64')}`);
     expect(endpoint.calls[0]!.form.get('grant_type')).toBe('client_credentials');
     expect(endpoint.calls[0]!.form.get('scope')).toBe('kafka read');
-    expect(tokens[0]!.expiresAt).toBeGreaterThan(Date.now() + 290_000);
     await source.token();
+    expect(endpoint.calls).toHaveLength(1);
+  });
+
+  it('keeps a token without expires_in for the default lifetime (300 s) instead of asking each time', async () => {
+    const endpoint = tokenEndpoint((n) => ({ status: 200, body: { access_token: `t${n}` } }));
+    const source = new OidcTokenSource({ ...settings, fetch: endpoint.fetchImpl });
+    expect(await source.token()).toBe('t1');
+    expect(await source.token()).toBe('t1');
     expect(endpoint.calls).toHaveLength(1);
   });
 
   it('asks again once the token is near its expiry', async () => {
     const endpoint = tokenEndpoint((n) => ({ status: 200, body: { access_token: `t${n}`, expires_in: 1 } }));
     const source = new OidcTokenSource({ ...settings, fetch: endpoint.fetchImpl });
-    expect((await source.token()).value).toBe('t1');
+    expect(await source.token()).toBe('t1');
     await new Promise((r) => setTimeout(r, 1000));
-    expect((await source.token()).value).toBe('t2');
+    expect(await source.token()).toBe('t2');
   });
 
   it.each([

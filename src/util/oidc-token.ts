@@ -20,18 +20,11 @@ export interface OidcClientSettings {
   fetch?: typeof fetch;
 }
 
-/** A token the endpoint issued, with when it expires (ms since the epoch). */
-export interface IssuedToken {
-  value: string;
-  expiresAt: number;
-}
-
 /** Lifetime assumed when a token answer has no `expires_in` (RFC 6749 makes it optional). */
 const DEFAULT_LIFETIME_S = 300;
 
 export class OidcTokenSource {
   private readonly source: CachedTokenSource;
-  private expiresAt = 0;
 
   constructor(private readonly s: OidcClientSettings) {
     const fetchImpl = s.fetch ?? fetch;
@@ -79,7 +72,6 @@ export class OidcTokenSource {
       }
       const expiresIn =
         typeof body.expires_in === 'number' && body.expires_in > 0 ? body.expires_in : DEFAULT_LIFETIME_S;
-      this.expiresAt = Date.now() + expiresIn * 1000;
       return {
         access_token: body.access_token,
         token_type: typeof body.token_type === 'string' ? body.token_type : 'Bearer',
@@ -91,9 +83,8 @@ export class OidcTokenSource {
   }
 
   /** A valid token: the cached one, or one fetched now (single-flight). */
-  async token(): Promise<IssuedToken> {
-    const value = await this.source.getToken();
-    return { value, expiresAt: this.expiresAt };
+  token(): Promise<string> {
+    return this.source.getToken();
   }
 
   /** Token requests made so far. */
