@@ -53,7 +53,7 @@ describe('docstream run: metrics and health during a run', () => {
       return value(during, /^docstream_documents_in_flight /) > 0;
     });
     await waitFor('all results', () => env.on('fraud').length === 10 && env.on('dlq').length === 2, 90_000);
-    // The lag and limiter gauges refresh every connector.groupShareIntervalMs (500 ms by default).
+    // The lag gauges refresh every connector.groupShareIntervalMs (500 ms by default).
     await new Promise((r) => setTimeout(r, 2000));
     const text = await (await fetch(`${url}/metrics`)).text();
     expect(value(text, /^docstream_documents_completed_total\{outcome="done"\}/)).toBe(10);

@@ -63,6 +63,7 @@ export class Connector {
     this.parts = buildParts(config, logger, this.metrics, () => this.loop.onRoom());
     this.engine = this.parts.engine;
     this.client = this.parts.client;
+    this.metrics.observeLimiter(this.client.limiter);
     const { registry, state, deadLetter } = this.parts;
     this.groupShare = new GroupShare(
       this.client.limiter,
@@ -213,7 +214,6 @@ export class Connector {
     const lagSources: LagSources = {
       admin,
       assignment: () => consumer.currentAssignment(),
-      limiter: this.client.limiter,
       topic: t.arrived,
       groupId: config.kafka.groupId,
       metrics: this.metrics,

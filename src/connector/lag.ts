@@ -1,9 +1,8 @@
 /**
- * Consumer-lag and rate-limiter gauges, refreshed on a timer: for each input partition this instance
- * owns, the distance from the group's committed offset to the end of the partition. The same reading
- * of the group's offsets goes to the group's share of the API limit (`onOffsets`).
+ * Consumer-lag gauges, refreshed on a timer: for each input partition this instance owns, the
+ * distance from the group's committed offset to the end of the partition. The same reading of the
+ * group's offsets goes to the group's share of the API limit (`onOffsets`).
  */
-import type { AdaptiveRateLimiter } from '../client/limiter.js';
 import type { GroupCommit, KafkaAdmin, PartitionOffsets } from '../kafka/admin.js';
 import type { Assignment } from '../kafka/consumer.js';
 import type { Logger } from '../observability/logger.js';
@@ -12,7 +11,6 @@ import type { ConnectorMetrics } from '../observability/metrics.js';
 export interface LagSources {
   admin: Pick<KafkaAdmin, 'topicOffsets' | 'groupCommits'>;
   assignment: () => Assignment;
-  limiter: Pick<AdaptiveRateLimiter, 'currentRate' | 'currentCeiling'>;
   topic: string;
   groupId: string;
   metrics: ConnectorMetrics;
@@ -38,8 +36,6 @@ export async function updateLag(s: LagSources): Promise<void> {
       );
     }
     s.onOffsets?.(ends, committed);
-    s.metrics.limiterRate.set(s.limiter.currentRate());
-    s.metrics.limiterCeiling.set(s.limiter.currentCeiling());
   } catch (err) {
     s.logger.debug({ err: (err as Error).message }, 'lag update failed');
   }

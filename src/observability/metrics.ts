@@ -5,6 +5,11 @@
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
+interface LimiterReading {
+  currentRate(): number;
+  currentCeiling(): number;
+}
+
 export class ConnectorMetrics {
   readonly registry = new Registry();
 
@@ -70,16 +75,25 @@ export class ConnectorMetrics {
     registers: [this.registry],
   });
 
-  readonly limiterRate = new Gauge({
+  /** The API client's limiter, read when the metrics are collected (`observeLimiter`). */
+  private limiter: LimiterReading | undefined;
+
+  readonly limiterRate: Gauge = new Gauge({
     name: 'docstream_api_limiter_rate',
     help: 'Current rate of the adaptive API rate limiter (below its ceiling after 429s), in calls per second',
     registers: [this.registry],
+    collect: () => {
+      if (this.limiter) this.limiterRate.set(this.limiter.currentRate());
+    },
   });
 
-  readonly limiterCeiling = new Gauge({
+  readonly limiterCeiling: Gauge = new Gauge({
     name: 'docstream_api_limiter_ceiling',
     help: "Ceiling of the API rate limiter: this instance's share of the group's api.ratePerSecond, in calls per second",
     registers: [this.registry],
+    collect: () => {
+      if (this.limiter) this.limiterCeiling.set(this.limiter.currentCeiling());
+    },
   });
 
   readonly consumerLag = new Gauge({
@@ -131,6 +145,11 @@ export class ConnectorMetrics {
   constructor(options: { defaultMetrics?: boolean } = {}) {
     if (options.defaultMetrics !== false)
       collectDefaultMetrics({ register: this.registry, prefix: 'docstream_' });
+  }
+
+  /** The limiter gauges show this limiter's rate and ceiling as they are when scraped. */
+  observeLimiter(limiter: LimiterReading): void {
+    this.limiter = limiter;
   }
 
   /** Wires the API client's per-attempt hook to the counters. */
