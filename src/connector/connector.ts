@@ -320,7 +320,10 @@ export class Connector {
       if (this.expiryTimer) clearInterval(this.expiryTimer);
       const timeout = this.options.config.connector.shutdownTimeoutMs;
       const p = this.parts;
-      if (this.consumer) await this.consumer.stop().catch(() => undefined);
+      // Still a member of the group until the final commit: the steps settle, and what they record
+      // lands, while the partitions are this instance's (leaving first would hand them over while
+      // results were still being published, and kafkajs refuses a commit once the consumer stopped).
+      await this.loop.idle();
       await this.receiver?.close();
       await this.engine.stop(timeout);
       p.scheduler.stop();
@@ -328,6 +331,8 @@ export class Connector {
       // exactly-once: what the settled steps gathered is committed before the offsets.
       await p.transactions?.stop().catch(() => undefined);
       await this.commit();
+      // Leaves the group (its partitions move to the others now).
+      if (this.consumer) await this.consumer.stop().catch(() => undefined);
       await this.consumer?.disconnect().catch(() => undefined);
       await p.state.stop().catch(() => undefined);
       await p.inputReader.stop().catch(() => undefined);

@@ -123,6 +123,8 @@ function setup(maxInFlight = 3, totalPartitions = 4, roomWaitMs = 30) {
   const inFlightSeen: number[] = [];
   /** The group's committed offsets of input partitions, as a member reads them when it gets one. */
   const committed = new Map<number, string>();
+  /** While set, every admission waits for it. */
+  const gate: { admissions: Promise<void> | null } = { admissions: null };
   const loop = new ConsumerLoop({
     topics,
     maxInFlight,
@@ -130,6 +132,7 @@ function setup(maxInFlight = 3, totalPartitions = 4, roomWaitMs = 30) {
     state,
     arrivals: async (m) => {
       handled.push(`${m.partition}:${m.offset}`);
+      if (gate.admissions) await gate.admissions;
       if (reject.has(m.offset)) throw new Error('state topic unavailable');
       // Admitted: the document runs (counts against the limit) until the test ends it.
       engine.inFlight += 1;
@@ -144,7 +147,7 @@ function setup(maxInFlight = 3, totalPartitions = 4, roomWaitMs = 30) {
     roomWaitMs,
   });
   loop.attach(consumer);
-  return { loop, consumer, engine, state, handled, feedback, reject, inFlightSeen, limiter, committed };
+  return { loop, consumer, engine, state, handled, feedback, reject, inFlightSeen, limiter, committed, gate };
 }
 
 function join(added: Assignment, removed: Assignment, assignment: Assignment): GroupJoin {
@@ -229,7 +232,28 @@ describe('ConsumerLoop', () => {
     loop.stop();
     engine.inFlight = 0;
     loop.onRoom();
-    expect(consumer.calls).toEqual(['pause in 0,1']);
+    expect(consumer.calls).toEqual(['pause in 0,1', 'pause in 0,1', 'pause fb 0']);
+  });
+
+  it('on stop pauses both inputs; idle resolves once the admissions under way are durable', async () => {
+    const { loop, consumer, gate } = setup(10);
+    let release: () => void = () => undefined;
+    gate.admissions = new Promise<void>((r) => (release = r));
+    const control = new FakeControl();
+    const handling = loop.onBatch(batch('in', 0, [1, 2]), control);
+    await new Promise((r) => setTimeout(r, 5));
+    loop.stop();
+    expect(consumer.calls).toEqual(['pause in 0,1', 'pause fb 0']);
+    let idle = false;
+    const idled = loop.idle().then(() => (idle = true));
+    await new Promise((r) => setTimeout(r, 20));
+    expect(idle).toBe(false);
+    release();
+    await handling;
+    await idled;
+    // Both were taken before the stop: their offsets are resolved, so the final commit includes them.
+    expect(control.resolved).toEqual(['2']);
+    await loop.idle();
   });
 
   it('takes no record after stop', async () => {

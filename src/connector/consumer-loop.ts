@@ -109,6 +109,9 @@ export class ConsumerLoop {
   /** Set while the input is paused for an outage; resolves when the probe succeeded. */
   private outage: Promise<void> | null = null;
   private stopping = false;
+  /** Batch handlers running now, and who waits for none (`idle`). */
+  private handling = 0;
+  private readonly idleWaiters: Array<() => void> = [];
 
   constructor(private readonly o: ConsumerLoopOptions) {
     this.commits = new OffsetCommits({
@@ -132,11 +135,24 @@ export class ConsumerLoop {
     this.commits.attach(consumer);
   }
 
-  /** No record is taken after this; running admissions finish. */
+  /**
+   * No record is taken after this (the input is paused, so nothing is fetched for nothing); running
+   * admissions finish (`idle`). The instance stays in its group: the final commit is the caller's.
+   */
   stop(): void {
     this.stopping = true;
     this.commits.stop();
     this.preparation.stop();
+    this.wakeRoomWaiters();
+    const { arrived, feedback } = this.o.topics;
+    this.consumer?.pause(arrived, this.assigned(arrived));
+    this.consumer?.pause(feedback, this.assigned(feedback));
+  }
+
+  /** Resolves once no batch handler runs: every admission started is durable (or failed). */
+  idle(): Promise<void> {
+    if (this.handling === 0) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
   }
 
   get paused(): boolean {
@@ -178,6 +194,16 @@ export class ConsumerLoop {
 
   /** The batch handler to give the Kafka consumer (`autoResolve: false`). */
   readonly onBatch = async (batch: IncomingBatch, control: BatchControl): Promise<void> => {
+    this.handling += 1;
+    try {
+      await this.handleBatch(batch, control);
+    } finally {
+      this.handling -= 1;
+      if (this.handling === 0) for (const resolve of this.idleWaiters.splice(0)) resolve();
+    }
+  };
+
+  private async handleBatch(batch: IncomingBatch, control: BatchControl): Promise<void> {
     // Fetched before the pause: left unresolved, so they are fetched again after it.
     if (this.outage) return;
     if (batch.topic === this.o.topics.feedback) return this.onFeedbackBatch(batch, control);
@@ -241,7 +267,7 @@ export class ConsumerLoop {
     } finally {
       clearInterval(heartbeat);
     }
-  };
+  }
 
   /** A document finished or was dropped: resume the input once a tenth of the slots are free. */
   onRoom(): void {

@@ -306,7 +306,9 @@ export class DocumentLife {
       }
       this.events.onPublished?.(kind, run.identity, body);
       run.published.add(kind);
-      if (run.mode === 'process' && !run.cancelled) await this.recordPublished(run);
+      // Stopping, the partition is still this instance's: what was just published is recorded, so its
+      // next owner does not publish it again. Revoked, it has a new owner already: nothing is written.
+      if (run.mode === 'process' && !run.revoked) await this.recordPublished(run);
       await this.finish(run);
     } finally {
       run.publishing.delete(kind);
@@ -325,14 +327,18 @@ export class DocumentLife {
     }
   }
 
-  /** Records what was published so far, unless the document is complete (its DONE state says it). */
+  /**
+   * Records what was published so far, unless the document is complete and finishes now (its DONE
+   * state says it). A stopped one does not finish here: its next owner finds everything published
+   * and finishes it.
+   */
   private async recordPublished(run: Run): Promise<void> {
     // Failed at its deadline meanwhile: the FAILED state stands.
     if (run.finishing) return;
     const s = run.state;
     if (s.status === 'CREATED' || s.status === 'UPLOADED')
       run.state = { ...s, published: [...run.published], updated_at: this.now() };
-    if (!run.isComplete) await this.record(run);
+    if (!run.isComplete || run.cancelled) await this.record(run);
   }
 
   // ---- finish ----

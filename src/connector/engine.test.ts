@@ -51,12 +51,19 @@ class FakeOut implements OutputPort, StatePort {
   results: Array<{ kind: Awaitable; submission_id: string; source: string | undefined }> = [];
   letters: DeadLetter[] = [];
   states: DocumentStateV2[] = [];
+  /** While set, a publish waits for it after calling `onPublishing` (to stop or revoke meanwhile). */
+  holdPublish: Promise<void> | null = null;
+  onPublishing: () => void = () => undefined;
   async publishResult(
     kind: Awaitable,
     doc: { submission_id: string },
     _body: Record<string, unknown>,
     extra?: { source?: string },
   ): Promise<void> {
+    if (this.holdPublish) {
+      this.onPublishing();
+      await this.holdPublish;
+    }
     this.results.push({ kind, submission_id: doc.submission_id, source: extra?.source });
   }
   async deadLetter(letter: DeadLetter): Promise<void> {
@@ -193,6 +200,37 @@ function setup(
 }
 
 describe('DocumentEngine', () => {
+  it.each([
+    ['stopped', true],
+    ['revoked', false],
+  ])(
+    'a result published while its document is %s is recorded only if the partition is still this instance’s',
+    async (how, recordedAfter) => {
+      const { out, engine, finished } = setup();
+      let release: () => void = () => undefined;
+      out.holdPublish = new Promise<void>((r) => (release = r));
+      const publishing = new Promise<void>((r) => (out.onPublishing = r));
+      await engine.admit(source, event({ pipeline_configuration: 'QUALITY_ONLY' }));
+      await publishing;
+      const statesBefore = out.states.length;
+      let stopped: Promise<void> = Promise.resolve();
+      if (how === 'stopped') stopped = engine.stop(5000);
+      else engine.revoke([0]);
+      release();
+      await stopped;
+      await new Promise((r) => setTimeout(r, 20));
+      expect(out.results.map((r) => r.kind)).toEqual(['quality']);
+      const after = out.states.slice(statesBefore);
+      if (recordedAfter) {
+        // Not DONE here: the next owner finds every result published and finishes it.
+        expect(after.map((st) => [st.status, st.published])).toEqual([['UPLOADED', ['quality']]]);
+      } else {
+        expect(after).toEqual([]);
+      }
+      expect(finished).toEqual([]);
+    },
+  );
+
   it('creates once, records state before uploading, publishes every awaited result, then marks done', async () => {
     const { api, out, engine, until } = setup();
     expect(await engine.admit(source, event({ enable_decision: true }), undefined)).toBe('started');

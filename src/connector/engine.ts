@@ -139,7 +139,10 @@ export class DocumentEngine {
   revoke(partitions: Iterable<number>): number {
     const set = new Set(partitions);
     const runs = this.inFlightRuns.runs(set);
-    for (const run of runs) this.inFlightRuns.remove(run, true);
+    for (const run of runs) {
+      run.revoked = true;
+      this.inFlightRuns.remove(run, true);
+    }
     this.life.forget(set);
     return runs.length;
   }

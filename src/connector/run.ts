@@ -26,7 +26,10 @@ interface DocumentInput {
 }
 
 export class Run {
+  /** Revoked or stopped: no new step starts, and it does not end here. */
   cancelled = false;
+  /** Revoked: its partition has a new owner already, so nothing more of it is recorded here. */
+  revoked = false;
   /**
    * Set synchronously by the first caller that ends the document (every result published, or a
    * failure such as its deadline), so only one ends it and later steps record nothing.
