@@ -256,6 +256,15 @@ describe('ConsumerLoop', () => {
     await loop.idle();
   });
 
+  it('stops even when the consumer cannot pause (not running, restarting after a crash)', async () => {
+    const { loop, consumer } = setup();
+    consumer.pause = () => {
+      throw new Error('Consumer group was not initialized, consumer#run must be called first');
+    };
+    expect(() => loop.stop()).not.toThrow();
+    await loop.idle();
+  });
+
   it('takes no record after stop', async () => {
     const { loop, handled } = setup();
     loop.stop();

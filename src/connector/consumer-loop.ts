@@ -145,8 +145,13 @@ export class ConsumerLoop {
     this.preparation.stop();
     this.wakeRoomWaiters();
     const { arrived, feedback } = this.o.topics;
-    this.consumer?.pause(arrived, this.assigned(arrived));
-    this.consumer?.pause(feedback, this.assigned(feedback));
+    try {
+      this.consumer?.pause(arrived, this.assigned(arrived));
+      this.consumer?.pause(feedback, this.assigned(feedback));
+    } catch (err) {
+      // Not running (restarting after a crash): nothing is fetched anyway.
+      this.o.logger.debug({ err: (err as Error).message }, 'input not paused at stop');
+    }
   }
 
   /** Resolves once no batch handler runs: every admission started is durable (or failed). */
