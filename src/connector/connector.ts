@@ -323,15 +323,19 @@ export class Connector {
       // Still a member of the group until the final commit: the steps settle, and what they record
       // lands, while the partitions are this instance's (leaving first would hand them over while
       // results were still being published, and kafkajs refuses a commit once the consumer stopped).
-      await this.loop.idle();
-      await this.receiver?.close();
-      await this.engine.stop(timeout);
-      p.scheduler.stop();
-      await this.webhooks?.stop().catch(() => undefined);
-      // exactly-once: what the settled steps gathered is committed before the offsets.
-      await p.transactions?.stop().catch(() => undefined);
-      await this.commit();
-      // Leaves the group (its partitions move to the others now).
+      try {
+        await this.loop.idle();
+        await this.receiver?.close();
+        await this.engine.stop(timeout);
+        p.scheduler.stop();
+        await this.webhooks?.stop().catch(() => undefined);
+        // exactly-once: what the settled steps gathered is committed before the offsets.
+        await p.transactions?.stop().catch(() => undefined);
+        await this.commit();
+      } finally {
+        // The consumer may leave the group now (its partitions move to the others).
+        this.loop.release();
+      }
       if (this.consumer) await this.consumer.stop().catch(() => undefined);
       await this.consumer?.disconnect().catch(() => undefined);
       await p.state.stop().catch(() => undefined);

@@ -232,18 +232,17 @@ describe('ConsumerLoop', () => {
     loop.stop();
     engine.inFlight = 0;
     loop.onRoom();
-    expect(consumer.calls).toEqual(['pause in 0,1', 'pause in 0,1', 'pause fb 0']);
+    expect(consumer.calls).toEqual(['pause in 0,1']);
   });
 
-  it('on stop pauses both inputs; idle resolves once the admissions under way are durable', async () => {
-    const { loop, consumer, gate } = setup(10);
+  it('on stop, idle resolves once the admissions under way are durable', async () => {
+    const { loop, gate } = setup(10);
     let release: () => void = () => undefined;
     gate.admissions = new Promise<void>((r) => (release = r));
     const control = new FakeControl();
     const handling = loop.onBatch(batch('in', 0, [1, 2]), control);
     await new Promise((r) => setTimeout(r, 5));
     loop.stop();
-    expect(consumer.calls).toEqual(['pause in 0,1', 'pause fb 0']);
     let idle = false;
     const idled = loop.idle().then(() => (idle = true));
     await new Promise((r) => setTimeout(r, 20));
@@ -253,23 +252,43 @@ describe('ConsumerLoop', () => {
     await idled;
     // Both were taken before the stop: their offsets are resolved, so the final commit includes them.
     expect(control.resolved).toEqual(['2']);
-    await loop.idle();
   });
 
-  it('stops even when the consumer cannot pause (not running, restarting after a crash)', async () => {
-    const { loop, consumer } = setup();
-    consumer.pause = () => {
-      throw new Error('Consumer group was not initialized, consumer#run must be called first');
+  it('after stop holds a fetched batch, heartbeating, until released; a failed heartbeat ends the hold', async () => {
+    const { loop, handled } = setup();
+    loop.stop();
+    let beats = 0;
+    const control = new FakeControl();
+    control.heartbeat = async () => {
+      beats += 1;
     };
-    expect(() => loop.stop()).not.toThrow();
-    await loop.idle();
+    let returned = false;
+    const held = loop.onBatch(batch('in', 0, [1, 2]), control).then(() => (returned = true));
+    await new Promise((r) => setTimeout(r, 2300));
+    expect(returned).toBe(false);
+    expect(beats).toBeGreaterThanOrEqual(2);
+    await loop.idle(); // a held batch is not one being handled
+    loop.release();
+    await held;
+    expect(handled).toEqual([]);
+    expect(control.resolved).toEqual([]);
+
+    const rebalancing = new FakeControl();
+    rebalancing.heartbeat = async () => {
+      throw new Error('REBALANCE_IN_PROGRESS');
+    };
+    const { loop: other } = setup();
+    other.stop();
+    await other.onBatch(batch('in', 0, [3]), rebalancing); // returns at the first failed heartbeat
   });
 
   it('takes no record after stop', async () => {
     const { loop, handled } = setup();
     loop.stop();
     const control = new FakeControl();
-    await loop.onBatch(batch('in', 0, [1, 2]), control);
+    const held = loop.onBatch(batch('in', 0, [1, 2]), control);
+    loop.release();
+    await held;
     expect(handled).toEqual([]);
     expect(control.resolved).toEqual([]);
   });

@@ -109,6 +109,8 @@ export class ConsumerLoop {
   /** Set while the input is paused for an outage; resolves when the probe succeeded. */
   private outage: Promise<void> | null = null;
   private stopping = false;
+  /** Set by stop: batch handlers hold until `released`. */
+  private parking: { released: Promise<void>; release: () => void } | null = null;
   /** Batch handlers running now, and who waits for none (`idle`). */
   private handling = 0;
   private readonly idleWaiters: Array<() => void> = [];
@@ -136,22 +138,23 @@ export class ConsumerLoop {
   }
 
   /**
-   * No record is taken after this (the input is paused, so nothing is fetched for nothing); running
-   * admissions finish (`idle`). The instance stays in its group: the final commit is the caller's.
+   * No record is taken after this; running admissions finish (`idle`). The instance stays in its
+   * group, a batch fetched meanwhile held (`park`), until the caller made its final commit and calls
+   * `release`.
    */
   stop(): void {
     this.stopping = true;
     this.commits.stop();
     this.preparation.stop();
     this.wakeRoomWaiters();
-    const { arrived, feedback } = this.o.topics;
-    try {
-      this.consumer?.pause(arrived, this.assigned(arrived));
-      this.consumer?.pause(feedback, this.assigned(feedback));
-    } catch (err) {
-      // Not running (restarting after a crash): nothing is fetched anyway.
-      this.o.logger.debug({ err: (err as Error).message }, 'input not paused at stop');
-    }
+    let release: () => void = () => undefined;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    this.parking = { released, release };
+  }
+
+  /** The final commit is made: held batch handlers return, so the consumer can stop and leave. */
+  release(): void {
+    this.parking?.release();
   }
 
   /** Resolves once no batch handler runs: every admission started is durable (or failed). */
@@ -199,6 +202,7 @@ export class ConsumerLoop {
 
   /** The batch handler to give the Kafka consumer (`autoResolve: false`). */
   readonly onBatch = async (batch: IncomingBatch, control: BatchControl): Promise<void> => {
+    if (this.parking) return this.park(this.parking.released, control);
     this.handling += 1;
     try {
       await this.handleBatch(batch, control);
@@ -207,6 +211,29 @@ export class ConsumerLoop {
       if (this.handling === 0) for (const resolve of this.idleWaiters.splice(0)) resolve();
     }
   };
+
+  /**
+   * After stop a batch is neither taken nor fetched again and again (kafkajs fetches the next one only
+   * once this returns; pausing instead would make it sleep its whole fetch wait before it can leave):
+   * held, heartbeating so the group keeps this member while its documents settle, until `release` or
+   * a failed heartbeat (a rebalance, which must not wait for it).
+   */
+  private park(released: Promise<void>, control: BatchControl): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const heartbeat = setInterval(
+        () =>
+          void control.heartbeat().catch(() => {
+            clearInterval(heartbeat);
+            resolve();
+          }),
+        this.o.heartbeatMs ?? 1000,
+      );
+      void released.then(() => {
+        clearInterval(heartbeat);
+        resolve();
+      });
+    });
+  }
 
   private async handleBatch(batch: IncomingBatch, control: BatchControl): Promise<void> {
     // Fetched before the pause: left unresolved, so they are fetched again after it.
