@@ -34,7 +34,7 @@ describe('exactly-once delivery', () => {
     );
     await waitFor(
       'a fraud result per document',
-      () => ids.every((id) => env.forEvent(id).length >= 1),
+      () => ids.every((id) => env.on('fraud').some((o) => o.headers.event_id === id)),
       60_000,
     );
     await connector.stop();
