@@ -108,8 +108,7 @@ export class ConsumerLoop {
   private inputPaused = false;
   /** Set while the input is paused for an outage; resolves when the probe succeeded. */
   private outage: Promise<void> | null = null;
-  private stopping = false;
-  /** Set by stop: batch handlers hold until `released`. */
+  /** Set by stop: no record is taken, and batch handlers hold until `released`. */
   private parking: { released: Promise<void>; release: () => void } | null = null;
   /** Batch handlers running now, and who waits for none (`idle`). */
   private handling = 0;
@@ -143,13 +142,16 @@ export class ConsumerLoop {
    * `release`.
    */
   stop(): void {
-    this.stopping = true;
     this.commits.stop();
     this.preparation.stop();
     this.wakeRoomWaiters();
     let release: () => void = () => undefined;
     const released = new Promise<void>((resolve) => (release = resolve));
     this.parking = { released, release };
+  }
+
+  private get stopping(): boolean {
+    return this.parking !== null;
   }
 
   /** The final commit is made: held batch handlers return, so the consumer can stop and leave. */
@@ -220,19 +222,25 @@ export class ConsumerLoop {
    */
   private park(released: Promise<void>, control: BatchControl): Promise<void> {
     return new Promise<void>((resolve) => {
-      const heartbeat = setInterval(
-        () =>
-          void control.heartbeat().catch(() => {
-            clearInterval(heartbeat);
-            resolve();
-          }),
-        this.o.heartbeatMs ?? 1000,
-      );
+      const stopBeating = this.heartbeatEvery(control, resolve);
       void released.then(() => {
-        clearInterval(heartbeat);
+        stopBeating();
         resolve();
       });
     });
+  }
+
+  /** Heartbeats while a batch handler holds; `onFailed` once one fails (a rebalance). Returns the stop. */
+  private heartbeatEvery(control: BatchControl, onFailed: () => void): () => void {
+    const timer = setInterval(
+      () =>
+        void control.heartbeat().catch(() => {
+          clearInterval(timer);
+          onFailed();
+        }),
+      this.o.heartbeatMs ?? 1000,
+    );
+    return () => clearInterval(timer);
   }
 
   private async handleBatch(batch: IncomingBatch, control: BatchControl): Promise<void> {
@@ -244,14 +252,10 @@ export class ConsumerLoop {
     let last: string | null = null;
     // A failed heartbeat (a rebalance under way) ends any wait for room: the group must not wait.
     let heartbeatFailed = false;
-    const heartbeat = setInterval(
-      () =>
-        void control.heartbeat().catch(() => {
-          heartbeatFailed = true;
-          this.wakeRoomWaiters();
-        }),
-      this.o.heartbeatMs ?? 1000,
-    );
+    const stopBeating = this.heartbeatEvery(control, () => {
+      heartbeatFailed = true;
+      this.wakeRoomWaiters();
+    });
     const taking = () =>
       control.isRunning() && !control.isStale() && !this.stopping && !this.outage && !heartbeatFailed;
     try {
@@ -297,7 +301,7 @@ export class ConsumerLoop {
       }
       if (last !== null) control.resolveOffset(last);
     } finally {
-      clearInterval(heartbeat);
+      stopBeating();
     }
   }
 

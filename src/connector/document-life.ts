@@ -354,13 +354,13 @@ export class DocumentLife {
         await this.record(run);
       }
       this.events.onFinished?.(run.summary(), 'replayed');
-      this.inFlight.remove(run, false);
+      this.inFlight.remove(run, 'ended');
       return;
     }
     run.state = run.finished('DONE', this.now());
     await this.record(run);
     this.events.onFinished?.(run.summary(), 'done');
-    this.inFlight.remove(run, false);
+    this.inFlight.remove(run, 'ended');
     if (this.options.deleteAfterPublish) this.inFlight.track(this.deleteSubmission(run, 0));
   }
 
@@ -441,7 +441,7 @@ export class DocumentLife {
       await this.record(run);
     }
     this.events.onFinished?.(run.summary(), 'failed');
-    this.inFlight.remove(run, false);
+    this.inFlight.remove(run, 'ended');
   }
 
   private async deadLetter(

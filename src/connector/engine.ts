@@ -139,17 +139,14 @@ export class DocumentEngine {
   revoke(partitions: Iterable<number>): number {
     const set = new Set(partitions);
     const runs = this.inFlightRuns.runs(set);
-    for (const run of runs) {
-      run.revoked = true;
-      this.inFlightRuns.remove(run, true);
-    }
+    for (const run of runs) this.inFlightRuns.remove(run, 'revoked');
     this.life.forget(set);
     return runs.length;
   }
 
   /** Stops everything; resolves when no step is half-way (an upload or a publish in progress). */
   async stop(timeoutMs: number): Promise<void> {
-    for (const run of this.inFlightRuns.runs()) this.inFlightRuns.remove(run, true);
+    for (const run of this.inFlightRuns.runs()) this.inFlightRuns.remove(run, 'stopped');
     await this.inFlightRuns.settle(timeoutMs);
   }
 

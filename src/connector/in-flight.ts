@@ -53,11 +53,13 @@ export class InFlight {
   }
 
   /**
-   * Takes a run out: its pending polls, deadline and scheduled work are cancelled. `cancelled` (revoked
-   * or stopped, not ended): its later steps record nothing and its open blob is closed.
+   * Takes a run out: its pending polls, deadline and scheduled work are cancelled. Stopped or revoked
+   * (not ended): it starts no new step and its open blob is closed; revoked, it records nothing more.
    */
-  remove(run: Run, cancelled: boolean): void {
+  remove(run: Run, how: 'ended' | 'stopped' | 'revoked'): void {
+    const cancelled = how !== 'ended';
     if (cancelled) run.cancelled = true;
+    if (how === 'revoked') run.revoked = true;
     for (const kind of run.state.awaited) this.scheduler.cancel(run.key(kind));
     this.scheduler.cancel(run.key('deadline'));
     if (this.byEvent.get(run.eventId) === run) {

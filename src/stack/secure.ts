@@ -63,6 +63,11 @@ async function openssl(args: string[], cwd: string): Promise<void> {
   }
 }
 
+/** `req` arguments making a new unencrypted RSA key, `<name>.key`. */
+function newKey(name: string): string[] {
+  return ['-newkey', 'rsa:2048', '-nodes', '-keyout', `${name}.key`];
+}
+
 /**
  * `<name>.key` and a self-signed `<name>.crt` in `dir` (the stack's CA; tests make other CAs and
  * certificates with it), with the given subject, lifetime and extensions.
@@ -78,11 +83,7 @@ export async function selfSignedCertificate(
     [
       'req',
       '-x509',
-      '-newkey',
-      'rsa:2048',
-      '-nodes',
-      '-keyout',
-      `${name}.key`,
+      ...newKey(name),
       '-out',
       `${name}.crt`,
       '-days',
@@ -103,21 +104,7 @@ async function signedCertificate(
   subject: string,
   extensions: string,
 ): Promise<void> {
-  await openssl(
-    [
-      'req',
-      '-newkey',
-      'rsa:2048',
-      '-nodes',
-      '-keyout',
-      `${name}.key`,
-      '-out',
-      `${name}.csr`,
-      '-subj',
-      subject,
-    ],
-    dir,
-  );
+  await openssl(['req', ...newKey(name), '-out', `${name}.csr`, '-subj', subject], dir);
   writeFileSync(join(dir, `${name}.ext`), extensions);
   await openssl(
     [
@@ -299,6 +286,9 @@ export function secureListenerProperties(
   };
 }
 
+/** The SCRAM user gets a credential for each (a client may use either). */
+const SCRAM_MECHANISMS = ['SCRAM-SHA-512', 'SCRAM-SHA-256'];
+
 function scramMarker(o: Pick<StackOptions, 'runDir'>): string {
   return join(servicePaths(o.runDir, 'kafka').dataDir, 'docstream-scram-user');
 }
@@ -308,7 +298,7 @@ function scramMarker(o: Pick<StackOptions, 'runDir'>): string {
  * with no broker round trip (`ensureScramUser` covers a directory formatted before).
  */
 export function scramFormatArgs(s: SecureListeners): string[] {
-  return ['SCRAM-SHA-512', 'SCRAM-SHA-256'].flatMap((mechanism) => [
+  return SCRAM_MECHANISMS.flatMap((mechanism) => [
     '--add-scram',
     `${mechanism}=[name=${s.scramTls.username},iterations=8192,password=${s.scramTls.password}]`,
   ]);
@@ -332,7 +322,7 @@ export async function ensureScramUser(
   const marker = scramMarker(o);
   if (existsSync(marker) && readFileSync(marker, 'utf8') === s.scramTls.username) return;
   // One mechanism per request: Kafka refuses to alter one user's credentials twice in a request.
-  for (const mechanism of ['SCRAM-SHA-512', 'SCRAM-SHA-256']) {
+  for (const mechanism of SCRAM_MECHANISMS) {
     const config = `${mechanism}=[iterations=8192,password=${s.scramTls.password}]`;
     try {
       await execFileAsync(
