@@ -5,7 +5,9 @@
 - KEDA's kinds (ScaledObject, TriggerAuthentication): the openAPIV3Schema of KEDA's CRDs kept in
   deploy/kubernetes/schemas/ (their sha256 checked first), made strict like kubectl's field
   validation, plus the CRDs' CEL rules that this script implements; their metadata is checked
-  against Kubernetes' ObjectMeta.
+  against Kubernetes' ObjectMeta. The CRD leaves a trigger's metadata a map of strings (KEDA's
+  scalers parse it when they start): the scalers used here (kafka, prometheus) get their required
+  keys and the types of their values checked, and a trigger of another type fails the run.
 - The kustomization lists every manifest of the directory and nothing else.
 - A self-test: broken copies of the manifests must be refused, so a validator that checks nothing
   fails the run.
@@ -54,6 +56,73 @@ CEL_RULES: dict[str, Callable[[Doc], bool]] = {
 
 class Invalid(Exception):
     pass
+
+
+def _number(value: str) -> bool:
+    try:
+        float(value)
+        return True
+    except ValueError:
+        return False
+
+
+def _one_of(*values: str) -> Callable[[str], bool]:
+    return lambda v: v in values
+
+
+_BOOL = _one_of("true", "false")
+
+# Per scaler (KEDA 2.20's documentation of the kafka and prometheus scalers): the metadata keys it
+# needs, and the value checks of the keys whose values it parses.
+TRIGGER_METADATA: dict[str, tuple[list[str], dict[str, Callable[[str], bool]]]] = {
+    "kafka": (
+        ["bootstrapServers", "consumerGroup"],
+        {
+            "lagThreshold": _number,
+            "activationLagThreshold": _number,
+            "offsetResetPolicy": _one_of("earliest", "latest"),
+            "allowIdleConsumers": _BOOL,
+            "limitToPartitionsWithLag": _BOOL,
+            "excludePersistentLag": _BOOL,
+            "scaleToZeroOnInvalidOffset": _BOOL,
+            "tls": _one_of("enable", "disable"),
+            "sasl": _one_of("none", "plaintext", "scram_sha256", "scram_sha512", "oauthbearer", "gssapi"),
+        },
+    ),
+    "prometheus": (
+        ["serverAddress", "query", "threshold"],
+        {
+            "serverAddress": lambda v: v.startswith(("http://", "https://")),
+            "threshold": _number,
+            "activationThreshold": _number,
+            "ignoreNullValues": _BOOL,
+            "unsafeSsl": _BOOL,
+        },
+    ),
+}
+# Utilization is for the cpu and memory scalers only.
+TRIGGER_METRIC_TYPES = ("AverageValue", "Value")
+
+
+def check_triggers(doc: Doc) -> None:
+    """The metadata of each ScaledObject trigger, as its scaler would parse it at start."""
+    for i, trigger in enumerate(doc.get("spec", {}).get("triggers", [])):
+        where = f"spec.triggers.{i}"
+        kind = trigger.get("type")
+        if kind not in TRIGGER_METADATA:
+            raise Invalid(f"{where}.type: {kind!r}: this script checks only {sorted(TRIGGER_METADATA)}")
+        if trigger.get("metricType", "AverageValue") not in TRIGGER_METRIC_TYPES:
+            raise Invalid(f"{where}.metricType: {trigger['metricType']!r} is not one of {TRIGGER_METRIC_TYPES}")
+        required, checks = TRIGGER_METADATA[kind]
+        metadata = trigger.get("metadata", {})
+        for key in required:
+            if not metadata.get(key):
+                raise Invalid(f"{where}.metadata.{key}: required by the {kind} scaler")
+        for key, ok in checks.items():
+            if key in metadata and not ok(str(metadata[key])):
+                raise Invalid(f"{where}.metadata.{key}: {metadata[key]!r} is not what the {kind} scaler reads")
+        if metadata.get("allowIdleConsumers") == "true" and metadata.get("limitToPartitionsWithLag") == "true":
+            raise Invalid(f"{where}.metadata: allowIdleConsumers and limitToPartitionsWithLag cannot both be true")
 
 
 def load_yaml(path: str) -> list[Doc]:
@@ -130,6 +199,8 @@ class CrdSchemas:
                 target = target.get(step, {}) if isinstance(target, dict) else {}
             if not CEL_RULES[rule](target):
                 raise Invalid(f"{'.'.join(at)}: rule failed: {rule}")
+        if doc["kind"] == "ScaledObject":
+            check_triggers(doc)
         # The CRD leaves metadata to the API server: check it as any object's ObjectMeta.
         validate_builtin({"apiVersion": "v1", "kind": "ConfigMap", "metadata": doc.get("metadata", {})}, k8s_version)
 
@@ -187,6 +258,25 @@ def broken_copies(docs: dict[str, Doc]) -> list[tuple[str, Doc]]:
         "a ScaledObject with minReplicaCount above maxReplicaCount (CEL rule)",
         "ScaledObject",
         lambda d: d["spec"].update(minReplicaCount=20),
+    )
+
+    def prometheus(d: Doc) -> Doc:
+        return next(t for t in d["spec"]["triggers"] if t["type"] == "prometheus")
+
+    case(
+        "a prometheus trigger without its query",
+        "ScaledObject",
+        lambda d: prometheus(d)["metadata"].pop("query"),
+    )
+    case(
+        "a prometheus trigger whose threshold is not a number",
+        "ScaledObject",
+        lambda d: prometheus(d)["metadata"].update(threshold="400 documents"),
+    )
+    case(
+        "a trigger with metricType Utilization (cpu and memory only)",
+        "ScaledObject",
+        lambda d: prometheus(d).update(metricType="Utilization"),
     )
     case(
         "an unknown field in a TriggerAuthentication's secretTargetRef",

@@ -2,7 +2,8 @@
  * The Kubernetes manifests (deploy/kubernetes) against what docstream needs at run time: the schema
  * validation (`npm run k8s:validate`) says they are well-formed objects, this says they run this
  * program correctly — its configuration loads, the probes hit its endpoints, secrets stay files, the
- * autoscaler never outgrows the input's partitions, and a stop is never cut short.
+ * autoscaler never outgrows the input's partitions and sees the metric docstream exports, and a stop
+ * is never cut short.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -12,6 +13,7 @@ import { parseAllDocuments } from 'yaml';
 import { checkConfigFile } from './check.js';
 import { loadConfig } from './load.js';
 import { CONFIG_SPEC, envName, type Config, type FieldSpec } from './spec.js';
+import { ConnectorMetrics } from '../observability/metrics.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const DIR = path.join(ROOT, 'deploy/kubernetes');
@@ -203,8 +205,9 @@ describe('deploy/kubernetes', () => {
     expect(cfg().topics.outputPartitions).toBe(partitions);
     expect(scaledObject.spec.scaleTargetRef.name).toBe(deployment.metadata.name);
     expect(deployment.spec.replicas).toBeUndefined();
-    const [trigger, ...others] = scaledObject.spec.triggers as Obj[];
-    expect(others).toEqual([]);
+    const triggers = scaledObject.spec.triggers as Obj[];
+    expect(triggers.map((t) => t.type as string).sort()).toEqual(['kafka', 'prometheus']);
+    const trigger = triggers.find((t) => t.type === 'kafka');
     expect(trigger!.type).toBe('kafka');
     const m = trigger!.metadata as Record<string, string>;
     expect(m.topic).toBe(cfg().topics.arrived);
@@ -220,6 +223,26 @@ describe('deploy/kubernetes', () => {
     expect(m.tls === 'enable').toBe(cfg().kafka.ssl);
     expect(m.sasl).toBe(cfg().kafka.saslMechanism.replace('scram-sha-', 'scram_sha'));
     expect(trigger!.authenticationRef.name).toBe(triggerAuth.metadata.name);
+  });
+
+  it('scales on the documents in flight per instance, by the metric docstream exports, below the in-flight limit', async () => {
+    const trigger = (scaledObject.spec.triggers as Obj[]).find((t) => t.type === 'prometheus');
+    const m = trigger!.metadata as Record<string, string>;
+    // The metric the query reads is the gauge the connector exports (renaming it breaks this test).
+    const exported = new ConnectorMetrics({ defaultMetrics: false });
+    const { name } = await exported.inFlight.get();
+    const queried = m.query!.match(/\bdocstream_[a-z_]+/g);
+    expect(queried).toEqual([name]);
+    expect(exported.registry.getSingleMetric(queried![0]!)).toBe(exported.inFlight);
+    // Summed over the instances of the job the alert rules assume, divided per replica by KEDA.
+    expect(m.query).toBe(`sum(${name}{job="docstream"})`);
+    expect(trigger!.metricType).toBe('AverageValue');
+    // Below connector.maxInFlight: an instance at its limit (input paused) makes the group scale out.
+    const threshold = Number(m.threshold);
+    expect(threshold).toBeGreaterThan(0);
+    expect(threshold).toBeLessThan(cfg().connector.maxInFlight);
+    expect(threshold).toBe(cfg().connector.maxInFlight * 0.8);
+    expect(m.serverAddress).toMatch(/^https?:\/\/[^/\s]+/);
   });
 
   it('authenticates KEDA with the Secret the pods mount for Kafka', () => {
