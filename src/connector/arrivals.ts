@@ -7,10 +7,15 @@
  * record would not fit the state topic (`event_too_large`). Both are decided before a
  * submission exists: admitted, such an event would fail its state write on every redelivery and
  * stall its partition.
+ *
+ * One admission per `event_id` at a time: a record whose event is being admitted (another copy in the
+ * same batch, a producer's retry) waits for that admission, then reads the state it recorded and
+ * follows the redelivery rules, as if it came later (`engine.ts`; the README's "The same event twice").
  */
 import type { IncomingMessage } from '../kafka/consumer.js';
 import { isMessageTooLarge } from '../kafka/errors.js';
 import type { Logger } from '../observability/logger.js';
+import { KeyedSerial } from '../util/keyed-serial.js';
 import { decodeDocumentArrived, type AvroDecoder } from '../serde/input.js';
 import { deadLetterOf, decodeStage, type DeadLetterSink } from './dead-letters.js';
 import type { AdmitOutcome, Existing } from './engine.js';
@@ -71,6 +76,7 @@ export function sourceOf(message: IncomingMessage): SourceRecord {
 }
 
 export function arrivalHandler(deps: ArrivalDeps): (message: IncomingMessage) => Promise<void> {
+  const admissions = new KeyedSerial();
   return async (message) => {
     const source = sourceOf(message);
     const decoded = await decodeDocumentArrived(message.value, deps.decoder);
@@ -104,10 +110,13 @@ export function arrivalHandler(deps: ArrivalDeps): (message: IncomingMessage) =>
     }
     let outcome: AdmitOutcome;
     try {
-      outcome = await deps.engine.admit(source, event, {
-        recorded: deps.state.get(message.partition, event.event_id),
-        marker: deps.state.marker(message.partition),
-      });
+      // The state is read once the admissions of this event before it ended: it holds what they recorded.
+      outcome = await admissions.run(event.event_id, () =>
+        deps.engine.admit(source, event, {
+          recorded: deps.state.get(message.partition, event.event_id),
+          marker: deps.state.marker(message.partition),
+        }),
+      );
     } catch (err) {
       // The size rule above measures the state before it exists; should a write still be refused as
       // too large, the same record would be refused at every redelivery: it ends in a letter instead.

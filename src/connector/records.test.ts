@@ -64,6 +64,53 @@ describe('arrival records', () => {
     expect(letters).toEqual([]);
   });
 
+  it('admits one copy of an event at a time: a second copy reads the state the first recorded', async () => {
+    const recorded = new Map<string, string>();
+    const seen: Array<{ offset: string; recorded: unknown }> = [];
+    let release!: () => void;
+    const firstHeld = new Promise<void>((resolve) => (release = resolve));
+    const handle = arrivalHandler({
+      decoder,
+      engine: {
+        admit: async (source, event, existing) => {
+          seen.push({ offset: source.offset, recorded: existing.recorded });
+          if (existing.recorded) return 'running';
+          if (source.offset === '1') await firstHeld;
+          recorded.set(event.event_id, source.offset);
+          return 'started';
+        },
+      },
+      state: {
+        get: (_partition, id) =>
+          recorded.has(id)
+            ? ({ unfinished: { event_id: id, offset: recorded.get(id) } } as never)
+            : undefined,
+        marker: () => undefined,
+      },
+      deadLetter: async () => undefined,
+      logger: silentLogger,
+    });
+    const at = (offset: string, id: string, file: string) => ({
+      ...message(JSON.stringify({ event_id: id, blob: { url: `file:///tmp/${file}` } })),
+      offset,
+    });
+    const copies = [
+      handle(at('1', 'twice', 'a.pdf')),
+      handle(at('2', 'twice', 'b.pdf')),
+      handle(at('3', 'other', 'c.pdf')),
+    ];
+    // Another event is not held back by the one being admitted.
+    await copies[2];
+    expect(seen.map((s) => s.offset)).toEqual(['1', '3']);
+    release();
+    await Promise.all(copies);
+    expect(seen).toEqual([
+      { offset: '1', recorded: undefined },
+      { offset: '3', recorded: undefined },
+      { offset: '2', recorded: { unfinished: { event_id: 'twice', offset: '1' } } },
+    ]);
+  });
+
   it('dead-letters unreadable bytes at stage decode and an invalid event at stage validate', async () => {
     const { handle, letters, admitted } = setup();
     await handle(message('{ nope'));

@@ -1,0 +1,28 @@
+/**
+ * Runs tasks one at a time per key, in the order they were given, while tasks of different keys run
+ * at once. The connector admits the records of one `event_id` this way: a second copy waits for the
+ * first admission, then sees what it recorded (issue 29). A key is forgotten once its last task ends.
+ */
+export class KeyedSerial {
+  private readonly tails = new Map<string, Promise<void>>();
+
+  /** Runs `task` after every earlier task of `key` settled (fulfilled or not); resolves with its result. */
+  run<T>(key: string, task: () => Promise<T>): Promise<T> {
+    const before = this.tails.get(key);
+    const result = before ? before.then(task) : task();
+    const tail = result.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.tails.set(key, tail);
+    void tail.then(() => {
+      if (this.tails.get(key) === tail) this.tails.delete(key);
+    });
+    return result;
+  }
+
+  /** Keys with a task running or waiting. */
+  get size(): number {
+    return this.tails.size;
+  }
+}

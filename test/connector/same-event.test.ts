@@ -1,0 +1,62 @@
+/**
+ * The same event twice in one fetched batch, on the real stack (issue 29): producers retrying a send
+ * do this routinely. Each event is admitted once: one submission, analysed from the first copy's
+ * blob, one result per awaited kind; a second copy pointing at another blob follows the rule for a
+ * changed blob (the event is that document again: nothing more, no letter), and nothing is dropped.
+ */
+import { createHash } from 'node:crypto';
+import { sampleBytes } from '../../src/demo/corpus.js';
+import { E2E, arrival, waitFor } from '../harness/e2e.js';
+
+const sha256 = (bytes: Buffer) => createHash('sha256').update(bytes).digest('hex');
+
+describe('the same event twice in one batch', () => {
+  const env = new E2E(2);
+  beforeAll(async () => {
+    await env.start();
+  });
+  afterAll(async () => {
+    await env.stop();
+  });
+
+  it('gives one submission per event, from its first blob, and one result each', async () => {
+    const pdf = await sampleBytes('clean-pdf');
+    const other = Buffer.concat([pdf, Buffer.from('\n% another file\n')]);
+    const first = await env.writeFile('first.pdf', pdf);
+    const second = await env.writeFile('second.pdf', other);
+    const ids = Array.from({ length: 15 }, (_, i) => `evt-twice-${i}`);
+    // Back to back, keyed by event id (as producers key them): both copies land in one partition's batch.
+    const events = ids.flatMap((id, i) => [
+      arrival(id, first, { pipeline_configuration: 'FRAUD_ONLY' }),
+      arrival(id, i < 5 ? second : first, { pipeline_configuration: 'FRAUD_ONLY' }),
+    ]);
+    await env.collect();
+    await env.produce(events, (i) => ids[Math.floor(i / 2)]!);
+    await env.startConnector();
+
+    await waitFor(
+      'every event fraud, quality and classification results',
+      () =>
+        ids.every((id) =>
+          ['fraud', 'quality', 'classification'].every((kind) =>
+            env.forEvent(id).some((o) => env.kindOf(o) === kind),
+          ),
+        ),
+      90_000,
+    );
+    // Time for a second submission's results, had there been one.
+    await new Promise((r) => setTimeout(r, 2000));
+
+    const submissions = await Promise.all(ids.map((id) => env.submissions(id)));
+    expect(submissions.map((s) => s.length)).toEqual(ids.map(() => 1));
+    // Analysed from the first copy's blob: the second copy did not replace it.
+    expect(submissions.map((s) => (s[0] as unknown as { sha256: string }).sha256)).toEqual(
+      ids.map(() => sha256(pdf)),
+    );
+    for (const id of ids) {
+      const kinds = env.forEvent(id).map((o) => env.kindOf(o));
+      expect(kinds.sort()).toEqual(['classification', 'fraud', 'quality']);
+    }
+    expect(env.on('dlq')).toEqual([]);
+  });
+});
