@@ -174,6 +174,10 @@ export const CONFIG_SPEC = {
   },
   registry: {
     url: f.string('http://localhost:8081/apis/ccompat/v7', 'Confluent-compatible schema registry URL.'),
+    autoRegister: f.bool(
+      true,
+      "Register docstream's output schemas (and set their subjects' compatibility) at start; false uses the ids already registered and stops at start naming a subject that lacks its schema.",
+    ),
     username: f.string('', 'Registry basic-auth user.'),
     password: f.secret('', 'Registry basic-auth password.'),
     bearerToken: f.secret('', 'Static bearer token for the registry (instead of basic auth).'),

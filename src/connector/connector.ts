@@ -135,7 +135,10 @@ export class Connector {
     const t = this.topics;
     const inputPartitions = await step('connecting to Kafka', () => admin.connect()).then(() =>
       step('preparing topics and schemas', () =>
-        ensureTopology(admin, registry, t, this.log, { deadlineMs: config.connector.deadlineMs }),
+        ensureTopology(admin, registry, t, this.log, {
+          deadlineMs: config.connector.deadlineMs,
+          autoRegister: config.registry.autoRegister,
+        }),
       ),
     );
     this.inputPartitions = inputPartitions;

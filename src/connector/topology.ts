@@ -48,7 +48,9 @@ function configsOf(spec: TopicSpec, deadlineMs: number): Record<string, string> 
 }
 
 /**
- * Creates the topics that are missing and registers the value schemas. Returns the input topic's
+ * Creates the topics that are missing and registers the value schemas (with `autoRegister` false,
+ * takes the ids already registered and fails naming the first subject that lacks its schema,
+ * before anything is consumed). Returns the input topic's
  * partition count; fails when the state topic is not co-partitioned with it. An existing topic whose
  * partitions or configs differ is left as it is, with a warning naming the difference.
  */
@@ -57,7 +59,7 @@ export async function ensureTopology(
   registry: Registry,
   t: Topics,
   log: Logger,
-  options: { deadlineMs: number },
+  options: { deadlineMs: number; autoRegister?: boolean },
 ): Promise<number> {
   const request = (spec: TopicSpec, inputPartitions: number) => {
     const configs = configsOf(spec, options.deadlineMs);
@@ -98,7 +100,9 @@ export async function ensureTopology(
     );
   }
   for (const spec of TOPOLOGY) {
-    if (spec.schema) await registry.registerValueSchema(t[spec.key], spec.schema);
+    if (!spec.schema) continue;
+    if (options.autoRegister === false) await registry.useRegisteredValueSchema(t[spec.key], spec.schema);
+    else await registry.registerValueSchema(t[spec.key], spec.schema);
   }
   return inputPartitions;
 }

@@ -84,6 +84,23 @@ export class RegistryUnavailableError extends RegistryError {
   }
 }
 
+/**
+ * registry.autoRegister is false and a subject docstream writes to does not hold its schema: the
+ * registry's owners must register it (or allow docstream to).
+ */
+export class SchemaNotRegisteredError extends RegistryError {
+  readonly subject: string;
+  constructor(subject: string, problem: string) {
+    super(
+      `${problem}; registry.autoRegister is false, so docstream registers nothing: have the schema ` +
+        `registered under ${subject} (avro/), or set registry.autoRegister to true`,
+      { status: 404, retriable: false },
+    );
+    this.name = 'SchemaNotRegisteredError';
+    this.subject = subject;
+  }
+}
+
 /** Statuses that say nothing about the schema id asked for. */
 const UNAVAILABLE_STATUSES = new Set([401, 403, 408, 429]);
 
@@ -194,6 +211,47 @@ export class Registry {
     this.byTopic.set(topic, { id, type: avroType(name) });
     this.logger.debug({ subject, schemaId: id, compatibility: level }, 'schema registered');
     return id;
+  }
+
+  /**
+   * Takes the id under which the value subject of `topic` already holds the named schema, writing
+   * nothing to the registry (registry.autoRegister false: registries governed by a platform team
+   * refuse applications' registrations and compatibility changes), and remembers it for
+   * `encode(topic, …)`. Throws SchemaNotRegisteredError, naming the subject, when the subject is
+   * missing or holds other schemas only.
+   */
+  async useRegisteredValueSchema(topic: string, name: AvroSchemaName): Promise<number> {
+    const subject = valueSubject(topic);
+    const path = `/subjects/${encodeURIComponent(subject)}`;
+    let answer: { id?: unknown } | null;
+    try {
+      answer = (await this.request(
+        'POST',
+        path,
+        { schemaType: 'AVRO', schema: avroSchemaText(name) },
+        [404],
+      )) as typeof answer;
+    } catch (error) {
+      throw toRegistryError(error, `looking up ${name} under ${subject}`);
+    }
+    if (answer === null) {
+      // 404 is either "no such subject" or "not this schema": the versions tell them apart.
+      const versions = await this.request('GET', `${path}/versions`, undefined, [404]);
+      throw new SchemaNotRegisteredError(
+        subject,
+        versions === null
+          ? `subject ${subject} is not in the registry`
+          : `subject ${subject} has no version with docstream's ${name} schema (versions ${JSON.stringify(versions)})`,
+      );
+    }
+    if (typeof answer.id !== 'number') {
+      throw new RegistryError(`the registry answered the lookup of ${subject} without a schema id`, {
+        retriable: false,
+      });
+    }
+    this.byTopic.set(topic, { id: answer.id, type: avroType(name) });
+    this.logger.debug({ subject, schemaId: answer.id }, 'using the registered schema');
+    return answer.id;
   }
 
   /** The schema id registered for `topic` by this instance, if any. */

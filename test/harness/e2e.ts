@@ -36,6 +36,18 @@ export async function waitFor(what: string, condition: () => boolean, timeoutMs 
   }
 }
 
+/** The exit code of a child process (at once if it has exited), failing after `timeoutMs`. */
+export function exitOf(child: ChildProcess, timeoutMs: number): Promise<number | null> {
+  return new Promise((resolve, reject) => {
+    if (child.exitCode !== null) return resolve(child.exitCode);
+    const timer = setTimeout(() => reject(new Error(`no exit within ${timeoutMs} ms`)), timeoutMs);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      resolve(code);
+    });
+  });
+}
+
 /** Section-wise merge of configuration overrides: an override changes keys, not whole sections. */
 function merge(
   base: Record<string, Record<string, unknown>>,

@@ -5,26 +5,14 @@
  * broker checks against its JWKS) and carries a document end to end. A wrong password, CA,
  * certificate or client secret stops it at start with exit 1 and a message naming the setting.
  */
-import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { sampleBytes } from '../../src/demo/corpus.js';
 import { startOidcServer } from '../../src/stack/index.js';
 import { selfSignedCertificate } from '../../src/stack/secure.js';
 import type { OidcServer, SecureListeners } from '../../src/stack/index.js';
-import { E2E, arrival, waitFor } from '../harness/e2e.js';
+import { E2E, arrival, exitOf, waitFor } from '../harness/e2e.js';
 import { secureListeners } from '../harness/secure.js';
-
-function exitOf(child: ChildProcess, timeoutMs: number): Promise<number | null> {
-  return new Promise((resolve, reject) => {
-    if (child.exitCode !== null) return resolve(child.exitCode);
-    const timer = setTimeout(() => reject(new Error(`no exit within ${timeoutMs} ms`)), timeoutMs);
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      resolve(code);
-    });
-  });
-}
 
 describe('docstream on a secured Kafka (the local stack’s secured listeners)', () => {
   let s: SecureListeners;
