@@ -1,6 +1,7 @@
 import { MessageTooLargeError } from '../kafka/errors.js';
 import type { OutgoingMessage } from '../kafka/producer.js';
 import { messageSize } from '../kafka/message-size.js';
+import type { Logger } from '../observability/logger.js';
 import { avroType } from '../serde/avro-schemas.js';
 import { redactAttributes, redactSource } from './dead-letters.js';
 import { KafkaOutput, type DeadLetterOptions } from './output.js';
@@ -87,6 +88,17 @@ describe('redactSource', () => {
     expect(redactSource(source(other))).toMatchObject({ redaction: null, source: { value: other } });
   });
 
+  it('reads a value nested too deep as unreadable text instead of overflowing the stack', () => {
+    const deep = '['.repeat(20_000) + ']'.repeat(20_000);
+    const withCharacteristics = Buffer.from(`{"submission_characteristics":1,"x":${deep}}`);
+    expect(redactSource(source(withCharacteristics))).toMatchObject({
+      redaction: 'value_withheld',
+      source: { value: null },
+    });
+    const plain = Buffer.from(`{"event_id":"e","x":${deep}}`);
+    expect(redactSource(source(plain))).toMatchObject({ redaction: null, source: { value: plain } });
+  });
+
   it('removes attributes named attributes.<name> from the letter', () => {
     expect(redactAttributes({ tenant: 'a', email: 'x' }, ['attributes.email', 'blob.url'])).toEqual({
       tenant: 'a',
@@ -134,6 +146,42 @@ describe('KafkaOutput.deadLetter', () => {
     await expect(out.deadLetter(letter(Buffer.from('{}')))).resolves.toBeUndefined();
     expect(sent).toHaveLength(0);
     expect(unwritable.map((l) => l.error_code)).toEqual(['blob_not_found']);
+  });
+
+  it('writes a minimal letter when the letter cannot be built whole, so the record still ends', async () => {
+    const errors: string[] = [];
+    const logger = { error: (_o: unknown, msg: string) => errors.push(msg) } as unknown as Logger;
+    const { out, sent } = output({ logger });
+    // Attributes that are not strings: the letter's encoding refuses them.
+    const odd = letter(Buffer.from(JSON.stringify(event)), {
+      attributes: { tenant: 7 } as unknown as Record<string, string>,
+    });
+    await expect(out.deadLetter(odd)).resolves.toBeUndefined();
+    expect(sent).toHaveLength(1);
+    const d = avroType('DeadLetter').fromBuffer(sent[0]!.value as Buffer) as Record<string, unknown>;
+    expect(d).toMatchObject({
+      value: null,
+      key: null,
+      attributes: {},
+      event_id: 'evt-1',
+      stage: 'blob',
+      error_code: 'blob_not_found',
+      source_topic: 'in',
+      source_partition: 3,
+      source_offset: 41,
+    });
+    expect(d.message).toMatch(
+      /^no such blob \[the letter could not be written whole \(.+\); the original is in\/3@41\]$/,
+    );
+    expect(errors).toEqual(['dead letter could not be built whole; writing a minimal one']);
+  });
+
+  it('still rejects when Kafka cannot be reached for the minimal letter', async () => {
+    const { out } = output({}, async () => {
+      throw new Error('broker down');
+    });
+    const odd = letter(null, { attributes: { tenant: 7 } as unknown as Record<string, string> });
+    await expect(out.deadLetter(odd)).rejects.toThrow('broker down');
   });
 
   it('rejects when Kafka cannot be reached (the record is retried)', async () => {

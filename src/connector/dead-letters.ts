@@ -4,6 +4,7 @@
  * the letter is the stage counted in the failure metric.
  */
 import type { InputErrorCode } from '../serde/input.js';
+import { jsonDepthProblem } from '../serde/json-bounds.js';
 import type { DeadLetterStage } from '../serde/types.js';
 import type { DeadLetter, SourceRecord } from './types.js';
 
@@ -71,7 +72,10 @@ export function deadLetterOf(err: unknown, subject: LetterSubject, context: Lett
   };
 }
 
-/** The stage of an input record that could not be read: unreadable bytes, or a readable but invalid event. */
+/**
+ * The stage of an input record that could not be read: unreadable bytes (or too large or too deep to
+ * be read at all), or a readable but invalid event.
+ */
 export function decodeStage(code: InputErrorCode): DeadLetterStage {
   return code === 'schema_invalid' || code === 'characteristics_too_large' ? 'validate' : 'decode';
 }
@@ -91,7 +95,8 @@ type Redaction = 'fields_removed' | 'value_withheld' | null;
  * stripped and written again. A value that cannot be read without the registry (Avro, magic byte 0)
  * or is no JSON object is withheld when it could hold a redacted field, because a letter must never
  * need a working registry, or a parser that understands broken input, to be safe: the pointer
- * (topic, partition, offset) still leads to the original, which stays in the input topic.
+ * (topic, partition, offset) still leads to the original, which stays in the input topic. A text
+ * nested too deep to strip and write again without recursing that deep counts as unreadable.
  */
 export function redactSource(
   source: SourceRecord,
@@ -102,15 +107,16 @@ export function redactSource(
   const paths = [...ALWAYS_REDACTED, ...fields].map((f) => f.split('.'));
   if (value[0] === 0) return { source: { ...source, value: null }, redaction: 'value_withheld' };
   let parsed: unknown;
+  const text = value.toString('utf8');
   try {
-    parsed = JSON.parse(value.toString('utf8'));
+    parsed = jsonDepthProblem(text) === null ? JSON.parse(text) : undefined;
   } catch {
     parsed = undefined;
   }
   if (!isRecord(parsed)) {
     // Unreadable text: kept only when no redacted field's name occurs in it.
-    const text = value.toString('latin1');
-    const risky = paths.some((p) => text.includes(p[p.length - 1]!));
+    const latin1 = value.toString('latin1');
+    const risky = paths.some((p) => latin1.includes(p[p.length - 1]!));
     return risky
       ? { source: { ...source, value: null }, redaction: 'value_withheld' }
       : { source, redaction: null };

@@ -87,9 +87,30 @@ export class KafkaOutput implements OutputPort {
    * Writes a letter with its personal fields removed and cut to fit the topic, pointing at the
    * original record. Resolves once Kafka acknowledged it; a letter that cannot fit even without the
    * original bytes is logged and counted, and resolves too, so the partition moves on. Rejects only
-   * when Kafka could not be reached (the record is retried).
+   * when Kafka could not be reached (the record is retried). A letter that cannot be built (a value
+   * no step of the redaction or the encoding expected) is written minimal instead: its pointer,
+   * ids, stage, code and a short reason, so the record still ends.
    */
   async deadLetter(letter: DeadLetter, options: { stateFollows?: boolean } = {}): Promise<void> {
+    const progress = { sending: false };
+    try {
+      await this.writeLetter(letter, options, progress);
+    } catch (err) {
+      if (progress.sending) throw err;
+      const minimal = minimalLetter(letter, err);
+      this.dlq.logger?.error(
+        { source: pointerOf(letter), event_id: minimal.event_id, stage: letter.stage, err: minimal.message },
+        'dead letter could not be built whole; writing a minimal one',
+      );
+      await this.writeLetter(minimal, options, progress);
+    }
+  }
+
+  private async writeLetter(
+    letter: DeadLetter,
+    options: { stateFollows?: boolean },
+    progress: { sending: boolean },
+  ): Promise<void> {
     const topic = this.topics.dlq;
     const inputPartition =
       letter.source && letter.source.topic === this.dlq.inputTopic ? letter.source.partition : undefined;
@@ -127,20 +148,20 @@ export class KafkaOutput implements OutputPort {
       if (!fitted) break;
       const outgoing = message(fitted.letter);
       try {
+        progress.sending = true;
         if (route) await this.sender.send(topic, outgoing, route);
         else await this.sender.send(topic, outgoing);
         return;
       } catch (err) {
         if (!isMessageTooLarge(err)) throw err;
+        progress.sending = false;
         limit = Math.floor(Math.min(limit, messageSize(outgoing)) / 2);
       }
     }
     this.dlq.logger?.error(
       {
         topic,
-        source: letter.source
-          ? `${letter.source.topic}/${letter.source.partition}@${letter.source.offset}`
-          : null,
+        source: pointerOf(letter),
         event_id: letter.event_id,
         stage: letter.stage,
         error_code: letter.error_code,
@@ -149,4 +170,32 @@ export class KafkaOutput implements OutputPort {
     );
     this.dlq.onUnwritable?.(letter);
   }
+}
+
+function pointerOf(letter: DeadLetter): string | null {
+  const s = letter.source;
+  return s ? `${s.topic}/${s.partition}@${s.offset}` : null;
+}
+
+/** Longest part of the original reason a minimal letter keeps. */
+const MINIMAL_REASON = 500;
+
+/** The letter without the original bytes and attributes, saying why it could not be built whole. */
+function minimalLetter(letter: DeadLetter, err: unknown): DeadLetter {
+  const why = err instanceof Error ? `${err.name}: ${err.message}` : 'an unexpected value';
+  const reason = typeof letter.message === 'string' ? letter.message.slice(0, MINIMAL_REASON) : '';
+  const pointer = pointerOf(letter);
+  return {
+    source: letter.source ? { ...letter.source, key: null, value: null } : null,
+    event_id: typeof letter.event_id === 'string' ? letter.event_id : null,
+    submission_id: typeof letter.submission_id === 'string' ? letter.submission_id : null,
+    attributes: {},
+    stage: letter.stage,
+    error_code: letter.error_code,
+    message: `${reason} [the letter could not be written whole (${why.slice(0, MINIMAL_REASON)})${
+      pointer ? `; the original is ${pointer}` : ''
+    }]`,
+    http_status: letter.http_status,
+    attempts: letter.attempts,
+  };
 }

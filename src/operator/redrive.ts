@@ -30,6 +30,7 @@ import type { OutgoingMessage } from '../kafka/producer.js';
 import { RecordReader } from '../kafka/record-reader.js';
 import { readTopicRange } from '../kafka/topic-range.js';
 import type { Logger } from '../observability/logger.js';
+import { jsonDepthProblem } from '../serde/json-bounds.js';
 import type { Registry } from '../serde/registry.js';
 import type { Letter } from './letters.js';
 import { readStateRecords } from './state-records.js';
@@ -82,7 +83,11 @@ function schemaIdOf(value: Buffer): number | null {
 export async function withReprocess(value: Buffer, registry: Pick<Registry, 'writerType'>): Promise<Buffer> {
   const schemaId = schemaIdOf(value);
   if (schemaId === null) {
-    const event = JSON.parse(value.toString('utf8')) as Record<string, unknown>;
+    const text = value.toString('utf8');
+    // Too deep to write again without recursing that deep: the connector refuses it anyway
+    // (value_too_deep), so it goes back as it was rather than stopping the whole re-drive.
+    if (jsonDepthProblem(text) !== null) return value;
+    const event = JSON.parse(text) as Record<string, unknown>;
     if (typeof event !== 'object' || event === null || Array.isArray(event))
       throw new Error('the original value is not a JSON object');
     return Buffer.from(JSON.stringify({ ...event, reprocess: true }));

@@ -14,7 +14,9 @@ import {
   EVENT_ID_MAX,
   type InputResult,
 } from './input.js';
+import { MAX_INPUT_DEPTH } from './json-bounds.js';
 import { Registry } from './registry.js';
+import { redactSource } from '../connector/dead-letters.js';
 
 const CODES = [
   'empty_value',
@@ -23,6 +25,8 @@ const CODES = [
   'unknown_schema',
   'schema_invalid',
   'characteristics_too_large',
+  'value_too_deep',
+  'value_too_large',
 ];
 
 /** A registry answering from a map of schema id to schema text: the real decode path, no server. */
@@ -167,6 +171,49 @@ function applyDamage(payload: Buffer, steps: Damage[]): Buffer {
   return out;
 }
 
+/**
+ * Deep and wide values: nesting of arrays and objects from a few levels to 20,000 (well past the
+ * stack of any recursive reader), and objects or arrays of thousands of members, put where an
+ * attacker can put them: the characteristics, an unknown field, the attributes, the blob, the ids.
+ */
+const nesting = fc
+  .record({
+    depth: fc.oneof(fc.integer({ min: 1, max: 2 * MAX_INPUT_DEPTH }), fc.integer({ min: 1, max: 20_000 })),
+    kinds: fc.array(fc.constantFrom('[', '{"k":', '{"submission_characteristics":'), {
+      minLength: 1,
+      maxLength: 3,
+    }),
+    leaf: fc.constantFrom('1', '"x"', 'null', '[]', '{}', '"[{"'),
+  })
+  .map(({ depth, kinds, leaf }) => {
+    const opens: string[] = [];
+    for (let i = 0; i < depth; i++) opens.push(kinds[i % kinds.length]!);
+    const closes = opens.map((o) => (o === '[' ? ']' : '}')).reverse();
+    return { depth, text: opens.join('') + leaf + closes.join('') };
+  });
+const wide = fc
+  .record({ count: fc.integer({ min: 1, max: 20_000 }), object: fc.boolean() })
+  .map(({ count, object }) => {
+    const members = Array.from({ length: count }, (_, i) => (object ? `"m${i}":[${i}]` : `{"m":${i}}`));
+    return { depth: 2, text: object ? `{${members.join(',')}}` : `[${members.join(',')}]` };
+  });
+const PLACES = ['submission_characteristics', 'extra', 'attributes', 'blob', 'event_id', 'feedback'] as const;
+
+function hostile(place: (typeof PLACES)[number], inner: string): string {
+  const base =
+    '"event_id":"evt-h","submission_id":"sub_0123456789abcdefghijkl","submission_characteristics":{}';
+  switch (place) {
+    case 'blob':
+      return `{${base},"blob":{"url":"file:///a.pdf","x":${inner}}}`;
+    case 'attributes':
+      return `{${base},"blob":{"url":"file:///a.pdf"},"attributes":{"a":${inner}}}`;
+    case 'event_id':
+      return `{"event_id":${inner},"blob":{"url":"file:///a.pdf"}}`;
+    default:
+      return `{${base.replace(/,"submission_characteristics":\{\}/, '')},"blob":{"url":"file:///a.pdf"},"${place}":${inner}}`;
+  }
+}
+
 describe('arrival decoder (fuzz)', () => {
   it('turns arbitrary bytes into an event or a dead-letter reason', async () => {
     await fuzz(
@@ -208,6 +255,52 @@ describe('arrival decoder (fuzz)', () => {
     );
     // Some generated events must pass, or the invariants above were never exercised.
     expect(accepted).toBeGreaterThan(0);
+  });
+
+  it('turns deep and wide values anywhere in an event into an event or a reason, letters included', async () => {
+    let tooDeep = 0;
+    await fuzz(
+      'decoder: deep and wide values',
+      fc.asyncProperty(fc.oneof(nesting, wide), fc.constantFrom(...PLACES), async (inner, place) => {
+        const bytes = Buffer.from(hostile(place, inner.text));
+        const arrived = await decodeDocumentArrived(bytes, registry);
+        const feedback = await decodeFeedbackEvent(bytes, registry);
+        expectTyped(arrived);
+        expectTyped(feedback);
+        // One level for the event, one for the field that holds it (two for blob and attributes).
+        const depth = inner.depth + (place === 'blob' || place === 'attributes' ? 2 : 1);
+        if (depth > MAX_INPUT_DEPTH) {
+          tooDeep++;
+          expect(arrived).toMatchObject({ ok: false, code: 'value_too_deep' });
+          expect(feedback).toMatchObject({ ok: false, code: 'value_too_deep' });
+        }
+        // The letter's copy of the value is made safe without recursing into it either.
+        const source = { topic: 't', partition: 0, offset: '0', key: null, value: bytes, traceparent: null };
+        expect(() => redactSource(source, ['attributes.a', 'blob.x'])).not.toThrow();
+        // Wrapped in Avro (the characteristics are a JSON string there), the same holds.
+        if (place === 'submission_characteristics') {
+          const payload = arrivedType.toBuffer({
+            event_id: 'evt-h',
+            blob: { url: 'file:///a.pdf', content_type: null, size_bytes: null, sha256: null },
+            query_id: null,
+            pipeline_configuration: 'FRAUD_ONLY',
+            enable_decision: false,
+            submission_characteristics: inner.text,
+            attributes: {},
+            reprocess: false,
+          });
+          const avroResult = await decodeDocumentArrived(wire(1, payload), registry);
+          expectTyped(avroResult);
+          // The characteristics' size is checked first: a long deep text may be refused for its size.
+          if (inner.depth > MAX_INPUT_DEPTH && !avroResult.ok)
+            expect(['value_too_deep', 'characteristics_too_large']).toContain(avroResult.code);
+          else if (inner.depth > MAX_INPUT_DEPTH) throw new Error('a too deep value was accepted from Avro');
+        }
+      }),
+      200,
+    );
+    // The deep side was exercised, not only shallow values.
+    expect(tooDeep).toBeGreaterThan(0);
   });
 
   it('reads damaged Avro records (truncated, flipped, padded) to an event or a dead-letter reason', async () => {

@@ -191,6 +191,62 @@ describe('decodeDocumentArrived from JSON', () => {
   });
 });
 
+describe('input bounds (depth and size), checked before anything recurses', () => {
+  const nestedArrays = (depth: number) => '['.repeat(depth) + ']'.repeat(depth);
+  const withDeep = (field: string, depth: number) =>
+    Buffer.from(
+      `{"event_id":"evt-deep","attributes":{"t":"a"},"blob":{"url":"file:///tmp/a.pdf"},"${field}":${nestedArrays(depth)}}`,
+    );
+
+  it.each([
+    ['5,000 nested arrays in the characteristics (~10 KB)', 'submission_characteristics', 5000],
+    ['20,000 nested arrays in the characteristics (~40 KB)', 'submission_characteristics', 20_000],
+    ['5,000 nested arrays in an unknown field', 'extra', 5000],
+  ])('refuses %s as value_too_deep, keeping the event id for the letter', async (_label, field, depth) => {
+    const result = await failureOf(withDeep(field, depth));
+    expect(result).toMatchObject({
+      code: 'value_too_deep',
+      format: 'json',
+      event_id: 'evt-deep',
+      attributes: { t: 'a' },
+      message: expect.stringMatching(/nested deeper than 64 levels/),
+    });
+  });
+
+  it('refuses the same on the feedback topic', async () => {
+    const result = await decodeFeedbackEvent(withDeep('feedback', 5000), registry);
+    expect(result).toMatchObject({ ok: false, code: 'value_too_deep', event_id: 'evt-deep' });
+  });
+
+  it('refuses a value over the size limit without reading it', async () => {
+    const result = await decodeDocumentArrived(json({ ...valid, pad: 'x'.repeat(2000) }), registry, {
+      maxValueBytes: 1000,
+    });
+    expect(result).toMatchObject({ ok: false, code: 'value_too_large', event_id: null });
+    const feedback = await decodeFeedbackEvent(json({ pad: 'x'.repeat(2000) }), registry, {
+      maxValueBytes: 1000,
+    });
+    expect(feedback).toMatchObject({ ok: false, code: 'value_too_large' });
+  });
+
+  it('accepts the nesting real events have', async () => {
+    const event = {
+      ...valid,
+      submission_characteristics: { document_characteristics: { document_side: 'front' } },
+      extra: { a: [[{ b: [1] }]] },
+    };
+    expect((await decodeDocumentArrived(json(event), registry)).ok).toBe(true);
+  });
+
+  it('cuts the reason given for a very wide value', async () => {
+    const wide = Object.fromEntries(Array.from({ length: 10_000 }, (_, i) => [`unknown_${i}`, i]));
+    const result = await failureOf(json({ ...valid, submission_characteristics: wide }));
+    expect(result.code).toBe('schema_invalid');
+    expect(result.message.length).toBeLessThanOrEqual(2010);
+    expect(result.message).toMatch(/… \(cut\)$/);
+  });
+});
+
 describe('decodeDocumentArrived from Avro (Confluent wire format)', () => {
   const schema = avroSchemaJson('DocumentArrived') as avro.Schema;
   const avroValue = {
@@ -254,6 +310,47 @@ describe('decodeDocumentArrived from Avro (Confluent wire format)', () => {
       code: 'schema_invalid',
       message: expect.stringMatching(/^submission_characteristics/),
     });
+  });
+
+  it('refuses characteristics JSON nested too deep before parsing them', async () => {
+    const deep = '['.repeat(5000) + ']'.repeat(5000);
+    const result = await failureOf(wire(1, schema, { ...avroValue, submission_characteristics: deep }));
+    expect(result).toMatchObject({
+      code: 'value_too_deep',
+      format: 'avro',
+      event_id: 'evt-a',
+      message: expect.stringMatching(/^submission_characteristics: /),
+    });
+  });
+
+  it('refuses a decoded value nested too deep (a recursive writer schema)', async () => {
+    const recursive = {
+      type: 'record',
+      name: 'DocumentArrived',
+      namespace: 'io.docstream.v1',
+      fields: [
+        { name: 'event_id', type: 'string' },
+        {
+          name: 'blob',
+          type: { type: 'record', name: 'BlobRef', fields: [{ name: 'url', type: 'string' }] },
+        },
+        {
+          name: 'extra',
+          type: [
+            'null',
+            { type: 'record', name: 'Node', fields: [{ name: 'next', type: ['null', 'Node'] }] },
+          ],
+        },
+      ],
+    } as avro.Schema;
+    let node: unknown = null;
+    for (let i = 0; i < 100; i++) node = { next: node };
+    const value = { event_id: 'rec', blob: { url: 'file:///x' }, extra: node };
+    const withRecursive = fakeRegistry({ 8: JSON.stringify(recursive) });
+    // Read with the writer schema itself (the reader schema has no such field and would drop it).
+    const decoder = { decode: (b: Buffer) => withRecursive.decode(b) };
+    const result = await decodeDocumentArrived(wire(8, recursive, value), decoder);
+    expect(result).toMatchObject({ ok: false, code: 'value_too_deep', format: 'avro' });
   });
 
   it('rejects an unknown schema id', async () => {

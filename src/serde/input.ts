@@ -6,6 +6,8 @@
  * and the outcome is a value, never an exception: bad data becomes `{ ok: false, code, message }`
  * for a DeadLetter event. Only a registry that cannot be reached throws (a RegistryError with
  * `retriable`), because then the data is not at fault and the record must be retried, not dropped.
+ * Nothing recurses into a value before its size and depth are bounded (`json-bounds.ts`): a
+ * deeply nested value becomes a letter (`value_too_deep`), not a stack overflow.
  */
 import { z } from 'zod';
 import {
@@ -16,6 +18,7 @@ import {
   SubmissionCharacteristics,
 } from '../api/schemas.js';
 import type { AvroSchemaName } from './avro-schemas.js';
+import { jsonDepthProblem, MAX_INPUT_BYTES, sizeProblem, valueDepthProblem } from './json-bounds.js';
 import { DecodeError, MAGIC_BYTE } from './registry.js';
 
 /** What input decoding needs from the registry (an interface so unit tests need no server). */
@@ -30,7 +33,9 @@ export type InputErrorCode =
   | 'unknown_schema'
   | 'schema_rejected'
   | 'schema_invalid'
-  | 'characteristics_too_large';
+  | 'characteristics_too_large'
+  | 'value_too_deep'
+  | 'value_too_large';
 
 export type InputFormat = 'json' | 'avro';
 
@@ -67,9 +72,13 @@ export type InputResult<T> =
 interface InputOptions {
   /** Upper bound of the serialised submission characteristics; larger ones are rejected. */
   maxCharacteristicsBytes?: number;
+  /** Upper bound of the record's value; larger ones are not read (`MAX_INPUT_BYTES`). */
+  maxValueBytes?: number;
 }
 
 const DEFAULT_MAX_CHARACTERISTICS_BYTES = 256 * 1024;
+/** Longest reason a decoding failure gives (letters and logs carry it). */
+const MAX_MESSAGE = 2000;
 export const EVENT_ID_MAX = 256;
 export const BLOB_SCHEMES = ['file:', 'http:', 'https:', 's3:'] as const;
 
@@ -156,17 +165,30 @@ type Raw = { ok: true; value: unknown; format: InputFormat } | Extract<InputResu
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
-async function readRaw(buffer: Buffer | null, decoder: AvroDecoder, reader: AvroSchemaName): Promise<Raw> {
+async function readRaw(
+  buffer: Buffer | null,
+  decoder: AvroDecoder,
+  reader: AvroSchemaName,
+  maxBytes = MAX_INPUT_BYTES,
+): Promise<Raw> {
   if (buffer === null || buffer.length === 0) {
     return failure('empty_value', 'the record has no value', null, undefined);
   }
-  if (buffer[0] === MAGIC_BYTE) {
+  const format: InputFormat = buffer[0] === MAGIC_BYTE ? 'avro' : 'json';
+  const tooLarge = sizeProblem(buffer.length, 'the value', maxBytes);
+  if (tooLarge) return failure(tooLarge.code, tooLarge.message, format, undefined);
+  if (format === 'avro') {
+    let value: unknown;
     try {
-      return { ok: true, value: await decoder.decode(buffer, reader), format: 'avro' };
+      value = await decoder.decode(buffer, reader);
     } catch (error) {
       if (error instanceof DecodeError) return failure(error.code, error.message, 'avro', undefined);
       throw error;
     }
+    // The bounded reader (`avro-bounds.ts`) allows deep values of recursive writer schemas.
+    const tooDeep = valueDepthProblem(value);
+    if (tooDeep) return failure(tooDeep.code, tooDeep.message, 'avro', undefined);
+    return { ok: true, value, format };
   }
   let text: string;
   try {
@@ -179,6 +201,8 @@ async function readRaw(buffer: Buffer | null, decoder: AvroDecoder, reader: Avro
       undefined,
     );
   }
+  const tooDeep = jsonDepthProblem(text);
+  if (tooDeep) return failure(tooDeep.code, tooDeep.message, 'json', parsedForCorrelation(text));
   try {
     return { ok: true, value: JSON.parse(text) as unknown, format: 'json' };
   } catch (error) {
@@ -188,6 +212,18 @@ async function readRaw(buffer: Buffer | null, decoder: AvroDecoder, reader: Avro
       'json',
       undefined,
     );
+  }
+}
+
+/**
+ * A too deep text parsed only to read its top-level `event_id` and `attributes` for the letter:
+ * V8's JSON.parse does not recurse, and `failure` reads no deeper than those two fields.
+ */
+function parsedForCorrelation(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
   }
 }
 
@@ -209,7 +245,8 @@ function failure(
   return {
     ok: false,
     code,
-    message,
+    // A wide value (thousands of unknown keys) would make a message as large as the value itself.
+    message: message.length > MAX_MESSAGE ? `${message.slice(0, MAX_MESSAGE)}… (cut)` : message,
     format,
     event_id: eventId,
     attributes: attributes.success ? attributes.data : {},
@@ -231,7 +268,7 @@ export async function decodeDocumentArrived(
   decoder: AvroDecoder,
   options: InputOptions = {},
 ): Promise<InputResult<DocumentArrived>> {
-  const raw = await readRaw(buffer, decoder, 'DocumentArrived');
+  const raw = await readRaw(buffer, decoder, 'DocumentArrived', options.maxValueBytes);
   if (!raw.ok) return raw;
   const { value, format } = raw;
   if (!isObject(value)) {
@@ -256,6 +293,8 @@ export async function decodeDocumentArrived(
   }
   let candidate: Record<string, unknown> = value;
   if (format === 'avro' && typeof characteristics === 'string') {
+    const tooDeep = jsonDepthProblem(characteristics, 'submission_characteristics');
+    if (tooDeep) return failure(tooDeep.code, tooDeep.message, format, value);
     try {
       candidate = { ...value, submission_characteristics: JSON.parse(characteristics) as unknown };
     } catch {
@@ -292,8 +331,9 @@ export async function decodeDocumentArrived(
 export async function decodeFeedbackEvent(
   buffer: Buffer | null,
   decoder: AvroDecoder,
+  options: Pick<InputOptions, 'maxValueBytes'> = {},
 ): Promise<InputResult<FeedbackEvent>> {
-  const raw = await readRaw(buffer, decoder, 'FeedbackEvent');
+  const raw = await readRaw(buffer, decoder, 'FeedbackEvent', options.maxValueBytes);
   if (!raw.ok) return raw;
   const { value, format } = raw;
   if (!isObject(value)) {

@@ -249,3 +249,71 @@ describe('bad input: a dead letter per bad record, and the partition keeps movin
     }
   });
 });
+
+describe('values nested too deep: one letter each, on the input and the feedback topic, and the rest flows', () => {
+  const env = new E2E(2);
+  beforeAll(async () => {
+    await env.start();
+  });
+  afterAll(async () => {
+    await env.stop();
+  });
+
+  it('dead-letters 5,000-deep and 40 KB nested events while every good document finishes', async () => {
+    const file = await env.writeFile('good.pdf', await sampleBytes('clean-pdf'));
+    const arrays = (depth: number) => '['.repeat(depth) + ']'.repeat(depth);
+    // ~10 KB and ~40 KB: the sizes that overflowed the stack (the first) and crashed the process.
+    const deep = (eventId: string, depth: number, field = 'submission_characteristics') =>
+      `{"event_id":"${eventId}","blob":{"url":"file://${file}"},"${field}":{"a":${arrays(depth)}}}`;
+    const hostile = [
+      { id: 'deep-5000', text: deep('deep-5000', 5000) },
+      { id: 'deep-40k', text: deep('deep-40k', 20_000) },
+      { id: 'deep-extra', text: deep('deep-extra', 5000, 'extra') },
+    ];
+    expect(Buffer.byteLength(hostile[1]!.text)).toBeGreaterThan(40_000);
+    const feedbackDeep = (eventId: string, depth: number) =>
+      `{"submission_id":"sub_0123456789abcdefghijkl","event_id":"${eventId}","feedback":{"outcome":"FRAUD","labels":${arrays(depth)}}}`;
+    const feedback = [
+      { id: 'fb-deep-5000', text: feedbackDeep('fb-deep-5000', 5000) },
+      { id: 'fb-deep-40k', text: feedbackDeep('fb-deep-40k', 20_000) },
+    ];
+    await env.startConnector();
+    await env.collect();
+    // Each partition gets hostile records before and between good ones.
+    const good = Array.from({ length: 6 }, (_, i) => `good-${i}`);
+    for (const partition of [0, 1]) {
+      await env.producer.send(env.topics.arrived, [
+        ...hostile.map((h) => ({ key: null, value: h.text, partition })),
+        ...good
+          .filter((_, i) => i % 2 === partition)
+          .map((id) => ({ key: null, value: JSON.stringify(arrival(id, file)), partition })),
+      ]);
+      await env.producer.send(
+        env.topics.feedback,
+        feedback.map((f) => ({ key: null, value: f.text, partition })),
+      );
+    }
+
+    await waitFor('every good document', () => good.every((id) => env.forEvent(id).length === 3), 60_000);
+    const expected = 2 * (hostile.length + feedback.length);
+    await waitFor('a letter per hostile record', () => env.on('dlq').length >= expected, 20_000);
+    await new Promise((r) => setTimeout(r, 1000));
+    const letters = env.on('dlq').map((l) => l.value);
+    expect(letters).toHaveLength(expected);
+    for (const [items, topic, stage] of [
+      [hostile, env.topics.arrived, 'decode'],
+      [feedback, env.topics.feedback, 'feedback'],
+    ] as const) {
+      for (const item of items) {
+        const mine = letters.filter((l) => l.event_id === item.id);
+        expect(mine.map((l) => [l.source_topic, l.source_partition, l.stage, l.error_code]).sort()).toEqual([
+          [topic, 0, stage, 'value_too_deep'],
+          [topic, 1, stage, 'value_too_deep'],
+        ]);
+        expect(String(mine[0]!.message)).toMatch(/nested deeper than 64 levels/);
+      }
+    }
+    // Nothing hostile reached the API; each good document was submitted once.
+    expect(Object.keys(env.sandbox.stats().submissionsByQueryId).sort()).toEqual([...good].sort());
+  });
+});
