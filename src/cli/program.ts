@@ -10,6 +10,7 @@ import { registerReplayCommand } from './commands/replay.js';
 import { registerReport } from './commands/report.js';
 import { registerRunCommand } from './commands/run.js';
 import { registerSandboxCommand } from './commands/sandbox.js';
+import { registerSendCommand } from './commands/send.js';
 import { registerStackCommand } from './commands/stack.js';
 import { registerTenants } from './commands/tenants.js';
 
@@ -25,6 +26,7 @@ export function buildProgram(): Command {
   registerStackCommand(program);
   registerSandboxCommand(program);
   registerRunCommand(program);
+  registerSendCommand(program);
   registerDemoCommand(program);
   registerReplayCommand(program);
   registerDlqCommand(program);

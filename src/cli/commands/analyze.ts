@@ -139,7 +139,8 @@ function fetchResult(
   }
 }
 
-async function readCharacteristics(path: string): Promise<SubmissionCharacteristics> {
+/** A JSON file of submission characteristics, checked against the API's shape (exit 2 if not). */
+export async function readCharacteristics(path: string): Promise<SubmissionCharacteristics> {
   let parsed: unknown;
   try {
     parsed = JSON.parse(await readFile(path, 'utf8'));
