@@ -23,6 +23,7 @@ import {
 import { clientSecretBasic } from './auth.js';
 import type { BodyFactory, HttpMethod, RetryMode } from './http.js';
 import type { AdaptiveRateLimiter } from './limiter.js';
+import type { ApiHealth } from './health.js';
 import {
   type CommonOptions,
   CommonOptionsShape,
@@ -82,6 +83,11 @@ export class DocumentAnalysisClient {
   /** The shared limiter, for metrics (`currentRate()`). */
   get limiter(): AdaptiveRateLimiter {
     return this.transport.limiter;
+  }
+
+  /** Whether the API answers (the connector pauses its input while it does not). */
+  get health(): ApiHealth {
+    return this.transport.health;
   }
 
   /** Token requests made so far (tests, metrics). */

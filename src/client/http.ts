@@ -4,17 +4,19 @@
  * response validation and instrumentation. The resource methods in client.ts only say what to
  * send and what to expect.
  *
- * Retry rule (also in docs/client.md):
- * - idempotent calls (GET, PUT, DELETE, and uploads with a re-creatable body) are retried on
- *   429, 5xx and connection failures;
- * - a create (POST /v2/submission, POST /v0/tenants) is not idempotent: a resend after the
- *   server did work creates a second submission or tenant. It is retried only where the
- *   request provably did no work: 429 (the server refused it before doing anything), and
- *   connection failures that happened before a byte was sent (connection refused, DNS
- *   failure). After a 5xx, a timeout or a reset once the request was on the wire, only when
- *   `retry.ambiguousCreateAttempts` > 1 (then each resend may leave an empty submission);
- * - nothing else is retried: 4xx answers are final (401 aside: one token refresh and one
- *   resend, since the request was refused before any work).
+ * Retry rule (also in docs/client.md): the API's weather is not the call's fault.
+ * - 429, 5xx, timeouts, refused or dropped connections, and the same failures of the token endpoint
+ *   are retried, using up no attempt, until the call's time budget (`retry.maxTotalMs`; the connector
+ *   sets it to a document's deadline) is spent. A 429's Retry-After is the earliest time for that call
+ *   to go again (spread with jitter); the limiter lowers everyone's rate (limiter.ts).
+ * - A create (POST /v2/submission) is retried like the rest: a resend after the server did work (a
+ *   5xx other than 503, or a connection cut once the request was on the wire) may leave an empty
+ *   submission behind (never analysed: nobody has its upload URL), which is better than a good
+ *   document in the dead-letter topic. Creates wait behind calls for documents already submitted.
+ * - While the API is unavailable (health.ts), calls wait at one gate and one probe at a time goes.
+ * - Nothing else is retried: 4xx answers are final (401 aside: one token refresh and one resend,
+ *   since the request was refused before any work). Uploads whose body cannot be made again are
+ *   never resent.
  */
 import type { Readable } from 'node:stream';
 import { ZodUnion, type z } from 'zod';
@@ -33,13 +35,9 @@ import {
 import type { AdaptiveRateLimiter, Clock } from './limiter.js';
 import { systemClock } from './limiter.js';
 import { Wire, WireError, type WireResponse } from './wire.js';
-import {
-  finalOnFailure,
-  parseRetryAfter,
-  type RetryDecision,
-  type RetryPolicy,
-  withRetries,
-} from './retry.js';
+import { parseRetryAfter, type RetryPolicy } from './retry.js';
+import { GateClosedError, type ApiHealth } from './health.js';
+import { retry, type RetryVerdict } from '../util/retry.js';
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'DELETE';
 
@@ -55,7 +53,10 @@ export function responseText(body: unknown): string | undefined {
   return typeof body === 'object' && body !== null ? responseTexts.get(body) : undefined;
 }
 
-/** How a call may be retried; see the rule at the top of this file. */
+/**
+ * How a call may be retried; see the rule at the top of this file. `create` is retried like
+ * `idempotent` but waits behind the calls of documents already submitted.
+ */
 export type RetryMode = 'idempotent' | 'create' | 'never';
 
 export interface CallEvent {
@@ -94,10 +95,13 @@ export interface SendRequest<T> {
   submissionId?: string;
   /** Schema of a 2xx body; without one the body is ignored. */
   schema?: z.ZodType<T>;
+  /** The health's own probe: it goes while the API is unavailable and is never retried. */
+  probe?: boolean;
 }
 
 export interface SenderOptions {
   limiter: AdaptiveRateLimiter;
+  health: ApiHealth;
   retry: RetryPolicy;
   timeoutMs: number;
   /** Connections kept per origin (API, token endpoint, upload host); more requests queue. */
@@ -110,6 +114,11 @@ export interface SenderOptions {
 
 /** Connection failures that happen before any request byte leaves this process. */
 const NOT_SENT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EAI_NONAME', 'EAI_FAIL']);
+
+/** The API's weather: a failure that says "not now", not "not this". */
+function isWeather(error: unknown): boolean {
+  return error instanceof RateLimitError || error instanceof ServerError || error instanceof ConnectionError;
+}
 
 export class HttpSender {
   private readonly logger: Logger;
@@ -135,48 +144,73 @@ export class HttpSender {
   }
 
   async send<T>(request: SendRequest<T>): Promise<T> {
-    // One token refresh per call, however many attempts it takes.
+    // One token refresh per call, however many tries it takes.
     const auth = { refreshed: false };
-    let attempts = 0;
-    const context = {
-      method: request.method,
-      endpoint: `${request.method} ${request.route}`,
-      submissionId: request.submissionId,
-    };
-    return withRetries(
-      (attempt) => {
-        attempts = attempt;
-        return this.attempt(request, attempt, auth);
+    const policy = this.options.retry;
+    const until = this.clock.now() + policy.maxTotalMs;
+    let weather: ApiError | undefined;
+    return retry(
+      async (tries) => {
+        // While the API is unavailable, wait for it (or for this call's turn as the probe).
+        if (request.limited && !request.probe) {
+          await this.options.health.pass(until).catch((err: unknown) => {
+            if (!(err instanceof GateClosedError)) throw err;
+            throw weather ?? this.unavailable(request, err);
+          });
+        }
+        return this.attempt(request, tries, auth);
       },
-      this.options.retry,
-      (error) => {
-        const decision = this.decide(request.retry, error, attempts);
-        if (decision.retry) {
+      {
+        budgetMs: policy.maxTotalMs,
+        backoff: { initialMs: policy.minDelayMs, maxMs: policy.maxDelayMs },
+        clock: this.clock,
+        classify: (error) => {
+          const verdict = this.decide(request, error);
+          if (verdict.retry) weather = error as ApiError;
+          return verdict;
+        },
+        onRetry: (error, tries, delayMs) =>
           this.logger.debug(
             {
-              ...context,
-              error: error.name,
+              endpoint: `${request.method} ${request.route}`,
+              submissionId: request.submissionId,
+              error: (error as Error).name,
               status: (error as ApiError).status,
-              retryAfterMs: decision.retryAfterMs,
+              tries,
+              delayMs,
             },
             'retrying API call',
-          );
-        }
-        return decision;
+          ),
+        // The dead letter of a call that failed says how often it was tried, token requests included.
+        onGiveUp: (error, tries, why) => {
+          if (!(error instanceof Error) || !('attempts' in error)) return;
+          const e = error as ApiError;
+          e.attempts = tries;
+          if (why === 'budget') e.budgetSpent = true;
+        },
       },
-      this.clock,
     );
   }
 
-  private decide(mode: RetryMode, error: Error, attempts: number): RetryDecision {
-    if (mode === 'never') return { retry: false };
-    if (error instanceof RateLimitError) return { retry: true, retryAfterMs: error.retryAfterMs };
-    // A create that may have done its work: resent only within its own, smaller budget.
-    const ambiguous = mode === 'create' && attempts < this.options.retry.ambiguousCreateAttempts;
-    if (error instanceof ServerError) return { retry: mode === 'idempotent' || ambiguous };
-    if (error instanceof ConnectionError)
-      return { retry: mode === 'idempotent' || !error.requestSent || ambiguous };
-    return { retry: false };
+  /** A call that waited at the gate for its whole time: the API never answered it. */
+  private unavailable(request: SendRequest<unknown>, cause: Error): ApiError {
+    return new ConnectionError(`${request.method} ${request.route} not sent: the API is unavailable`, {
+      method: request.method,
+      endpoint: `${request.method} ${request.route}`,
+      submissionId: request.submissionId,
+      cause,
+      requestSent: false,
+    });
+  }
+
+  private decide(request: SendRequest<unknown>, error: unknown): RetryVerdict {
+    if (request.retry === 'never' || request.probe || !isWeather(error)) return { retry: false };
+    const retryAfterMs = error instanceof RateLimitError ? error.retryAfterMs : undefined;
+    return {
+      retry: true,
+      counts: false,
+      ...(retryAfterMs === undefined ? {} : { notBeforeMs: retryAfterMs }),
+    };
   }
 
   private async attempt<T>(
@@ -186,13 +220,31 @@ export class HttpSender {
   ): Promise<T> {
     for (;;) {
       const limiter = this.options.limiter;
-      const releasedAt = request.limited ? (limiter.tryAcquire() ?? (await limiter.acquire())) : 0;
-      // A token failure has been retried by the token request itself; retrying it again here
-      // would multiply the attempts.
+      const releasedAt = request.limited
+        ? (limiter.tryAcquire() ?? (await limiter.acquire(request.retry === 'create' ? 'new' : 'submitted')))
+        : 0;
       let token: string | Promise<string> | undefined = request.auth ? this.token(request) : undefined;
-      if (typeof token === 'object') token = await token;
-      const response = await this.exchange(request, attempt, token, auth.refreshed);
+      if (typeof token === 'object') {
+        try {
+          token = await token;
+        } catch (err) {
+          // A token endpoint that is down is the API's weather too.
+          if (isWeather(err)) this.options.health.onWeather();
+          throw err;
+        }
+      }
+      let response: WireResponse;
+      try {
+        response = await this.exchange(request, attempt, token, auth.refreshed);
+      } catch (err) {
+        if (request.limited) this.options.health.onWeather();
+        throw err;
+      }
       const status = response.statusCode;
+      if (request.limited) {
+        if (status >= 500) this.options.health.onWeather();
+        else this.options.health.onAnswer();
+      }
 
       if (status === 401 && token !== undefined && !auth.refreshed) {
         // A token can expire or be revoked between caching and use; the refused request did no
@@ -202,11 +254,8 @@ export class HttpSender {
         continue;
       }
       if (request.limited) {
-        if (status === 429) {
-          this.options.limiter.onRateLimited(releasedAt, this.retryAfter(response));
-        } else {
-          this.options.limiter.onSuccess();
-        }
+        if (status === 429) limiter.onRateLimited(releasedAt);
+        else if (status < 500) limiter.onSuccess();
       }
       if (status >= 200 && status < 300) return this.parse(request, response);
       if (status === 404 && request.method === 'DELETE' && attempt > 1) {
@@ -220,7 +269,7 @@ export class HttpSender {
   /** The cached token without waiting when it is valid, else the token source's answer. */
   private token(request: SendRequest<unknown>): string | Promise<string> {
     const tokens = this.requireTokens(request);
-    return tokens.validToken?.() ?? finalOnFailure(tokens.getToken());
+    return tokens.validToken?.() ?? tokens.getToken();
   }
 
   private requireTokens(request: SendRequest<unknown>): TokenSource {

@@ -7,102 +7,270 @@ function releases(limiter: AdaptiveRateLimiter, clock: FakeClock, count: number)
   return times;
 }
 
+/** A limiter that starts at its ceiling (no slow start), for the spacing tests. */
+function fixed(ratePerSecond: number, clock: FakeClock, burst?: number): AdaptiveRateLimiter {
+  return new AdaptiveRateLimiter({
+    ratePerSecond,
+    initialRatePerSecond: ratePerSecond,
+    clock,
+    ...(burst === undefined ? {} : { burst }),
+  });
+}
+
+/** The API's side: a token bucket of `ratePerSecond` (changeable) holding `burst` tokens. */
+class Bucket {
+  private tokens: number;
+  private at = 0;
+  constructor(
+    public ratePerSecond: number,
+    private readonly burst: number,
+  ) {
+    this.tokens = burst;
+  }
+  take(now: number): boolean {
+    this.tokens = Math.min(this.burst, this.tokens + ((now - this.at) / 1000) * this.ratePerSecond);
+    this.at = now;
+    if (this.tokens < 1) return false;
+    this.tokens -= 1;
+    return true;
+  }
+}
+
+interface Outcome {
+  accepted: number[];
+  refused: number;
+}
+
+/**
+ * Callers that always have work (`workers` of them per limiter), each call answered by `bucket` 20 ms
+ * after its release; a refused call goes again. Runs `ms` of fake time.
+ */
+async function drive(
+  limiters: AdaptiveRateLimiter[],
+  bucket: Bucket,
+  clock: FakeClock,
+  ms: number,
+  workers = 50,
+  onTick?: (now: number) => void,
+): Promise<Outcome> {
+  const outcome: Outcome = { accepted: [], refused: 0 };
+  let running = true;
+  const worker = async (limiter: AdaptiveRateLimiter) => {
+    while (running) {
+      const releasedAt = await limiter.acquire();
+      await clock.sleep(20);
+      if (bucket.take(releasedAt)) {
+        limiter.onSuccess();
+        outcome.accepted.push(releasedAt);
+      } else {
+        outcome.refused += 1;
+        limiter.onRateLimited(releasedAt);
+      }
+    }
+  };
+  for (const limiter of limiters) for (let i = 0; i < workers; i++) void worker(limiter);
+  for (let t = 0; t < ms; t += 1000) {
+    onTick?.(t);
+    await clock.advance(1000);
+  }
+  running = false;
+  return outcome;
+}
+
+function acceptedBetween(outcome: Outcome, from: number, to: number): number {
+  return outcome.accepted.filter((t) => t >= from && t < to).length;
+}
+
+/** The longest stretch without an accepted call between `from` and `to`. */
+function longestGap(outcome: Outcome, from: number, to: number): number {
+  const times = outcome.accepted.filter((t) => t >= from && t < to).sort((a, b) => a - b);
+  let gap = 0;
+  for (let i = 1; i < times.length; i++) gap = Math.max(gap, times[i]! - times[i - 1]!);
+  return gap;
+}
+
 describe('AdaptiveRateLimiter', () => {
-  it('spaces releases at the configured rate', async () => {
+  it('spaces releases at the current rate', async () => {
     const clock = new FakeClock();
-    const limiter = new AdaptiveRateLimiter({ ratePerSecond: 10, clock });
+    const limiter = fixed(10, clock);
     const times = releases(limiter, clock, 5);
     await clock.advance(1000);
     expect(times).toEqual([0, 100, 200, 300, 400]);
   });
 
-  it('allows a burst after idling, then spaces', async () => {
+  it('allows a configured burst back to back, then spaces', async () => {
     const clock = new FakeClock();
-    const limiter = new AdaptiveRateLimiter({ ratePerSecond: 10, burst: 3, clock });
+    const limiter = fixed(10, clock, 3);
     const times = releases(limiter, clock, 5);
     await clock.advance(1000);
     expect(times).toEqual([0, 0, 0, 100, 200]);
   });
 
-  it('halves the rate once for a round of 429s and pauses everyone for Retry-After', async () => {
+  it('starts slowly (a sixteenth of the ceiling, at least 10/s) and doubles per second of accepted calls', async () => {
     const clock = new FakeClock();
-    const limiter = new AdaptiveRateLimiter({ ratePerSecond: 10, minRatePerSecond: 1, clock });
-    const first = releases(limiter, clock, 3);
-    await clock.advance(250);
-    expect(first).toEqual([0, 100, 200]);
+    const limiter = new AdaptiveRateLimiter({ ratePerSecond: 5000, clock });
+    expect(limiter.currentRate()).toBe(312.5);
+    const small = new AdaptiveRateLimiter({ ratePerSecond: 40, clock });
+    expect(small.currentRate()).toBe(10);
+    const outcome = await drive([small], new Bucket(1000, 1000), clock, 3000, 20);
+    // 10 → 20 → 40 (the ceiling) within about two seconds of use; never above the ceiling.
+    expect(small.currentRate()).toBe(40);
+    expect(acceptedBetween(outcome, 2000, 3000)).toBeGreaterThanOrEqual(36);
+  });
 
-    // Three requests released in the same round all come back 429: one decrease, not three.
-    limiter.onRateLimited(0, 1000);
-    limiter.onRateLimited(100, 1000);
-    limiter.onRateLimited(200, 1000);
-    expect(limiter.currentRate()).toBe(5);
+  it('lets calls of submitted documents go before new creates', async () => {
+    const clock = new FakeClock();
+    const limiter = fixed(10, clock);
+    const order: string[] = [];
+    void limiter.acquire('new').then(() => order.push('new 1'));
+    void limiter.acquire('new').then(() => order.push('new 2'));
+    void limiter.acquire('submitted').then(() => order.push('poll'));
+    await clock.advance(1000);
+    expect(order).toEqual(['new 1', 'poll', 'new 2']);
+  });
 
-    const second = releases(limiter, clock, 3);
-    await clock.advance(2000);
-    // Nobody goes before the pause ends at 250 + 1000; then spacing is 1/5 s.
-    expect(second).toEqual([1250, 1450, 1650]);
-
-    // A 429 for a request released after the decrease is a new signal.
-    limiter.onRateLimited(1650);
-    expect(limiter.currentRate()).toBe(2.5);
+  it('remembers what the API accepted when it refused, and drops just below it, once per round', async () => {
+    const clock = new FakeClock();
+    const limiter = fixed(100, clock);
+    // 30 calls accepted over 1.2 s (25 of them in the last second), then a round of 429s.
+    for (let i = 0; i < 30; i++) {
+      const at = limiter.tryAcquire() ?? (await limiter.acquire());
+      expect(at).toBeGreaterThanOrEqual(0);
+      limiter.onSuccess();
+      await clock.advance(40);
+    }
+    limiter.onRateLimited(clock.now() - 10);
+    limiter.onRateLimited(clock.now() - 5);
+    // Counted in 100 ms slots: about 25.
+    const found = limiter.limitFound() ?? 0;
+    expect(found).toBeGreaterThanOrEqual(21);
+    expect(found).toBeLessThanOrEqual(26);
+    expect(limiter.currentRate()).toBeCloseTo(found * 0.85);
+    expect(limiter.refused()).toBe(2);
+    // A 429 of a call released after the decrease is a new signal.
+    limiter.onRateLimited(clock.now());
+    expect(limiter.currentRate()).toBeLessThan(found * 0.85);
   });
 
   it('never drops below the floor', () => {
     const clock = new FakeClock();
     const limiter = new AdaptiveRateLimiter({ ratePerSecond: 8, minRatePerSecond: 3, clock });
-    for (let i = 0; i < 5; i++) limiter.onRateLimited(Number.POSITIVE_INFINITY);
+    for (let i = 0; i < 20; i++) limiter.onRateLimited(Number.POSITIVE_INFINITY);
     expect(limiter.currentRate()).toBe(3);
-  });
-
-  it('recovers additively with successes, up to the ceiling and no further', async () => {
-    const clock = new FakeClock();
-    const limiter = new AdaptiveRateLimiter({ ratePerSecond: 20, increasePerSecond: 2, clock });
-    limiter.onRateLimited(0);
-    expect(limiter.currentRate()).toBe(10);
-    await clock.advance(1000);
-    limiter.onSuccess();
-    expect(limiter.currentRate()).toBeCloseTo(12);
-    await clock.advance(2000);
-    limiter.onSuccess();
-    expect(limiter.currentRate()).toBeCloseTo(16);
-    await clock.advance(10_000);
-    limiter.onSuccess();
-    expect(limiter.currentRate()).toBe(20);
-  });
-
-  it('does not recover while paused', async () => {
-    const clock = new FakeClock();
-    const limiter = new AdaptiveRateLimiter({ ratePerSecond: 20, increasePerSecond: 2, clock });
-    limiter.onRateLimited(0, 3000);
-    await clock.advance(3000);
-    limiter.onSuccess();
-    expect(limiter.currentRate()).toBe(10);
-    await clock.advance(1000);
-    limiter.onSuccess();
-    expect(limiter.currentRate()).toBeCloseTo(12);
-  });
-
-  it('applies a lower rate to callers already waiting', async () => {
-    const clock = new FakeClock();
-    const limiter = new AdaptiveRateLimiter({ ratePerSecond: 10, clock });
-    const times = releases(limiter, clock, 4);
-    await clock.advance(50);
-    expect(times).toEqual([0]);
-    limiter.onRateLimited(0);
-    await clock.advance(1000);
-    // The slot at 100 was scheduled before the decrease; after it, spacing is 200 ms.
-    expect(times).toEqual([0, 100, 300, 500]);
   });
 
   it('rejects nonsense settings', () => {
     expect(() => new AdaptiveRateLimiter({ ratePerSecond: 0 })).toThrow(RangeError);
-    expect(() => new AdaptiveRateLimiter({ ratePerSecond: 5, decreaseFactor: 1 })).toThrow(RangeError);
+    expect(() => new AdaptiveRateLimiter({ ratePerSecond: 10, decreaseFactor: 1 })).toThrow(RangeError);
+    expect(() => new AdaptiveRateLimiter({ ratePerSecond: 10, minRatePerSecond: 0 })).toThrow(RangeError);
+    expect(() => new AdaptiveRateLimiter({ ratePerSecond: 10, initialRatePerSecond: 0 })).toThrow(RangeError);
+  });
+
+  // The four causes found on 2026-11-26 with the old limiter; each test fails on it.
+  describe('what the old limiter got wrong', () => {
+    it('sizes the burst from the current rate, not the ceiling: no wave after a decrease', async () => {
+      const clock = new FakeClock();
+      const limiter = fixed(5000, clock);
+      // 40 calls accepted over a second, then refused: the API grants about 40/s.
+      for (let i = 0; i < 40; i++) {
+        await limiter.acquire();
+        limiter.onSuccess();
+        await clock.advance(25);
+      }
+      limiter.onRateLimited(clock.now());
+      expect(limiter.currentRate()).toBeLessThan(100);
+      await clock.advance(10_000);
+      const times = releases(limiter, clock, 40);
+      await clock.advance(100);
+      // The old limiter let 100 calls (20 ms of 5000/s) go at once after a pause.
+      expect(times.filter((t) => t === clock.now() - 100).length).toBeLessThanOrEqual(2);
+    });
+
+    it('rescales the schedule when the rate rises: no stall after many releases at a low rate', async () => {
+      const clock = new FakeClock();
+      const limiter = fixed(40, clock, 100);
+      limiter.setShare(1, 4);
+      const times = releases(limiter, clock, 200);
+      await clock.advance(100);
+      // 100 released at once (the configured burst) put the next slot 10 s ahead at 10/s.
+      const before = times.length;
+      limiter.setShare(4, 4);
+      await clock.advance(200);
+      // At 40/s the promise of 10 s at 10/s is 2.5 s; the old limiter waited for the old slot ~7 s.
+      await clock.advance(2500);
+      expect(times.length).toBeGreaterThan(before);
+    });
+
+    it('regains rate only with accepted calls, not over idle time', async () => {
+      const clock = new FakeClock();
+      const limiter = fixed(1000, clock);
+      limiter.onRateLimited(0);
+      const lowered = limiter.currentRate();
+      await clock.advance(60_000);
+      limiter.onSuccess();
+      // The old limiter added ceiling/20 for each idle second: 20.8 → 747/s after one success.
+      expect(limiter.currentRate()).toBeLessThan(lowered * 1.1);
+    });
+
+    it('does not hold every caller until one instant after a 429 with Retry-After', async () => {
+      const clock = new FakeClock();
+      const limiter = fixed(10, clock);
+      expect(limiter.tryAcquire()).toBe(0);
+      limiter.onRateLimited(0);
+      const times = releases(limiter, clock, 3);
+      await clock.advance(2000);
+      // Spaced at the lowered rate from now on, none of them released together at a pause's end.
+      expect(new Set(times).size).toBe(3);
+      expect(times[0]).toBeLessThan(1000);
+    });
+  });
+
+  describe('finding a limit the client is not told (a token bucket answering 429)', () => {
+    it('keeps over 90 % of a limit of 40/s told 5000, with under 5 % of calls refused', async () => {
+      const clock = new FakeClock();
+      const limiter = new AdaptiveRateLimiter({ ratePerSecond: 5000, clock });
+      const outcome = await drive([limiter], new Bucket(40, 8), clock, 40_000);
+      const steady = acceptedBetween(outcome, 10_000, 40_000) / 30;
+      expect(steady).toBeGreaterThanOrEqual(36);
+      expect(outcome.refused / (outcome.refused + outcome.accepted.length)).toBeLessThanOrEqual(0.05);
+      expect(longestGap(outcome, 10_000, 40_000)).toBeLessThan(1000);
+    });
+
+    it('keeps over 90 % of a limit of 10/s told 20', async () => {
+      const clock = new FakeClock();
+      const limiter = new AdaptiveRateLimiter({ ratePerSecond: 20, clock });
+      const outcome = await drive([limiter], new Bucket(10, 2), clock, 40_000);
+      expect(acceptedBetween(outcome, 10_000, 40_000) / 30).toBeGreaterThanOrEqual(9);
+      expect(outcome.refused / (outcome.refused + outcome.accepted.length)).toBeLessThanOrEqual(0.05);
+    });
+
+    it('follows a limit that changes (40 → 20 → 60/s) within 10 s', async () => {
+      const clock = new FakeClock();
+      const limiter = new AdaptiveRateLimiter({ ratePerSecond: 5000, clock });
+      const bucket = new Bucket(40, 8);
+      const outcome = await drive([limiter], bucket, clock, 60_000, 80, (t) => {
+        if (t === 20_000) bucket.ratePerSecond = 20;
+        if (t === 40_000) bucket.ratePerSecond = 60;
+      });
+      expect(acceptedBetween(outcome, 30_000, 40_000) / 10).toBeGreaterThanOrEqual(18);
+      expect(acceptedBetween(outcome, 50_000, 60_000) / 10).toBeGreaterThanOrEqual(54);
+      expect(outcome.refused / (outcome.refused + outcome.accepted.length)).toBeLessThanOrEqual(0.05);
+    });
+
+    it('lets two members of a group, each told 5000, share one limit of 40/s', async () => {
+      const clock = new FakeClock();
+      const members = [0, 1].map(() => new AdaptiveRateLimiter({ ratePerSecond: 5000, clock }));
+      for (const m of members) m.setShare(1, 2);
+      const outcome = await drive(members, new Bucket(40, 8), clock, 40_000, 30);
+      expect(acceptedBetween(outcome, 10_000, 40_000) / 30).toBeGreaterThanOrEqual(36);
+      expect(outcome.refused / (outcome.refused + outcome.accepted.length)).toBeLessThanOrEqual(0.05);
+    });
   });
 
   describe('tryAcquire (a free slot without waiting)', () => {
     it('takes a free slot at once and spaces like acquire', async () => {
       const clock = new FakeClock();
-      const limiter = new AdaptiveRateLimiter({ ratePerSecond: 10, burst: 2, clock });
+      const limiter = fixed(10, clock, 2);
       expect(limiter.tryAcquire()).toBe(0);
       expect(limiter.tryAcquire()).toBe(0);
       expect(limiter.tryAcquire()).toBeUndefined();
@@ -116,7 +284,7 @@ describe('AdaptiveRateLimiter', () => {
 
     it('never goes ahead of a caller already waiting', async () => {
       const clock = new FakeClock();
-      const limiter = new AdaptiveRateLimiter({ ratePerSecond: 10, clock });
+      const limiter = fixed(10, clock);
       expect(limiter.tryAcquire()).toBe(0);
       const waiting = releases(limiter, clock, 2);
       await clock.advance(150);
@@ -127,20 +295,9 @@ describe('AdaptiveRateLimiter', () => {
       expect(waiting).toEqual([100, 200]);
     });
 
-    it('respects a Retry-After pause', async () => {
-      const clock = new FakeClock();
-      const limiter = new AdaptiveRateLimiter({ ratePerSecond: 10, burst: 5, clock });
-      expect(limiter.tryAcquire()).toBe(0);
-      limiter.onRateLimited(0, 1000);
-      await clock.advance(999);
-      expect(limiter.tryAcquire()).toBeUndefined();
-      await clock.advance(1);
-      expect(limiter.tryAcquire()).toBe(1000);
-    });
-
     it('keeps the rate whatever the mix of tryAcquire and acquire', async () => {
       const clock = new FakeClock();
-      const limiter = new AdaptiveRateLimiter({ ratePerSecond: 20, burst: 3, clock });
+      const limiter = fixed(20, clock, 3);
       const times: number[] = [];
       for (let step = 0; step < 200; step++) {
         const taken = limiter.tryAcquire();
@@ -163,7 +320,7 @@ describe('AdaptiveRateLimiter', () => {
   describe('share of a group', () => {
     it('spaces releases at the share of the configured rate', async () => {
       const clock = new FakeClock();
-      const limiter = new AdaptiveRateLimiter({ ratePerSecond: 40, clock });
+      const limiter = fixed(40, clock);
       limiter.setShare(1, 4);
       expect(limiter.currentCeiling()).toBe(10);
       expect(limiter.currentRate()).toBe(10);
@@ -187,36 +344,28 @@ describe('AdaptiveRateLimiter', () => {
       expect(ceilings).toEqual([20, 10, 10]);
     });
 
-    it('keeps a rate lowered by 429s as far below the new ceiling as it was below the old one', () => {
+    it('scales the rate and the limit found with the share', () => {
       const clock = new FakeClock();
-      const limiter = new AdaptiveRateLimiter({ ratePerSecond: 40, clock });
+      const limiter = fixed(40, clock);
       limiter.onRateLimited(0);
-      expect(limiter.currentRate()).toBe(20);
+      const rate = limiter.currentRate();
+      const found = limiter.limitFound() ?? 0;
       limiter.setShare(1, 2);
       expect(limiter.currentCeiling()).toBe(20);
-      expect(limiter.currentRate()).toBe(10);
+      expect(limiter.currentRate()).toBeCloseTo(rate / 2);
+      expect(limiter.limitFound()).toBeCloseTo(found / 2);
       limiter.setShare(2, 2);
-      expect(limiter.currentRate()).toBe(20);
-    });
-
-    it('still halves on a 429 and recovers only up to the shared ceiling', async () => {
-      const clock = new FakeClock();
-      const limiter = new AdaptiveRateLimiter({ ratePerSecond: 40, clock });
-      limiter.setShare(1, 2);
-      limiter.onRateLimited(0);
-      expect(limiter.currentRate()).toBe(10);
-      // Recovery follows the share too: 40/20 per second for the whole rate, half of it here.
-      await clock.advance(1000);
-      limiter.onSuccess();
-      expect(limiter.currentRate()).toBeCloseTo(11);
-      await clock.advance(60_000);
-      limiter.onSuccess();
-      expect(limiter.currentRate()).toBe(20);
+      expect(limiter.currentRate()).toBeCloseTo(rate);
     });
 
     it('gives an instance without partitions the floor, and the whole rate back with 1 of 1', () => {
       const clock = new FakeClock();
-      const limiter = new AdaptiveRateLimiter({ ratePerSecond: 40, minRatePerSecond: 2, clock });
+      const limiter = new AdaptiveRateLimiter({
+        ratePerSecond: 40,
+        initialRatePerSecond: 40,
+        minRatePerSecond: 2,
+        clock,
+      });
       limiter.setShare(0, 4);
       expect(limiter.currentCeiling()).toBe(2);
       expect(limiter.currentRate()).toBe(2);
@@ -228,14 +377,14 @@ describe('AdaptiveRateLimiter', () => {
 
     it('applies a smaller share to callers already waiting', async () => {
       const clock = new FakeClock();
-      const limiter = new AdaptiveRateLimiter({ ratePerSecond: 10, clock });
+      const limiter = fixed(10, clock);
       const times = releases(limiter, clock, 4);
       await clock.advance(50);
       expect(times).toEqual([0]);
       limiter.setShare(1, 2);
       await clock.advance(1000);
-      // The slot at 100 was scheduled before the change; after it, spacing is 1/5 s.
-      expect(times).toEqual([0, 100, 300, 500]);
+      // The slot promised at 100 is rescaled to 5/s: 50 ms left become 100; then spacing is 1/5 s.
+      expect(times).toEqual([0, 150, 350, 550]);
     });
 
     it('rejects a share that is not a part of a whole', () => {

@@ -1,26 +1,33 @@
 /**
- * One adaptive rate limiter shared by every call of a client.
+ * One adaptive rate limiter shared by every call of a client: it finds the API's rate limit, which the
+ * spec does not publish and other clients of the account share, and keeps just under it.
  *
- * Spacing: a queue released by a single pump at the current rate (GCRA / virtual scheduling:
- * each release moves the theoretical arrival time by 1/rate; `burst` releases may be back to
- * back after an idle period). A queue rather than per-caller timers, so that a rate change or
- * a pause applies at once to everyone already waiting.
+ * Spacing: a queue released by a single pump at the current rate (GCRA / virtual scheduling: each
+ * release moves the theoretical arrival time `tat` by 1/rate; `burst` releases, 20 ms worth of the
+ * current rate, may go back to back). When the rate changes, the schedule already promised is rescaled
+ * to the new rate, so a rise is felt at once and a fall does not release a burst sized for the old rate.
+ * Calls for documents already submitted (`priority: 'submitted'`) go before new creates.
  *
- * Adaptation (AIMD, as in TCP congestion control): a 429 multiplies the rate by
- * `decreaseFactor` (never below `minRatePerSecond`), at most once per "round" - a 429 for a
- * request released before the last decrease is the same congestion signal and is ignored, so a
- * burst of in-flight 429s halves the rate once, not ten times. A Retry-After pauses every
- * caller until it has passed. Each success adds `increasePerSecond` per elapsed second back,
- * up to the configured ceiling. Several clients against one server therefore settle a little
- * below the server's limit instead of oscillating around it.
+ * Discovery (a rate with a memory, in the manner of TCP CUBIC and the AWS SDK's adaptive mode):
+ * - slow start: from a modest rate, each accepted call adds one call per second (the rate doubles per
+ *   second of use) until the first 429, so a limit far below the ceiling costs a few 429s, not a
+ *   wave of them;
+ * - a 429 (once per round: a 429 for a call released before the last decrease is the same signal)
+ *   remembers the rate the API actually accepted over the last second as `limit`, and sets the rate
+ *   to `decreaseFactor` of it;
+ * - below `limit` each accepted call closes part of the gap (half of it per second of use): back
+ *   near the limit within a few seconds; above it, probing is slow at first and speeds up the longer
+ *   no 429 comes (a limit that rose is followed within seconds);
+ * - the rate grows only with accepted calls, and only while the calls use at least half of it (an
+ *   idle hour regains nothing, and the rate never races ahead of the demand);
+ * - a Retry-After is not applied here: it is the earliest time for the refused call to go again
+ *   (the sender waits it, with jitter); everyone else keeps the lowered rate.
  *
- * Share of a group (`setShare`): instances of one consumer group spend one API limit, and
- * AIMD alone lets each of them overshoot until its own 429s teach it. An instance that knows
- * it holds `owned` of the group's `total` input partitions lowers its ceiling to that share of
- * the configured rate, so the group's ceilings add up to the limit; the adaptive part works
- * below that ceiling, unchanged, for what nobody knows (other clients of the same account, a
- * limit lower than configured). Burst and recovery speed follow the share by default, so N
- * instances together behave like one. See docs/performance.md, "A group shares one limit".
+ * Share of a group (`setShare`): instances of one consumer group spend one API limit. An instance that
+ * holds `owned` of the group's `total` input partitions lowers its ceiling to that share of the
+ * configured rate, so the group's ceilings add up to the configured rate; discovery works below that
+ * ceiling, unchanged, for what nobody knows (other clients of the account, a limit lower than
+ * configured). See docs/performance.md, "A group shares one limit".
  */
 
 export interface Clock {
@@ -38,40 +45,85 @@ export interface RateLimiterOptions {
   ratePerSecond: number;
   /** The floor the rate never drops below. */
   minRatePerSecond?: number;
-  /** Releases allowed back to back after idling (default: 20 ms worth of the ceiling, at least 1). */
+  /** Releases allowed back to back (default: 20 ms worth of the current rate, at least 1). */
   burst?: number;
-  /** Multiplier applied on a 429. */
+  /** The rate slow start begins at (default: a sixteenth of the ceiling, at least 10/s, at most the ceiling). */
+  initialRatePerSecond?: number;
+  /** The rate after a 429, as a fraction of what the API accepted over the last second. */
   decreaseFactor?: number;
-  /** Requests/second regained per second of successes. */
-  increasePerSecond?: number;
   clock?: Clock;
 }
+
+/** Who waits for a slot: calls of documents already submitted go before new creates. */
+export type CallPriority = 'submitted' | 'new';
 
 interface Waiter {
   resolve: (releasedAt: number) => void;
 }
 
+/** Events counted per 100 ms over the last second. */
+class LastSecond {
+  private readonly counts = new Array<number>(10).fill(0);
+  private slot = 0;
+  private slotStart = 0;
+
+  add(now: number): void {
+    this.roll(now);
+    this.counts[this.slot]! += 1;
+  }
+
+  /** Events in the last second. */
+  total(now: number): number {
+    this.roll(now);
+    let sum = 0;
+    for (const c of this.counts) sum += c;
+    return sum;
+  }
+
+  private roll(now: number): void {
+    const steps = Math.floor((now - this.slotStart) / 100);
+    if (steps <= 0) return;
+    for (let i = 0; i < Math.min(steps, 10); i++) {
+      this.slot = (this.slot + 1) % 10;
+      this.counts[this.slot] = 0;
+    }
+    this.slotStart += steps * 100;
+  }
+}
+
+/** Share of the gap to the remembered limit closed per second of use. */
+const RECOVERY = 0.5;
+/** Smallest step per second of use, as a fraction of the limit (the last part of the way back). */
+const MIN_STEP = 0.02;
+/** First probing step above the limit per second of use, as a fraction of it (at least 1/s); it grows each second. */
+const PROBE_STEP = 0.08;
+
 export class AdaptiveRateLimiter {
   /** The configured rate: the ceiling of an instance that holds the whole share. */
   private readonly configured: number;
   private readonly configuredBurst?: number;
-  private readonly configuredIncrease?: number;
   private ceiling: number;
   private readonly floor: number;
-  private burst: number;
   private readonly decreaseFactor: number;
-  private increasePerSecond: number;
   private readonly clock: Clock;
   private shareOwned = 1;
   private shareTotal = 1;
 
   private rate: number;
+  /** The rate the API accepted when it last refused (the limit found); undefined in slow start. */
+  private limit: number | undefined;
+  /** Accepted calls since the rate last reached the limit: how long probing has gone on. */
+  private probed = 0;
   private tat = Number.NEGATIVE_INFINITY;
-  private pausedUntil = Number.NEGATIVE_INFINITY;
   private lastDecreaseAt = Number.NEGATIVE_INFINITY;
-  private lastIncreaseAt: number;
-  private readonly queue: Waiter[] = [];
+  private readonly accepted = new LastSecond();
+  private readonly released = new LastSecond();
+  private readonly urgent: Waiter[] = [];
+  private readonly later: Waiter[] = [];
   private pumping = false;
+  private refusals = 0;
+  /** When the first call was released: a young limiter's last second is shorter than a second. */
+  private firstReleaseAt: number | undefined;
 
   constructor(options: RateLimiterOptions) {
     if (!(options.ratePerSecond > 0)) throw new RangeError('ratePerSecond must be > 0');
@@ -80,16 +132,14 @@ export class AdaptiveRateLimiter {
     this.floor = Math.min(options.minRatePerSecond ?? Math.min(1, this.ceiling), this.ceiling);
     if (!(this.floor > 0)) throw new RangeError('minRatePerSecond must be > 0');
     this.configuredBurst = options.burst;
-    this.configuredIncrease = options.increasePerSecond;
-    this.burst = this.burstFor(this.ceiling);
-    this.increasePerSecond = this.increaseFor(this.ceiling);
-    this.decreaseFactor = options.decreaseFactor ?? 0.5;
+    this.decreaseFactor = options.decreaseFactor ?? 0.85;
     if (!(this.decreaseFactor > 0 && this.decreaseFactor < 1)) {
       throw new RangeError('decreaseFactor must be between 0 and 1');
     }
     this.clock = options.clock ?? systemClock;
-    this.rate = this.ceiling;
-    this.lastIncreaseAt = this.clock.now();
+    const initial = options.initialRatePerSecond ?? Math.max(10, this.ceiling / 16);
+    if (!(initial > 0)) throw new RangeError('initialRatePerSecond must be > 0');
+    this.rate = Math.min(this.ceiling, Math.max(this.floor, initial));
   }
 
   /** The rate currently applied, in requests per second (for metrics). */
@@ -97,9 +147,19 @@ export class AdaptiveRateLimiter {
     return this.rate;
   }
 
-  /** The ceiling the adaptive rate climbs back to: the configured rate times the share. */
+  /** The ceiling the adaptive rate climbs to at most: the configured rate times the share. */
   currentCeiling(): number {
     return this.ceiling;
+  }
+
+  /** The API's limit as found by the last 429 (calls per second accepted then); undefined before one. */
+  limitFound(): number | undefined {
+    return this.limit;
+  }
+
+  /** 429s answered so far. */
+  refused(): number {
+    return this.refusals;
   }
 
   /** The share last set: `owned` of `total` (1 of 1 until `setShare` is called). */
@@ -109,10 +169,9 @@ export class AdaptiveRateLimiter {
 
   /**
    * This instance holds `owned` of the `total` units (input partitions) its group divides: its
-   * ceiling becomes that share of the configured rate, never below the floor. The current rate
-   * scales by the same factor, so a rate already lowered by 429s stays as far below the new
-   * ceiling as it was below the old one; a pause (Retry-After) in force is kept. Call it on every
-   * assignment, including the first; `setShare(1, 1)` gives the whole rate back.
+   * ceiling becomes that share of the configured rate, never below the floor. The current rate and
+   * the limit found scale by the same factor (the group's members share what the API grants). Call it
+   * on every assignment, including the first; `setShare(1, 1)` gives the whole rate back.
    */
   setShare(owned: number, total: number): void {
     if (!Number.isInteger(total) || total < 1) throw new RangeError('total must be an integer >= 1');
@@ -120,11 +179,10 @@ export class AdaptiveRateLimiter {
       throw new RangeError('owned must be an integer within 0..total');
     }
     const ceiling = Math.max(this.floor, (this.configured * owned) / total);
-    const scaled = this.rate * (ceiling / this.ceiling);
+    const factor = ceiling / this.ceiling;
     this.ceiling = ceiling;
-    this.rate = Math.min(ceiling, Math.max(this.floor, scaled));
-    this.burst = this.burstFor(ceiling);
-    this.increasePerSecond = this.increaseFor(ceiling);
+    if (this.limit !== undefined) this.limit *= factor;
+    this.setRate(this.rate * factor);
     this.shareOwned = owned;
     this.shareTotal = total;
   }
@@ -135,88 +193,97 @@ export class AdaptiveRateLimiter {
    * this path, without a promise or a turn of the pump.
    */
   tryAcquire(): number | undefined {
-    if (this.queue.length > 0 || this.pumping) return undefined;
+    if (this.pumping || this.urgent.length > 0 || this.later.length > 0) return undefined;
     const now = this.clock.now();
-    const interval = 1000 / this.rate;
-    if (this.slotAt(interval) > now) return undefined;
-    return this.take(now, interval);
-  }
-
-  /** The earliest time the next call may go (GCRA: up to `burst` calls back to back), or a pause's end. */
-  private slotAt(interval: number): number {
-    return Math.max(this.tat - (this.burst - 1) * interval, this.pausedUntil);
-  }
-
-  /** Takes the slot at `now`: the next one is an interval later. Returns the release time. */
-  private take(now: number, interval: number): number {
-    this.tat = Math.max(this.tat, now) + interval;
-    return now;
+    if (this.slotAt() > now) return undefined;
+    return this.take(now);
   }
 
   /** Waits for a slot. Resolves with the release time, to hand back to `onRateLimited`. */
-  acquire(): Promise<number> {
+  acquire(priority: CallPriority = 'submitted'): Promise<number> {
     return new Promise<number>((resolve) => {
-      this.queue.push({ resolve });
+      (priority === 'new' ? this.later : this.urgent).push({ resolve });
       void this.pump();
     });
   }
 
-  /** A request was answered without a 429: regain rate additively over time. */
+  /** A request was answered without a 429: the rate grows by what that call proved (see the header). */
   onSuccess(): void {
     const now = this.clock.now();
-    const start = Math.max(this.lastIncreaseAt, this.pausedUntil);
-    if (now > start && this.rate < this.ceiling) {
-      this.rate = Math.min(this.ceiling, this.rate + ((now - start) / 1000) * this.increasePerSecond);
+    this.accepted.add(now);
+    // Only while the calls use the rate: an app-limited rate proves nothing about the API.
+    if (this.rate >= this.ceiling || this.released.total(now) < this.rate / 2) return;
+    let perSecond: number;
+    if (this.limit === undefined) {
+      perSecond = this.rate;
+    } else if (this.rate < this.limit) {
+      perSecond = Math.max((this.limit - this.rate) * RECOVERY, this.limit * MIN_STEP);
+    } else {
+      this.probed += 1;
+      perSecond = Math.max(1, this.limit * PROBE_STEP) * (1 + this.probed / this.rate);
     }
-    this.lastIncreaseAt = Math.max(now, this.lastIncreaseAt);
+    this.setRate(this.rate + perSecond / this.rate);
   }
 
-  /**
-   * A request released at `releasedAt` was answered 429. Decrease the rate once per round and
-   * pause everyone for `retryAfterMs`, when the server gave one.
-   */
-  onRateLimited(releasedAt: number, retryAfterMs?: number): void {
+  /** A request released at `releasedAt` was answered 429: remember the limit and decrease, once per round. */
+  onRateLimited(releasedAt: number): void {
     const now = this.clock.now();
-    if (releasedAt >= this.lastDecreaseAt) {
-      this.rate = Math.max(this.floor, this.rate * this.decreaseFactor);
-      this.lastDecreaseAt = now;
-      this.lastIncreaseAt = now;
-    }
-    if (retryAfterMs !== undefined && retryAfterMs > 0) {
-      this.pausedUntil = Math.max(this.pausedUntil, now + retryAfterMs);
-    }
-  }
-
-  // By default 20 ms worth of calls may go back to back: a timer that wakes late (they do, on a busy
-  // event loop) is caught up instead of its lost time lowering the rate below the ceiling.
-  private burstFor(ceiling: number): number {
-    return Math.max(1, Math.floor(this.configuredBurst ?? ceiling / 50));
-  }
-
-  private increaseFor(ceiling: number): number {
-    if (this.configuredIncrease === undefined) return Math.max(0.5, ceiling / 20);
-    return this.configuredIncrease * (ceiling / this.configured);
+    this.refusals += 1;
+    if (releasedAt < this.lastDecreaseAt) return;
+    // What the API accepted per second lately; with nothing accepted, only that the rate was too high.
+    const span = Math.min(1000, Math.max(100, now - (this.firstReleaseAt ?? now))) / 1000;
+    const accepted = this.accepted.total(now) / span;
+    this.limit = Math.max(this.floor, accepted > 0 ? Math.min(this.rate, accepted) : this.rate / 2);
+    this.probed = 0;
+    this.lastDecreaseAt = now;
+    this.setRate(this.limit * this.decreaseFactor);
   }
 
   /** Callers waiting for a slot (for metrics and tests). */
   pending(): number {
-    return this.queue.length;
+    return this.urgent.length + this.later.length;
+  }
+
+  /** Sets the rate within floor and ceiling; the schedule already promised follows it. */
+  private setRate(next: number): void {
+    const rate = Math.min(this.ceiling, Math.max(this.floor, next));
+    const now = this.clock.now();
+    if (this.tat > now) this.tat = now + ((this.tat - now) * this.rate) / rate;
+    this.rate = rate;
+  }
+
+  /** Releases allowed back to back: by default 20 ms worth of the current rate, so a late timer catches up. */
+  private burst(): number {
+    return Math.max(1, Math.floor(this.configuredBurst ?? this.rate / 50));
+  }
+
+  /** The earliest time the next call may go (GCRA: up to `burst` calls back to back). */
+  private slotAt(): number {
+    return this.tat - (this.burst() - 1) * (1000 / this.rate);
+  }
+
+  /** Takes the slot at `now`: the next one is an interval later. Returns the release time. */
+  private take(now: number): number {
+    this.tat = Math.max(this.tat, now) + 1000 / this.rate;
+    this.released.add(now);
+    this.firstReleaseAt ??= now;
+    return now;
   }
 
   private async pump(): Promise<void> {
     if (this.pumping) return;
     this.pumping = true;
     try {
-      while (this.queue.length > 0) {
+      while (this.urgent.length > 0 || this.later.length > 0) {
         const now = this.clock.now();
-        const interval = 1000 / this.rate;
-        const at = this.slotAt(interval);
+        const at = this.slotAt();
         if (at > now) {
-          // Re-evaluated after the sleep: a pause or a rate change may have arrived meanwhile.
+          // Re-evaluated after the sleep: a rate change may have arrived meanwhile.
           await this.clock.sleep(at - now);
           continue;
         }
-        this.queue.shift()?.resolve(this.take(now, interval));
+        const waiter = this.urgent.shift() ?? this.later.shift();
+        waiter?.resolve(this.take(now));
       }
     } finally {
       this.pumping = false;

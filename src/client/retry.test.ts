@@ -1,7 +1,7 @@
 import { NotFoundError, ServerError } from './errors.js';
 import { FakeClock } from './test-helpers.js';
 import { pollUntilReady } from './poll.js';
-import { backoffDelay, DEFAULT_RETRY_POLICY, parseRetryAfter, withRetries } from './retry.js';
+import { parseRetryAfter } from './retry.js';
 
 describe('parseRetryAfter', () => {
   it('reads delta-seconds', () => {
@@ -19,17 +19,6 @@ describe('parseRetryAfter', () => {
     expect(parseRetryAfter(undefined)).toBeUndefined();
     expect(parseRetryAfter('soon')).toBeUndefined();
     expect(parseRetryAfter('-1')).toBeUndefined();
-  });
-});
-
-describe('backoffDelay', () => {
-  it('grows exponentially up to the cap, with half of it jittered', () => {
-    const policy = { ...DEFAULT_RETRY_POLICY, minDelayMs: 100, maxDelayMs: 1000, ambiguousCreateAttempts: 1 };
-    expect(backoffDelay(0, policy, () => 0)).toBe(50);
-    expect(backoffDelay(0, policy, () => 1)).toBe(100);
-    expect(backoffDelay(2, policy, () => 0)).toBe(200);
-    expect(backoffDelay(10, policy, () => 1)).toBe(1000);
-    expect(backoffDelay(10, policy, () => 0)).toBe(500);
   });
 });
 
@@ -75,46 +64,5 @@ describe('pollUntilReady', () => {
       ),
     ).rejects.toBeInstanceOf(ServerError);
     expect(calls).toBe(1);
-  });
-});
-
-describe('withRetries', () => {
-  const policy = {
-    attempts: 4,
-    maxTotalMs: 60_000,
-    minDelayMs: 10,
-    maxDelayMs: 100,
-    ambiguousCreateAttempts: 1,
-  };
-  const serverError = () => new ServerError('boom', { method: 'GET', endpoint: 'GET /x', status: 503 });
-
-  it('says on the final error how many times the call was sent', async () => {
-    const clock = new FakeClock();
-    let sent = 0;
-    const pending = withRetries(
-      async () => {
-        sent += 1;
-        throw serverError();
-      },
-      policy,
-      () => ({ retry: true }),
-      clock,
-    ).catch((e: unknown) => e);
-    await clock.advance(10_000);
-    const error = (await pending) as ServerError;
-    expect(error).toBeInstanceOf(ServerError);
-    expect([sent, error.attempts]).toEqual([4, 4]);
-  });
-
-  it('counts one attempt for an error that is not retried', async () => {
-    const error = (await withRetries(
-      async () => {
-        throw serverError();
-      },
-      policy,
-      () => ({ retry: false }),
-      new FakeClock(),
-    ).catch((e: unknown) => e)) as ServerError;
-    expect(error.attempts).toBe(1);
   });
 });

@@ -9,6 +9,7 @@ import { CachedTokenSource, type TokenRequester } from './auth.js';
 import { resolveAddress } from './cells.js';
 import { HttpSender, type OnCall } from './http.js';
 import { AdaptiveRateLimiter, type Clock } from './limiter.js';
+import { ApiHealth, type ApiHealthOptions } from './health.js';
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from './retry.js';
 
 const isFunction = (v: unknown) => typeof v === 'function';
@@ -27,16 +28,22 @@ export const CommonOptionsShape = {
       ratePerSecond: z.number().positive().optional(),
       min: z.number().positive().optional(),
       burst: z.number().int().positive().optional(),
-      increasePerSecond: z.number().positive().optional(),
+      initial: z.number().positive().optional(),
     })
     .optional(),
   retry: z
     .strictObject({
-      attempts: z.number().int().min(1).optional(),
       maxTotalMs: z.number().int().min(0).optional(),
       minDelayMs: z.number().min(0).optional(),
       maxDelayMs: z.number().min(0).optional(),
-      ambiguousCreateAttempts: z.number().int().min(1).optional(),
+    })
+    .optional(),
+  health: z
+    .strictObject({
+      failuresToTrip: z.number().int().positive().optional(),
+      tripAfterMs: z.number().int().min(0).optional(),
+      probeMinMs: z.number().int().positive().optional(),
+      probeMaxMs: z.number().int().positive().optional(),
     })
     .optional(),
   timeoutMs: z.number().int().positive().optional(),
@@ -57,8 +64,11 @@ export interface CommonOptions {
   tokenUrl?: string;
   cells?: Record<string, { baseUrl: string; tokenUrl?: string }>;
   scopes?: string[];
-  rateLimit?: { ratePerSecond?: number; min?: number; burst?: number; increasePerSecond?: number };
+  /** `initial`: where slow start begins (limiter.ts). */
+  rateLimit?: { ratePerSecond?: number; min?: number; burst?: number; initial?: number };
   retry?: Partial<RetryPolicy>;
+  /** When the API counts as unavailable and how often it is probed then (health.ts). */
+  health?: Omit<ApiHealthOptions, 'clock' | 'random'>;
   timeoutMs?: number;
   /** Keep-alive connections per origin (default 256); requests beyond wait for a free one. */
   maxSockets?: number;
@@ -78,8 +88,12 @@ export interface Transport {
   tokenUrl: string;
   sender: HttpSender;
   limiter: AdaptiveRateLimiter;
+  health: ApiHealth;
   tokens: CachedTokenSource;
 }
+
+/** A submission id no submission has: the health's probe asks for it and expects a 404. */
+const PROBE_SUBMISSION_ID = '00000000-0000-4000-8000-000000000000';
 
 export function createTransport(
   options: CommonOptions,
@@ -90,12 +104,17 @@ export function createTransport(
     ratePerSecond: options.rateLimit?.ratePerSecond ?? DEFAULT_RATE_PER_SECOND,
     minRatePerSecond: options.rateLimit?.min,
     burst: options.rateLimit?.burst,
-    increasePerSecond: options.rateLimit?.increasePerSecond,
+    initialRatePerSecond: options.rateLimit?.initial,
     clock: options.clock,
   });
   const retry: RetryPolicy = { ...DEFAULT_RETRY_POLICY, ...stripUndefined(options.retry ?? {}) };
+  const health = new ApiHealth({
+    ...stripUndefined(options.health ?? {}),
+    ...(options.clock ? { clock: options.clock } : {}),
+  });
   const sender = new HttpSender({
     limiter,
+    health,
     retry,
     timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
     maxSockets: options.maxSockets,
@@ -103,8 +122,8 @@ export function createTransport(
     onCall: options.onCall,
     clock: options.clock,
   });
-  // The authorization server is not the API: token requests skip the API's rate limiter but
-  // share the retry rule (a token request is safe to resend).
+  // The authorization server is not the API: token requests skip the API's rate limiter, and are
+  // tried once each: the call that needs the token retries (its tries then count the token's).
   const requestToken: TokenRequester = (form, headers) =>
     sender.send({
       method: 'POST',
@@ -113,13 +132,24 @@ export function createTransport(
       form,
       headers,
       auth: false,
-      retry: 'idempotent',
+      retry: 'never',
       limited: false,
       schema: TokenResponse,
     });
   const tokens = new CachedTokenSource(requestToken, credentials(tokenUrl), options.clock);
   sender.setTokenSource(tokens);
-  return { baseUrl, tokenUrl, sender, limiter, tokens };
+  // Any answer but a 5xx says the API is back (a 404 here is the expected one).
+  health.probe = () =>
+    sender.send({
+      method: 'GET',
+      route: '/v2/submission/{id}/fraud (health probe)',
+      url: `${baseUrl}${PATHS.result(PROBE_SUBMISSION_ID, 'fraud')}`,
+      auth: true,
+      retry: 'never',
+      limited: true,
+      probe: true,
+    });
+  return { baseUrl, tokenUrl, sender, limiter, health, tokens };
 }
 
 function stripUndefined<T extends object>(value: T): Partial<T> {

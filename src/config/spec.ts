@@ -218,18 +218,10 @@ export const CONFIG_SPEC = {
     ),
     ratePerSecond: f.number(
       20,
-      'Ceiling of API calls per second for this instance (adaptive below it on 429).',
+      'Ceiling of API calls per second for the whole consumer group (each instance takes its share of the input partitions); the API limit actually granted is found below it from 429s.',
       0.1,
     ),
     timeoutMs: f.int(30000, 'Timeout of one HTTP request.', 100),
-    retryAttempts: f.int(6, 'Attempts per call for retriable failures (429, 5xx, network).', 1, 50),
-    retryMaxTotalMs: f.int(120000, 'Bound on the total time spent retrying one call.', 100),
-    createRetryAttempts: f.int(
-      6,
-      'Attempts of a create whose answer was lost (5xx, connection reset after sending); each retry may leave an empty submission behind.',
-      1,
-      20,
-    ),
   },
   connector: {
     maxInFlight: f.int(

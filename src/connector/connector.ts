@@ -48,6 +48,7 @@ export class Connector {
   private commitTimer: NodeJS.Timeout | null = null;
   private lagTimer: NodeJS.Timeout | null = null;
   private readingOffsets = false;
+  private ceilingWarnedAt = Number.NEGATIVE_INFINITY;
   private expiryTimer: NodeJS.Timeout | null = null;
   private stopping: Promise<void> | null = null;
   private started = false;
@@ -63,7 +64,7 @@ export class Connector {
     this.parts = buildParts(config, logger, this.metrics, () => this.loop.onRoom());
     this.engine = this.parts.engine;
     this.client = this.parts.client;
-    this.metrics.observeLimiter(this.client.limiter);
+    this.metrics.observeApi(this.client.limiter, this.client.health);
     const { registry, state, deadLetter } = this.parts;
     this.groupShare = new GroupShare(
       this.client.limiter,
@@ -111,6 +112,57 @@ export class Connector {
         onChange: (paused) => this.metrics.inputPausedByRegistry.set(paused ? 1 : 0),
       },
     });
+    this.client.health.onChange((available, since) => this.onApiHealth(available, since));
+  }
+
+  /**
+   * The API stopped answering (or answers again). Unavailable: no new document is admitted (the input
+   * pauses, as for a registry outage) while the documents in flight wait for it at the client's gate;
+   * the client probes it and the input resumes by itself once it answers.
+   */
+  private onApiHealth(available: boolean, since: number): void {
+    const health = this.client.health;
+    const waiting = this.engine.inFlight;
+    if (available) {
+      const seconds = Math.round((performance.now() - since) / 100) / 10;
+      this.log.info({ unavailable_s: seconds, documents_waiting: waiting }, 'the API answers again');
+      return;
+    }
+    this.log.warn(
+      { documents_waiting: waiting },
+      'the API is failing (5xx, no answer, or its token endpoint is down): no new document is admitted until it answers; documents in flight wait (until their deadline)',
+    );
+    this.loop.pauseFor(new Error('the API is unavailable'), {
+      isOutage: () => false,
+      probe: () => health.whenAvailable(),
+      initialDelayMs: 100,
+      onChange: (paused) => this.metrics.inputPausedByApi.set(paused ? 1 : 0),
+    });
+  }
+
+  /**
+   * Said at most every 10 minutes: this instance's share of api.ratePerSecond is well above the limit
+   * the API granted at its last 429 (so each burst above it costs 429s, and other clients of the
+   * account compete for less than the configuration suggests).
+   */
+  private warnIfCeilingTooHigh(): void {
+    const limiter = this.client.limiter;
+    const found = limiter.limitFound();
+    const now = performance.now();
+    if (found === undefined || found * 2 > limiter.currentCeiling() || now - this.ceilingWarnedAt < 600_000)
+      return;
+    this.ceilingWarnedAt = now;
+    const { owned, total } = limiter.share();
+    const groupFound = owned > 0 ? Math.round((found * total) / owned) : Math.round(found);
+    this.log.warn(
+      {
+        setting: 'api.ratePerSecond',
+        configured: this.options.config.api.ratePerSecond,
+        instance_share_per_second: Math.round(limiter.currentCeiling()),
+        api_granted_per_second: Math.round(found),
+      },
+      `api.ratePerSecond (${this.options.config.api.ratePerSecond}/s) is well above what the API grants (about ${groupFound}/s for the group): set api.ratePerSecond near ${groupFound}`,
+    );
   }
 
   /** Connects, prepares topics and schemas, reads the state, and starts consuming. */
@@ -225,6 +277,7 @@ export class Connector {
     };
     this.lagTimer = setInterval(
       () => {
+        this.warnIfCeilingTooHigh();
         if (this.readingOffsets) return;
         this.readingOffsets = true;
         void updateLag(lagSources).finally(() => (this.readingOffsets = false));
@@ -304,7 +357,7 @@ export class Connector {
     };
   }
 
-  /** True while the input is paused because the schema registry is unavailable. */
+  /** True while the input is paused because the schema registry or the API is unavailable. */
   get pausedForOutage(): boolean {
     return this.loop.pausedForOutage;
   }

@@ -347,9 +347,16 @@ export class ConsumerLoop {
     return this.outage !== null;
   }
 
+  /**
+   * Pauses the input for an outage noticed elsewhere (the API client's health), as `enterOutage` does
+   * for one a record handler ran into: `handling.probe` resolves when it is over.
+   */
+  pauseFor(reason: Error, handling: OutageHandling): void {
+    this.enterOutage(reason, handling);
+  }
+
   /** Pauses both input topics and probes the dependency with back-off until it answers again. */
-  private enterOutage(err: unknown): void {
-    const handling = this.o.outage;
+  private enterOutage(err: unknown, handling: OutageHandling | undefined = this.o.outage): void {
     if (!handling || this.outage || !this.consumer) return;
     const { arrived, feedback } = this.o.topics;
     this.consumer.pause(arrived, this.assigned(arrived));

@@ -11,9 +11,12 @@
  *   publish  each result to its topic; the state records it published
  *   finish   every result published: state DONE; the submission deleted when configured
  *
- * Any failure ends the document instead (`fail`): a dead letter naming stage, code, HTTP status and
- * attempts, and state FAILED; so does its deadline (`expire`). A revoked or stopped document just
- * stops: its next owner resumes it from its last recorded state.
+ * A failure the document or its request is at fault for ends the document instead (`fail`): a dead
+ * letter naming stage, code, HTTP status and attempts, and state FAILED; so does its deadline
+ * (`expire`). The API's weather (429, 5xx, no answer, token endpoint down) is never such a failure:
+ * the client retries it until the document's deadline (`connector.deadlineMs`: from admission for the
+ * create, from creation after it), so it ends a document only as a deadline letter. A revoked or
+ * stopped document just stops: its next owner resumes it from its last recorded state.
  *
  * admit, create and record run while the consumer holds the input record (`admit` resolves once the
  * outcome is durable); from upload on, the steps run in the background as scheduled jobs, tracked by
@@ -39,6 +42,7 @@ import {
 } from './ports.js';
 import { PollTiming } from './readiness.js';
 import { createdState, Run } from './run.js';
+import { ApiError } from '../client/errors.js';
 import type { UnfinishedState } from './state/document-state.js';
 import type { ArrivalEvent, Awaitable, OpenedBlob, SourceRecord } from './types.js';
 
@@ -100,7 +104,10 @@ export class DocumentLife {
       this.events.onStage?.('create', this.now() - createStarted);
     } catch (err) {
       await blob.cleanup();
-      await this.deadLetter(err, subject, { stage: 'create', fallbackCode: 'api_error' });
+      const failure = outlasted(err)
+        ? deadlineFailure(err, `the API did not accept the submission within ${this.options.deadlineMs} ms`)
+        : err;
+      await this.deadLetter(failure, subject, { stage: 'create', fallbackCode: 'api_error' });
       return 'dead-lettered';
     }
 
@@ -187,7 +194,9 @@ export class DocumentLife {
       // A resumed upload that the server already has (409) is done, not failed.
       if (!(stage === 'upload' && failureOf(err).status === 409)) {
         await run.blob?.cleanup();
-        await this.fail(run, err, stage, `${stage}_failed`);
+        // The API's weather lasted until the deadline: a deadline letter (unless the timer wrote it).
+        if (outlasted(err)) await this.expire(run);
+        else await this.fail(run, err, stage, `${stage}_failed`);
         return false;
       }
     }
@@ -400,14 +409,20 @@ export class DocumentLife {
   }
 
   /**
-   * Fails a document past its deadline: `decision/deadline` when the decision is all that is missing,
-   * else `poll/deadline_exceeded` naming every result that is not final.
+   * Fails a document past its deadline: `upload/deadline_exceeded` when its file never reached the
+   * API, `decision/deadline` when the decision is all that is missing, else `poll/deadline_exceeded`
+   * naming every result that is not final.
    */
   private async expire(run: Run): Promise<void> {
     const missing = run.state.awaited.filter((k) => !run.published.has(k));
     if (missing.length === 0 || run.cancelled || run.finishing) return;
     const polls = Math.max(0, ...missing.map((k) => run.attempts.get(k) ?? 0));
     const after = `${this.options.deadlineMs} ms`;
+    if (run.state.status === 'CREATED' && run.mode === 'process') {
+      const message = `file not uploaded within ${after} (the API or its upload host did not answer)`;
+      await this.fail(run, { code: 'deadline_exceeded', message }, 'upload', 'deadline_exceeded');
+      return;
+    }
     if (missing.length === 1 && missing[0] === 'decision') {
       const why = this.pollsDecision(run) ? '' : ' (decision polling is off and no webhook delivery arrived)';
       const message = `decision not received within ${after}${why}`;
@@ -496,4 +511,18 @@ export class DocumentLife {
       }
     }
   }
+}
+
+/** The API's weather outlasted the call: the client gave up at the document's deadline. */
+function outlasted(err: unknown): err is ApiError {
+  return err instanceof ApiError && err.budgetSpent;
+}
+
+/** A deadline letter's failure that names the API's last answer and how often it was tried. */
+function deadlineFailure(err: ApiError, what: string): { code: string; message: string; attempts: number } {
+  return {
+    code: 'deadline',
+    message: `${what} (${err.attempts} tries; last: ${err.message})`,
+    attempts: err.attempts,
+  };
 }

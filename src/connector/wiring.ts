@@ -84,13 +84,9 @@ function apiClientOf(config: Config, logger: Logger, metrics: ConnectorMetrics):
     clientId: api.clientId,
     clientSecret: api.clientSecret,
     rateLimit: { ratePerSecond: api.ratePerSecond },
-    retry: {
-      attempts: api.retryAttempts,
-      maxTotalMs: api.retryMaxTotalMs,
-      // A lost create answer is retried: the resend may leave an empty submission (never analysed,
-      // nobody has its upload URL), which is better than a good document in the dead-letter topic.
-      ambiguousCreateAttempts: api.createRetryAttempts,
-    },
+    // The API's weather (429, 5xx, no answer, token endpoint down) is retried until a document's
+    // deadline: only what the document got wrong, or its deadline, ends it in a letter.
+    retry: { maxTotalMs: config.connector.deadlineMs },
     timeoutMs: api.timeoutMs,
     logger,
     onCall: (call) =>

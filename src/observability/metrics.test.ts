@@ -5,7 +5,11 @@ describe('ConnectorMetrics', () => {
     const metrics = new ConnectorMetrics({ defaultMetrics: false });
     let rate = 4;
     let ceiling = 10;
-    metrics.observeLimiter({ currentRate: () => rate, currentCeiling: () => ceiling });
+    metrics.observeApi({
+      currentRate: () => rate,
+      currentCeiling: () => ceiling,
+      limitFound: () => undefined,
+    });
     const gauge = (text: string, name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1]);
     let text = await metrics.registry.metrics();
     expect(gauge(text, 'docstream_api_limiter_rate')).toBe(4);

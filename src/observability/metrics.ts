@@ -8,6 +8,11 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 interface LimiterReading {
   currentRate(): number;
   currentCeiling(): number;
+  limitFound(): number | undefined;
+}
+
+interface HealthReading {
+  readonly available: boolean;
 }
 
 export class ConnectorMetrics {
@@ -75,8 +80,27 @@ export class ConnectorMetrics {
     registers: [this.registry],
   });
 
-  /** The API client's limiter, read when the metrics are collected (`observeLimiter`). */
+  /** The API client's limiter and health, read when the metrics are collected (`observeApi`). */
   private limiter: LimiterReading | undefined;
+  private health: HealthReading | undefined;
+
+  readonly apiAvailable: Gauge = new Gauge({
+    name: 'docstream_api_available',
+    help: '1 while the API answers; 0 while it fails (5xx, no answer, token endpoint down): input paused, calls wait',
+    registers: [this.registry],
+    collect: () => {
+      if (this.health) this.apiAvailable.set(this.health.available ? 1 : 0);
+    },
+  });
+
+  readonly limitFound: Gauge = new Gauge({
+    name: 'docstream_api_limit_found',
+    help: "The API's rate limit as this instance found it at its last 429 (calls per second accepted then); 0 before any 429",
+    registers: [this.registry],
+    collect: () => {
+      if (this.limiter) this.limitFound.set(this.limiter.limitFound() ?? 0);
+    },
+  });
 
   readonly limiterRate: Gauge = new Gauge({
     name: 'docstream_api_limiter_rate',
@@ -142,14 +166,21 @@ export class ConnectorMetrics {
     registers: [this.registry],
   });
 
+  readonly inputPausedByApi = new Gauge({
+    name: 'docstream_input_paused_api',
+    help: '1 while the input is paused because the API is unavailable',
+    registers: [this.registry],
+  });
+
   constructor(options: { defaultMetrics?: boolean } = {}) {
     if (options.defaultMetrics !== false)
       collectDefaultMetrics({ register: this.registry, prefix: 'docstream_' });
   }
 
-  /** The limiter gauges show this limiter's rate and ceiling as they are when scraped. */
-  observeLimiter(limiter: LimiterReading): void {
+  /** The API gauges show this limiter's rate, ceiling and limit found, and the health, as they are when scraped. */
+  observeApi(limiter: LimiterReading, health?: HealthReading): void {
     this.limiter = limiter;
+    this.health = health;
   }
 
   /** Wires the API client's per-attempt hook to the counters. */

@@ -21,6 +21,12 @@ interface MemberMetrics {
   in_flight_limit?: number;
   api_share_per_second?: number;
   limiter_rate_per_second?: number;
+  /** The API's limit as the member found it at its last 429 (absent before one). */
+  api_limit_found_per_second?: number;
+  /** 1 while the API answers the member, 0 while it is unavailable (input paused). */
+  api_available?: boolean;
+  /** 429s the member was answered. */
+  api_refused?: number;
   ready?: boolean;
 }
 
@@ -70,6 +76,11 @@ export function metricsOf(url: string, text: string): MemberMetrics {
   set('in_flight_limit', promValue(text, 'docstream_documents_in_flight_limit'));
   set('api_share_per_second', promValue(text, 'docstream_api_limiter_ceiling'));
   set('limiter_rate_per_second', promValue(text, 'docstream_api_limiter_rate'));
+  const found = promValue(text, 'docstream_api_limit_found');
+  if (found !== undefined && found > 0) out.api_limit_found_per_second = found;
+  const available = promValue(text, 'docstream_api_available');
+  if (available !== undefined) out.api_available = available === 1;
+  set('api_refused', promValue(text, 'docstream_api_rate_limited_total'));
   const ready = promValue(text, 'docstream_ready');
   if (ready !== undefined) out.ready = ready === 1;
   return out;
@@ -172,7 +183,20 @@ export function formatStatus(s: GroupStatus): string {
     `group ${s.group} on ${s.topic}: ${s.state}, ${s.members.length} member(s), protocol ${s.protocol || '-'}, lag ${s.total_lag}`,
   ];
   if (s.members.length > 0) {
-    const rows = [['member', 'host', 'partitions', 'lag', 'in flight', 'api share/s', 'limiter/s', 'ready']];
+    const rows = [
+      [
+        'member',
+        'host',
+        'partitions',
+        'lag',
+        'in flight',
+        'api share/s',
+        'limiter/s',
+        'found/s',
+        'api',
+        'ready',
+      ],
+    ];
     for (const m of s.members) {
       const x = m.metrics;
       const unreachable = x && !x.reachable ? `unreachable (${x.error ?? '?'})` : null;
@@ -184,6 +208,8 @@ export function formatStatus(s: GroupStatus): string {
         unreachable ?? (x ? `${num(x.in_flight)}/${num(x.in_flight_limit)}` : 'no endpoint'),
         unreachable ? '' : num(x?.api_share_per_second, 1),
         unreachable ? '' : num(x?.limiter_rate_per_second, 1),
+        unreachable ? '' : num(x?.api_limit_found_per_second, 1),
+        unreachable || !x || x.api_available === undefined ? '' : x.api_available ? 'up' : 'DOWN',
         unreachable || !x ? '' : x.ready === undefined ? '-' : x.ready ? 'yes' : 'NO',
       ]);
     }

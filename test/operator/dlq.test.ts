@@ -1,7 +1,7 @@
 /**
  * `docstream dlq list|redrive` on the real stack, through the built CLI: letters of a run whose API
- * answered 503 to every create are listed by reason, re-driven once the fault is off, and their
- * documents finish with one submission each; a second redrive sends nothing; a document analysed
+ * answered 503 to every create until the documents' (short) deadline are listed by reason, re-driven
+ * once the fault is off, and their documents finish with one submission each; a second redrive sends nothing; a document analysed
  * since is refused unless --reprocess; a letter whose original is gone is refused and named.
  */
 import { execFile } from 'node:child_process';
@@ -39,7 +39,8 @@ describe('docstream dlq', () => {
   });
 
   it('lists letters by reason, re-drives them once the fault is off, and never twice', async () => {
-    const overrides = { api: { retryAttempts: 1, createRetryAttempts: 1, retryMaxTotalMs: 2000 } };
+    // The API's weather is retried until a document's deadline: a short one makes the letters.
+    const overrides = { connector: { deadlineMs: 4000 } };
     const config = e2e.writeConfig(overrides);
     e2e.sandbox.configure({ faults: { errorRate: 1 } });
     await e2e.startConnector(overrides);
@@ -61,12 +62,12 @@ describe('docstream dlq', () => {
     };
     expect(listed.total).toBe(5);
     expect(listed.by_reason).toEqual([
-      expect.objectContaining({ stage: 'create', error_code: 'api_503', count: 4 }),
+      expect.objectContaining({ stage: 'create', error_code: 'deadline', count: 4 }),
       expect.objectContaining({ stage: 'decode', error_code: 'invalid_json', count: 1 }),
     ]);
-    const human = await cli(['dlq', 'list', '--code', 'api_503', '--config', config]);
+    const human = await cli(['dlq', 'list', '--code', 'deadline', '--config', config]);
     expect(human).toContain('4 of 5 dead letters match');
-    expect(human).toMatch(/4\s+create\s+api_503/);
+    expect(human).toMatch(/4\s+create\s+deadline/);
 
     // The fault is fixed; event "e" is sent again upstream and finishes before any redrive.
     e2e.sandbox.configure({ faults: { errorRate: 0 } });
@@ -78,7 +79,7 @@ describe('docstream dlq', () => {
     );
 
     const dry = JSON.parse(
-      await cli(['dlq', 'redrive', '--code', 'api_503', '--dry-run', '--json', '--config', config]),
+      await cli(['dlq', 'redrive', '--code', 'deadline', '--dry-run', '--json', '--config', config]),
     ) as RedriveJson;
     expect(dry.sent).toBe(0);
     expect(dry.entries.filter((e) => e.decision.action === 'send')).toHaveLength(3);
@@ -86,7 +87,7 @@ describe('docstream dlq', () => {
     for (const id of ids.slice(0, 3)) expect(await e2e.submissions(id)).toHaveLength(0);
 
     const first = JSON.parse(
-      await cli(['dlq', 'redrive', '--code', 'api_503', '--json', '--config', config]),
+      await cli(['dlq', 'redrive', '--code', 'deadline', '--json', '--config', config]),
     ) as RedriveJson;
     expect(first.sent).toBe(3);
     const refusedE = first.entries.find((e) => e.letter.event_id === ids[3]);
@@ -101,7 +102,7 @@ describe('docstream dlq', () => {
     }
 
     const second = JSON.parse(
-      await cli(['dlq', 'redrive', '--code', 'api_503', '--json', '--config', config]),
+      await cli(['dlq', 'redrive', '--code', 'deadline', '--json', '--config', config]),
     ) as RedriveJson;
     expect(second.sent).toBe(0);
     expect(

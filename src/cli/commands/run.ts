@@ -39,6 +39,14 @@ async function serve(opts: { config?: string }, consume: boolean): Promise<void>
             }
           : {}),
         api: async () => {
+          const health = connector.client.health;
+          if (!health.available) {
+            const s = Math.round(health.unavailableForMs() / 1000);
+            return {
+              ok: false,
+              detail: `the API has been unavailable for ${s} s (5xx, no answer, or token endpoint down): input paused, ${connector.engine.inFlight} documents waiting`,
+            };
+          }
           try {
             await fetch(connector.client.baseUrl, { signal: AbortSignal.timeout(2000) });
             return { ok: true };
