@@ -52,8 +52,13 @@ describe('docstream dlq', () => {
       ids.map((id, i) => arrival(id, files[i]!)),
       (i) => ids[i]!,
     );
+    await waitFor('4 deadline letters', () => e2e.on('dlq').length >= 4, 90_000);
+    // The API is down: the input is paused, so the next record waits until the API answers again.
     await e2e.produce(['{not json'], () => 'bad');
-    await waitFor('5 dead letters', () => e2e.on('dlq').length >= 5, 90_000);
+    await new Promise((resolve) => setTimeout(resolve, 2000));
+    expect(e2e.on('dlq')).toHaveLength(4);
+    e2e.sandbox.configure({ faults: { errorRate: 0 } });
+    await waitFor('5 dead letters', () => e2e.on('dlq').length >= 5, 60_000);
 
     const listed = JSON.parse(await cli(['dlq', 'list', '--json', '--config', config])) as {
       total: number;
@@ -70,7 +75,6 @@ describe('docstream dlq', () => {
     expect(human).toMatch(/4\s+create\s+deadline/);
 
     // The fault is fixed; event "e" is sent again upstream and finishes before any redrive.
-    e2e.sandbox.configure({ faults: { errorRate: 0 } });
     await e2e.produce([arrival(ids[3]!, files[3]!)], () => ids[3]!);
     await waitFor(
       'e analysed',
