@@ -8,11 +8,11 @@ if (shouldReexec(process.argv, process.env, process.channel !== undefined)) {
   followParent();
   // Loaded only here, so that the re-starting process stays small.
   const { buildProgram } = await import('./program.js');
+  const { errorText } = await import('../observability/redact.js');
   buildProgram()
     .parseAsync(process.argv)
     .catch((err: unknown) => {
-      const message = err instanceof Error ? err.message : String(err);
-      process.stderr.write(`docstream: ${message}\n`);
+      process.stderr.write(`docstream: ${errorText(err)}\n`);
       process.exit(1);
     });
 }

@@ -23,6 +23,7 @@ import { ZodUnion, type z } from 'zod';
 import { describeZodError, ErrorBody } from '../api/schemas.js';
 import type { Logger } from '../observability/logger.js';
 import { silentLogger } from '../observability/logger.js';
+import { redactText } from '../observability/redact.js';
 import type { TokenSource } from './auth.js';
 import type { ApiError } from './errors.js';
 import {
@@ -341,9 +342,10 @@ export class HttpSender {
   private httpError(request: SendRequest<unknown>, response: WireResponse): ApiError {
     const body = parseJson(response.body);
     const parsed = ErrorBody.safeParse(body);
-    const detail = parsed.success
-      ? parsed.data.message
-      : (oauthError(body) ?? (response.statusMessage || 'no message'));
+    // A server may echo the request it was sent (its Authorization header, a client secret).
+    const detail = redactText(
+      parsed.success ? parsed.data.message : (oauthError(body) ?? (response.statusMessage || 'no message')),
+    );
     const requestId = response.headers['x-request-id'];
     return errorFromStatus({
       status: response.statusCode,

@@ -77,6 +77,21 @@ describe('loadConfig', () => {
     expect(JSON.stringify(redactConfig(config))).not.toContain('top-secret');
   });
 
+  it('never shows a secret given with the wrong type, nor a URL password in a wrong value', () => {
+    const file = tmpFile(
+      'wrong.json',
+      JSON.stringify({
+        api: { clientSecret: ['wrong-type-secret-1'] },
+        kafka: { saslPassword: { p: 'x2' } },
+      }),
+    );
+    expect(() => loadConfig({ env: {}, files: [file] })).toThrow(
+      /api\.clientSecret: expected a string, got a list \(not shown: a secret\)$/,
+    );
+    const urls = tmpFile('urls.json', JSON.stringify({ registry: { url: ['http://u:url-pass-3@r'] } }));
+    expect(() => loadConfig({ env: {}, files: [urls] })).toThrow(/got \["http:\/\/u:\[redacted\]@r"\]/);
+  });
+
   it('reads every Kafka and registry secret from a file and shows none', () => {
     const env: Record<string, string> = {};
     const secrets = {

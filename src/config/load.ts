@@ -5,6 +5,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { REDACTED, redactText, rememberSecrets } from '../observability/redact.js';
 import { CONFIG_SPEC, RESERVED_ENV, envName, type Config, type FieldSpec } from './spec.js';
 import { apiUrls, insecureHttpProblem } from './transport.js';
 
@@ -30,10 +31,14 @@ function fieldOf(section: string, key: string): FieldSpec | undefined {
   return s && Object.hasOwn(s, key) ? s[key] : undefined;
 }
 
-/** Coerces a value (from JSON or from an environment string) to the field's type, or throws naming the key. */
+/**
+ * Coerces a value (from JSON or from an environment string) to the field's type, or throws naming
+ * the key. A secret given with the wrong type is described by its type only, never shown.
+ */
 export function coerce(spec: FieldSpec, value: unknown, where: string): unknown {
   const fail = (expected: string): never => {
-    throw new ConfigError(`${where}: expected ${expected}, got ${JSON.stringify(value)}`);
+    const got = spec.secret ? `${kindOf(value)} (not shown: a secret)` : redactText(JSON.stringify(value));
+    throw new ConfigError(`${where}: expected ${expected}, got ${got}`);
   };
   const fromEnv = typeof value === 'string';
   switch (spec.kind) {
@@ -78,6 +83,12 @@ export function coerce(spec: FieldSpec, value: unknown, where: string): unknown 
       }
       return value;
   }
+}
+
+function kindOf(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'a list';
+  return typeof value === 'object' ? 'an object' : `a ${typeof value}`;
 }
 
 function applyObject(target: Raw, source: unknown, origin: string): void {
@@ -160,6 +171,7 @@ export function loadConfig(options: LoadOptions = {}): Config {
   applyEnv(raw, env);
   if (options.overrides) applyObject(raw, options.overrides, 'command line');
   const config = raw as unknown as Config;
+  rememberSecrets(secretValues(config));
   for (const [where, url] of apiUrls(config.api)) {
     const problem = insecureHttpProblem(url, config.api.allowInsecureHttp);
     if (problem) throw new ConfigError(`${where}: ${problem}`);
@@ -167,20 +179,23 @@ export function loadConfig(options: LoadOptions = {}): Config {
   return config;
 }
 
-const REDACTED = '[redacted]';
-
-/** A URL's password (`scheme://user:password@host`) replaced; other strings unchanged. */
-function redactUrlPassword(text: string): string {
-  // Found by pattern rather than `new URL`, so that no normalisation alters what is shown.
-  return text.replace(
-    /\b([a-zA-Z][a-zA-Z0-9+.-]*:\/\/[^\s/?#@:]*):[^\s/?#@]*@/g,
-    (_m, head: string) => `${head}:${REDACTED}@`,
-  );
+/** Every secret setting's value(s), for the redaction of whatever leaves the process. */
+function secretValues(config: Config): string[] {
+  const values: string[] = [];
+  for (const [section, fields] of Object.entries(sections)) {
+    for (const [key, spec] of Object.entries(fields)) {
+      if (!spec.secret) continue;
+      const value = (config as unknown as Raw)[section]![key];
+      if (typeof value === 'string') values.push(value);
+      else if (Array.isArray(value)) values.push(...value.filter((v): v is string => typeof v === 'string'));
+    }
+  }
+  return values;
 }
 
 /** Passwords inside URLs anywhere in a value (strings, lists, JSON such as `api.cells`). */
 function redactNested(value: unknown): unknown {
-  if (typeof value === 'string') return redactUrlPassword(value);
+  if (typeof value === 'string') return redactText(value);
   if (Array.isArray(value)) return value.map(redactNested);
   if (typeof value === 'object' && value !== null) {
     return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, redactNested(v)]));

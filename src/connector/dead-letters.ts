@@ -4,6 +4,7 @@
  * the letter is the stage counted in the failure metric.
  */
 import type { InputErrorCode } from '../serde/input.js';
+import { redactText } from '../observability/redact.js';
 import { jsonDepthProblem } from '../serde/json-bounds.js';
 import type { DeadLetterStage } from '../serde/types.js';
 import type { DeadLetter, SourceRecord } from './types.js';
@@ -58,7 +59,8 @@ export interface LetterContext {
 /**
  * A failure as a dead letter. The code is `api_<status>` when an HTTP status is known, else the
  * failure's own code, else the fallback; `err` may be an error, a decode failure, or a plain
- * `{ code, message }` (a deadline).
+ * `{ code, message }` (a deadline). The message is redacted: an error may quote a server that
+ * echoed credentials, or a URL with a password.
  */
 export function deadLetterOf(err: unknown, subject: LetterSubject, context: LetterContext): DeadLetter {
   const f = failureOf(err);
@@ -66,7 +68,7 @@ export function deadLetterOf(err: unknown, subject: LetterSubject, context: Lett
     ...subject,
     stage: context.stage,
     error_code: f.status !== undefined ? `api_${f.status}` : (f.code ?? context.fallbackCode),
-    message: f.message,
+    message: redactText(f.message),
     http_status: f.status ?? null,
     attempts: context.attempts ?? f.attempts ?? 1,
   };

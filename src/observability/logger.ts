@@ -1,9 +1,12 @@
 /**
  * Logging with pino: JSON by default, human-readable on a terminal (pino-pretty).
  * Secrets and submission characteristics (personal data) are redacted wherever they appear
- * in a logged object, so a log line can never carry them.
+ * in a logged object, so a log line can never carry them: by key (pino's `redact`), and by value
+ * in every string of the line, the message included (`redact.ts`: URL passwords, echoed
+ * credentials, the configuration's secret values).
  */
 import { pino, type DestinationStream, type Logger, type LoggerOptions } from 'pino';
+import { redactText, redactValue } from './redact.js';
 
 export type { Logger } from 'pino';
 
@@ -65,6 +68,13 @@ export function createLogger(settings: LoggerSettings = {}): Logger {
     name: settings.name ?? 'docstream',
     level: settings.level ?? process.env.DOCSTREAM_LOG_LEVEL ?? 'info',
     redact: { paths: redactPaths(), censor: '[redacted]' },
+    formatters: { log: (object) => redactValue(object) as Record<string, unknown> },
+    hooks: {
+      logMethod(args, method) {
+        const scrubbed = args.map((a: unknown) => (typeof a === 'string' ? redactText(a) : a));
+        method.apply(this, scrubbed as Parameters<typeof method>);
+      },
+    },
   };
   if (settings.stream) return pino(options, settings.stream);
   if (pretty) {

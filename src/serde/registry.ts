@@ -13,6 +13,7 @@
 import avro from 'avsc';
 import type { Logger } from '../observability/logger.js';
 import { silentLogger } from '../observability/logger.js';
+import { errorText, redactText } from '../observability/redact.js';
 import { tlsProblem } from '../util/tls-problem.js';
 import { checkAvroBounds } from './avro-bounds.js';
 import { avroSchemaText, avroType, type AvroSchemaName, type AvroType } from './avro-schemas.js';
@@ -156,6 +157,8 @@ function parseWireHeader(buffer: Buffer): { schemaId: number; payload: Buffer } 
 
 export class Registry {
   readonly url: string;
+  /** The URL as messages show it: a password in it (`user:password@`) redacted. */
+  private readonly shownUrl: string;
   private readonly compatibility: CompatibilityLevel;
   private readonly logger: Logger;
   private readonly fetchImpl: typeof fetch;
@@ -174,6 +177,7 @@ export class Registry {
 
   constructor(settings: RegistrySettings = {}) {
     this.url = (settings.url ?? DEFAULT_REGISTRY_URL).replace(/\/+$/, '');
+    this.shownUrl = redactText(this.url);
     this.compatibility = settings.compatibility ?? 'BACKWARD';
     this.logger = settings.logger ?? silentLogger;
     this.fetchImpl = settings.fetch ?? fetch;
@@ -339,9 +343,12 @@ export class Registry {
       await this.request('GET', '/schemas/types');
     } catch (error) {
       if (error instanceof RegistryUnavailableError) throw error;
-      throw new RegistryUnavailableError(`schema registry at ${this.url} is not usable: ${message(error)}`, {
-        cause: error,
-      });
+      throw new RegistryUnavailableError(
+        `schema registry at ${this.shownUrl} is not usable: ${message(error)}`,
+        {
+          cause: error,
+        },
+      );
     }
   }
 
@@ -493,7 +500,7 @@ export class Registry {
     } catch (error) {
       const hint = registryTlsHint(error);
       throw new RegistryUnavailableError(
-        `${hint ? `${hint}; ` : ''}schema registry unreachable at ${this.url}: ${message(error)}`,
+        `${hint ? `${hint}; ` : ''}schema registry unreachable at ${this.shownUrl}: ${message(error)}`,
         { cause: error },
       );
     }
@@ -547,8 +554,9 @@ function plain(value: unknown): unknown {
   return copy;
 }
 
+/** An error's message as registry errors carry it: a failed fetch names the URL, credentials included. */
 function message(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
+  return errorText(error);
 }
 
 /** The setting to fix when the registry's TLS handshake failed, from the error's causes. */

@@ -6,6 +6,7 @@ import { type Command, InvalidArgumentError, Option } from 'commander';
 import { DocumentAnalysisClient } from '../../client/client.js';
 import { ApiError, ValidationError } from '../../client/errors.js';
 import { SANDBOX_BASE_URL } from '../../client/cells.js';
+import { errorText } from '../../observability/redact.js';
 
 const SANDBOX_CLIENT_ID = 'sandbox-client';
 const SANDBOX_CLIENT_SECRET = 'sandbox-secret';
@@ -95,7 +96,7 @@ export async function run(body: () => Promise<void>): Promise<void> {
     await body();
   } catch (error) {
     const usage = error instanceof UsageError || error instanceof ValidationError;
-    const message = error instanceof Error ? error.message : String(error);
+    const message = errorText(error);
     const hint = error instanceof ApiError && error.submissionId ? ` (submission ${error.submissionId})` : '';
     process.stderr.write(`docstream: ${message}${hint}\n`);
     process.exitCode = usage ? 2 : 1;

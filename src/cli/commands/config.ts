@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { checkConfigFile } from '../../config/check.js';
 import { configReference, loadConfig, redactConfig } from '../../config/index.js';
+import { redactText } from '../../observability/redact.js';
 
 export function registerConfigCommand(program: Command): void {
   const config = program.command('config').description('Show or document the configuration');
@@ -26,8 +27,8 @@ export function registerConfigCommand(program: Command): void {
       let failed = false;
       for (const file of files) {
         const { errors, warnings, keys } = checkConfigFile(file);
-        for (const warning of warnings) process.stderr.write(`warning: ${warning}\n`);
-        for (const error of errors) process.stderr.write(`error: ${error}\n`);
+        for (const warning of warnings) process.stderr.write(`warning: ${redactText(warning)}\n`);
+        for (const error of errors) process.stderr.write(`error: ${redactText(error)}\n`);
         if (errors.length > 0) failed = true;
         else process.stdout.write(`${file}: ok (${keys} keys)\n`);
       }

@@ -20,6 +20,7 @@ import {
 import { redrive, type RedriveResult } from '../../operator/redrive.js';
 import type { Registry } from '../../serde/registry.js';
 import { Progress } from '../../util/progress.js';
+import { errorText } from '../../observability/redact.js';
 
 interface FilterFlags {
   config?: string;
@@ -168,7 +169,7 @@ async function redriveCommand(
 }
 
 function fail(err: unknown): never {
-  process.stderr.write(`docstream dlq: ${(err as Error).message}\n`);
+  process.stderr.write(`docstream dlq: ${errorText(err)}\n`);
   process.exit(1);
 }
 

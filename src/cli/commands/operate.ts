@@ -8,6 +8,7 @@ import { kafkaClientOf, registryOf } from '../../connector/wiring.js';
 import { silentLogger } from '../../observability/logger.js';
 import { formatInspection, inspect } from '../../operator/inspect.js';
 import { formatStatus, groupStatus } from '../../operator/status.js';
+import { errorText } from '../../observability/redact.js';
 
 const CONFIG_OPTION = [
   '-c, --config <files>',
@@ -16,7 +17,7 @@ const CONFIG_OPTION = [
 
 function fail(name: string): (err: unknown) => never {
   return (err) => {
-    process.stderr.write(`docstream ${name}: ${(err as Error).message}\n`);
+    process.stderr.write(`docstream ${name}: ${errorText(err)}\n`);
     process.exit(1);
   };
 }

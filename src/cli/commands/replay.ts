@@ -24,6 +24,7 @@ import { Progress, formatDuration } from '../../util/progress.js';
 import type { KafkaClient } from '../../kafka/client.js';
 import { RecordReader } from '../../kafka/record-reader.js';
 import { silentLogger } from '../../observability/logger.js';
+import { errorText } from '../../observability/redact.js';
 
 interface ReplayFlags {
   config?: string;
@@ -254,7 +255,7 @@ export function registerReplayCommand(program: Command): void {
           (line) => process.stderr.write(`${line}\n`),
         );
       } catch (err) {
-        process.stderr.write(`docstream replay: ${(err as Error).message}\n`);
+        process.stderr.write(`docstream replay: ${errorText(err)}\n`);
         process.exit(1);
       }
     });
