@@ -1,8 +1,9 @@
 # docstream image: the CLI (connector, sandbox, stack tools). Multi-stage: the runtime stage holds only
 # the production dependencies and the built code, and runs as the non-root `node` user (uid 1000).
-# The base is pinned to an exact Node.js release (`--build-arg NODE_VERSION=...` moves it).
+# The base is pinned to an exact Node.js release, the same as package.json's devDependency `node` (a
+# unit test holds them together; `--build-arg NODE_VERSION=...` moves it for one build).
 # `npm run image:check` builds it with podman and runs a document through a container started from it.
-ARG NODE_VERSION=20.20.2
+ARG NODE_VERSION=24.21.0
 
 FROM node:${NODE_VERSION}-bookworm-slim AS build
 # The package registry (a mirror: `--build-arg NPM_CONFIG_REGISTRY=...`); used by this stage only.

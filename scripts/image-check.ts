@@ -41,6 +41,7 @@ import {
 import {
   LIMIT_FLAGS,
   baseImageName,
+  dockerfileNodeVersion,
   ensureBaseImage,
   ensureTools,
   imageSize,
@@ -83,7 +84,7 @@ function withoutCredentials(url: string): string {
 
 async function buildImage(root: string, t: Timings): Promise<void> {
   await ensureTools(log);
-  const base = await ensureBaseImage(log);
+  const base = await ensureBaseImage(path.join(root, 'Dockerfile'), log);
   // The build reaches the registry npm here is configured with (a mirror, say) over the host's network.
   const registry = (
     await must('npm config get registry', 'npm', ['config', 'get', 'registry'], { timeoutMs: 30_000 })
@@ -101,8 +102,6 @@ async function buildImage(root: string, t: Timings): Promise<void> {
       '--format',
       'docker',
       ...LIMIT_FLAGS,
-      '--build-arg',
-      `NODE_VERSION=${process.versions.node}`,
       '--build-arg',
       `NPM_CONFIG_REGISTRY=${registry}`,
       '-t',
@@ -311,7 +310,7 @@ async function main(): Promise<void> {
         throw new CheckFailed(`--skip-build: no image ${IMAGE}; run without --skip-build first`);
     } else await buildImage(root, t);
     t.imageBytes = await imageSize(IMAGE);
-    t.baseBytes = await imageSize(baseImageName());
+    t.baseBytes = await imageSize(baseImageName(dockerfileNodeVersion(path.join(root, 'Dockerfile'))));
     log(
       `image ${IMAGE}: ${mb(t.imageBytes)} (base ${mb(t.baseBytes)}, docstream's layers ${mb(t.imageBytes - t.baseBytes)})`,
     );

@@ -2,7 +2,9 @@
  * The container image without a Docker engine: podman (daemonless) with runc, from Debian's packages.
  * No registry is reachable from these machines, so the Dockerfile's base image `node:<version>-bookworm-slim`
  * is made here the way the official one is made: a minimal Debian bookworm (debootstrap, through the
- * apt mirror this machine is configured with) plus this machine's own `node` and npm, the CA bundle
+ * apt mirror this machine is configured with) plus the `node` this runs on, which must be the
+ * Dockerfile's pinned version (`npm run` runs on the project's Node, the npm registry's `node` package
+ * in devDependencies, whatever the machine's own), this machine's npm, the CA bundle
  * (the package registry is reached through a private CA) and a `node` user with uid 1000. The
  * debootstrapped root file system is cached under `~/.cache/docstream/image`; the base image stays in
  * podman's storage, so both are made once per machine.
@@ -172,14 +174,31 @@ async function ensureRootfs(log: (line: string) => void): Promise<void> {
   log(`debootstrap took ${(r.ms / 1000).toFixed(0)} s`);
 }
 
-/** `node:<version>-bookworm-slim`, the Dockerfile's base, with this machine's node (same version). */
-export function baseImageName(nodeVersion = process.versions.node): string {
+/** The Node.js release the Dockerfile's base is pinned to (`ARG NODE_VERSION=...`). */
+export function dockerfileNodeVersion(dockerfile: string): string {
+  const version = /^ARG NODE_VERSION=(\d+\.\d+\.\d+)\s*$/m.exec(fs.readFileSync(dockerfile, 'utf8'))?.[1];
+  if (!version) throw new Error(`${dockerfile}: no "ARG NODE_VERSION=<x.y.z>"`);
+  return version;
+}
+
+/** `node:<version>-bookworm-slim`, the Dockerfile's base. */
+export function baseImageName(nodeVersion: string): string {
   return `docker.io/library/node:${nodeVersion}-bookworm-slim`;
 }
 
-/** Makes the base image unless podman already has it; returns its name. */
-export async function ensureBaseImage(log: (line: string) => void): Promise<string> {
-  const name = baseImageName();
+/**
+ * Makes the base image for the Dockerfile's pinned Node unless podman already has it; returns its
+ * name. Its `node` is the one running this, so that must be the pinned release.
+ */
+export async function ensureBaseImage(dockerfile: string, log: (line: string) => void): Promise<string> {
+  const version = dockerfileNodeVersion(dockerfile);
+  if (process.versions.node !== version)
+    throw new Error(
+      `${dockerfile} pins node ${version}, the base image is made from the node running this, ` +
+        `${process.versions.node}: run it as \`npm run image:check\` (npm run puts the project's node ` +
+        `${version}, installed by npm install, first on PATH)`,
+    );
+  const name = baseImageName(version);
   if ((await podman(['image', 'exists', name])).code === 0) return name;
   await ensureRootfs(log);
   const staging = fs.mkdtempSync(path.join(os.tmpdir(), 'docstream-rootfs-'));
@@ -219,9 +238,7 @@ export async function ensureBaseImage(log: (line: string) => void): Promise<stri
     fs.appendFileSync(path.join(staging, 'etc/passwd'), 'node:x:1000:1000::/home/node:/bin/sh\n');
     fs.mkdirSync(path.join(staging, 'home/node'), { recursive: true });
     fs.chownSync(path.join(staging, 'home/node'), 1000, 1000);
-    log(
-      `importing ${name} (Debian bookworm minbase + node ${process.versions.node} and npm of this machine)`,
-    );
+    log(`importing ${name} (Debian bookworm minbase + node ${version} and this machine's npm)`);
     await must(
       'podman import',
       'bash',
