@@ -11,8 +11,10 @@ import { KafkaConsumer, type ConsumerSettings } from './consumer.js';
 import { KafkaProducer, type ProducerSettings } from './producer.js';
 import { TransactionalWriters, type TransactionalSettings } from './transactions.js';
 import type { KafkaSecurity } from './security.js';
+import { ignoreNegativeTimeoutWarnings } from './negative-timeouts.js';
 
 const { Kafka: KafkaJs, logLevel: LogLevel } = kafkajs;
+ignoreNegativeTimeoutWarnings();
 
 const DEFAULT_BROKERS = ['localhost:9092'];
 
