@@ -55,9 +55,9 @@ describe('Dockerfile', () => {
   const runtime = stages[stages.length - 1] as string[];
   const healthcheck = runtime.find((l) => l.startsWith('HEALTHCHECK')) ?? '';
 
-  it('builds from an exact Node.js 20 release of the slim Debian image', () => {
+  it('builds from an exact Node.js 24 (active LTS) release of the slim Debian image', () => {
     const version = /^ARG NODE_VERSION=(\S+)$/m.exec((preamble ?? []).join('\n'))?.[1];
-    expect(version).toMatch(/^20\.\d+\.\d+$/);
+    expect(version).toMatch(/^24\.\d+\.\d+$/);
     expect(stages.length).toBeGreaterThanOrEqual(2);
     // Each stage starts from that image or from an earlier stage; the runtime stage from the image.
     const earlier: string[] = [];
