@@ -8,7 +8,11 @@ export type BlobErrorCode =
   | 'blob_too_large'
   | 'sha256_mismatch'
   | 'blob_unreadable'
-  | 'blob_invalid_url';
+  | 'blob_invalid_url'
+  /** The transfer took longer than `blobs.transferTimeoutMs`. */
+  | 'blob_timeout'
+  /** The transfer was slower than `blobs.minBytesPerSecond`. */
+  | 'blob_too_slow';
 
 export interface BlobErrorOptions {
   /** Defaults to false: only transport trouble (5xx, timeouts, resets) is worth retrying. */

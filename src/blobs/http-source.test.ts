@@ -54,6 +54,16 @@ function handle(req: http.IncomingMessage, res: http.ServerResponse): void {
       pump();
       return;
     }
+    case '/trickle': {
+      // Chunked, one byte every 20 ms: never idle long enough for the socket timeout.
+      res.writeHead(200);
+      const timer = setInterval(() => res.write('x'), 20);
+      res.on('close', () => clearInterval(timer));
+      return;
+    }
+    case '/silent':
+      // Never answers; the connection stays open.
+      return;
     case '/missing':
       res.writeHead(404).end();
       return;
@@ -177,6 +187,23 @@ describe('http(s):// blobs', () => {
     expect([forbidden.code, forbidden.retriable]).toEqual(['blob_unreadable', false]);
     const boom = await blobError(source.resolve({ url: at('/boom') }));
     expect([boom.code, boom.retriable]).toEqual(['blob_unreadable', true]);
+  });
+
+  it('fails a trickling blob below the minimum rate, and a server that never answers, within the total bound', async () => {
+    const bounded = createBlobSource(
+      policy({ httpHosts: [host], allowPrivateNetworks: true, transferTimeoutMs: 600, minBytesPerSecond: 0 }),
+    );
+    try {
+      const silent = await blobError(bounded.resolve({ url: `http://${host}/silent` }));
+      expect([silent.code, silent.message]).toEqual([
+        'blob_timeout',
+        `http://${host}/silent was not transferred within 600 ms (blobs.transferTimeoutMs)`,
+      ]);
+      const trickle = await blobError(bounded.resolve({ url: `http://${host}/trickle` }));
+      expect(trickle.code).toBe('blob_timeout');
+    } finally {
+      bounded.close();
+    }
   });
 
   it('treats a refused connection as retriable', async () => {

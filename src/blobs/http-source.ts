@@ -14,6 +14,7 @@ import type { Logger } from '../observability/logger.js';
 import { classifyAddress, isAddressAllowed } from './address.js';
 import { BlobError } from './errors.js';
 import { expectedSha256, Meter } from './meter.js';
+import { Pace, transferLimits, transferTimeout, type TransferLimits } from './pace.js';
 import type { BlobPolicy } from './policy.js';
 import { verifiedSpooledBlob, type Spool } from './spool.js';
 import type { BlobRef, OpenedBlob } from './types.js';
@@ -95,6 +96,7 @@ interface Fetched {
 
 export class HttpBlobReader {
   private readonly hosts: Set<string>;
+  private readonly limits: TransferLimits;
   private readonly agents = {
     http: new http.Agent({ keepAlive: true }),
     https: new https.Agent({ keepAlive: true }),
@@ -107,6 +109,7 @@ export class HttpBlobReader {
     private readonly resolver: HostResolver = systemResolver,
   ) {
     this.hosts = new Set(policy.httpHosts.map(normalizeHostEntry));
+    this.limits = transferLimits(policy);
   }
 
   /** The addresses a request to `url` may connect to, or a BlobError saying why none. */
@@ -147,12 +150,17 @@ export class HttpBlobReader {
     return allowed.map(({ address, family }) => ({ address, family }));
   }
 
-  /** GET with every hop checked; resolves once response headers arrived. */
-  private async fetch(start: URL): Promise<Fetched> {
+  /**
+   * GET with every hop checked; resolves once response headers arrived. `startedAt`: when the
+   * transfer began; the wait for an answer counts against its total bound.
+   */
+  private async fetch(start: URL, startedAt: number): Promise<Fetched> {
     let url = start;
+    const total = this.limits.transferTimeoutMs;
     for (let hop = 0; hop <= MAX_REDIRECTS; hop++) {
       const display = displayUrl(url);
       const addresses = await this.check(url);
+      const left = total > 0 ? Math.max(1, total - (Date.now() - startedAt)) : Infinity;
       const stream = got.stream(url, {
         method: 'GET',
         dnsLookup: pinnedLookup(url.hostname, addresses),
@@ -161,13 +169,20 @@ export class HttpBlobReader {
         throwHttpErrors: false,
         decompress: false,
         retry: { limit: 0 },
-        timeout: { connect: 10_000, secureConnect: 10_000, response: 30_000, socket: 60_000 },
+        timeout: {
+          connect: Math.min(10_000, left),
+          secureConnect: Math.min(10_000, left),
+          response: Math.min(30_000, left),
+          socket: 60_000,
+        },
         headers: { 'user-agent': 'docstream', 'accept-encoding': 'identity' },
       });
       const response = await new Promise<Response>((resolve, reject) => {
         stream.once('response', resolve);
         stream.on('error', reject);
       }).catch((error: unknown) => {
+        stream.destroy();
+        if (total > 0 && Date.now() - startedAt >= total) throw transferTimeout(display, this.limits);
         throw transportError(error, display);
       });
       const location = response.headers.location;
@@ -194,8 +209,8 @@ export class HttpBlobReader {
   }
 
   /** Fetches, and insists on a 200 with raw (not content-encoded) bytes. */
-  private async fetchOk(url: URL): Promise<Fetched & { length: number | undefined }> {
-    const fetched = await this.fetch(url);
+  private async fetchOk(url: URL, startedAt: number): Promise<Fetched & { length: number | undefined }> {
+    const fetched = await this.fetch(url, startedAt);
     const { response, stream } = fetched;
     const display = displayUrl(fetched.url);
     const encoding = response.headers['content-encoding'];
@@ -214,7 +229,8 @@ export class HttpBlobReader {
 
   async resolve(url: URL, display: string, ref: BlobRef): Promise<OpenedBlob> {
     const maxBytes = this.policy.maxBytes;
-    const first = await this.fetchOk(url);
+    const startedAt = Date.now();
+    const first = await this.fetchOk(url, startedAt);
     const contentType = ref.content_type ?? first.response.headers['content-type'] ?? undefined;
     if (first.length !== undefined && first.length > maxBytes) {
       first.stream.destroy();
@@ -228,7 +244,8 @@ export class HttpBlobReader {
     // Verification must see every byte before the caller does, and an upload needs a length:
     // either way the bytes go to a private temp file first.
     if (expected !== undefined || first.length === undefined) {
-      const file = await this.spool.write(first.stream, maxBytes, display).catch((error: unknown) => {
+      const pace = new Pace(this.limits, display, startedAt);
+      const file = await this.spool.write(first.stream, maxBytes, display, pace).catch((error: unknown) => {
         throw transportError(error, display);
       });
       return verifiedSpooledBlob(file, contentType, expected, display);
@@ -244,7 +261,8 @@ export class HttpBlobReader {
       sha256: undefined,
       open: async (): Promise<Readable> => {
         if (closed) throw new BlobError('blob_unreadable', `${display} was already cleaned up`);
-        const again = await this.fetchOk(finalUrl);
+        const openedAt = Date.now();
+        const again = await this.fetchOk(finalUrl, openedAt);
         if (again.length !== undefined && again.length !== size) {
           again.stream.destroy();
           throw new BlobError(
@@ -260,7 +278,12 @@ export class HttpBlobReader {
             retriable: true,
           });
         const meter = new Meter({ maxBytes, exactBytes: size, tooMany: changed, tooFew: changed });
-        return guard(again.stream, meter, (error) => transportError(error, display));
+        const mapError = (error: unknown) => transportError(error, display);
+        return guard(
+          guard(again.stream, new Pace(this.limits, display, openedAt), mapError),
+          meter,
+          mapError,
+        );
       },
       cleanup: async () => {
         closed = true;

@@ -8,6 +8,7 @@ import type { Logger } from '../observability/logger.js';
 import { BlobError } from './errors.js';
 import { guard } from './guard.js';
 import { expectedSha256, Meter } from './meter.js';
+import { Pace, transferLimits, transferTimeout, type TransferLimits } from './pace.js';
 import type { BlobPolicy } from './policy.js';
 import { verifiedSpooledBlob, type Spool } from './spool.js';
 import type { BlobRef, OpenedBlob } from './types.js';
@@ -55,6 +56,7 @@ export function s3Error(error: unknown, display: string): BlobError {
 export class S3BlobReader {
   private client: S3Client | undefined;
   private readonly ownsClient: boolean;
+  private readonly limits: TransferLimits;
 
   constructor(
     private readonly policy: BlobPolicy,
@@ -64,6 +66,26 @@ export class S3BlobReader {
   ) {
     this.client = client;
     this.ownsClient = client === undefined;
+    this.limits = transferLimits(policy);
+  }
+
+  /**
+   * Sends one request, aborted when the transfer's total bound (from `startedAt`) runs out first;
+   * an abort by that bound is `blob_timeout`, anything else `s3Error`.
+   */
+  private async send<T>(
+    display: string,
+    startedAt: number,
+    request: (abortSignal: AbortSignal | undefined) => Promise<T>,
+  ): Promise<T> {
+    const total = this.limits.transferTimeoutMs;
+    const left = total - (Date.now() - startedAt);
+    try {
+      return await request(total > 0 ? AbortSignal.timeout(Math.max(1, left)) : undefined);
+    } catch (error) {
+      if (total > 0 && Date.now() - startedAt >= total) throw transferTimeout(display, this.limits);
+      throw s3Error(error, display);
+    }
   }
 
   private s3(): S3Client {
@@ -81,16 +103,15 @@ export class S3BlobReader {
     key: string,
     etag: string | undefined,
     display: string,
+    startedAt: number,
   ): Promise<Readable> {
-    try {
-      const out = await this.s3().send(new GetObjectCommand({ Bucket: bucket, Key: key, IfMatch: etag }));
-      if (!(out.Body instanceof Readable)) {
-        throw new BlobError('blob_unreadable', `${display} returned no readable body`, { retriable: true });
-      }
-      return out.Body;
-    } catch (error) {
-      throw s3Error(error, display);
+    const out = await this.send(display, startedAt, (abortSignal) =>
+      this.s3().send(new GetObjectCommand({ Bucket: bucket, Key: key, IfMatch: etag }), { abortSignal }),
+    );
+    if (!(out.Body instanceof Readable)) {
+      throw new BlobError('blob_unreadable', `${display} returned no readable body`, { retriable: true });
     }
+    return out.Body;
   }
 
   async resolve(bucket: string, key: string, display: string, ref: BlobRef): Promise<OpenedBlob> {
@@ -104,12 +125,10 @@ export class S3BlobReader {
     if (!s3Buckets.includes(bucket)) {
       throw new BlobError('blob_not_allowed', `bucket ${bucket} of ${display} is not in blobs.s3Buckets`);
     }
-    let head;
-    try {
-      head = await this.s3().send(new HeadObjectCommand({ Bucket: bucket, Key: key }));
-    } catch (error) {
-      throw s3Error(error, display);
-    }
+    const startedAt = Date.now();
+    const head = await this.send(display, startedAt, (abortSignal) =>
+      this.s3().send(new HeadObjectCommand({ Bucket: bucket, Key: key }), { abortSignal }),
+    );
     const size = head.ContentLength;
     if (size !== undefined && size > maxBytes) {
       throw new BlobError(
@@ -128,8 +147,9 @@ export class S3BlobReader {
     const expected = this.policy.verifySha256 && ref.sha256 ? expectedSha256(ref.sha256) : undefined;
 
     if (expected !== undefined || size === undefined) {
-      const source = await this.body(bucket, key, etag, display);
-      const file = await this.spool.write(source, maxBytes, display).catch((error: unknown) => {
+      const source = await this.body(bucket, key, etag, display, startedAt);
+      const pace = new Pace(this.limits, display, startedAt);
+      const file = await this.spool.write(source, maxBytes, display, pace).catch((error: unknown) => {
         throw s3Error(error, display);
       });
       return verifiedSpooledBlob(file, contentType, expected, display);
@@ -142,13 +162,15 @@ export class S3BlobReader {
       sha256: undefined,
       open: async () => {
         if (closed) throw new BlobError('blob_unreadable', `${display} was already cleaned up`);
-        const source = await this.body(bucket, key, etag, display);
+        const openedAt = Date.now();
+        const source = await this.body(bucket, key, etag, display, openedAt);
         const changed = () =>
           new BlobError('blob_unreadable', `${display} did not deliver exactly ${size} bytes`, {
             retriable: true,
           });
         const meter = new Meter({ maxBytes, exactBytes: size, tooMany: changed, tooFew: changed });
-        return guard(source, meter, (error) => s3Error(error, display));
+        const mapError = (error: unknown) => s3Error(error, display);
+        return guard(guard(source, new Pace(this.limits, display, openedAt), mapError), meter, mapError);
       },
       cleanup: async () => {
         closed = true;

@@ -14,6 +14,7 @@ import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { BlobError } from './errors.js';
 import { checkSha256, Meter } from './meter.js';
+import type { Pace } from './pace.js';
 import type { OpenedBlob } from './types.js';
 
 export const SPOOL_PREFIX = 'docstream-blobs-';
@@ -36,8 +37,11 @@ export class Spool {
     return this.dir;
   }
 
-  /** Copies `source` to a new file, counting and hashing; removes the file on any failure. */
-  async write(source: Readable, maxBytes: number, display: string): Promise<SpooledFile> {
+  /**
+   * Copies `source` to a new file, counting and hashing, within the transfer's bounds when `pace` is
+   * given; removes the file on any failure.
+   */
+  async write(source: Readable, maxBytes: number, display: string, pace?: Pace): Promise<SpooledFile> {
     const dir = await this.directory();
     const file = path.join(dir, `${randomBytes(16).toString('hex')}.blob`);
     const meter = new Meter({
@@ -46,7 +50,8 @@ export class Spool {
       tooMany: () => new BlobError('blob_too_large', `${display} is larger than ${maxBytes} bytes`),
     });
     try {
-      await pipeline(source, meter, fs.createWriteStream(file, { flags: 'wx', mode: 0o600 }));
+      const sink = fs.createWriteStream(file, { flags: 'wx', mode: 0o600 });
+      await (pace ? pipeline(source, pace, meter, sink) : pipeline(source, meter, sink));
     } catch (error) {
       await fsp.rm(file, { force: true });
       throw error;

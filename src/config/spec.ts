@@ -311,6 +311,16 @@ export const CONFIG_SPEC = {
     s3ForcePathStyle: f.bool(true, 'Use path-style S3 addressing (needed by most S3-compatible stores).'),
     verifySha256: f.bool(true, 'Verify blob.sha256 when an event gives it.'),
     maxBytes: f.int(104857600, 'Largest blob accepted; larger ones go to the dead-letter topic.', 1),
+    transferTimeoutMs: f.int(
+      600000,
+      'Bound on the whole transfer of one http(s) or s3 blob, from the request to its last byte (time the upload does not take its bytes aside); past it the document is dead-lettered (blob_timeout). 0: no bound.',
+      0,
+    ),
+    minBytesPerSecond: f.int(
+      16384,
+      'Slowest http(s) or s3 blob transfer accepted, in bytes per second over each 10 s window; a slower one is dead-lettered (blob_too_slow). 0: no minimum.',
+      0,
+    ),
     fileSyncReads: f.bool(
       true,
       'Check and read small file:// blobs (up to 1 MiB) with synchronous system calls: microseconds on a local disk, less CPU than asynchronous calls; set false for a network file system that may stall.',

@@ -21,7 +21,7 @@ import { deadLetterOf, decodeStage, type DeadLetterSink } from './dead-letters.j
 import type { AdmitOutcome, Existing } from './engine.js';
 import type { Recorded } from './state/store.js';
 import type { ReplayMarker } from './state/replay-marker.js';
-import type { ArrivalEvent, SourceRecord } from './types.js';
+import type { ArrivalEvent, DeadLetter, SourceRecord } from './types.js';
 
 interface ArrivalDeps {
   decoder: AvroDecoder;
@@ -61,6 +61,24 @@ export function sizeProblem(
   }
   const problem = limits.stateProblem?.(source, event) ?? null;
   return problem === null ? null : { code: 'event_too_large', message: problem };
+}
+
+/**
+ * The letter of a record whose handling threw something no rule expected (issue 29: a bug, or a
+ * value its decoder could not take): it ends the record instead of stopping the loop. It carries the
+ * record's pointer only, not its bytes, which may be what made the handling fail.
+ */
+export function unhandledLetter(
+  message: IncomingMessage,
+  err: unknown,
+  stage: 'decode' | 'feedback',
+): DeadLetter {
+  const text = err instanceof Error ? err.message : String(err);
+  return deadLetterOf(
+    { code: 'handler_error', message: `handling the record failed: ${text.slice(0, 500)}` },
+    { source: { ...sourceOf(message), value: null }, event_id: null, submission_id: null, attributes: {} },
+    { stage, fallbackCode: 'handler_error', attempts: 1 },
+  );
 }
 
 /** Where an input record came from, as dead letters and state carry it. */

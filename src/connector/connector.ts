@@ -12,7 +12,10 @@ import type { Logger } from '../observability/logger.js';
 import { ConnectorMetrics } from '../observability/metrics.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../webhooks/receiver.js';
 import { WebhookVerifier } from '../webhooks/verify.js';
-import { arrivalHandler } from './arrivals.js';
+import { KafkaError, isMessageTooLarge } from '../kafka/errors.js';
+import { within } from '../util/within.js';
+import { arrivalHandler, unhandledLetter } from './arrivals.js';
+import { failureOf } from './dead-letters.js';
 import { ConsumerLoop } from './consumer-loop.js';
 import { DecisionWebhooks } from './decision-webhooks.js';
 import type { DocumentEngine } from './engine.js';
@@ -111,6 +114,14 @@ export class Connector {
         probe: () => registry.checkAvailable(),
         onChange: (paused) => this.metrics.inputPausedByRegistry.set(paused ? 1 : 0),
       },
+      // Kafka did not take a record's outcome (state, letter), or the API asked to be tried again:
+      // the record is handled again; anything else thrown ends it in a letter (`record-settling.ts`).
+      retriable: (err) =>
+        (err instanceof KafkaError && !isMessageTooLarge(err)) || failureOf(err).retriable === true,
+      endRecord: (message, err) =>
+        deadLetter(
+          unhandledLetter(message, err, message.topic === config.topics.feedback ? 'feedback' : 'decode'),
+        ),
     });
     this.client.health.onChange((available, since) => this.onApiHealth(available, since));
   }
@@ -367,7 +378,11 @@ export class Connector {
     return this.loop.commit();
   }
 
-  /** Stops fetching, lets running steps settle, commits what is safe, and disconnects. */
+  /**
+   * Stops fetching, lets running steps settle, commits what is safe, and disconnects, all within
+   * `connector.shutdownTimeoutMs`: what has not settled by then (a slow blob's admission, a step
+   * half-way) is abandoned, its offset not committed; the next owner resumes it from the state.
+   */
   stop(): Promise<void> {
     this.stopping ??= (async () => {
       this.loop.stop();
@@ -375,29 +390,44 @@ export class Connector {
       if (this.lagTimer) clearInterval(this.lagTimer);
       if (this.expiryTimer) clearInterval(this.expiryTimer);
       const timeout = this.options.config.connector.shutdownTimeoutMs;
+      const deadline = Date.now() + timeout;
+      // The settling gets the budget but a reserve: the final commit and leaving the group come after it.
+      const reserve = Math.min(5000, Math.floor(timeout / 4));
+      const settleLeft = () => Math.max(0, deadline - reserve - Date.now());
+      const left = () => Math.max(0, deadline - Date.now());
       const p = this.parts;
       // Still a member of the group until the final commit: the steps settle, and what they record
       // lands, while the partitions are this instance's (leaving first would hand them over while
       // results were still being published, and kafkajs refuses a commit once the consumer stopped).
       try {
-        await this.loop.idle();
-        await this.receiver?.close();
-        await this.engine.stop(timeout);
+        if (!(await within(this.loop.idle(), settleLeft()))) {
+          this.log.warn('stop: admissions still under way are abandoned (their records are read again)');
+        }
+        await within(this.receiver?.close(), settleLeft());
+        await this.engine.stop(settleLeft());
         p.scheduler.stop();
-        await this.webhooks?.stop().catch(() => undefined);
+        await within(this.webhooks?.stop(), settleLeft());
         // exactly-once: what the settled steps gathered is committed before the offsets.
-        await p.transactions?.stop().catch(() => undefined);
-        await this.commit();
+        await within(p.transactions?.stop(), left());
+        await within(this.commit(), left());
       } finally {
         // The consumer may leave the group now (its partitions move to the others).
         this.loop.release();
       }
-      if (this.consumer) await this.consumer.stop().catch(() => undefined);
-      await this.consumer?.disconnect().catch(() => undefined);
-      await p.state.stop().catch(() => undefined);
-      await p.inputReader.stop().catch(() => undefined);
-      await p.producer.disconnect().catch(() => undefined);
-      await p.admin.disconnect().catch(() => undefined);
+      // Each part is given what is left; one that does not finish is left behind (the process exits).
+      for (const part of [
+        () => this.consumer?.stop(),
+        () => this.consumer?.disconnect(),
+        () => p.state.stop(),
+        () => p.inputReader.stop(),
+        () => p.producer.disconnect(),
+        () => p.admin.disconnect(),
+      ]) {
+        if (!(await within(part(), left()))) {
+          this.log.warn('stop: its time ran out before every part stopped');
+          break;
+        }
+      }
       p.blobs.close();
     })();
     return this.stopping;

@@ -15,7 +15,10 @@ class FakeConsumer implements LoopConsumer {
   currentAssignment(): Assignment {
     return { in: [0], fb: [0] };
   }
-  async commitOffsets(_offsets: TopicPartitionOffset[]): Promise<void> {}
+  commits: TopicPartitionOffset[][] = [];
+  async commitOffsets(offsets: TopicPartitionOffset[]): Promise<void> {
+    this.commits.push(offsets);
+  }
 }
 
 class FakeControl implements BatchControl {
@@ -77,9 +80,10 @@ function setup() {
         down = false;
       },
       onChange: (paused) => changes.push(paused),
-      initialDelayMs: 1,
-      maxDelayMs: 5,
+      initialDelayMs: 50,
+      maxDelayMs: 100,
     },
+    admissionWaitMs: 20,
   });
   loop.attach(consumer);
   return { loop, consumer, handled, changes, probes: () => probes };
@@ -90,56 +94,85 @@ const until = async (condition: () => boolean) => {
 };
 
 describe('ConsumerLoop during a registry outage', () => {
-  it('pauses both inputs without crashing, resolves only before the failed record, probes, then resumes', async () => {
+  it('pauses both inputs without crashing, probes, resumes, then handles the failed record again', async () => {
     const { loop, consumer, handled, changes, probes } = setup();
     const control = new FakeControl();
     await expect(loop.onBatch(batch('in', [1, 2, 3, 4]), control)).resolves.toBeUndefined();
-    expect(control.resolved).toEqual(['2']);
+    // Every record taken is the loop's: the one that met the outage is handled again once it is over.
+    expect(control.resolved).toEqual(['4']);
     expect(loop.pausedForOutage).toBe(true);
     expect(consumer.calls).toEqual(['pause in 0', 'pause fb 0']);
+    await loop.commit();
+    expect(consumer.commits).toEqual([
+      [{ topic: 'in', partition: 0, offset: '3', metadata: 'docstream:done' }],
+    ]);
 
     // A batch fetched before the pause is left alone (fetched again after it).
     const stale = new FakeControl();
     handled.length = 0;
-    await loop.onBatch(batch('in', [3, 4]), stale);
+    await loop.onBatch(batch('in', [5, 6]), stale);
     expect([handled, stale.resolved]).toEqual([[], []]);
 
     await until(() => !loop.pausedForOutage);
     expect(probes()).toBe(3);
     expect(changes).toEqual([true, false]);
     expect(consumer.calls.slice(2)).toEqual(['resume fb 0', 'resume in 0']);
-
-    const again = new FakeControl();
-    await loop.onBatch(batch('in', [3, 4]), again);
-    expect(again.resolved).toEqual(['4']);
+    await loop.idle();
+    expect(handled).toEqual(['3']);
+    await loop.commit();
+    expect(consumer.commits.at(-1)).toEqual([
+      { topic: 'in', partition: 0, offset: '5', metadata: 'docstream:done' },
+    ]);
   });
 
-  it('treats a feedback record alike: no crash, no offset resolved, input paused', async () => {
-    const { loop, consumer } = setup();
+  it('treats a feedback record alike: no crash, input paused, the record handled again after', async () => {
+    const { loop, consumer, handled } = setup();
     const control = new FakeControl();
     await expect(loop.onBatch(batch('fb', [7]), control)).resolves.toBeUndefined();
-    expect(control.resolved).toEqual([]);
     expect(consumer.calls).toEqual(['pause in 0', 'pause fb 0']);
     await until(() => !loop.pausedForOutage);
+    await loop.idle();
+    expect(handled).toEqual(['fb7', 'fb7']);
+    await loop.commit();
+    expect(consumer.commits).toEqual([[{ topic: 'fb', partition: 0, offset: '8' }]]);
   });
 
-  it('still throws a failure that is not an outage (the record is fetched again)', async () => {
+  it('ends a record whose handler throws something else with a letter, and goes on', async () => {
+    const letters: string[] = [];
+    const handled: string[] = [];
+    const consumer = new FakeConsumer();
     const loop = new ConsumerLoop({
       topics: { arrived: 'in', feedback: 'fb' },
       maxInFlight: 10,
       engine: { inFlight: 0, unfinishedOn: () => 0, resume: async () => undefined, revoke: () => undefined },
       state: { assign: async () => undefined, revoke: () => undefined, unfinished: () => [] },
-      arrivals: async () => {
-        throw new Error('state topic unavailable');
+      arrivals: async (m) => {
+        handled.push(m.offset);
+        if (m.offset === '1') throw new RangeError('Maximum call stack size exceeded');
       },
-      feedback: async () => undefined,
+      feedback: async () => {
+        throw new TypeError('a bug');
+      },
       logger: silentLogger,
       outage: { isOutage: (err) => err instanceof Outage, probe: async () => undefined },
+      retriable: (err) => !(err instanceof RangeError || err instanceof TypeError),
+      endRecord: async (m, err) => {
+        letters.push(`${m.topic}:${m.offset} ${(err as Error).message}`);
+      },
+      admissionWaitMs: 50,
     });
-    loop.attach(new FakeConsumer());
-    await expect(loop.onBatch(batch('in', [1]), new FakeControl())).rejects.toThrow(
-      'state topic unavailable',
-    );
+    loop.attach(consumer);
+    const control = new FakeControl();
+    await expect(loop.onBatch(batch('in', [1, 2]), control)).resolves.toBeUndefined();
+    await expect(loop.onBatch(batch('fb', [3]), new FakeControl())).resolves.toBeUndefined();
+    expect(control.resolved).toEqual(['2']);
+    expect(handled).toEqual(['1', '2']);
+    expect(letters).toEqual(['in:1 Maximum call stack size exceeded', 'fb:3 a bug']);
     expect(loop.pausedForOutage).toBe(false);
+    await loop.commit();
+    expect(consumer.commits).toEqual([
+      [{ topic: 'in', partition: 0, offset: '3', metadata: 'docstream:done' }],
+      [{ topic: 'fb', partition: 0, offset: '4' }],
+    ]);
   });
 });

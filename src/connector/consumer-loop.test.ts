@@ -125,6 +125,8 @@ function setup(maxInFlight = 3, totalPartitions = 4, roomWaitMs = 30) {
   const committed = new Map<number, string>();
   /** While set, every admission waits for it. */
   const gate: { admissions: Promise<void> | null } = { admissions: null };
+  /** The admission of the record at this offset waits for its promise. */
+  const hold = new Map<string, Promise<void>>();
   const loop = new ConsumerLoop({
     topics,
     maxInFlight,
@@ -133,6 +135,7 @@ function setup(maxInFlight = 3, totalPartitions = 4, roomWaitMs = 30) {
     arrivals: async (m) => {
       handled.push(`${m.partition}:${m.offset}`);
       if (gate.admissions) await gate.admissions;
+      await hold.get(m.offset);
       if (reject.has(m.offset)) throw new Error('state topic unavailable');
       // Admitted: the document runs (counts against the limit) until the test ends it.
       engine.inFlight += 1;
@@ -145,10 +148,28 @@ function setup(maxInFlight = 3, totalPartitions = 4, roomWaitMs = 30) {
     groupShare: new GroupShare(limiter, () => totalPartitions),
     committedOffsets: async () => committed,
     roomWaitMs,
+    admissionWaitMs: 50,
   });
   loop.attach(consumer);
-  return { loop, consumer, engine, state, handled, feedback, reject, inFlightSeen, limiter, committed, gate };
+  return {
+    loop,
+    consumer,
+    engine,
+    state,
+    handled,
+    feedback,
+    reject,
+    inFlightSeen,
+    limiter,
+    committed,
+    gate,
+    hold,
+  };
 }
+
+const until = async (condition: () => boolean) => {
+  for (let i = 0; i < 500 && !condition(); i++) await new Promise((r) => setTimeout(r, 10));
+};
 
 function join(added: Assignment, removed: Assignment, assignment: Assignment): GroupJoin {
   return { memberId: 'm', isLeader: true, assignment, added, removed };
@@ -293,15 +314,66 @@ describe('ConsumerLoop', () => {
     expect(control.resolved).toEqual([]);
   });
 
-  it('rejects the batch and resolves nothing when a record could not be recorded', async () => {
-    const { loop, reject, consumer } = setup(10);
+  it('tries a record that could not be recorded again in the background; the commit waits for it', async () => {
+    const { loop, reject, consumer, handled } = setup(10);
     reject.add('2');
     const control = new FakeControl();
-    await expect(loop.onBatch(batch('in', 0, [1, 2, 3]), control)).rejects.toThrow('state topic unavailable');
-    expect(control.resolved).toEqual([]);
+    await loop.onBatch(batch('in', 0, [1, 2, 3]), control);
+    // The fetch moves past every record taken.
+    expect(control.resolved).toEqual(['3']);
     // Offset 1 is durable, 2 is not: the commit stops before 2 even though 3 completed.
     await loop.commit();
     expect(consumer.commits).toEqual([[{ topic: 'in', partition: 0, offset: '2', metadata: DONE }]]);
+    reject.delete('2');
+    await until(() => handled.filter((h) => h === '0:2').length >= 2);
+    await loop.idle();
+    await loop.commit();
+    expect(consumer.commits.at(-1)).toEqual([{ topic: 'in', partition: 0, offset: '4', metadata: DONE }]);
+  });
+
+  it('returns from a batch while an admission is slow: the other records and partitions go on', async () => {
+    const { loop, consumer, hold, handled } = setup(10);
+    let release: () => void = () => undefined;
+    hold.set('2', new Promise<void>((r) => (release = r)));
+    const control = new FakeControl();
+    await loop.onBatch(batch('in', 0, [1, 2, 3]), control);
+    expect(control.resolved).toEqual(['3']);
+    const other = new FakeControl();
+    await loop.onBatch(batch('in', 1, [7]), other);
+    expect([other.resolved, handled]).toEqual([['7'], ['0:1', '0:2', '0:3', '1:7']]);
+    await loop.commit();
+    expect(consumer.commits).toEqual([
+      [
+        { topic: 'in', partition: 0, offset: '2', metadata: DONE },
+        { topic: 'in', partition: 1, offset: '8', metadata: DONE },
+      ],
+    ]);
+    let idle = false;
+    const idled = loop.idle().then(() => (idle = true));
+    await new Promise((r) => setTimeout(r, 10));
+    expect(idle).toBe(false);
+    release();
+    await idled;
+    await loop.commit();
+    expect(consumer.commits.at(-1)).toEqual([{ topic: 'in', partition: 0, offset: '4', metadata: DONE }]);
+  });
+
+  it('gives up a record still tried again when its partition leaves, or on stop', async () => {
+    const { loop, reject, consumer, handled, engine } = setup(10);
+    reject.add('5');
+    reject.add('6');
+    await loop.onBatch(batch('in', 0, [5]), new FakeControl());
+    await loop.onBatch(batch('in', 1, [6]), new FakeControl());
+    loop.onGroupJoin(join({}, { in: [0] }, { in: [1], fb: [0] }));
+    consumer.assignment = { in: [1], fb: [0] };
+    await new Promise((r) => setTimeout(r, 400));
+    const tries = handled.filter((h) => h === '0:5').length;
+    await new Promise((r) => setTimeout(r, 400));
+    expect(handled.filter((h) => h === '0:5').length).toBe(tries);
+    expect(handled.filter((h) => h === '1:6').length).toBeGreaterThan(1);
+    loop.stop();
+    await loop.idle();
+    expect(engine.revoked).toEqual([[0]]);
   });
 
   it('commits the next offset of each moved partition once, and again only when it moves', async () => {

@@ -4,8 +4,12 @@
  * owns the in-flight limit. On a rebalance it drops what left and has what came prepared
  * (`partition-preparation.ts`: state restored, unfinished documents resumed) before taking its
  * records; its commits (`offset-commits.ts`) move each offset to the highest below which every
- * outcome is durable. It reaches Kafka, the engine and the state only through the narrow interfaces
- * below, so it is unit-tested with fakes (`consumer-loop.test.ts`).
+ * outcome is durable. A batch handler waits for its admissions only up to `admissionWaitMs`: a slow
+ * one goes on in the background (its offset committed once it is durable), so that it holds back
+ * neither the rest of its partition nor the other partitions, which kafkajs fetches only once every
+ * batch handler returned. Whatever a record's handler throws ends as `record-settling.ts` says:
+ * never a crash of the loop. It reaches Kafka, the engine and the state only through the narrow
+ * interfaces below, so it is unit-tested with fakes (`consumer-loop.test.ts`).
  */
 import type {
   Assignment,
@@ -18,7 +22,9 @@ import type {
 import type { Logger } from '../observability/logger.js';
 import { backoffDelay } from '../util/backoff.js';
 import { OffsetCommits } from './offset-commits.js';
+import type { PartitionOffsets } from './offsets.js';
 import { PartitionPreparation } from './partition-preparation.js';
+import { settleRecord } from './record-settling.js';
 import type { UnfinishedState } from './state/document-state.js';
 
 /** The parts of the Kafka consumer the loop drives. */
@@ -50,8 +56,9 @@ export interface LoopState {
 }
 
 /**
- * Handles one record. Resolves once its outcome is durable (recorded or dead-lettered); rejects only
- * when Kafka could not record it, so the record is fetched again.
+ * Handles one record. Resolves once its outcome is durable (recorded or dead-lettered); rejects when
+ * Kafka could not record it (tried again), and whatever else it throws ends the record
+ * (`record-settling.ts`).
  */
 export type RecordHandler = (message: IncomingMessage) => Promise<void>;
 
@@ -82,6 +89,15 @@ export interface ConsumerLoopOptions {
   roomWaitMs?: number;
   /** How an outage of a dependency (the schema registry) pauses the input instead of crashing. */
   outage?: OutageHandling;
+  /**
+   * How long a batch handler waits for the admissions it started before it returns (default 1000 ms);
+   * those still running go on in the background, counted against `maxInFlight`.
+   */
+  admissionWaitMs?: number;
+  /** Whether a handler's failure is worth trying again, e.g. Kafka did not take the outcome (default: all). */
+  retriable?: (err: unknown) => boolean;
+  /** Ends a record whose handler failed for a reason not worth trying again: its letter. */
+  endRecord?: (message: IncomingMessage, err: unknown) => Promise<void>;
 }
 
 /**
@@ -110,9 +126,12 @@ export class ConsumerLoop {
   private outage: Promise<void> | null = null;
   /** Set by stop: no record is taken, and batch handlers hold until `released`. */
   private parking: { released: Promise<void>; release: () => void } | null = null;
-  /** Batch handlers running now, and who waits for none (`idle`). */
+  /** Batch handlers running now, feedback records being handled, and who waits for none (`idle`). */
   private handling = 0;
+  private settlingFeedback = 0;
   private readonly idleWaiters: Array<() => void> = [];
+  /** Waits cut short by a stop (a record's back-off, a batch's wait for its admissions). */
+  private readonly sleepers = new Set<() => void>();
 
   constructor(private readonly o: ConsumerLoopOptions) {
     this.commits = new OffsetCommits({
@@ -145,6 +164,7 @@ export class ConsumerLoop {
     this.commits.stop();
     this.preparation.stop();
     this.wakeRoomWaiters();
+    for (const wake of [...this.sleepers]) wake();
     let release: () => void = () => undefined;
     const released = new Promise<void>((resolve) => (release = resolve));
     this.parking = { released, release };
@@ -159,10 +179,21 @@ export class ConsumerLoop {
     this.parking?.release();
   }
 
-  /** Resolves once no batch handler runs: every admission started is durable (or failed). */
+  /**
+   * Resolves once no batch handler runs and no record is being handled (in the background too): every
+   * admission started is durable, or given up. The caller bounds the wait (a slow blob's admission).
+   */
   idle(): Promise<void> {
-    if (this.handling === 0) return Promise.resolve();
+    if (this.isIdle()) return Promise.resolve();
     return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  private isIdle(): boolean {
+    return this.handling === 0 && this.admitting === 0 && this.settlingFeedback === 0;
+  }
+
+  private wakeIdle(): void {
+    if (this.isIdle()) for (const resolve of this.idleWaiters.splice(0)) resolve();
   }
 
   get paused(): boolean {
@@ -210,7 +241,7 @@ export class ConsumerLoop {
       await this.handleBatch(batch, control);
     } finally {
       this.handling -= 1;
-      if (this.handling === 0) for (const resolve of this.idleWaiters.splice(0)) resolve();
+      this.wakeIdle();
     }
   };
 
@@ -248,7 +279,7 @@ export class ConsumerLoop {
     if (this.outage) return;
     if (batch.topic === this.o.topics.feedback) return this.onFeedbackBatch(batch, control);
     const offsets = this.commits.tracker(batch.topic).partition(batch.partition);
-    const admissions: Array<Promise<void>> = [];
+    const admissions: Array<Promise<boolean>> = [];
     let last: string | null = null;
     // A failed heartbeat (a rebalance under way) ends any wait for room: the group must not wait.
     let heartbeatFailed = false;
@@ -276,29 +307,16 @@ export class ConsumerLoop {
         last = message.offset;
         this.admitting += 1;
         admissions.push(
-          this.o
-            .arrivals(message)
-            .then(() => {
-              offsets.complete(message.offset);
-              this.o.onInFlight?.(this.o.engine.inFlight);
-            })
-            .finally(() => {
-              this.admitting -= 1;
-              this.wakeRoomWaiters();
-            }),
+          this.settle(message, offsets, () => this.o.arrivals(message)).finally(() => {
+            this.admitting -= 1;
+            this.wakeRoomWaiters();
+            this.wakeIdle();
+          }),
         );
       }
-      const settled = await Promise.allSettled(admissions);
-      const failed = settled.findIndex((s) => s.status === 'rejected');
-      // Nothing after an unrecorded record may be taken: the batch is fetched again from the last
-      // resolved offset, and the records already recorded are recognised by their state.
-      if (failed >= 0) {
-        const reason = (settled[failed] as PromiseRejectedResult).reason as unknown;
-        if (!this.o.outage?.isOutage(reason)) throw reason;
-        if (failed > 0) control.resolveOffset(batch.messages[failed - 1]!.offset);
-        this.enterOutage(reason);
-        return;
-      }
+      // Every record taken ends here or in the background (tried again, or a letter): the fetch moves
+      // past them all, and each offset is committed once its record is durable.
+      await this.waitAtMost(Promise.all(admissions), this.o.admissionWaitMs ?? 1000);
       if (last !== null) control.resolveOffset(last);
     } finally {
       stopBeating();
@@ -324,22 +342,83 @@ export class ConsumerLoop {
     return this.commits.commit();
   }
 
+  /** Feedback records one by one; one that takes longer than the batch's wait goes on in the background. */
   private async onFeedbackBatch(batch: IncomingBatch, control: BatchControl): Promise<void> {
     const offsets = this.commits.tracker(batch.topic).partition(batch.partition);
+    const until = Date.now() + (this.o.admissionWaitMs ?? 1000);
     for (const message of batch.messages) {
       if (!control.isRunning() || control.isStale() || this.stopping || this.outage) break;
       offsets.track(message.offset);
-      try {
-        await this.o.feedback(message);
-      } catch (err) {
-        if (!this.o.outage?.isOutage(err)) throw err;
-        this.enterOutage(err);
-        return;
-      }
-      offsets.complete(message.offset);
+      this.settlingFeedback += 1;
+      const settled = this.settle(message, offsets, () => this.o.feedback(message)).finally(() => {
+        this.settlingFeedback -= 1;
+        this.wakeIdle();
+      });
+      const ended = (await this.waitAtMost(settled, until - Date.now())) === true;
       control.resolveOffset(message.offset);
+      if (!ended) break;
       await control.heartbeat();
     }
+  }
+
+  /**
+   * Runs one record's handler until its outcome is durable (`record-settling.ts`), then completes its
+   * offset. Resolves false when the record was given up: the instance stops, or its partition left.
+   */
+  private async settle(
+    message: IncomingMessage,
+    offsets: PartitionOffsets,
+    handle: () => Promise<void>,
+  ): Promise<boolean> {
+    const { topic, partition, offset } = message;
+    // The partition's offsets are dropped when it leaves: a record of the old assignment is not ours.
+    const owned = () => this.commits.tracker(topic).current(partition) === offsets;
+    const outcome = await settleRecord({
+      handle,
+      isOutage: (err) => this.o.outage?.isOutage(err) ?? false,
+      outage: async (err) => {
+        this.enterOutage(err);
+        if (this.outage) await this.waitAtMost(this.outage, Infinity);
+        else await this.sleep(this.o.outage?.initialDelayMs ?? 500);
+      },
+      retriable: this.o.retriable ?? (() => true),
+      end: (err) => (this.o.endRecord ? this.o.endRecord(message, err) : Promise.reject(err)),
+      abandoned: () => this.stopping || !owned(),
+      sleep: (ms) => this.sleep(ms),
+      logger: this.o.logger,
+      where: { topic, partition, offset },
+    });
+    if (outcome === 'abandoned') return false;
+    offsets.complete(offset);
+    this.o.onInFlight?.(this.o.engine.inFlight);
+    // Admitted while its partition went to another member: the document stops here; its new owner
+    // resumes it from the state.
+    if (topic === this.o.topics.arrived && !owned() && !this.assigned(topic).includes(partition)) {
+      this.o.engine.revoke([partition]);
+    }
+    return true;
+  }
+
+  /** Resolves after `ms`, or at once on stop. */
+  private sleep(ms: number): Promise<void> {
+    return this.waitAtMost(new Promise<void>(() => undefined), ms).then(() => undefined);
+  }
+
+  /** `work`'s value once it resolves, or undefined after `ms` or on stop, whichever comes first. */
+  private waitAtMost<T>(work: Promise<T>, ms: number): Promise<T | undefined> {
+    if (this.stopping || ms <= 0) return Promise.resolve(undefined);
+    return new Promise((resolve) => {
+      let timer: NodeJS.Timeout | undefined;
+      const end = (value: T | undefined) => {
+        if (timer) clearTimeout(timer);
+        this.sleepers.delete(wake);
+        resolve(value);
+      };
+      const wake = () => end(undefined);
+      if (Number.isFinite(ms)) timer = setTimeout(wake, Math.min(ms, 2 ** 31 - 1));
+      this.sleepers.add(wake);
+      work.then(end, () => end(undefined));
+    });
   }
 
   /** True while the input is paused because a dependency is down. */

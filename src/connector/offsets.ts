@@ -81,6 +81,11 @@ export class OffsetTracker {
     return po;
   }
 
+  /** The partition's offsets, or undefined when it is not tracked (never taken, or dropped since). */
+  current(p: number): PartitionOffsets | undefined {
+    return this.partitions.get(p);
+  }
+
   drop(p: number): void {
     this.partitions.delete(p);
     this.committed.delete(p);

@@ -301,6 +301,8 @@ describe('start-up', () => {
 
 describe('a crashed consumer', () => {
   const env = new E2E();
+  /** The connector of the first test, kept for the next (one member of the group). */
+  let started: Connector | undefined;
   beforeAll(async () => {
     await env.start();
   });
@@ -311,16 +313,19 @@ describe('a crashed consumer', () => {
   it('is restarted with back-off and counted; not ready meanwhile; the record is processed after', async () => {
     const file = await env.writeFile('crash.pdf', await sampleBytes('clean-pdf'));
     const connector = await env.startConnector();
+    started = connector;
     await env.collect();
     await waitFor('a partition assigned', () => connector.isReady().assigned > 0, 30_000);
-    // Admission fails unexpectedly (not a data fault, not an outage) for a while: the batch fails, the
-    // consumer crashes, and the restarted consumer fetches the record again.
-    const engine = connector.engine;
-    const admit = engine.admit.bind(engine);
+    // The loop itself fails for a while (not a record's handling: that ends in a letter or is tried
+    // again): the batch fails, the consumer crashes, and the restarted consumer fetches the record again.
+    type Prepare = (partition: number) => Promise<void>;
+    const preparation = (connector as unknown as { loop: { preparation: { prepare: Prepare } } }).loop
+      .preparation;
+    const prepare = preparation.prepare.bind(preparation);
     const failUntil = Date.now() + 8000;
-    engine.admit = async (...args) => {
-      if (Date.now() < failUntil) throw new Error('simulated unexpected admission failure');
-      return admit(...args);
+    preparation.prepare = async (partition) => {
+      if (Date.now() < failUntil) throw new Error('simulated failure of the consumer loop');
+      return prepare(partition);
     };
     await env.produce([arrival('evt-crash', file)]);
     let sawUnready = false;
@@ -338,4 +343,29 @@ describe('a crashed consumer', () => {
     expect(env.on('dlq')).toEqual([]);
     await waitFor('ready again', () => connector.isReady().kafka, 30_000);
   }, 120_000);
+
+  it('ends a record whose admission throws unexpectedly in a letter; the loop goes on, nothing restarts', async () => {
+    const file = await env.writeFile('bug.pdf', await sampleBytes('clean-pdf'));
+    const connector = started ?? (await env.startConnector());
+    if (!started) await env.collect();
+    const restartsBefore = (await connector.metrics.consumerRestarts.get()).values[0]?.value ?? 0;
+    const engine = connector.engine;
+    const admit = engine.admit.bind(engine);
+    engine.admit = async (source, event, existing) => {
+      if (event.event_id === 'evt-bug') throw new RangeError('Maximum call stack size exceeded');
+      return admit(source, event, existing);
+    };
+    await env.produce([arrival('evt-bug', file), arrival('evt-after-bug', file)]);
+    await waitFor(
+      'the next event analysed and a letter for the failing one',
+      () => env.forEvent('evt-after-bug').length >= 3 && env.on('dlq').length >= 1,
+      60_000,
+    );
+    const letters = env.on('dlq').map((l) => [l.value.stage, l.value.error_code, l.value.message]);
+    expect(letters).toEqual([
+      ['decode', 'handler_error', 'handling the record failed: Maximum call stack size exceeded'],
+    ]);
+    const restarts = (await connector.metrics.consumerRestarts.get()).values[0]?.value ?? 0;
+    expect(restarts).toBe(restartsBefore);
+  });
 });

@@ -69,6 +69,13 @@ async function serve(opts: { config?: string }, consume: boolean): Promise<void>
     // The consumer gave up restarting: stop and exit non-zero for the supervisor.
     fatal = () => resolve(1);
   });
+  // The stop bounds each of its steps by connector.shutdownTimeoutMs; should anything still hold the
+  // process after it (a socket, a library's timer), it exits anyway.
+  setTimeout(() => {
+    logger.warn('stop took longer than connector.shutdownTimeoutMs; exiting');
+    logger.flush();
+    process.exit(exitCode);
+  }, config.connector.shutdownTimeoutMs + 1000).unref();
   await connector.stop();
   await ops?.close();
   logger.info(exitCode === 0 ? 'stopped cleanly' : 'stopped after a fatal consumer failure');
