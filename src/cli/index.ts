@@ -11,8 +11,10 @@ if (shouldReexec(process.argv, process.env, process.channel !== undefined)) {
   const { errorText } = await import('../observability/redact.js');
   buildProgram()
     .parseAsync(process.argv)
-    .catch((err: unknown) => {
+    .catch(async (err: unknown) => {
       process.stderr.write(`docstream: ${errorText(err)}\n`);
-      process.exit(1);
+      // A bad configuration value or argument that no command caught is still invalid input (2).
+      const { exitCodeOf } = await import('./exit-codes.js');
+      process.exit(exitCodeOf(err));
     });
 }

@@ -4,7 +4,8 @@
  */
 import kafkajs from 'kafkajs';
 import type { Admin } from 'kafkajs';
-import { KafkaError, wrapKafka } from './errors.js';
+import { connectKafka, KafkaError, wrapKafka } from './errors.js';
+import type { ConnectionSettings } from './security-hints.js';
 import { advertisedAddressOf } from './sticky-assignor.js';
 
 const { AssignerProtocol } = kafkajs;
@@ -182,13 +183,16 @@ const INACTIVE_GROUP_STATES = new Set(['Empty', 'Dead']);
 
 export class KafkaAdmin {
   private readonly admin: Admin;
+  /** The client's brokers and protocol, so that a failed first connection names the setting. */
+  private readonly connection: ConnectionSettings | undefined;
 
-  constructor(admin: Admin) {
+  constructor(admin: Admin, connection?: ConnectionSettings) {
     this.admin = admin;
+    this.connection = connection;
   }
 
   connect(): Promise<void> {
-    return wrapKafka('connecting the admin client', () => this.admin.connect());
+    return connectKafka('connecting the admin client', this.connection, () => this.admin.connect());
   }
 
   disconnect(): Promise<void> {

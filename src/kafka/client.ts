@@ -10,6 +10,7 @@ import { KafkaAdmin } from './admin.js';
 import { KafkaConsumer, type ConsumerSettings } from './consumer.js';
 import { KafkaProducer, type ProducerSettings } from './producer.js';
 import { TransactionalWriters, type TransactionalSettings } from './transactions.js';
+import type { ConnectionSettings } from './security-hints.js';
 import type { KafkaSecurity } from './security.js';
 import { ignoreNegativeTimeoutWarnings } from './negative-timeouts.js';
 
@@ -78,6 +79,7 @@ function toKafkajsSasl(sasl: NonNullable<KafkaSecurity['sasl']>): SASLOptions {
 export class KafkaClient {
   readonly brokers: string[];
   private readonly kafka: Kafka;
+  private readonly connection: ConnectionSettings;
   private readonly logger: Logger;
 
   constructor(settings: KafkaSettings = {}) {
@@ -90,6 +92,7 @@ export class KafkaClient {
       logCreator: logCreator(this.logger.child({ component: 'kafka' })),
     };
     const { ssl, sasl } = settings.security ?? {};
+    this.connection = { brokers: this.brokers, tls: ssl !== undefined };
     if (ssl !== undefined) config.ssl = ssl;
     if (sasl !== undefined) config.sasl = toKafkajsSasl(sasl);
     if (settings.connectionTimeoutMs !== undefined) config.connectionTimeout = settings.connectionTimeoutMs;
@@ -98,7 +101,7 @@ export class KafkaClient {
   }
 
   admin(): KafkaAdmin {
-    return new KafkaAdmin(this.kafka.admin());
+    return new KafkaAdmin(this.kafka.admin(), this.connection);
   }
 
   producer(settings: ProducerSettings = {}): KafkaProducer {

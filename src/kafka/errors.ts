@@ -1,4 +1,4 @@
-import { securityHint } from './security-hints.js';
+import { connectionHint, securityHint, type ConnectionSettings } from './security-hints.js';
 
 /**
  * One error type for Kafka failures, so callers decide retry-or-stop without knowing the client
@@ -24,6 +24,26 @@ export function kafkaError(error: unknown, doing: string): KafkaError {
     retriable: hint ? false : retriable,
     cause: error,
   });
+}
+
+/**
+ * Connects a client: a failure is explained by the setting to fix when the error says which (a
+ * security setting, or the address and protocol in `connectionHint`), keeping the client's verdict
+ * on retrying.
+ */
+export async function connectKafka(
+  doing: string,
+  settings: ConnectionSettings | undefined,
+  connect: () => Promise<void>,
+): Promise<void> {
+  try {
+    await connect();
+  } catch (error) {
+    const wrapped = kafkaError(error, doing);
+    const hint = settings && !securityHint(error) ? connectionHint(error, settings) : undefined;
+    if (!hint) throw wrapped;
+    throw new KafkaError(`${hint} (${wrapped.message})`, { retriable: wrapped.retriable, cause: error });
+  }
 }
 
 export async function wrapKafka<T>(doing: string, operation: () => Promise<T>): Promise<T> {

@@ -5,6 +5,12 @@
  */
 import { errorChainText, tlsProblem, type TlsProblem } from '../util/tls-problem.js';
 
+/** What a client was set up with, for explaining why its first connection failed. */
+export interface ConnectionSettings {
+  brokers: readonly string[];
+  tls: boolean;
+}
+
 const TLS_HINTS: Record<TlsProblem, string> = {
   untrusted:
     "kafka.sslCaFile: the broker's certificate is not signed by a trusted CA; set kafka.sslCaFile to the CA that signed it",
@@ -46,6 +52,32 @@ export function securityHint(error: unknown): string | undefined {
     /sasl/i.test(text)
   ) {
     return "kafka.saslMechanism: the broker closed the connection during authentication; check the listener's security protocol";
+  }
+  return undefined;
+}
+
+/**
+ * The setting to fix when the first connection of a client failed (kafkajs has retried it for some
+ * seconds by then): a refused or unresolvable address is `kafka.brokers`, a broker that closes the
+ * connection without answering a plain client is a TLS listener. Only for connecting: the same
+ * errors later are an outage, not a setting. Undefined when the failure says nothing of the kind.
+ */
+export function connectionHint(error: unknown, settings: ConnectionSettings): string | undefined {
+  const text = errorChainText(error);
+  const brokers = settings.brokers.join(',');
+  const refused = /ECONNREFUSED\s+(\S+)/.exec(text);
+  if (refused) {
+    return `kafka.brokers: nothing accepts connections at ${refused[1]} (connection refused); check the hosts and ports in kafka.brokers (${brokers}) and that Kafka listens there`;
+  }
+  const unknown = /(?:ENOTFOUND|EAI_AGAIN)\s+(\S+)/.exec(text);
+  if (unknown) {
+    return `kafka.brokers: the host name ${unknown[1]} does not resolve; check the hosts in kafka.brokers (${brokers})`;
+  }
+  if (/ETIMEDOUT|Connection timeout/i.test(text)) {
+    return `kafka.brokers: no broker answered within the connection timeout at ${brokers}; check kafka.brokers, and that no firewall drops the connection`;
+  }
+  if (/KafkaJSConnectionClosedError|Closed connection/.test(text) && !settings.tls) {
+    return `kafka.ssl: the broker at ${brokers} closed the connection without answering, as a TLS listener does with a plain client; set kafka.ssl (and kafka.sslCaFile for a private CA), or use the broker's plaintext port`;
   }
   return undefined;
 }

@@ -1,7 +1,7 @@
 import { createHash, createHmac } from 'node:crypto';
 import { jest } from '@jest/globals';
 import { kafkaSecurityOf, mskIamTokens, mskRegionOf, type KafkaSecuritySettings } from './security.js';
-import { securityHint } from './security-hints.js';
+import { connectionHint, securityHint } from './security-hints.js';
 
 const base: KafkaSecuritySettings = {
   brokers: ['localhost:9092'],
@@ -225,5 +225,53 @@ describe('securityHint', () => {
 
   it('says nothing about failures that are not about security', () => {
     expect(securityHint(kafkajsLike('connect ECONNREFUSED 127.0.0.1:9092', 'ECONNREFUSED'))).toBeUndefined();
+  });
+});
+
+describe('connectionHint (a first connection that failed)', () => {
+  // kafkajs' error after its connection retries, as the local stack produced them.
+  const retriesExceeded = (name: string, message: string, code?: string) =>
+    Object.assign(new Error(message), {
+      name: 'KafkaJSNumberOfRetriesExceeded',
+      cause: Object.assign(new Error(message), { name, code }),
+    });
+  const plain = { brokers: ['localhost:9094'], tls: false };
+
+  it('names kafka.brokers for a refused or unresolvable address, with the address', () => {
+    expect(
+      connectionHint(
+        retriesExceeded(
+          'KafkaJSConnectionError',
+          'Connection error: connect ECONNREFUSED 127.0.0.1:9999',
+          'ECONNREFUSED',
+        ),
+        { brokers: ['localhost:9999'], tls: false },
+      ),
+    ).toBe(
+      'kafka.brokers: nothing accepts connections at 127.0.0.1:9999 (connection refused); check the hosts and ports in kafka.brokers (localhost:9999) and that Kafka listens there',
+    );
+    expect(
+      connectionHint(
+        retriesExceeded(
+          'KafkaJSConnectionError',
+          'Connection error: getaddrinfo ENOTFOUND kafka-1.internal',
+          'ENOTFOUND',
+        ),
+        { brokers: ['kafka-1.internal:9092'], tls: true },
+      ),
+    ).toMatch(/^kafka\.brokers: the host name kafka-1\.internal does not resolve/);
+  });
+
+  it('names kafka.ssl when a plain client is closed on without an answer (a TLS listener)', () => {
+    const closed = retriesExceeded('KafkaJSConnectionClosedError', 'Closed connection');
+    expect(connectionHint(closed, plain)).toMatch(
+      /^kafka\.ssl: the broker at localhost:9094 closed the connection without answering, as a TLS listener does/,
+    );
+    // With TLS on, a closed connection is something else: no guess.
+    expect(connectionHint(closed, { ...plain, tls: true })).toBeUndefined();
+  });
+
+  it('says nothing of other failures', () => {
+    expect(connectionHint(new Error('SASL SCRAM SHA512 authentication failed'), plain)).toBeUndefined();
   });
 });

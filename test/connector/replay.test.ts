@@ -112,11 +112,12 @@ describe('docstream replay (CLI) on real Kafka', () => {
     const outOfRange = await replayCli(['--config', config, '--to-offset', '1=99']);
     expect(outOfRange.code).toBe(1);
     expect(outOfRange.stderr).toMatch(/outside 0\.\.3/);
+    // Invalid input exits 2, as for every command.
     const noTarget = await replayCli(['--config', config]);
-    expect(noTarget.code).toBe(1);
+    expect(noTarget.code).toBe(2);
     expect(noTarget.stderr).toMatch(/exactly one of/);
     const badDate = await replayCli(['--config', config, '--to-datetime', 'yesterday']);
-    expect(badDate.code).not.toBe(0);
+    expect(badDate.code).toBe(2);
     expect(badDate.stderr).toMatch(/ISO 8601/);
 
     // An active member of the group: refused, nothing changed; a dry run still shows the plan.

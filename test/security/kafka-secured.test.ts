@@ -3,9 +3,11 @@
  * process) connects only through one of the local broker's secured listeners (SCRAM over TLS with a
  * private CA set by kafka.sslCaFile, mutual TLS, OAUTHBEARER with tokens from an OIDC endpoint the
  * broker checks against its JWKS) and carries a document end to end. A wrong password, CA,
- * certificate or client secret stops it at start with exit 1 and a message naming the setting.
+ * certificate, client secret, protocol (a plain client on a TLS port) or address stops it at start
+ * with exit 1 and a message naming the setting.
  */
 import fs from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import { sampleBytes } from '../../src/demo/corpus.js';
 import { startOidcServer } from '../../src/stack/index.js';
@@ -100,7 +102,7 @@ describe('docstream on a secured Kafka (the local stack’s secured listeners)',
     expect(oidc.issued - before).toBe(1);
   });
 
-  describe('a wrong secret or certificate stops start-up with exit 1, naming the setting', () => {
+  describe('a wrong secret, certificate, protocol or address stops start-up with exit 1, naming the setting', () => {
     let env: E2E;
     beforeAll(async () => {
       env = new E2E();
@@ -173,6 +175,27 @@ describe('docstream on a secured Kafka (the local stack’s secured listeners)',
       });
       expect(log).toMatch(/kafka\.oauthClientSecret: the token endpoint refused the client credentials/);
       expect(log).not.toContain('not-the-secret');
+    });
+
+    it('a plain client on a TLS listener names kafka.ssl', async () => {
+      const log = await startupFailure({ brokers: [s.scramTls.bootstrap] });
+      expect(log).toMatch(
+        /start-up failed while connecting to Kafka: kafka\.ssl: the broker at \S+ closed the connection without answering, as a TLS listener does/,
+      );
+    });
+
+    it('an address where no broker listens names kafka.brokers and the address', async () => {
+      // A port of this machine nothing listens on: one just closed.
+      const server = net.createServer();
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      const { port } = server.address() as net.AddressInfo;
+      await new Promise((resolve) => server.close(resolve));
+      const log = await startupFailure({ brokers: [`127.0.0.1:${port}`] });
+      expect(log).toMatch(
+        new RegExp(
+          `kafka\\.brokers: nothing accepts connections at 127\\.0\\.0\\.1:${port} \\(connection refused\\)`,
+        ),
+      );
     });
   });
 });

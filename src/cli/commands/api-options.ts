@@ -4,17 +4,15 @@
  */
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { DocumentAnalysisClient } from '../../client/client.js';
-import { ApiError, ValidationError } from '../../client/errors.js';
+import { ApiError } from '../../client/errors.js';
 import { SANDBOX_BASE_URL } from '../../client/cells.js';
 import { errorText } from '../../observability/redact.js';
+import { exitCodeOf, UsageError } from '../exit-codes.js';
+
+export { UsageError };
 
 const SANDBOX_CLIENT_ID = 'sandbox-client';
 const SANDBOX_CLIENT_SECRET = 'sandbox-secret';
-
-/** Invalid input found by the command itself: reported like a ValidationError, exit 2. */
-export class UsageError extends Error {
-  override name = 'UsageError';
-}
 
 export interface AddressFlags {
   baseUrl?: string;
@@ -95,10 +93,9 @@ export async function run(body: () => Promise<void>): Promise<void> {
   try {
     await body();
   } catch (error) {
-    const usage = error instanceof UsageError || error instanceof ValidationError;
     const message = errorText(error);
     const hint = error instanceof ApiError && error.submissionId ? ` (submission ${error.submissionId})` : '';
     process.stderr.write(`docstream: ${message}${hint}\n`);
-    process.exitCode = usage ? 2 : 1;
+    process.exitCode = exitCodeOf(error);
   }
 }

@@ -1,11 +1,12 @@
-import { Option, type Command } from 'commander';
+import { InvalidArgumentError, Option, type Command } from 'commander';
 import { runDemo } from '../../demo/demo.js';
 
 export function registerDemoCommand(program: Command): void {
   program
     .command('demo')
+    .summary('Run the whole thing on this machine: stack, sandbox, connector and generated documents.')
     .description(
-      'Run the whole thing on this machine: start the local stack (what is missing of it), the sandbox and the\n' +
+      'Run the whole thing on this machine: start the local stack (what is missing of it), the sandbox and the ' +
         'connector, send generated documents and malformed events, show the results, and stop what it started.',
     )
     .option('--keep-stack', 'leave the local stack running afterwards', false)
@@ -14,8 +15,7 @@ export function registerDemoCommand(program: Command): void {
         .default(120)
         .argParser((v) => {
           const n = Number(v);
-          if (!Number.isInteger(n) || n <= 0)
-            throw new Error(`--timeout: expected a positive integer, got ${v}`);
+          if (!Number.isInteger(n) || n <= 0) throw new InvalidArgumentError('expected a positive integer');
           return n;
         }),
     )

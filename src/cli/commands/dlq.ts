@@ -4,6 +4,7 @@
  */
 import { InvalidArgumentError, type Command } from 'commander';
 import { loadConfig, type Config } from '../../config/index.js';
+import { exitCodeOf } from '../exit-codes.js';
 import { kafkaClientOf, registryOf } from '../../connector/wiring.js';
 import type { KafkaAdmin } from '../../kafka/admin.js';
 import type { KafkaClient } from '../../kafka/client.js';
@@ -170,7 +171,7 @@ async function redriveCommand(
 
 function fail(err: unknown): never {
   process.stderr.write(`docstream dlq: ${errorText(err)}\n`);
-  process.exit(1);
+  process.exit(exitCodeOf(err));
 }
 
 export function registerDlqCommand(program: Command): void {
@@ -182,9 +183,10 @@ export function registerDlqCommand(program: Command): void {
     .option('--summary', 'only the counts by reason')
     .action((flags: FilterFlags & { summary?: boolean }) => listCommand(flags).catch(fail));
   withFilters(dlq.command('redrive'))
+    .summary('Re-publish the original records of the selected letters, each at most once.')
     .description(
-      'Re-publish the original records of the selected letters to their input topic (same key, same partition),\n' +
-        'so they go through the normal path again. Each letter is re-driven at most once (recorded in\n' +
+      'Re-publish the original records of the selected letters to their input topic (same key, same partition), ' +
+        'so they go through the normal path again. Each letter is re-driven at most once (recorded in ' +
         'topics.redrives); letters whose original is gone, and documents analysed since, are refused and named.',
     )
     .option('--all', 'every letter (instead of a filter)')

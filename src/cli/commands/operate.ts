@@ -9,6 +9,7 @@ import { silentLogger } from '../../observability/logger.js';
 import { formatInspection, inspect } from '../../operator/inspect.js';
 import { formatStatus, groupStatus } from '../../operator/status.js';
 import { errorText } from '../../observability/redact.js';
+import { exitCodeOf } from '../exit-codes.js';
 
 const CONFIG_OPTION = [
   '-c, --config <files>',
@@ -18,16 +19,17 @@ const CONFIG_OPTION = [
 function fail(name: string): (err: unknown) => never {
   return (err) => {
     process.stderr.write(`docstream ${name}: ${errorText(err)}\n`);
-    process.exit(1);
+    process.exit(exitCodeOf(err));
   };
 }
 
 export function registerOperateCommands(program: Command): void {
   program
     .command('inspect <id>')
+    .summary('Find one document in the topics by event id or submission id.')
     .description(
-      'Find one document by event id or submission id in the topics (no instance needs to run): its input\n' +
-        'partition and the member owning it, its state (status, submission, results published, when),\n' +
+      'Find one document by event id or submission id in the topics (no instance needs to run): its input ' +
+        'partition and the member owning it, its state (status, submission, results published, when), ' +
         'its result events and its dead letters. Exit code 3 when nothing matches.',
     )
     .option(...CONFIG_OPTION)
@@ -56,8 +58,9 @@ export function registerOperateCommands(program: Command): void {
 
   program
     .command('status')
+    .summary("The connector group's members, partitions, lag and in-flight documents.")
     .description(
-      "The connector group's members, each one's input partitions and lag, and from each member's metrics\n" +
+      "The connector group's members, each one's input partitions and lag, and from each member's metrics " +
         'endpoint (announced when http.port is fixed): documents in flight, API share, limiter rate, readiness.',
     )
     .option(...CONFIG_OPTION)

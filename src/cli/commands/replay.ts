@@ -25,6 +25,7 @@ import type { KafkaClient } from '../../kafka/client.js';
 import { RecordReader } from '../../kafka/record-reader.js';
 import { silentLogger } from '../../observability/logger.js';
 import { errorText } from '../../observability/redact.js';
+import { exitCodeOf, UsageError } from '../exit-codes.js';
 
 interface ReplayFlags {
   config?: string;
@@ -66,7 +67,7 @@ function targetOf(flags: ReplayFlags): OffsetResetTarget {
   if (flags.toLatest) chosen.push({ kind: 'latest' });
   if (flags.toOffset) chosen.push({ kind: 'offsets', offsets: flags.toOffset });
   if (chosen.length !== 1)
-    throw new ReplayRefused('give exactly one of --to-datetime, --to-earliest, --to-latest, --to-offset');
+    throw new UsageError('give exactly one of --to-datetime, --to-earliest, --to-latest, --to-offset');
   return chosen[0]!;
 }
 
@@ -230,9 +231,10 @@ async function replay(
 export function registerReplayCommand(program: Command): void {
   program
     .command('replay')
+    .summary("Move the connector's group back (or forward) on the input topic.")
     .description(
-      "Reset the connector's consumer group on the input topic so that the next run re-reads from there.\n" +
-        'Re-read documents reuse their submissions (results are re-emitted) unless their events set reprocess.\n' +
+      "Reset the connector's consumer group on the input topic so that the next run re-reads from there. " +
+        'Re-read documents reuse their submissions (results are re-emitted) unless their events set reprocess. ' +
         'Refused while the group has active members.',
     )
     .option('-c, --config <files>', 'comma-separated configuration files (instead of $DOCSTREAM_CONFIG)')
@@ -256,7 +258,7 @@ export function registerReplayCommand(program: Command): void {
         );
       } catch (err) {
         process.stderr.write(`docstream replay: ${errorText(err)}\n`);
-        process.exit(1);
+        process.exit(exitCodeOf(err));
       }
     });
 }

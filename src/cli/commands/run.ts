@@ -84,15 +84,16 @@ async function serve(opts: { config?: string }, consume: boolean): Promise<void>
 }
 
 const CONFIG_HELP =
-  'Configuration comes from config/docstream.json (or $DOCSTREAM_CONFIG) and DOCSTREAM_* variables;\n' +
+  'Configuration comes from config/docstream.json (or $DOCSTREAM_CONFIG) and DOCSTREAM_* variables; ' +
   'see `docstream config docs`. With no configuration it uses the local stack and the sandbox.';
 
 export function registerRunCommand(program: Command): void {
   program
     .command('run')
+    .summary('Run the connector.')
     .description(
-      'Run the connector: consume documents.arrived, drive each document through the API, publish results.\n' +
-        'With webhooks.enabled it also serves the Adaptive Decision webhook receiver.\n' +
+      'Run the connector: consume documents.arrived, drive each document through the API, publish results. ' +
+        'With webhooks.enabled it also serves the Adaptive Decision webhook receiver. ' +
         CONFIG_HELP,
     )
     .option('-c, --config <files>', 'comma-separated configuration files (instead of $DOCSTREAM_CONFIG)')
@@ -100,9 +101,10 @@ export function registerRunCommand(program: Command): void {
 
   program
     .command('webhooks')
+    .summary('Serve only the Adaptive Decision webhook receiver.')
     .description(
-      'Serve only the Adaptive Decision webhook receiver: verify, deduplicate, fetch the decision and publish it\n' +
-        'for documents that the connector instances record in the state topic.\n' +
+      'Serve only the Adaptive Decision webhook receiver: verify, deduplicate, fetch the decision and publish it ' +
+        'for documents that the connector instances record in the state topic. ' +
         CONFIG_HELP,
     )
     .option('-c, --config <files>', 'comma-separated configuration files (instead of $DOCSTREAM_CONFIG)')

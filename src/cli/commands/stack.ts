@@ -153,10 +153,10 @@ function secureEnv(s: SecureListeners): string[] {
 export function registerStackCommand(program: Command): void {
   const stack = program
     .command('stack')
-    .description('run a local Kafka, schema registry and S3-compatible store (no Docker needed)');
+    .description('Run a local Kafka, schema registry and S3-compatible store (no Docker needed)');
 
   withCommonOptions(stack.command('up'))
-    .description('start the stack (idempotent), detached, and wait until healthy')
+    .description('Start the stack (idempotent), detached, and wait until healthy')
     .option('--fresh', 'stop the selected services and wipe their data first')
     .action(async (flags: CommonFlags) => {
       const o = toOptions(flags);
@@ -170,20 +170,20 @@ export function registerStackCommand(program: Command): void {
     });
 
   withCommonOptions(stack.command('down'))
-    .description('stop what `stack up` started')
+    .description('Stop what `stack up` started')
     .action(async (flags: CommonFlags) => {
       await stackDown(toOptions(flags));
     });
 
   withCommonOptions(stack.command('status'))
-    .description('show each service, pid, port and health (exit 3 when not all are healthy)')
+    .description('Show each service, pid, port and health (exit 3 when not all are healthy)')
     .action(async (flags: CommonFlags) => {
       const { ok } = await stackStatus(toOptions(flags));
       if (!ok) process.exitCode = 3;
     });
 
   withCommonOptions(stack.command('env'))
-    .description('print shell exports pointing docstream at the stack (eval "$(docstream stack env)")')
+    .description('Print shell exports pointing docstream at the stack (eval "$(docstream stack env)")')
     .option('--secure', "through Kafka's SCRAM-over-TLS listener (the other secured listeners as comments)")
     .action((flags: CommonFlags & { secure?: boolean }) => {
       const o = toOptions(flags);
@@ -203,7 +203,7 @@ export function registerStackCommand(program: Command): void {
     });
 
   withCommonOptions(stack.command('install'))
-    .description('only download and install the artifacts (for CI caches)')
+    .description('Only download and install the artifacts (for CI caches)')
     .action(async (flags: CommonFlags) => {
       await stackInstall(toOptions(flags));
     });
