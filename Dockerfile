@@ -38,8 +38,14 @@ COPY --from=build /app/avro ./avro
 COPY --from=build /app/config ./config
 COPY --from=build /app/stack ./stack
 USER node
-# 8080: `docstream sandbox`; 9464: /metrics, /healthz and /readyz of `docstream run` (http.port).
-EXPOSE 8080 9464
+# In a container, loopback is the container's own: the servers of `docstream run` listen on every
+# interface of its network namespace, so that a published port (`-p 9464:9464`), the health probes
+# and Prometheus reach them (http.host and webhooks.host default to 127.0.0.1 elsewhere). Publish
+# the ports on the host's loopback (`-p 127.0.0.1:9464:9464`) unless others must reach them.
+ENV DOCSTREAM_HTTP_HOST=0.0.0.0 DOCSTREAM_WEBHOOKS_HOST=0.0.0.0
+# 8080: `docstream sandbox`; 9464: /metrics, /healthz and /readyz of `docstream run` (http.port);
+# 8090: its Adaptive Decision webhook receiver, when enabled (webhooks.port).
+EXPOSE 8080 8090 9464
 # Alive = /healthz answers 200 on http.port. No curl in a slim image: node asks. It follows
 # DOCSTREAM_HTTP_HOST/DOCSTREAM_HTTP_PORT (a host of 0.0.0.0 or :: is asked on loopback).
 HEALTHCHECK --interval=15s --timeout=5s --start-period=30s --retries=3 \

@@ -5,9 +5,18 @@
  * image's HEALTHCHECK and the non-root user, then stops the container (a graceful stop must exit 0)
  * and removes it. Exits 1 with the step that failed (and the container's log) on any failure.
  *
+ * The container runs as users run it: in its own network namespace (podman's bridge network), with
+ * its metrics port published on the host's loopback (`-p 127.0.0.1:<port>:9464`); /readyz and
+ * /metrics are asked through that published port, so a server listening on the container's
+ * loopback only fails the check. The stack and the sandbox stay on the host's loopback: their ports
+ * are relayed onto the container's loopback (scripts/lib/loopback-relay.ts), where Kafka's
+ * advertised `localhost:9092` leads.
+ *
  *   npm run image:check                      build + one document through a container
  *   npm run image:check -- --skip-build      reuse the docstream:local image already built
  *   npm run image:check -- --keep-stack      leave a stack this run started running
+ *   npm run image:check -- --http-host 127.0.0.1   run the container with that DOCSTREAM_HTTP_HOST
+ *                                            (the default before the image set 0.0.0.0: it must fail)
  *
  * Tools (podman, runc, debootstrap) are installed from Debian's packages when missing (as root), the
  * base image is made once (scripts/lib/image.ts). The stack is started when it is not running and
@@ -38,6 +47,7 @@ import {
   uniqueName,
   waitUntil,
 } from './lib/harness.js';
+import { loopbackPort, relayLoopbackPorts, type LoopbackRelay } from './lib/loopback-relay.js';
 import {
   LIMIT_FLAGS,
   baseImageName,
@@ -55,6 +65,8 @@ import {
 
 const REGISTRY_URL = process.env.DOCSTREAM_REGISTRY_URL ?? 'http://localhost:8081/apis/ccompat/v7';
 const IMAGE = 'localhost/docstream:local';
+/** http.port inside the container (the image's default), published on a free port of the host. */
+const CONTAINER_HTTP_PORT = 9464;
 
 const log = (line: string) =>
   process.stderr.write(`[image ${new Date().toISOString().slice(11, 19)}] ${line}\n`);
@@ -123,7 +135,7 @@ function containerEnv(
   topics: Config['topics'],
   groupId: string,
   sandbox: Sandbox,
-  httpPort: number,
+  httpHost: string,
 ): Record<string, string> {
   const env: Record<string, string> = {
     [envName('kafka', 'brokers')]: BROKERS.join(','),
@@ -133,9 +145,10 @@ function containerEnv(
     [envName('registry', 'url')]: REGISTRY_URL,
     [envName('api', 'baseUrl')]: sandbox.baseUrl,
     [envName('blobs', 'fileRoots')]: '/blobs',
-    [envName('http', 'port')]: String(httpPort),
     [envName('log', 'format')]: 'json',
   };
+  // Unset, the image's own (0.0.0.0) applies: that is what is checked.
+  if (httpHost !== '') env[envName('http', 'host')] = httpHost;
   for (const [key, value] of Object.entries(topics)) env[envName('topics', key)] = String(value);
   return env;
 }
@@ -160,8 +173,20 @@ async function containerRunning(name: string): Promise<boolean> {
   return r.code === 0 && r.stdout.trim() === 'true';
 }
 
+/** What /readyz answers inside the container, asked from its own loopback (for a failure message). */
+async function readyzInside(name: string): Promise<string> {
+  const r = await podman([
+    'exec',
+    name,
+    'node',
+    '-e',
+    `fetch('http://127.0.0.1:${CONTAINER_HTTP_PORT}/readyz').then(r=>console.log(r.status),e=>console.log(e.cause?.code??e.message))`,
+  ]);
+  return (r.stdout + r.stderr).trim();
+}
+
 /** One document through `docstream run` in a container from the image. */
-async function roundTrip(t: Timings): Promise<void> {
+async function roundTrip(t: Timings, nodeVersion: string, httpHost: string): Promise<void> {
   const id = uniqueName('image');
   const topics = prefixedTopics(id, 1);
   const groupId = `${id}-group`;
@@ -173,7 +198,9 @@ async function roundTrip(t: Timings): Promise<void> {
   fs.writeFileSync(path.join(blobs, 'clean.pdf'), bytes, { mode: 0o644 });
   const container = `docstream-${id}`;
   // Should the check be cut by its time bound, the container goes with it.
+  let relay: LoopbackRelay | null = null;
   const removeOnExit = () => {
+    relay?.close();
     spawnSync('podman', ['--runtime', 'runc', 'rm', '-f', '-t', '0', container], {
       env: podmanEnv(),
       stdio: 'ignore',
@@ -186,16 +213,18 @@ async function roundTrip(t: Timings): Promise<void> {
   try {
     sandbox = await startSandbox({ port: 0, processing: { distribution: 'fixed', meanMs: 200 } });
     await ensureInputTopics(kafka, topics);
-    const httpPort = await freePort();
-    const env = containerEnv(topics, groupId, sandbox, httpPort);
+    const hostPort = await freePort();
+    const env = containerEnv(topics, groupId, sandbox, httpHost);
     const started = Date.now();
-    await podmanMust('starting the container', [
-      'run',
-      '-d',
+    await podmanMust('creating the container', [
+      'create',
       '--name',
       container,
+      // Its own network namespace on podman's bridge, the metrics port published on the host's loopback.
       '--network',
-      'host',
+      'bridge',
+      '--publish',
+      `127.0.0.1:${hostPort}:${CONTAINER_HTTP_PORT}`,
       // No systemd here to run podman's healthcheck timer: the check below runs it once itself.
       '--health-interval',
       'disable',
@@ -206,20 +235,57 @@ async function roundTrip(t: Timings): Promise<void> {
       IMAGE,
       'run',
     ]);
-    log(`container ${container} started; waiting for /readyz on 127.0.0.1:${httpPort}`);
+    // `init` makes the container's network namespace without starting docstream: the relay goes in first.
+    await podmanMust('initialising the container', ['init', container]);
+    const netns = (
+      await podmanMust('reading its network namespace', [
+        'inspect',
+        '--format',
+        '{{.NetworkSettings.SandboxKey}}',
+        container,
+      ])
+    ).stdout.trim();
+    relay = await relayLoopbackPorts(netns, [
+      ...BROKERS.map(loopbackPort),
+      loopbackPort(REGISTRY_URL),
+      loopbackPort(sandbox.baseUrl),
+    ]);
+    await podmanMust('starting the container', ['start', container]);
+    const published = `http://127.0.0.1:${hostPort}`;
+    log(`container ${container} started (own network namespace); waiting for /readyz on ${published}`);
     let ready = false;
     while (!ready && Date.now() - started < 90_000) {
-      ready = (await httpStatus(`http://127.0.0.1:${httpPort}/readyz`)) === 200;
+      ready = (await httpStatus(`${published}/readyz`)) === 200;
       if (!ready) {
         if (!(await containerRunning(container)))
           throw new CheckFailed(`docstream run exited during start-up:\n${await containerLog(container)}`);
         await sleep(200);
       }
     }
-    if (!ready) throw new CheckFailed(`not ready after 90 s:\n${await containerLog(container)}`);
+    if (!ready)
+      throw new CheckFailed(
+        `/readyz did not answer 200 through the published port ${published} (-> ${CONTAINER_HTTP_PORT}) ` +
+          `within 90 s; asked inside the container, /readyz answers: ${await readyzInside(container)} ` +
+          `(an answer there means the server listens on the container's loopback only: DOCSTREAM_HTTP_HOST)\n` +
+          (await containerLog(container)),
+      );
     t.readyS = (Date.now() - started) / 1000;
-    log(`ready ${t.readyS.toFixed(1)} s after podman run`);
+    log(`ready ${t.readyS.toFixed(1)} s after podman create, through the published port`);
+    const metrics = await fetch(`${published}/metrics`, { signal: AbortSignal.timeout(5000) }).then(
+      async (r) => ({ status: r.status, body: await r.text() }),
+      (err: unknown) => ({ status: 0, body: String(err) }),
+    );
+    if (metrics.status !== 200 || !/^docstream_documents_in_flight /m.test(metrics.body))
+      throw new CheckFailed(
+        `/metrics through the published port: ${metrics.status}, ${metrics.body.slice(0, 200)}`,
+      );
+    log('/metrics 200 through the published port');
 
+    const node = (
+      await podmanMust('node --version in the container', ['exec', container, 'node', '--version'])
+    ).stdout.trim();
+    if (node !== `v${nodeVersion}`)
+      throw new CheckFailed(`the image runs node ${node}, the Dockerfile pins ${nodeVersion}`);
     const uid = (await podmanMust('id -u in the container', ['exec', container, 'id', '-u'])).stdout.trim();
     if (uid === '0' || uid === '')
       throw new CheckFailed(`the container runs as uid ${uid || '?'}, not as a non-root user`);
@@ -228,9 +294,9 @@ async function roundTrip(t: Timings): Promise<void> {
       throw new CheckFailed(
         `the image's HEALTHCHECK failed (exit ${health.code}): ${tail(health.stdout + health.stderr, 5)}`,
       );
-    if ((await httpStatus(`http://127.0.0.1:${httpPort}/healthz`)) !== 200)
+    if ((await httpStatus(`${published}/healthz`)) !== 200)
       throw new CheckFailed('/healthz did not answer 200');
-    log(`HEALTHCHECK healthy, /healthz 200, running as uid ${uid}`);
+    log(`HEALTHCHECK healthy, /healthz 200, running as uid ${uid} on node ${node}`);
 
     const seen = new Map<string, Record<string, unknown> | null>();
     reader = new OutputReader({
@@ -281,6 +347,7 @@ async function roundTrip(t: Timings): Promise<void> {
   } finally {
     process.removeListener('exit', removeOnExit);
     await podman(['rm', '-f', '-t', '0', container]).catch(() => undefined);
+    relay?.close();
     await reader?.stop().catch(() => undefined);
     await producer.disconnect().catch(() => undefined);
     await sandbox?.close().catch(() => undefined);
@@ -290,7 +357,12 @@ async function roundTrip(t: Timings): Promise<void> {
 }
 
 async function main(): Promise<void> {
-  const flags = parseFlags(process.argv.slice(2), { skipBuild: false, keepStack: false, timeoutS: 1500 });
+  const flags = parseFlags(process.argv.slice(2), {
+    skipBuild: false,
+    keepStack: false,
+    timeoutS: 1500,
+    httpHost: '',
+  });
   // The hard bound on the whole check: the first run on a fresh machine installs and debootstraps.
   setTimeout(
     () => {
@@ -310,12 +382,25 @@ async function main(): Promise<void> {
         throw new CheckFailed(`--skip-build: no image ${IMAGE}; run without --skip-build first`);
     } else await buildImage(root, t);
     t.imageBytes = await imageSize(IMAGE);
-    t.baseBytes = await imageSize(baseImageName(dockerfileNodeVersion(path.join(root, 'Dockerfile'))));
+    const nodeVersion = dockerfileNodeVersion(path.join(root, 'Dockerfile'));
+    t.baseBytes = await imageSize(baseImageName(nodeVersion));
+    // A build in the OCI format has no HEALTHCHECK (podman drops it with a warning).
+    const healthcheck = (
+      await podmanMust('reading the HEALTHCHECK', [
+        'image',
+        'inspect',
+        '--format',
+        '{{json .Config.Healthcheck}}',
+        IMAGE,
+      ])
+    ).stdout.trim();
+    if (!/"Test":\["CMD"/.test(healthcheck))
+      throw new CheckFailed(`the image has no HEALTHCHECK (${healthcheck}): build it with --format docker`);
     log(
       `image ${IMAGE}: ${mb(t.imageBytes)} (base ${mb(t.baseBytes)}, docstream's layers ${mb(t.imageBytes - t.baseBytes)})`,
     );
     started = (await stackUp(stackOptions)).started;
-    await roundTrip(t);
+    await roundTrip(t, nodeVersion, String(flags.httpHost));
   } finally {
     if (started.length > 0 && !flags.keepStack)
       await stackDown({ ...stackOptions, services: started }).catch((err: unknown) =>

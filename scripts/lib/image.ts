@@ -94,23 +94,25 @@ function onPath(command: string): boolean {
     .some((dir) => dir !== '' && fs.existsSync(path.join(dir, command)));
 }
 
-/** podman, runc and debootstrap from Debian's packages; installed only when one is missing. */
+/**
+ * podman, runc, debootstrap and socat (the image check's loopback relay) from Debian's packages;
+ * installed only when one is missing.
+ */
 export async function ensureTools(log: (line: string) => void): Promise<void> {
-  const missing = ['podman', 'runc', 'debootstrap'].filter((c) => !onPath(c));
+  const tools = ['podman', 'runc', 'debootstrap', 'socat'];
+  const missing = tools.filter((c) => !onPath(c));
   if (missing.length === 0) return;
   if (process.getuid?.() !== 0)
     throw new Error(
-      `${missing.join(', ')} not installed, and installing needs root: apt-get install -y podman runc debootstrap`,
+      `${missing.join(', ')} not installed, and installing needs root: apt-get install -y ${tools.join(' ')}`,
     );
   log(`installing ${missing.join(', ')} from Debian's packages`);
   const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
   await must('apt-get update', 'apt-get', ['update'], { timeoutMs: 300_000, env });
-  const r = await must(
-    'installing podman, runc and debootstrap',
-    'apt-get',
-    ['install', '-y', 'podman', 'runc', 'debootstrap'],
-    { timeoutMs: 600_000, env },
-  );
+  const r = await must(`installing ${tools.join(', ')}`, 'apt-get', ['install', '-y', ...tools], {
+    timeoutMs: 600_000,
+    env,
+  });
   log(`installed in ${(r.ms / 1000).toFixed(0)} s`);
 }
 

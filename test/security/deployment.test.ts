@@ -25,6 +25,11 @@ describe('docker-compose.yml', () => {
     for (const port of published) expect(port).toMatch(/^127\.0\.0\.1:\d+:\d+$/);
   });
 
+  it("publishes the connector's metrics and health port", () => {
+    const connector = compose.slice(compose.indexOf('\n  connector:'));
+    expect(connector).toMatch(/^\s*ports:\s*\['127\.0\.0\.1:9464:9464'\]/m);
+  });
+
   it('pins every image it pulls to a release (no latest, no bare name)', () => {
     const images = [...compose.matchAll(/^\s*image:\s*(\S+)/gm)].map((m) => m[1] as string);
     const pulled = images.filter((image) => image !== 'docstream:local');
@@ -67,6 +72,12 @@ describe('Dockerfile', () => {
       if (alias) earlier.push(alias);
     }
     expect(runtime[0]).toBe('FROM node:${NODE_VERSION}-bookworm-slim');
+  });
+
+  it("serves /metrics and the probes on every interface of the container's network (not its own loopback)", () => {
+    const env = runtime.filter((l) => l.startsWith('ENV ')).join(' ');
+    expect(env).toMatch(/\bDOCSTREAM_HTTP_HOST=0\.0\.0\.0\b/);
+    expect(runtime.find((l) => l.startsWith('EXPOSE '))?.split(/\s+/)).toContain('9464');
   });
 
   it('runs as the non-root node user', () => {
