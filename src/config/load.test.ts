@@ -92,6 +92,30 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ env: {}, files: [urls] })).toThrow(/got \["http:\/\/u:\[redacted\]@r"\]/);
   });
 
+  it('refuses a webhook secret the sender cannot have made, naming which, without showing it', () => {
+    const good = 'whsec_dGVzdC1zZWNyZXQtMQ==';
+    expect(
+      loadConfig({ env: { DOCSTREAM_WEBHOOKS_SECRETS: `${good},whsec_MTIzNDU2Nzg` }, files: [] }).webhooks
+        .secrets,
+    ).toHaveLength(2);
+    for (const [bad, why] of [
+      ['plain-text-secret', /secret 2 of 2 must start with whsec_/],
+      ['whsec_not base64!', /secret 2 of 2 must be whsec_ followed by a base64 key/],
+      ['whsec_abcde', /secret 2 of 2 must be whsec_ followed by a base64 key/],
+    ] as const) {
+      let message = '';
+      try {
+        loadConfig({ env: { DOCSTREAM_WEBHOOKS_SECRETS: `${good},${bad}` }, files: [] });
+      } catch (err) {
+        message = (err as Error).message;
+      }
+      expect(message).toMatch(/^DOCSTREAM_WEBHOOKS_SECRETS: /);
+      expect(message).toMatch(why);
+      expect(message).not.toContain(bad);
+      expect(message).not.toContain(good);
+    }
+  });
+
   it('reads every Kafka and registry secret from a file and shows none', () => {
     const env: Record<string, string> = {};
     const secrets = {

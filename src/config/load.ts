@@ -36,6 +36,13 @@ function fieldOf(section: string, key: string): FieldSpec | undefined {
  * the key. A secret given with the wrong type is described by its type only, never shown.
  */
 export function coerce(spec: FieldSpec, value: unknown, where: string): unknown {
+  const coerced = coerceKind(spec, value, where);
+  const problem = spec.check?.(coerced) ?? null;
+  if (problem !== null) throw new ConfigError(`${where}: ${problem}`);
+  return coerced;
+}
+
+function coerceKind(spec: FieldSpec, value: unknown, where: string): unknown {
   const fail = (expected: string): never => {
     const got = spec.secret ? `${kindOf(value)} (not shown: a secret)` : redactText(JSON.stringify(value));
     throw new ConfigError(`${where}: expected ${expected}, got ${got}`);

@@ -3,6 +3,7 @@
  * The loader, the validation, the environment-variable names and the reference docs
  * (`docstream config docs`) are all derived from this table, so they cannot drift apart.
  */
+import { secretProblem } from '../webhooks/verify.js';
 
 export type FieldKind = 'string' | 'int' | 'number' | 'bool' | 'list' | 'enum' | 'json';
 
@@ -16,6 +17,8 @@ export interface FieldSpec {
   values?: readonly string[];
   min?: number;
   max?: number;
+  /** A check beyond the type: why a value of the right type is still refused, or null. */
+  check?: (value: unknown) => string | null;
 }
 
 type Field<K extends FieldKind, Extra = object> = Omit<FieldSpec, 'kind' | 'values'> & { kind: K } & Extra;
@@ -331,7 +334,17 @@ export const CONFIG_SPEC = {
     host: f.string('127.0.0.1', 'Address the webhook receiver listens on.'),
     port: f.int(8090, 'Port of the webhook receiver.', 0, 65535),
     path: f.string('/webhooks/document-analysis', 'Path of the webhook receiver.'),
-    secrets: f.list([], 'Signing secrets (whsec_...), several at once during rotation.', { secret: true }),
+    secrets: f.list([], 'Signing secrets (whsec_...), several at once during rotation.', {
+      secret: true,
+      check: (value) => {
+        const secrets = value as string[];
+        for (const [i, secret] of secrets.entries()) {
+          const problem = secretProblem(secret);
+          if (problem) return `secret ${i + 1} of ${secrets.length} ${problem} (not shown: a secret)`;
+        }
+        return null;
+      },
+    }),
     toleranceSeconds: f.int(300, 'Largest accepted age (and future skew) of webhook-timestamp.', 1),
     maxBodyBytes: f.int(65536, 'Largest accepted webhook body.', 1),
   },

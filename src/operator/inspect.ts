@@ -24,7 +24,7 @@ import type { IncomingMessage } from '../kafka/consumer.js';
 import { partitionOfKey } from '../kafka/partitioner.js';
 import { readTopicRange } from '../kafka/topic-range.js';
 import type { Logger } from '../observability/logger.js';
-import type { AvroDecoder } from '../serde/input.js';
+import { EVENT_ID_MAX, eventIdProblem, type AvroDecoder } from '../serde/input.js';
 import { readLetters, type Letter } from './letters.js';
 import { readStateRecords } from './state-records.js';
 
@@ -52,6 +52,24 @@ export interface Inspection {
   state: (Omit<DocumentStateV2, 'v' | 'pending'> & { upload_pending?: boolean; state_offset: string }) | null;
   results: ResultEvent[];
   letters: Letter[];
+}
+
+/** Longest part of a refused id that a message echoes. */
+const SHOWN_ID = 40;
+
+/**
+ * Why `id` can be neither an event id nor a submission id (too long, control characters), or null.
+ * Both are refused with such characters or beyond EVENT_ID_MAX at the input, so no document can
+ * match; the answer shows the id cut and escaped, never raw (a terminal would run its escapes).
+ */
+export function inspectIdProblem(id: string): string | null {
+  const shown =
+    JSON.stringify(id.length > SHOWN_ID ? id.slice(0, SHOWN_ID) : id) + (id.length > SHOWN_ID ? '…' : '');
+  if (id.length === 0) return 'the id is empty';
+  if (id.length > EVENT_ID_MAX)
+    return `${shown} is not an event id or a submission id: ${id.length} characters (at most ${EVENT_ID_MAX})`;
+  const problem = eventIdProblem(id);
+  return problem === null ? null : `${shown} is not an event id or a submission id: it ${problem}`;
 }
 
 interface StateHit {

@@ -118,7 +118,8 @@ const CONTROL_OR_LONE_SURROGATE =
   // eslint-disable-next-line no-control-regex -- matching control characters is the point
   /[\u0000-\u001f\u007f-\u009f]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
-function eventIdProblem(value: string): string | null {
+/** Why a text cannot be an event id's characters (control characters, lone surrogates), or null. */
+export function eventIdProblem(value: string): string | null {
   const found = CONTROL_OR_LONE_SURROGATE.exec(value);
   if (found === null) return null;
   const unit = found[0].charCodeAt(0);

@@ -25,6 +25,21 @@ export function decodeSecret(secret: string): Buffer {
   return key;
 }
 
+/**
+ * Why a configured signing secret cannot be the sender's, or null. The verifier would take any text
+ * (base64 decoding is lenient) and then refuse every delivery, so the configuration refuses it:
+ * `whsec_` and a strict base64 key. The secret itself is never part of the answer.
+ */
+export function secretProblem(secret: string): string | null {
+  if (!secret.startsWith('whsec_'))
+    return 'must start with whsec_ (the signing secret as the sender shows it)';
+  const b64 = secret.slice('whsec_'.length);
+  if (!/^[A-Za-z0-9+/]+={0,2}$/.test(b64) || b64.replace(/=+$/, '').length % 4 === 1) {
+    return 'must be whsec_ followed by a base64 key (A-Z, a-z, 0-9, + and /, = padding)';
+  }
+  return null;
+}
+
 export function sign(key: Buffer, id: string, timestamp: number | string, body: Buffer | string): string {
   const mac = createHmac('sha256', key);
   mac.update(`${id}.${timestamp}.`);

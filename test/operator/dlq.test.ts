@@ -144,4 +144,24 @@ describe('docstream dlq', () => {
     expect(gone).toContain('re-drove 0 of 1 letters');
     expect(gone).toMatch(/refused \(original-gone\).*no longer in the topic/);
   }, 360_000);
+
+  it('says a dead-letter topic that does not exist is missing and exits 2, for list and redrive', async () => {
+    const missing = `${e2e.id}-no-such-dlq`;
+    const config = e2e.writeConfig({ topics: { dlq: missing } });
+    for (const args of [
+      ['dlq', 'list', '--config', config],
+      ['dlq', 'redrive', '--all', '--config', config],
+    ]) {
+      const env = Object.fromEntries(
+        Object.entries(process.env).filter(([k]) => !k.startsWith('DOCSTREAM_')),
+      );
+      const failed = await run(process.execPath, [CLI, ...args], { env, timeout: 120_000 }).then(
+        () => ({ code: 0, stdout: 'exited 0', stderr: '' }),
+        (err: { code: number; stdout: string; stderr: string }) => err,
+      );
+      expect({ args, code: failed.code }).toEqual({ args, code: 2 });
+      expect(failed.stdout).not.toContain('0 of 0');
+      expect(failed.stderr).toContain(`the dead-letter topic ${missing} (topics.dlq) does not exist`);
+    }
+  }, 120_000);
 });

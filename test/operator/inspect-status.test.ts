@@ -154,5 +154,17 @@ describe('docstream inspect and status', () => {
     expect(text).toMatch(/upload\/api_413/);
     const none = await cli(['inspect', `${e2e.id}-nothing`, '--config', config]);
     expect(none).toContain('no document with this event id or submission id');
+    // An id no document can have (100 KB, control characters) is refused, echoed cut and escaped.
+    const hostile = await run(process.execPath, [CLI, 'inspect', `\u001b]0;x\u0007${'i'.repeat(100_000)}`], {
+      timeout: 60_000,
+    }).catch((err: { code?: number; stdout?: string; stderr?: string }) => err);
+    expect('code' in hostile ? hostile.code : 0).toBe(2);
+    expect(hostile.stdout).toBe('');
+    expect(hostile.stderr!.length).toBeLessThan(300);
+    expect(hostile.stderr).toMatch(
+      /is not an event id or a submission id: 100006 characters \(at most 256\)/,
+    );
+    // eslint-disable-next-line no-control-regex -- no raw control character reaches the terminal
+    expect(hostile.stderr).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f]/);
   }, 360_000);
 });

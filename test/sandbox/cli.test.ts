@@ -49,11 +49,30 @@ describe('docstream sandbox CLI', () => {
     [['--processing', 'normal'], /--processing/],
     [['--decision-rule', 'GOOD=YES'], /--decision-rule/],
     [['--max-upload-bytes', '12 parsecs'], /--max-upload-bytes/],
-    [['--webhook-secret', 'not-a-secret'], /webhook\.secret/],
+    [['--webhook-secret', 'not-a-secret'], /webhook\.secret: must be whsec_/],
   ])('bad value %j exits 2 with a clear message', (args, pattern) => {
     const out = spawnSync(process.execPath, [CLI, 'sandbox', ...args], { encoding: 'utf8', timeout: 20_000 });
     expect(out.status).toBe(2);
     expect(out.stderr).toMatch(pattern);
+  });
+
+  test('--webhook-secret takes one secret (a placeholder ending in ... made it a list, always refused)', async () => {
+    const secret = 'whsec_c2FuZGJveC1jbGktdGVzdC1zZWNyZXQ=';
+    const child = spawn(
+      process.execPath,
+      [CLI, 'sandbox', '--port', '0', '--log-level', 'silent', '--webhook-secret', secret],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    let out = '';
+    child.stdout.setEncoding('utf8').on('data', (c: string) => (out += c));
+    child.stderr.setEncoding('utf8').on('data', (c: string) => (out += c));
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    for (let i = 0; i < 200 && !out.includes('client:') && child.exitCode === null; i++)
+      await new Promise((r) => setTimeout(r, 50));
+    expect(out).not.toMatch(/received array/);
+    expect(out).toContain('base URL:');
+    child.kill('SIGTERM');
+    expect(await exited).toBe(0);
   });
 
   test('an invalid --config file exits 2 naming the field', () => {

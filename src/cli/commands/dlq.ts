@@ -4,7 +4,7 @@
  */
 import { InvalidArgumentError, type Command } from 'commander';
 import { loadConfig, type Config } from '../../config/index.js';
-import { exitCodeOf } from '../exit-codes.js';
+import { exitCodeOf, UsageError } from '../exit-codes.js';
 import { kafkaClientOf, registryOf } from '../../connector/wiring.js';
 import type { KafkaAdmin } from '../../kafka/admin.js';
 import type { KafkaClient } from '../../kafka/client.js';
@@ -91,6 +91,14 @@ async function selectLetters(
   config: Config,
   flags: FilterFlags,
 ): Promise<{ selected: Letter[]; total: number; unreadable: number }> {
+  // "0 of 0" would read as a clean topic; a topic that is not there is a wrong name (or a cluster
+  // the connector never ran on), and the name came from the user's configuration.
+  if (!(await admin.listTopics()).includes(config.topics.dlq)) {
+    throw new UsageError(
+      `the dead-letter topic ${config.topics.dlq} (topics.dlq) does not exist on ${config.kafka.brokers.join(',')}; ` +
+        'check topics.dlq and kafka.brokers, or whether a connector ever ran with them',
+    );
+  }
   const { letters, unreadable } = await readLetters(kafka, admin, registry, config.topics.dlq, silentLogger);
   const filter = filterOf(flags);
   return { selected: letters.filter((l) => letterMatches(l, filter)), total: letters.length, unreadable };
@@ -144,7 +152,9 @@ async function redriveCommand(
   const config = loadConfig(flags.config ? { files: flags.config.split(',') } : {});
   const filter = filterOf(flags);
   if (Object.keys(filter).length === 0 && !flags.all)
-    throw new Error('select letters with --stage, --code, --event-id, --since or --until, or give --all');
+    throw new UsageError(
+      'select letters with --stage, --code, --event-id, --since or --until, or give --all',
+    );
   await withAdmin(config, async (kafka, admin) => {
     // One registry for reading the letters and re-encoding originals: its schema cache is shared.
     const registry = registryOf(config, silentLogger);

@@ -6,10 +6,10 @@ import type { Command } from 'commander';
 import { loadConfig } from '../../config/index.js';
 import { kafkaClientOf, registryOf } from '../../connector/wiring.js';
 import { silentLogger } from '../../observability/logger.js';
-import { formatInspection, inspect } from '../../operator/inspect.js';
+import { formatInspection, inspect, inspectIdProblem } from '../../operator/inspect.js';
 import { formatStatus, groupStatus } from '../../operator/status.js';
 import { errorText } from '../../observability/redact.js';
-import { exitCodeOf } from '../exit-codes.js';
+import { exitCodeOf, UsageError } from '../exit-codes.js';
 
 const CONFIG_OPTION = [
   '-c, --config <files>',
@@ -35,6 +35,8 @@ export function registerOperateCommands(program: Command): void {
     .option(...CONFIG_OPTION)
     .option('--json', 'print JSON (for scripts)')
     .action(async (id: string, flags: { config?: string; json?: boolean }) => {
+      const problem = inspectIdProblem(id);
+      if (problem !== null) fail('inspect')(new UsageError(problem));
       const config = loadConfig(flags.config ? { files: flags.config.split(',') } : {});
       const kafka = kafkaClientOf(config, { clientId: `${config.kafka.clientId}-inspect` });
       const admin = kafka.admin();

@@ -267,8 +267,9 @@ export function registerSandboxCommand(program: Command): void {
     )
     .addOption(
       new Option(
-        '--webhook-secret <whsec_...>',
-        'Standard Webhooks signing secret (default: a fixed sandbox secret)',
+        // Not `<whsec_...>`: a placeholder ending in `...` makes commander take a list of values.
+        '--webhook-secret <secret>',
+        'Standard Webhooks signing secret, whsec_<base64 key> (default: a fixed sandbox secret)',
       ),
     )
     .addOption(
