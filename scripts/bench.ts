@@ -22,6 +22,9 @@
  *                     measured documents only, into bench-results/profiles (<run>-connector-N.cpuprofile,
  *                     <run>-floor.cpuprofile)
  *   npm run bench -- --mode inflight                live heap per in-flight doc (--inflight-docs 5000)
+ *   npm run bench -- --mode limit                   an API limit the client is not told: 40/s told 5000,
+ *     10/s told 20, 40/s told 40, two instances told 5000 each, a limit moving 40 → 20 → 60/s
+ *     (--limit-scenarios all | 1,3,5)
  *   npm run bench -- --scale-events                 what each scale event costs under a steady load
  *     (--events 1,2,3,4,3,2 --events-rate 300 --events-partitions 12 --events-hold-s 20;
  *      --assignor round-robin: the group as it was before the sticky assignor)
@@ -33,6 +36,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { printInflight, runInflight } from './lib/bench-inflight.js';
+import { LIMIT_SCENARIOS, printLimit, runLimit } from './lib/bench-limit.js';
 import { printScaleEvents, runScaleEvents } from './lib/bench-scale-events.js';
 import { printState, runState } from './lib/bench-state.js';
 import { runStream, type StreamMeasure } from './lib/bench-stream.js';
@@ -49,6 +53,7 @@ import type { Delivery } from '../src/connector/delivery.js';
 
 const flags = parseFlags(process.argv.slice(2), {
   mode: 'throughput',
+  limitScenarios: 'all',
   docs: 400,
   latencyMs: 1000,
   rate: 50,
@@ -401,6 +406,20 @@ async function main(): Promise<void> {
     });
     printState(state);
     result = { mode: 'state', ...state };
+  } else if (flags.mode === 'limit') {
+    const pick = String(flags.limitScenarios);
+    const scenarios =
+      pick === 'all'
+        ? LIMIT_SCENARIOS
+        : pick.split(',').map((n) => {
+            const s = LIMIT_SCENARIOS[Number(n) - 1];
+            if (!s)
+              throw new Error(`--limit-scenarios: no scenario ${n} (1-${LIMIT_SCENARIOS.length} or all)`);
+            return s;
+          });
+    const measures = await runLimit({ scenarios, deadline, log });
+    printLimit(measures);
+    result = { mode: 'limit', measures };
   } else if (flags.mode === 'inflight') {
     const inflight = await runInflight({
       docs: bounded(Number(flags.inflightDocs), 100, 100_000, 'inflight-docs'),
@@ -409,7 +428,7 @@ async function main(): Promise<void> {
     printInflight(inflight);
     result = { mode: 'inflight', ...inflight };
   } else {
-    throw new Error(`--mode must be throughput, stream, state or inflight, got ${String(flags.mode)}`);
+    throw new Error(`--mode must be throughput, stream, state, inflight or limit, got ${String(flags.mode)}`);
   }
 
   const dir = path.resolve('bench-results');

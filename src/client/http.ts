@@ -221,9 +221,8 @@ export class HttpSender {
   ): Promise<T> {
     for (;;) {
       const limiter = this.options.limiter;
-      const releasedAt = request.limited
-        ? (limiter.tryAcquire() ?? (await limiter.acquire(request.retry === 'create' ? 'new' : 'submitted')))
-        : 0;
+      // The token first: a slot taken while the token is fetched would be spent late, all such calls
+      // at once when it arrives (a wave of 429s at start-up).
       let token: string | Promise<string> | undefined = request.auth ? this.token(request) : undefined;
       if (typeof token === 'object') {
         try {
@@ -234,6 +233,9 @@ export class HttpSender {
           throw err;
         }
       }
+      const releasedAt = request.limited
+        ? (limiter.tryAcquire() ?? (await limiter.acquire(request.retry === 'create' ? 'new' : 'submitted')))
+        : 0;
       let response: WireResponse;
       try {
         response = await this.exchange(request, attempt, token, auth.refreshed);

@@ -106,10 +106,10 @@ describe('AdaptiveRateLimiter', () => {
     expect(times).toEqual([0, 0, 0, 100, 200]);
   });
 
-  it('starts slowly (a sixteenth of the ceiling, at least 10/s) and doubles per second of accepted calls', async () => {
+  it('starts slowly (10/s) and doubles per second of accepted calls', async () => {
     const clock = new FakeClock();
     const limiter = new AdaptiveRateLimiter({ ratePerSecond: 5000, clock });
-    expect(limiter.currentRate()).toBe(312.5);
+    expect(limiter.currentRate()).toBe(10);
     const small = new AdaptiveRateLimiter({ ratePerSecond: 40, clock });
     expect(small.currentRate()).toBe(10);
     const outcome = await drive([small], new Bucket(1000, 1000), clock, 3000, 20);
@@ -145,11 +145,11 @@ describe('AdaptiveRateLimiter', () => {
     const found = limiter.limitFound() ?? 0;
     expect(found).toBeGreaterThanOrEqual(21);
     expect(found).toBeLessThanOrEqual(26);
-    expect(limiter.currentRate()).toBeCloseTo(found * 0.85);
+    expect(limiter.currentRate()).toBeCloseTo(found * 0.9);
     expect(limiter.refused()).toBe(2);
     // A 429 of a call released after the decrease is a new signal.
     limiter.onRateLimited(clock.now());
-    expect(limiter.currentRate()).toBeLessThan(found * 0.85);
+    expect(limiter.currentRate()).toBeLessThan(found * 0.9);
   });
 
   it('never drops below the floor', () => {
@@ -385,6 +385,19 @@ describe('AdaptiveRateLimiter', () => {
       await clock.advance(1000);
       // The slot promised at 100 is rescaled to 5/s: 50 ms left become 100; then spacing is 1/5 s.
       expect(times).toEqual([0, 150, 350, 550]);
+    });
+
+    it('gives a share back at the rate it had, not the floor scaled up (a wave of calls)', () => {
+      const clock = new FakeClock();
+      const limiter = new AdaptiveRateLimiter({ ratePerSecond: 5000, clock });
+      expect(limiter.currentRate()).toBe(10);
+      limiter.setShare(0, 4);
+      expect(limiter.currentRate()).toBe(1);
+      limiter.setShare(4, 4);
+      // The old scaling multiplied the floor by 5000 / 1: a rate of 5000/s before any answer.
+      expect(limiter.currentRate()).toBe(10);
+      limiter.setShare(2, 4);
+      expect(limiter.currentRate()).toBe(5);
     });
 
     it('rejects a share that is not a part of a whole', () => {

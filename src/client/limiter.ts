@@ -9,12 +9,12 @@
  * Calls for documents already submitted (`priority: 'submitted'`) go before new creates.
  *
  * Discovery (a rate with a memory, in the manner of TCP CUBIC and the AWS SDK's adaptive mode):
- * - slow start: from a modest rate, each accepted call adds one call per second (the rate doubles per
- *   second of use) until the first 429, so a limit far below the ceiling costs a few 429s, not a
- *   wave of them;
+ * - slow start: from 10/s, each accepted call adds one call per second (the rate doubles per second
+ *   of use) until the first 429, so a limit far below the ceiling costs a few 429s, not a wave of
+ *   them (a limit of thousands per second is reached in about ten seconds);
  * - a 429 (once per round: a 429 for a call released before the last decrease is the same signal)
- *   remembers the rate the API actually accepted over the last second as `limit`, and sets the rate
- *   to `decreaseFactor` of it;
+ *   remembers the rate the API actually accepted over the last second as `limit` (lowering it by a
+ *   tenth at most per round), and sets the rate to `decreaseFactor` (0.9) of it;
  * - below `limit` each accepted call closes part of the gap (half of it per second of use): back
  *   near the limit within a few seconds; above it, probing is slow at first and speeds up the longer
  *   no 429 comes (a limit that rose is followed within seconds);
@@ -47,7 +47,10 @@ export interface RateLimiterOptions {
   minRatePerSecond?: number;
   /** Releases allowed back to back (default: 20 ms worth of the current rate, at least 1). */
   burst?: number;
-  /** The rate slow start begins at (default: a sixteenth of the ceiling, at least 10/s, at most the ceiling). */
+  /**
+   * The rate slow start begins at (default 10/s, at most the ceiling): the rate is not clocked by the
+   * answers, so a high start would release a wave of calls before the first 429 comes back.
+   */
   initialRatePerSecond?: number;
   /** The rate after a 429, as a fraction of what the API accepted over the last second. */
   decreaseFactor?: number;
@@ -96,7 +99,7 @@ const RECOVERY = 0.5;
 /** Smallest step per second of use, as a fraction of the limit (the last part of the way back). */
 const MIN_STEP = 0.02;
 /** First probing step above the limit per second of use, as a fraction of it (at least 1/s); it grows each second. */
-const PROBE_STEP = 0.08;
+const PROBE_STEP = 0.06;
 
 export class AdaptiveRateLimiter {
   /** The configured rate: the ceiling of an instance that holds the whole share. */
@@ -108,6 +111,12 @@ export class AdaptiveRateLimiter {
   private readonly clock: Clock;
   private shareOwned = 1;
   private shareTotal = 1;
+  /**
+   * The rate and the limit found for the whole group's share, kept while this instance's share is 0
+   * (its rate is the floor then): a share given back starts from them, not from the floor scaled up.
+   */
+  private wholeRate: number;
+  private wholeLimit: number | undefined;
 
   private rate: number;
   /** The rate the API accepted when it last refused (the limit found); undefined in slow start. */
@@ -132,14 +141,15 @@ export class AdaptiveRateLimiter {
     this.floor = Math.min(options.minRatePerSecond ?? Math.min(1, this.ceiling), this.ceiling);
     if (!(this.floor > 0)) throw new RangeError('minRatePerSecond must be > 0');
     this.configuredBurst = options.burst;
-    this.decreaseFactor = options.decreaseFactor ?? 0.85;
+    this.decreaseFactor = options.decreaseFactor ?? 0.9;
     if (!(this.decreaseFactor > 0 && this.decreaseFactor < 1)) {
       throw new RangeError('decreaseFactor must be between 0 and 1');
     }
     this.clock = options.clock ?? systemClock;
-    const initial = options.initialRatePerSecond ?? Math.max(10, this.ceiling / 16);
+    const initial = options.initialRatePerSecond ?? 10;
     if (!(initial > 0)) throw new RangeError('initialRatePerSecond must be > 0');
     this.rate = Math.min(this.ceiling, Math.max(this.floor, initial));
+    this.wholeRate = this.rate;
   }
 
   /** The rate currently applied, in requests per second (for metrics). */
@@ -178,13 +188,17 @@ export class AdaptiveRateLimiter {
     if (!Number.isInteger(owned) || owned < 0 || owned > total) {
       throw new RangeError('owned must be an integer within 0..total');
     }
-    const ceiling = Math.max(this.floor, (this.configured * owned) / total);
-    const factor = ceiling / this.ceiling;
-    this.ceiling = ceiling;
-    if (this.limit !== undefined) this.limit *= factor;
-    this.setRate(this.rate * factor);
+    const before = this.shareOwned / this.shareTotal;
+    if (before > 0) {
+      this.wholeRate = this.rate / before;
+      this.wholeLimit = this.limit === undefined ? undefined : this.limit / before;
+    }
+    const fraction = owned / total;
+    this.ceiling = Math.max(this.floor, this.configured * fraction);
     this.shareOwned = owned;
     this.shareTotal = total;
+    this.limit = this.wholeLimit === undefined ? undefined : this.wholeLimit * fraction;
+    this.setRate(this.wholeRate * fraction);
   }
 
   /**
@@ -220,7 +234,7 @@ export class AdaptiveRateLimiter {
       perSecond = Math.max((this.limit - this.rate) * RECOVERY, this.limit * MIN_STEP);
     } else {
       this.probed += 1;
-      perSecond = Math.max(1, this.limit * PROBE_STEP) * (1 + this.probed / this.rate);
+      perSecond = Math.max(1, this.limit * PROBE_STEP) * (1 + (2 * this.probed) / this.rate);
     }
     this.setRate(this.rate + perSecond / this.rate);
   }
@@ -233,7 +247,10 @@ export class AdaptiveRateLimiter {
     // What the API accepted per second lately; with nothing accepted, only that the rate was too high.
     const span = Math.min(1000, Math.max(100, now - (this.firstReleaseAt ?? now))) / 1000;
     const accepted = this.accepted.total(now) / span;
-    this.limit = Math.max(this.floor, accepted > 0 ? Math.min(this.rate, accepted) : this.rate / 2);
+    const found = accepted > 0 ? Math.min(this.rate, accepted) : this.rate / 2;
+    // One 429 can come from calls bunched on their way below the limit: the memory falls by a tenth
+    // at most per round (a limit that really fell is followed within a few rounds).
+    this.limit = Math.max(this.floor, found, (this.limit ?? 0) * 0.9);
     this.probed = 0;
     this.lastDecreaseAt = now;
     this.setRate(this.limit * this.decreaseFactor);
