@@ -141,6 +141,7 @@ function recorded(
         published: state.published,
         finished_at: state.finished_at,
         generation: state.generation ?? 0,
+        blob: state.blob ?? 0,
       },
     },
     marker,
@@ -244,7 +245,17 @@ describe('DocumentEngine', () => {
     expect(last.status).toBe('DONE');
     // A finished document keeps only what deduplication and replay need.
     expect(Object.keys(last).sort()).toEqual(
-      ['awaited', 'event_id', 'finished_at', 'input', 'published', 'status', 'submission_id', 'v'].sort(),
+      [
+        'awaited',
+        'blob',
+        'event_id',
+        'finished_at',
+        'input',
+        'published',
+        'status',
+        'submission_id',
+        'v',
+      ].sort(),
     );
     expect(last.input).toEqual({ topic: 'documents.arrived', partition: 0, offset: '7' });
     // The upload URL is recorded only while the upload is pending.
@@ -287,6 +298,38 @@ describe('DocumentEngine', () => {
     await until(2);
     expect(api.calls.filter((c) => c === 'create')).toHaveLength(1);
     expect(out.states.filter((s) => s.event_id === 'evt-2').at(-1)?.status).toBe('DONE');
+  });
+
+  it('dead-letters a copy of an admitted event that points at another blob, running or finished', async () => {
+    const { api, out, engine, until } = setup();
+    await engine.admit(source, event(), undefined);
+    const created = out.states[0]!;
+    expect(created.blob).toBeGreaterThan(0);
+    const other = event({
+      blob: { url: 'file:///tmp/b.pdf', content_type: null, size_bytes: null, sha256: null },
+    });
+    const copy = { ...source, offset: '9' };
+    expect(await engine.admit(copy, other, recorded(created))).toBe('dead-lettered');
+    // The same blob again is a redelivery: nothing more.
+    expect(await engine.admit(copy, event(), recorded(created))).toBe('running');
+    await until(1);
+    const done = out.states.at(-1)!;
+    expect(done.blob).toBe(created.blob);
+    expect(await engine.admit(copy, other, recorded(done))).toBe('dead-lettered');
+    // Another sha256 for the same URL is another blob too.
+    const resent = event({ blob: { ...event().blob, sha256: 'a'.repeat(64) } });
+    expect(await engine.admit(copy, resent, recorded(done))).toBe('dead-lettered');
+    // A state written before fingerprints cannot tell: the redelivery rules alone.
+    expect(await engine.admit(copy, other, recorded({ ...done, blob: undefined }))).toBe('published-before');
+    expect(api.calls.filter((c) => c === 'create')).toHaveLength(1);
+    expect(
+      out.letters.map((l) => [l.stage, l.error_code, l.event_id, l.source?.offset, l.submission_id]),
+    ).toEqual([
+      ['validate', 'event_id_reused', 'evt-1', '9', null],
+      ['validate', 'event_id_reused', 'evt-1', '9', null],
+      ['validate', 'event_id_reused', 'evt-1', '9', null],
+    ]);
+    expect(out.letters[0]!.message).toContain(`submission ${created.submission_id}`);
   });
 
   it('re-emits a finished document once per replay marker that covers its record', async () => {

@@ -11,14 +11,17 @@
  * Guarantees to the consumer loop:
  * - `admit` resolves only once the record's outcome is durable: its state (with the submission id)
  *   acknowledged by Kafka, or a dead letter produced. Its offset may then be committed.
- * - A document whose state exists is never submitted again (unless the event says `reprocess`).
+ * - A document whose state exists is never submitted again (unless the event says `reprocess`); a
+ *   copy of its event pointing at another blob ends in a letter (`event_id_reused`), never silently.
  * - Every failure ends in a dead letter (`dead-letters.ts`) with stage, code, message, HTTP status
  *   and attempts.
  */
+import { deadLetterOf } from './dead-letters.js';
 import { DocumentLife } from './document-life.js';
 import { InFlight } from './in-flight.js';
 import type { EngineEvents, EngineOptions, EnginePorts } from './ports.js';
 import { finishedOf, identityOf, Run } from './run.js';
+import { anotherBlob, blobFingerprint } from './state/blob-fingerprint.js';
 import type { Recorded } from './state/store.js';
 import type { UnfinishedState } from './state/document-state.js';
 import type { ReplayMarker } from './state/replay-marker.js';
@@ -42,7 +45,7 @@ export class DocumentEngine {
   constructor(
     private readonly ports: EnginePorts,
     options: EngineOptions,
-    events: EngineEvents = {},
+    private readonly events: EngineEvents = {},
   ) {
     this.inFlightRuns = new InFlight(ports.scheduler, ports.logger, () => events.onRoom?.());
     this.life = new DocumentLife(ports, options, events, this.inFlightRuns);
@@ -68,6 +71,11 @@ export class DocumentEngine {
   ): Promise<AdmitOutcome> {
     const recorded = existing.recorded;
     if (!recorded || event.reprocess) return this.life.admit(source, event);
+    const known = 'unfinished' in recorded ? recorded.unfinished : recorded.finished;
+    if (anotherBlob(known.blob, blobFingerprint(event.blob))) {
+      await this.anotherBlob(source, event, known.submission_id);
+      return 'dead-lettered';
+    }
     if (this.inFlightRuns.has(event.event_id)) return 'running';
     if ('unfinished' in recorded) {
       this.life.start(Run.process(recorded.unfinished, event, source, this.life.now()));
@@ -97,6 +105,24 @@ export class DocumentEngine {
     run.replayGeneration = marker.generation;
     this.life.start(run);
     return 'replayed';
+  }
+
+  /**
+   * An `event_id` names one document: a copy of its event that points at another blob is not
+   * submitted (the first blob is, or was, analysed), and says so in a letter, whether it came with the
+   * first copy or long after it (the README's "The same event twice").
+   */
+  private async anotherBlob(source: SourceRecord, event: ArrivalEvent, submissionId: string): Promise<void> {
+    const message =
+      `event ${event.event_id} was submitted before (submission ${submissionId}) with another blob; ` +
+      'this record is not analysed: send it with reprocess: true, or under a new event_id';
+    const letter = deadLetterOf(
+      { code: 'event_id_reused', message },
+      { source, event_id: event.event_id, submission_id: null, attributes: event.attributes },
+      { stage: 'validate', fallbackCode: 'event_id_reused', attempts: 1 },
+    );
+    await this.ports.out.deadLetter(letter);
+    this.events.onDeadLetter?.('validate', 'event_id_reused');
   }
 
   /**

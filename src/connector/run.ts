@@ -7,6 +7,7 @@
  */
 import type { PipelineConfiguration, SubmissionCharacteristics } from '../api/schemas.js';
 import type { CreatedSubmission } from './ports.js';
+import { blobFingerprint } from './state/blob-fingerprint.js';
 import type { FinishedEntry } from './state/partition-index.js';
 import type { FinishedState, InputPointer, UnfinishedState } from './state/document-state.js';
 import {
@@ -110,6 +111,7 @@ export class Run {
       awaited: s.awaited,
       published: [...this.published],
       finished_at: at,
+      ...(s.blob ? { blob: s.blob } : {}),
     };
   }
 }
@@ -152,6 +154,7 @@ export function createdState(
     input: pointerOf(source),
     awaited: awaitedResults(event.pipeline_configuration, event.enable_decision, awaitedOverride),
     published: [],
+    blob: blobFingerprint(event.blob),
     created_at: at,
     updated_at: at,
     pending: {
@@ -174,6 +177,7 @@ export function finishedOf(entry: FinishedEntry, source: SourceRecord): Finished
     published: entry.published,
     finished_at: entry.finished_at,
     generation: entry.generation,
+    ...(entry.blob ? { blob: entry.blob } : {}),
   };
 }
 

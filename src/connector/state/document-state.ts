@@ -22,6 +22,8 @@ interface StateCommon {
   input: InputPointer;
   awaited: Awaitable[];
   published: Awaitable[];
+  /** Fingerprint of the event's blob (`blob-fingerprint.ts`); absent or 0 in states written before it. */
+  blob?: number | undefined;
 }
 
 export interface UnfinishedState extends StateCommon {

@@ -14,6 +14,8 @@ function entry(eventId: string, i: number, overrides: Partial<FinishedEntry> = {
     published: i % 2 === 0 ? ['fraud', 'quality', 'classification'] : ['quality'],
     finished_at: T0 + i * 1000,
     generation: i % 3,
+    // Unknown (0) for some, as in states written before fingerprints.
+    blob: i % 5 === 0 ? 0 : ((i * 2654435761) | 1) >>> 0,
     ...overrides,
   };
 }
@@ -75,6 +77,7 @@ describe('FinishedIndex', () => {
         published: ['fraud'],
         finished_at: T0 + i * 1000,
         generation: i,
+        blob: 0,
       });
     }
     expect(index.size()).toBe(ids.length);

@@ -6,7 +6,7 @@
  * UUID, so the heap holds no per-document object at all and a revoked partition goes at once.
  *
  * Per document: hash 4 + key 16 + submission id 16 + flags 1 + results 1 + finished (s) 4 +
- * replay generation 2 = 44 bytes
+ * replay generation 2 + blob fingerprint 4 = 48 bytes
  * of columns, ~6-11 bytes of table, plus the text of ids that are not lower-case UUIDs.
  */
 import { PartitionIndex, type FinishedEntry } from './partition-index.js';
@@ -33,8 +33,17 @@ export class FinishedIndex {
     results: number,
     finishedMs: number,
     generation = 0,
+    blob = 0,
   ): void {
-    this.partition(partition).setPacked(key, sid, failed, results, Math.floor(finishedMs / 1000), generation);
+    this.partition(partition).setPacked(
+      key,
+      sid,
+      failed,
+      results,
+      Math.floor(finishedMs / 1000),
+      generation,
+      blob,
+    );
   }
 
   private partition(partition: number): PartitionIndex {

@@ -16,6 +16,8 @@ export interface FinishedEntry {
   finished_at: number;
   /** Replay generation last re-emitted (0: none). */
   generation: number;
+  /** Fingerprint of the event's blob (`blob-fingerprint.ts`); 0: unknown. */
+  blob: number;
 }
 
 const FAILED = 1;
@@ -48,6 +50,7 @@ export class PartitionIndex {
   private results: Uint8Array;
   private finished: Uint32Array;
   private gens: Uint16Array;
+  private blobs: Uint32Array;
   /** Entry index + 1 per slot; 0 = empty. */
   private table: Int32Array;
   private arena: Buffer;
@@ -62,6 +65,7 @@ export class PartitionIndex {
     this.results = new Uint8Array(capacity);
     this.finished = new Uint32Array(capacity);
     this.gens = new Uint16Array(capacity);
+    this.blobs = new Uint32Array(capacity);
     this.table = new Int32Array(tableSizeFor(capacity));
     this.arena = Buffer.alloc(0);
   }
@@ -81,6 +85,7 @@ export class PartitionIndex {
       awaitableBits(entry.awaited) | (awaitableBits(entry.published) << 4),
       Math.floor(entry.finished_at / 1000),
       entry.generation,
+      entry.blob,
     );
   }
 
@@ -92,6 +97,7 @@ export class PartitionIndex {
     results: number,
     finishedSeconds: number,
     generation = 0,
+    blob = 0,
   ): void {
     const hash = hashBytes(key.bytes);
     const slot = this.find(key, hash);
@@ -112,6 +118,7 @@ export class PartitionIndex {
     this.results[at] = results;
     this.finished[at] = finishedSeconds;
     this.gens[at] = generation;
+    this.blobs[at] = blob;
   }
 
   delete(eventId: string): boolean {
@@ -158,6 +165,7 @@ export class PartitionIndex {
       this.results.byteLength +
       this.finished.byteLength +
       this.gens.byteLength +
+      this.blobs.byteLength +
       this.table.byteLength +
       this.arena.length
     );
@@ -174,6 +182,7 @@ export class PartitionIndex {
       published: awaitableList(results >> 4),
       finished_at: this.finished[i]! * 1000,
       generation: this.gens[i]!,
+      blob: this.blobs[i]!,
     };
   }
 
@@ -259,6 +268,7 @@ export class PartitionIndex {
     this.results = copy(this.results, (n) => new Uint8Array(n), 1);
     this.finished = copy(this.finished, (n) => new Uint32Array(n), 1);
     this.gens = copy(this.gens, (n) => new Uint16Array(n), 1);
+    this.blobs = copy(this.blobs, (n) => new Uint32Array(n), 1);
     this.capacity = capacity;
   }
 
@@ -279,6 +289,7 @@ export class PartitionIndex {
       this.results[kept] = this.results[i]!;
       this.finished[kept] = this.finished[i]!;
       this.gens[kept] = this.gens[i]!;
+      this.blobs[kept] = this.blobs[i]!;
       this.moveId(old.keys, old.arena, i, this.keys, kept, (this.flags[kept]! & KEY_TEXT) !== 0);
       this.moveId(old.sids, old.arena, i, this.sids, kept, (this.flags[kept]! & SID_TEXT) !== 0);
       kept++;

@@ -63,6 +63,7 @@ describe('PartitionState', () => {
         published: ['quality'],
         finished_at: NOW - DAY,
         generation: 0,
+        blob: 0,
       },
     });
     expect(state.unfinishedOf(1)).toEqual([]);

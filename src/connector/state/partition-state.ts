@@ -110,6 +110,7 @@ export class PartitionState implements ChangelogSink {
       peek.results,
       peek.finishedMs,
       peek.generation,
+      peek.blob,
     );
     return true;
   }
@@ -179,5 +180,6 @@ function toEntry(state: FinishedState): FinishedEntry {
     published: state.published,
     finished_at: state.finished_at,
     generation: state.generation ?? 0,
+    blob: state.blob ?? 0,
   };
 }

@@ -112,6 +112,30 @@ describe('state record v2', () => {
     expect(decodeState('evt-2', bytes, 'unused')).toEqual(finished);
   });
 
+  it("round-trips the blob's fingerprint, finished (with or without a replay generation) or not", () => {
+    const blob = 0xdeadbeef;
+    for (const state of [
+      { ...finished, blob },
+      { ...finished, blob, generation: 3 },
+      { ...unfinished, blob },
+    ]) {
+      expect(decodeState('evt-2', encodeState(state), 'unused')).toEqual({
+        ...state,
+        ...('finished_at' in state ? { generation: state.generation ?? 0 } : {}),
+        event_id: 'evt-2',
+      });
+    }
+    const peeked = [{ ...finished, blob }, { ...finished, blob, generation: 3 }, finished].map((state) => {
+      const peek = peekFinished(encodeState(state))!;
+      return [peek.generation, peek.blob];
+    });
+    expect(peeked).toEqual([
+      [0, blob],
+      [3, blob],
+      [finished.generation ?? 0, 0],
+    ]);
+  });
+
   it('keeps a submission id that is not a UUID as text', () => {
     for (const id of ['SUB-0001', SID.toUpperCase(), 'ü'.repeat(3)]) {
       const state = { ...finished, submission_id: id };

@@ -9,10 +9,12 @@
  * record is 59 bytes (17-character input topic) against ~1 KB for v1's JSON. Layout (big-endian):
  *   u8 format (2) · u8 status · u8 awaited bits | published bits << 4 · id submission_id ·
  *   str input topic · u32 input partition · u64 input offset ·
- *   finished: f64 finished_at · [u16 emitted generation, when not 0]
+ *   finished: f64 finished_at · [u16 emitted generation, when not 0 or a blob follows] · [u32 blob]
  *   unfinished: f64 created_at · f64 updated_at · u8 flags · [str upload_url] · [str characteristics_url] ·
- *               [str stage · str code · str message]
- * where `id` is u8 0 + 16 bytes for a lower-case UUID, else u8 1 + str; `str` is u16 length + UTF-8.
+ *               [str stage · str code · str message] · [u32 blob]
+ * where `blob` is the fingerprint of the event's blob (`blob-fingerprint.ts`; absent in records written
+ * before it, which read as unknown);
+ * `id` is u8 0 + 16 bytes for a lower-case UUID, else u8 1 + str; `str` is u16 length + UTF-8.
  *
  * Version 1 (JSON, written by docstream up to 0.1) starts with `{` and is still read: it is turned
  * into version 2 at once, so its input bytes and characteristics never stay in memory.
@@ -36,6 +38,7 @@ const FLAG_CHARACTERISTICS_URL = 2;
 const FLAG_CHARACTERISTICS_PENDING = 4;
 const FLAG_ERROR = 8;
 const FLAG_PENDING = 16;
+const FLAG_BLOB = 32;
 
 export function encodeState(state: DocumentStateV2): Buffer {
   const w = new Writer()
@@ -48,6 +51,11 @@ export function encodeState(state: DocumentStateV2): Buffer {
     .u64(state.input.offset);
   if (isFinished(state)) {
     w.f64(state.finished_at);
+    if (state.blob)
+      return w
+        .u16(state.generation ?? 0)
+        .u32(state.blob)
+        .done();
     return state.generation ? w.u16(state.generation).done() : w.done();
   }
   const { pending, error } = state;
@@ -56,11 +64,13 @@ export function encodeState(state: DocumentStateV2): Buffer {
     (pending?.upload_url ? FLAG_UPLOAD_URL : 0) |
     (pending?.characteristics_url ? FLAG_CHARACTERISTICS_URL : 0) |
     (pending?.characteristics_pending ? FLAG_CHARACTERISTICS_PENDING : 0) |
-    (error ? FLAG_ERROR : 0);
+    (error ? FLAG_ERROR : 0) |
+    (state.blob ? FLAG_BLOB : 0);
   w.f64(state.created_at).f64(state.updated_at).u8(flags);
   if (pending?.upload_url) w.str(pending.upload_url);
   if (pending?.characteristics_url) w.str(pending.characteristics_url);
   if (error) w.str(error.stage).str(error.code).str(error.message);
+  if (state.blob) w.u32(state.blob);
   return w.done();
 }
 
@@ -88,6 +98,7 @@ export function decodeState(eventId: string, value: Buffer, inputTopic: string):
   if (status === 'DONE' || status === 'FAILED') {
     const finished: FinishedState = { ...common, status, finished_at: r.f64() };
     if (r.rest > 0) finished.generation = r.u16();
+    if (r.rest > 0) finished.blob = r.u32();
     r.end();
     return finished;
   }
@@ -101,6 +112,7 @@ export function decodeState(eventId: string, value: Buffer, inputTopic: string):
     };
   }
   if (flags & FLAG_ERROR) state.error = { stage: r.str(), code: r.str(), message: r.str() };
+  if (flags & FLAG_BLOB) state.blob = r.u32();
   r.end();
   return state;
 }
@@ -115,6 +127,8 @@ interface FinishedPeek {
   results: number;
   finishedMs: number;
   generation: number;
+  /** 0: unknown. */
+  blob: number;
 }
 
 /**
@@ -136,13 +150,15 @@ export function peekFinished(value: Buffer): FinishedPeek | null {
   } else return null;
   if (at + 2 > value.length) return null;
   at += 2 + value.readUInt16BE(at) + 4 + 8;
-  if (at + 8 !== value.length && at + 10 !== value.length) return null;
+  const tail = value.length - at;
+  if (tail !== 8 && tail !== 10 && tail !== 14) return null;
   return {
     sid,
     sidIsUuid,
     failed: value[1] === 3,
     results: value[2]!,
     finishedMs: value.readDoubleBE(at),
-    generation: at + 10 === value.length ? value.readUInt16BE(at + 8) : 0,
+    generation: tail >= 10 ? value.readUInt16BE(at + 8) : 0,
+    blob: tail === 14 ? value.readUInt32BE(at + 10) : 0,
   };
 }
