@@ -1,4 +1,6 @@
 import type { S3Client } from '@aws-sdk/client-s3';
+import { PassThrough } from 'node:stream';
+import type { BlobPolicy } from './policy.js';
 import { createBlobSource } from './index.js';
 import { s3Error } from './s3-source.js';
 import { blobError, policy } from './test-helpers.js';
@@ -51,6 +53,56 @@ describe('s3:// bucket allowlist', () => {
     } finally {
       listed.close();
       closed.close();
+    }
+  });
+});
+
+describe('s3:// transfer bounds', () => {
+  /** A client whose HEAD answers with no length (so the body is copied) and whose body trickles. */
+  function trickling(): { client: S3Client } {
+    const client = {
+      send: async (command: { constructor: { name: string } }) => {
+        if (command.constructor.name === 'HeadObjectCommand') return { ETag: '"e"' };
+        const body = new PassThrough();
+        const timer = setInterval(() => body.write('%'), 20);
+        body.once('close', () => clearInterval(timer));
+        return { Body: body };
+      },
+      destroy: () => undefined,
+    } as unknown as S3Client;
+    return { client };
+  }
+
+  it('ends a body that trickles past blobs.transferTimeoutMs in blob_timeout', async () => {
+    const { client } = trickling();
+    const source = createBlobSource(
+      policy({ s3Buckets: ['docs-in'], transferTimeoutMs: 300, minBytesPerSecond: 0 }),
+      { s3Client: client },
+    );
+    try {
+      const error = await blobError(source.resolve({ url: 's3://docs-in/slow.pdf' }));
+      expect([error.code, error.message]).toEqual([
+        'blob_timeout',
+        's3://docs-in/slow.pdf was not transferred within 300 ms (blobs.transferTimeoutMs)',
+      ]);
+    } finally {
+      source.close();
+    }
+  });
+
+  it('ends a body slower than blobs.minBytesPerSecond in blob_too_slow', async () => {
+    const { client } = trickling();
+    const source = createBlobSource(
+      {
+        ...policy({ s3Buckets: ['docs-in'], transferTimeoutMs: 0, minBytesPerSecond: 1000 }),
+        rateWindowMs: 100,
+      } as BlobPolicy,
+      { s3Client: client },
+    );
+    try {
+      expect((await blobError(source.resolve({ url: 's3://docs-in/slow.pdf' }))).code).toBe('blob_too_slow');
+    } finally {
+      source.close();
     }
   });
 });
