@@ -134,9 +134,10 @@ export class HttpSender {
     this.wire = new Wire(options.maxSockets);
   }
 
-  /** Closes the pooled connections (idle ones at once, busy ones when their request ends). */
+  /** Closes the pooled connections (idle ones at once, busy ones when their request ends) and the gate. */
   close(): void {
     this.wire.close();
+    this.options.health.close();
   }
 
   /** The token source is set after construction because it requests tokens through `send`. */
