@@ -267,6 +267,11 @@ export const CONFIG_SPEC = {
       'Fields (dotted paths, e.g. blob.url or attributes.email) removed from the copy of the original record in dead letters; submission_characteristics always is.',
     ),
     shutdownTimeoutMs: f.int(30000, 'Bound on a graceful shutdown.', 100),
+    admissionWaitMs: f.int(
+      5000,
+      'How long a batch waits for its admissions before the next fetch. Admissions that end within it are recorded before a rebalance can move their partition (so its next owner does not submit them again); slower ones (a slow blob, an API outage) go on in the background.',
+      0,
+    ),
     delivery: f.enum(
       ['at-least-once', 'exactly-once'],
       'at-least-once',

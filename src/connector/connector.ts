@@ -78,6 +78,7 @@ export class Connector {
     this.loop = new ConsumerLoop({
       topics: { arrived: config.topics.arrived, feedback: config.topics.feedback },
       maxInFlight: config.connector.maxInFlight,
+      admissionWaitMs: config.connector.admissionWaitMs,
       engine: this.engine,
       // exactly-once: a partition's transactional id is initialised (fencing its previous owner and
       // aborting that owner's open transaction) before its state is restored and anything admitted;

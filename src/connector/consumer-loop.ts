@@ -90,8 +90,12 @@ export interface ConsumerLoopOptions {
   /** How an outage of a dependency (the schema registry) pauses the input instead of crashing. */
   outage?: OutageHandling;
   /**
-   * How long a batch handler waits for the admissions it started before it returns (default 1000 ms);
-   * those still running go on in the background, counted against `maxInFlight`.
+   * How long a batch handler waits for the admissions it started before it returns (default 1000 ms;
+   * the connector's `connector.admissionWaitMs`, 5 s): those still running go on in the background,
+   * counted against `maxInFlight`. kafkajs rejoins a rebalance only once the handlers returned, so an
+   * admission that ends within the wait is recorded before its partition can move; one that goes on
+   * in the background may meet a rebalance, and its partition's next owner may submit it again (the
+   * earlier submission then stays empty).
    */
   admissionWaitMs?: number;
   /** Whether a handler's failure is worth trying again, e.g. Kafka did not take the outcome (default: all). */

@@ -86,7 +86,8 @@ describe('a slow blob', () => {
       minBytesPerSecond: 64,
     };
     await env.collect();
-    await env.startConnector({ blobs });
+    // A batch moves on after 1 s (5 s by default): what this test looks at is the background.
+    await env.startConnector({ blobs, connector: { admissionWaitMs: 1000 } });
     const slow = [
       event('evt-trickle', `${server.base}/trickle`),
       event('evt-silent', `${server.base}/silent`),
