@@ -4,10 +4,10 @@
  * pointing out of a root, nor a symlink swapped in after the check can make docstream read
  * a file outside the roots.
  *
- * A small file (at most SMALL_FILE_BYTES) is read once, at admission, into one buffer: hashed
+ * A small file (at most `blobs.inMemoryBytes`) is read once, at admission, into one buffer: hashed
  * from it, uploaded from it and closed at once, so an upload costs no second read and no file
  * stream (profiled at ~15 % of the connector's CPU per document: opening, streaming and closing
- * each file). The buffers held at once are bounded (BUFFERED_BYTES_MAX); past that, and for a
+ * each file). The buffers held at once are bounded (the source's MemoryBudget); past that, and for a
  * larger file, the file stays open until cleanup and every `open()` streams the same file that
  * was checked and hashed, so memory stays flat with file size.
  *
@@ -17,7 +17,6 @@
  * The roots and the temp directory are resolved once, not per document; a root that did not
  * exist yet is resolved again on each use until it does.
  */
-import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import fsp, { type FileHandle } from 'node:fs/promises';
 import os from 'node:os';
@@ -26,6 +25,7 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Logger } from '../observability/logger.js';
 import { BlobError } from './errors.js';
+import { IN_MEMORY_BYTES, memoryBlob, MemoryBudget } from './kept.js';
 import { checkSha256, expectedSha256, Meter } from './meter.js';
 import type { BlobPolicy } from './policy.js';
 import {
@@ -41,11 +41,6 @@ import {
   type Root,
 } from './file-checks.js';
 import type { BlobRef, OpenedBlob } from './types.js';
-
-/** Files up to this size are read into memory once, at admission. */
-const SMALL_FILE_BYTES = 1024 * 1024;
-/** At most this much of small files is held in memory at once (maxInFlight documents may wait). */
-const BUFFERED_BYTES_MAX = 64 * 1024 * 1024;
 
 /** Bytes read per step when a file is streamed. */
 const CHUNK_BYTES = 64 * 1024;
@@ -72,27 +67,28 @@ function readRange(handle: FileHandle, size: number): Readable {
 export interface FileBlobReaderOptions {
   smallFileBytes?: number;
   bufferedBytesMax?: number;
+  /** The budget shared with the other readers of a source (else one of `bufferedBytesMax`). */
+  budget?: MemoryBudget;
 }
 
 export class FileBlobReader {
   private roots: Promise<Root[]> | undefined;
   private realTmp: Promise<string> | undefined;
-  private buffered = 0;
   private readonly smallFileBytes: number;
-  private readonly bufferedBytesMax: number;
+  private readonly budget: MemoryBudget;
 
   constructor(
     private readonly policy: BlobPolicy,
     private readonly logger: Logger,
     options: FileBlobReaderOptions = {},
   ) {
-    this.smallFileBytes = options.smallFileBytes ?? SMALL_FILE_BYTES;
-    this.bufferedBytesMax = options.bufferedBytesMax ?? BUFFERED_BYTES_MAX;
+    this.smallFileBytes = options.smallFileBytes ?? IN_MEMORY_BYTES;
+    this.budget = options.budget ?? new MemoryBudget(options.bufferedBytesMax);
   }
 
   /** Bytes of small files held in memory now (tests, metrics). */
   get bufferedBytes(): number {
-    return this.buffered;
+    return this.budget.bytes;
   }
 
   private async realRoots(): Promise<Root[]> {
@@ -194,7 +190,7 @@ export class FileBlobReader {
   }
 
   private fitsInMemory(size: number): boolean {
-    return size <= this.smallFileBytes && this.buffered + size <= this.bufferedBytesMax;
+    return size <= this.smallFileBytes && this.budget.fits(size);
   }
 
   /** The size of an opened file that may be read: a regular file within blobs.maxBytes. */
@@ -249,34 +245,10 @@ export class FileBlobReader {
     return this.policy.verifySha256 && ref.sha256 ? expectedSha256(ref.sha256) : undefined;
   }
 
-  /**
-   * A blob held in memory, its digest verified (when asked for) from the buffer: counted against
-   * the budget until cleanup.
-   */
+  /** A small file's bytes, held in memory and counted against the budget until cleanup. */
   private bufferedBlob(bytes: Buffer, ref: BlobRef, display: string): OpenedBlob {
-    const expected = this.expectedSha256(ref);
-    const sha256 = expected === undefined ? undefined : createHash('sha256').update(bytes).digest('hex');
-    if (expected !== undefined) checkSha256(expected, sha256 as string, display);
-    const contentType = ref.content_type ?? undefined;
-    this.buffered += bytes.length;
-    let held: Buffer | undefined = bytes;
-    return {
-      size: bytes.length,
-      sha256,
-      contentType,
-      get bytes() {
-        return held;
-      },
-      open: async () => {
-        if (!held) throw new BlobError('blob_unreadable', `${display} was already cleaned up`);
-        return Readable.from(held.length === 0 ? [] : [held]);
-      },
-      cleanup: async () => {
-        if (!held) return;
-        this.buffered -= held.length;
-        held = undefined;
-      },
-    };
+    this.budget.hold(bytes.length);
+    return memoryBlob(bytes, this.expectedSha256(ref), ref.content_type ?? undefined, display, this.budget);
   }
 }
 

@@ -1,25 +1,25 @@
 /**
- * `http(s)://` blobs, only from configured hosts. The host name is resolved here, every
- * address is classified, and the connection is pinned to the checked addresses through the
- * request's `lookup`, so a DNS answer cannot change between the check and the connection.
- * Redirects are followed by hand and each hop passes the same checks.
+ * `http(s)://` blobs, only from configured hosts, each fetched once over pooled keep-alive
+ * connections (undici, at most `connectionsPerHost` per origin) and kept until its upload is done
+ * (`kept.ts`): a retried upload never fetches it again. A host name is resolved when a connection
+ * is opened, every address is classified there, and the socket connects only to addresses that
+ * passed (the connection's `lookup`), so a DNS answer cannot change between the check and the
+ * connection; an IP literal is checked before each request. Redirects are followed by hand and
+ * each hop passes the same checks.
  */
 import dns from 'node:dns';
-import http from 'node:http';
-import https from 'node:https';
 import net, { type LookupFunction } from 'node:net';
 import type { Readable } from 'node:stream';
-import got, { type Request, type Response } from 'got';
+import { Agent, request, type Dispatcher } from 'undici';
 import type { Logger } from '../observability/logger.js';
 import { classifyAddress, isAddressAllowed } from './address.js';
 import { BlobError } from './errors.js';
-import { expectedSha256, Meter } from './meter.js';
+import type { Keeper } from './kept.js';
+import { expectedSha256 } from './meter.js';
 import { Pace, transferLimits, transferTimeout, type TransferLimits } from './pace.js';
 import type { BlobPolicy } from './policy.js';
-import { verifiedSpooledBlob, type Spool } from './spool.js';
 import type { BlobRef, OpenedBlob } from './types.js';
 import { displayUrl } from './url.js';
-import { guard } from './guard.js';
 
 export interface ResolvedAddress {
   address: string;
@@ -35,6 +35,13 @@ const systemResolver: HostResolver = (hostname) =>
 const MAX_REDIRECTS = 5;
 const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
 const RETRIABLE_STATUSES = new Set([408, 425, 429]);
+/** Connections kept per origin when the source is not told how many documents run at once. */
+export const DEFAULT_CONNECTIONS_PER_HOST = 64;
+/**
+ * Idle connections are closed after this long: below the 5 s idle timeout of Node's HTTP server and
+ * of many proxies, so that a request is not sent on a connection the server is closing.
+ */
+const IDLE_SOCKET_MS = 4_000;
 
 function normalizeHostEntry(entry: string): string {
   return entry.trim().toLowerCase().replace(/\.$/, '').replace(/\.:/, ':');
@@ -44,32 +51,15 @@ function defaultPort(url: URL): string {
   return url.port || (url.protocol === 'https:' ? '443' : '80');
 }
 
-/** Every request goes to the addresses that were checked, whatever the system resolver says now. */
-function pinnedLookup(hostname: string, addresses: ResolvedAddress[]): LookupFunction {
-  return (host, options, callback) => {
-    if (host !== hostname) {
-      callback(Object.assign(new Error(`unexpected lookup of ${host}`), { code: 'ENOTFOUND' }), '', 0);
-      return;
-    }
-    const family = typeof options.family === 'number' ? options.family : 0;
-    const candidates = family === 0 ? addresses : addresses.filter((a) => a.family === family);
-    if (options.all) {
-      callback(null, candidates);
-      return;
-    }
-    const first = candidates[0];
-    if (!first) {
-      callback(Object.assign(new Error(`no IPv${family} address for ${host}`), { code: 'ENOTFOUND' }), '', 0);
-      return;
-    }
-    callback(null, first.address, first.family);
-  };
-}
-
-function parseLength(value: string | undefined): number | undefined {
-  if (value === undefined || !/^\d+$/.test(value)) return undefined;
+function parseLength(value: string | string[] | undefined): number | undefined {
+  if (typeof value !== 'string' || !/^\d+$/.test(value)) return undefined;
   const n = Number(value);
   return Number.isSafeInteger(n) ? n : undefined;
+}
+
+function header(headers: Dispatcher.ResponseData['headers'], name: string): string | undefined {
+  const value = headers[name];
+  return Array.isArray(value) ? value[0] : value;
 }
 
 function statusError(status: number, display: string): BlobError {
@@ -88,32 +78,94 @@ function transportError(error: unknown, display: string): BlobError {
   return new BlobError('blob_unreadable', `${display} could not be fetched (${what})`, { retriable: true });
 }
 
+/** Lets the rest of an answer go by, so that its connection goes back to the pool. */
+function discard(body: Dispatcher.ResponseData['body']): void {
+  body.dump().catch(() => undefined);
+}
+
 interface Fetched {
-  stream: Request;
-  response: Response;
+  response: Dispatcher.ResponseData;
   url: URL;
 }
 
 export class HttpBlobReader {
   private readonly hosts: Set<string>;
   private readonly limits: TransferLimits;
-  private readonly agents = {
-    http: new http.Agent({ keepAlive: true }),
-    https: new https.Agent({ keepAlive: true }),
-  };
+  private readonly agent: Agent;
 
   constructor(
     private readonly policy: BlobPolicy,
-    private readonly spool: Spool,
+    private readonly keeper: Keeper,
     private readonly logger: Logger,
     private readonly resolver: HostResolver = systemResolver,
+    connectionsPerHost = DEFAULT_CONNECTIONS_PER_HOST,
   ) {
     this.hosts = new Set(policy.httpHosts.map(normalizeHostEntry));
     this.limits = transferLimits(policy);
+    this.agent = new Agent({
+      connections: connectionsPerHost,
+      keepAliveTimeout: IDLE_SOCKET_MS,
+      keepAliveMaxTimeout: IDLE_SOCKET_MS,
+      connect: { timeout: 10_000, lookup: this.checkedLookup },
+    });
   }
 
-  /** The addresses a request to `url` may connect to, or a BlobError saying why none. */
-  async check(url: URL): Promise<ResolvedAddress[]> {
+  /** The addresses of `hostname` a connection may go to, or a BlobError saying why none. */
+  private async allowedAddresses(hostname: string): Promise<ResolvedAddress[]> {
+    let addresses: ResolvedAddress[];
+    if (net.isIP(hostname) !== 0) {
+      addresses = [{ address: hostname, family: net.isIP(hostname) }];
+    } else {
+      try {
+        addresses = await this.resolver(hostname);
+      } catch (error) {
+        throw transportError(error, `host ${hostname}`);
+      }
+    }
+    const classified = addresses.map((a) => ({ ...a, cls: classifyAddress(a.address) }));
+    const metadata = classified.find((a) => a.cls === 'metadata');
+    if (metadata) {
+      throw new BlobError('blob_not_allowed', `host ${hostname} resolves to a cloud metadata address`);
+    }
+    const allowed = classified.filter((a) => isAddressAllowed(a.cls, this.policy.allowPrivateNetworks));
+    if (allowed.length === 0) {
+      const first = classified[0];
+      const why = first ? `a ${first.cls} address (${first.address})` : 'no address';
+      throw new BlobError(
+        'blob_not_allowed',
+        `host ${hostname} resolves to ${why}; private networks need blobs.allowPrivateNetworks`,
+      );
+    }
+    return allowed.map(({ address, family }) => ({ address, family }));
+  }
+
+  /** The `lookup` of every new connection: only checked addresses, whatever the name resolves to. */
+  private readonly checkedLookup: LookupFunction = (host, options, callback) => {
+    this.allowedAddresses(host.replace(/^\[(.*)\]$/, '$1')).then(
+      (addresses) => {
+        const family = typeof options.family === 'number' ? options.family : 0;
+        const candidates = family === 0 ? addresses : addresses.filter((a) => a.family === family);
+        if (options.all) {
+          callback(null, candidates);
+          return;
+        }
+        const first = candidates[0];
+        if (!first) {
+          callback(
+            Object.assign(new Error(`no IPv${family} address for ${host}`), { code: 'ENOTFOUND' }),
+            '',
+            0,
+          );
+          return;
+        }
+        callback(null, first.address, first.family);
+      },
+      (error: unknown) => callback(error as Error, '', 0),
+    );
+  };
+
+  /** The host of `url` without brackets, once scheme and host are allowed. */
+  private allowedHost(url: URL): string {
     const display = displayUrl(url);
     if (url.protocol !== 'http:' && url.protocol !== 'https:') {
       throw new BlobError('blob_not_allowed', `${display}: only http and https are allowed`);
@@ -122,32 +174,12 @@ export class HttpBlobReader {
     if (!this.hosts.has(hostname) && !this.hosts.has(`${hostname}:${defaultPort(url)}`)) {
       throw new BlobError('blob_not_allowed', `host ${url.host} of ${display} is not in blobs.httpHosts`);
     }
-    const bare = hostname.replace(/^\[(.*)\]$/, '$1');
-    let addresses: ResolvedAddress[];
-    if (net.isIP(bare) !== 0) {
-      addresses = [{ address: bare, family: net.isIP(bare) }];
-    } else {
-      try {
-        addresses = await this.resolver(bare);
-      } catch (error) {
-        throw transportError(error, display);
-      }
-    }
-    const classified = addresses.map((a) => ({ ...a, cls: classifyAddress(a.address) }));
-    const metadata = classified.find((a) => a.cls === 'metadata');
-    if (metadata) {
-      throw new BlobError('blob_not_allowed', `host ${url.hostname} resolves to a cloud metadata address`);
-    }
-    const allowed = classified.filter((a) => isAddressAllowed(a.cls, this.policy.allowPrivateNetworks));
-    if (allowed.length === 0) {
-      const first = classified[0];
-      const why = first ? `a ${first.cls} address (${first.address})` : 'no address';
-      throw new BlobError(
-        'blob_not_allowed',
-        `host ${url.hostname} resolves to ${why}; private networks need blobs.allowPrivateNetworks`,
-      );
-    }
-    return allowed.map(({ address, family }) => ({ address, family }));
+    return hostname.replace(/^\[(.*)\]$/, '$1');
+  }
+
+  /** The addresses a connection for `url` may go to, or a BlobError saying why none. */
+  async check(url: URL): Promise<ResolvedAddress[]> {
+    return this.allowedAddresses(this.allowedHost(url));
   }
 
   /**
@@ -159,37 +191,35 @@ export class HttpBlobReader {
     const total = this.limits.transferTimeoutMs;
     for (let hop = 0; hop <= MAX_REDIRECTS; hop++) {
       const display = displayUrl(url);
-      const addresses = await this.check(url);
+      // A name's addresses are checked when a connection to it opens (`checkedLookup`); a
+      // connection to an IP literal asks no lookup, so a literal is checked here.
+      const host = this.allowedHost(url);
+      if (net.isIP(host) !== 0) await this.allowedAddresses(host);
       const left = total > 0 ? Math.max(1, total - (Date.now() - startedAt)) : Infinity;
-      const stream = got.stream(url, {
-        method: 'GET',
-        dnsLookup: pinnedLookup(url.hostname, addresses),
-        agent: this.agents,
-        followRedirect: false,
-        throwHttpErrors: false,
-        decompress: false,
-        retry: { limit: 0 },
-        timeout: {
-          connect: Math.min(10_000, left),
-          secureConnect: Math.min(10_000, left),
-          response: Math.min(30_000, left),
-          socket: 60_000,
-        },
-        headers: { 'user-agent': 'docstream', 'accept-encoding': 'identity' },
-      });
-      const response = await new Promise<Response>((resolve, reject) => {
-        stream.once('response', resolve);
-        stream.on('error', reject);
-      }).catch((error: unknown) => {
-        stream.destroy();
+      // The total bound covers the wait for the answer here; from the first byte on, Pace does.
+      const abort = new AbortController();
+      const timer = left === Infinity ? undefined : setTimeout(() => abort.abort(), left);
+      let response: Dispatcher.ResponseData;
+      try {
+        response = await request(url, {
+          method: 'GET',
+          dispatcher: this.agent,
+          signal: abort.signal,
+          headersTimeout: Math.min(30_000, left),
+          bodyTimeout: 60_000,
+          headers: { 'user-agent': 'docstream', 'accept-encoding': 'identity' },
+        });
+      } catch (error) {
         if (total > 0 && Date.now() - startedAt >= total) throw transferTimeout(display, this.limits);
         throw transportError(error, display);
-      });
-      const location = response.headers.location;
-      if (!REDIRECT_STATUSES.has(response.statusCode) || location === undefined) {
-        return { stream, response, url };
+      } finally {
+        clearTimeout(timer);
       }
-      stream.destroy();
+      const location = header(response.headers, 'location');
+      if (!REDIRECT_STATUSES.has(response.statusCode) || location === undefined) {
+        return { response, url };
+      }
+      discard(response.body);
       let next: URL;
       try {
         next = new URL(location, url);
@@ -211,9 +241,9 @@ export class HttpBlobReader {
   /** Fetches, and insists on a 200 with raw (not content-encoded) bytes. */
   private async fetchOk(url: URL, startedAt: number): Promise<Fetched & { length: number | undefined }> {
     const fetched = await this.fetch(url, startedAt);
-    const { response, stream } = fetched;
+    const { response } = fetched;
     const display = displayUrl(fetched.url);
-    const encoding = response.headers['content-encoding'];
+    const encoding = header(response.headers, 'content-encoding');
     let problem: BlobError | undefined;
     if (response.statusCode !== 200 && response.statusCode !== 203) {
       problem = statusError(response.statusCode, display);
@@ -221,78 +251,38 @@ export class HttpBlobReader {
       problem = new BlobError('blob_unreadable', `${display} was served with Content-Encoding ${encoding}`);
     }
     if (problem) {
-      stream.destroy();
+      discard(response.body);
       throw problem;
     }
     return { ...fetched, length: parseLength(response.headers['content-length']) };
   }
 
+  /** Fetches the blob once, checks it, and keeps its bytes for the upload (`kept.ts`). */
   async resolve(url: URL, display: string, ref: BlobRef): Promise<OpenedBlob> {
     const maxBytes = this.policy.maxBytes;
     const startedAt = Date.now();
-    const first = await this.fetchOk(url, startedAt);
-    const contentType = ref.content_type ?? first.response.headers['content-type'] ?? undefined;
-    if (first.length !== undefined && first.length > maxBytes) {
-      first.stream.destroy();
+    const expected = this.policy.verifySha256 && ref.sha256 ? expectedSha256(ref.sha256) : undefined;
+    const { response, length } = await this.fetchOk(url, startedAt);
+    const body = response.body as Readable;
+    if (length !== undefined && length > maxBytes) {
+      // Not worth reading to keep its connection: the connection goes.
+      body.on('error', () => undefined).destroy();
       throw new BlobError(
         'blob_too_large',
-        `${display} has ${first.length} bytes, more than blobs.maxBytes (${maxBytes})`,
+        `${display} has ${length} bytes, more than blobs.maxBytes (${maxBytes})`,
       );
     }
-    const expected = this.policy.verifySha256 && ref.sha256 ? expectedSha256(ref.sha256) : undefined;
-
-    // Verification must see every byte before the caller does, and an upload needs a length:
-    // either way the bytes go to a private temp file first.
-    if (expected !== undefined || first.length === undefined) {
-      const pace = new Pace(this.limits, display, startedAt);
-      const file = await this.spool.write(first.stream, maxBytes, display, pace).catch((error: unknown) => {
-        throw transportError(error, display);
-      });
-      return verifiedSpooledBlob(file, contentType, expected, display);
-    }
-
-    first.stream.destroy();
-    const size = first.length;
-    const finalUrl = first.url;
-    let closed = false;
-    return {
-      size,
-      contentType,
-      sha256: undefined,
-      open: async (): Promise<Readable> => {
-        if (closed) throw new BlobError('blob_unreadable', `${display} was already cleaned up`);
-        const openedAt = Date.now();
-        const again = await this.fetchOk(finalUrl, openedAt);
-        if (again.length !== undefined && again.length !== size) {
-          again.stream.destroy();
-          throw new BlobError(
-            'blob_unreadable',
-            `${display} changed size from ${size} to ${again.length} bytes`,
-            {
-              retriable: true,
-            },
-          );
-        }
-        const changed = () =>
-          new BlobError('blob_unreadable', `${display} did not deliver exactly ${size} bytes`, {
-            retriable: true,
-          });
-        const meter = new Meter({ maxBytes, exactBytes: size, tooMany: changed, tooFew: changed });
-        const mapError = (error: unknown) => transportError(error, display);
-        return guard(
-          guard(again.stream, new Pace(this.limits, display, openedAt), mapError),
-          meter,
-          mapError,
-        );
-      },
-      cleanup: async () => {
-        closed = true;
-      },
-    };
+    return this.keeper.keep(body, {
+      display,
+      length,
+      contentType: ref.content_type ?? header(response.headers, 'content-type') ?? undefined,
+      expected,
+      pace: new Pace(this.limits, display, startedAt),
+      mapError: (error) => transportError(error, display),
+    });
   }
 
   close(): void {
-    this.agents.http.destroy();
-    this.agents.https.destroy();
+    void this.agent.destroy().catch(() => undefined);
   }
 }

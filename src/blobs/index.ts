@@ -8,6 +8,7 @@ import { silentLogger, type Logger } from '../observability/logger.js';
 import { BlobError } from './errors.js';
 import { FileBlobReader } from './file-source.js';
 import { HttpBlobReader, type HostResolver } from './http-source.js';
+import { IN_MEMORY_BYTES, Keeper, MemoryBudget } from './kept.js';
 import type { BlobPolicy } from './policy.js';
 import { S3BlobReader } from './s3-source.js';
 import { Spool } from './spool.js';
@@ -18,12 +19,18 @@ export { BlobError, type BlobErrorCode } from './errors.js';
 export type { BlobPolicy } from './policy.js';
 export type { BlobRef, OpenedBlob } from './types.js';
 export type { AddressClass } from './address.js';
+export { DEFAULT_CONNECTIONS_PER_HOST } from './http-source.js';
 
 export interface BlobSourceDeps {
   s3Client?: S3Client;
   logger?: Logger;
   /** Host name resolution for http(s) blobs; the system resolver by default. */
   resolveHost?: HostResolver;
+  /**
+   * Connections kept per http(s) host and to the S3 endpoint: enough for the documents admitted at
+   * once (`connector.maxInFlight`), fewer than a burst would open without a cap.
+   */
+  connectionsPerHost?: number;
 }
 
 export interface BlobSource {
@@ -36,9 +43,13 @@ export interface BlobSource {
 export function createBlobSource(policy: BlobPolicy, deps: BlobSourceDeps = {}): BlobSource {
   const logger = deps.logger ?? silentLogger;
   const spool = new Spool();
-  const files = new FileBlobReader(policy, logger);
-  const http = new HttpBlobReader(policy, spool, logger, deps.resolveHost);
-  const s3 = new S3BlobReader(policy, spool, logger, deps.s3Client);
+  // One memory budget for every blob held from admission to upload, whichever its scheme.
+  const budget = new MemoryBudget();
+  const inMemoryBytes = policy.inMemoryBytes ?? IN_MEMORY_BYTES;
+  const keeper = new Keeper(spool, budget, inMemoryBytes, policy.maxBytes);
+  const files = new FileBlobReader(policy, logger, { smallFileBytes: inMemoryBytes, budget });
+  const http = new HttpBlobReader(policy, keeper, logger, deps.resolveHost, deps.connectionsPerHost);
+  const s3 = new S3BlobReader(policy, keeper, logger, deps.s3Client, deps.connectionsPerHost);
 
   async function resolve(ref: BlobRef): Promise<OpenedBlob> {
     if (ref === null || typeof ref !== 'object') {

@@ -21,6 +21,8 @@ export interface BlobPolicy {
   maxBytes: number;
   /** Check and read small `file://` blobs with synchronous system calls (default true). */
   fileSyncReads?: boolean;
+  /** Blobs up to this many bytes are held in memory from admission to upload (`kept.ts`). */
+  inMemoryBytes?: number;
   /** Bound on a whole http(s)/s3 transfer, request to last byte (`pace.ts`); unset or 0: none. */
   transferTimeoutMs?: number;
   /** Slowest http(s)/s3 transfer accepted, bytes per second over each window; unset or 0: none. */

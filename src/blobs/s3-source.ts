@@ -1,16 +1,20 @@
 /**
- * `s3://bucket/key` blobs through the AWS SDK (credentials from its default chain). Reads are
- * pinned to the ETag seen by HeadObject, so retried uploads send the object that was checked.
+ * `s3://bucket/key` blobs through the AWS SDK (credentials from its default chain): one GetObject
+ * per blob, its size checked from the answer's headers before the body is read, its bytes kept until
+ * the upload is done (`kept.ts`), so a retried upload sends the object that was checked and never
+ * fetches it again. Connections are pooled and kept alive, at most `connectionsPerHost` of them.
  */
-import { GetObjectCommand, HeadObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { GetObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import http from 'node:http';
+import https from 'node:https';
 import { Readable } from 'node:stream';
 import type { Logger } from '../observability/logger.js';
 import { BlobError } from './errors.js';
-import { guard } from './guard.js';
-import { expectedSha256, Meter } from './meter.js';
+import { DEFAULT_CONNECTIONS_PER_HOST } from './http-source.js';
+import type { Keeper } from './kept.js';
+import { expectedSha256 } from './meter.js';
 import { Pace, transferLimits, transferTimeout, type TransferLimits } from './pace.js';
 import type { BlobPolicy } from './policy.js';
-import { verifiedSpooledBlob, type Spool } from './spool.js';
 import type { BlobRef, OpenedBlob } from './types.js';
 
 const NOT_FOUND_NAMES = new Set(['NoSuchKey', 'NotFound', 'NoSuchBucket']);
@@ -60,9 +64,10 @@ export class S3BlobReader {
 
   constructor(
     private readonly policy: BlobPolicy,
-    private readonly spool: Spool,
+    private readonly keeper: Keeper,
     private readonly logger: Logger,
     client?: S3Client,
+    private readonly connectionsPerHost = DEFAULT_CONNECTIONS_PER_HOST,
   ) {
     this.client = client;
     this.ownsClient = client === undefined;
@@ -89,31 +94,31 @@ export class S3BlobReader {
   }
 
   private s3(): S3Client {
-    this.client ??= new S3Client({
+    if (this.client) return this.client;
+    // Idle connections are kept up to the pool size (Node's default agent keeps 256 and closes
+    // the rest after a burst) and closed after 4 s, below the 5 s idle timeout of common servers.
+    const pool = {
+      keepAlive: true,
+      maxSockets: this.connectionsPerHost,
+      maxFreeSockets: this.connectionsPerHost,
+      scheduling: 'lifo' as const,
+      timeout: 4_000,
+    };
+    this.client = new S3Client({
       region: this.policy.s3Region,
       endpoint: this.policy.s3Endpoint === '' ? undefined : this.policy.s3Endpoint,
       forcePathStyle: this.policy.s3ForcePathStyle,
-      requestHandler: { connectionTimeout: 10_000, requestTimeout: 60_000 },
+      requestHandler: {
+        connectionTimeout: 10_000,
+        requestTimeout: 60_000,
+        httpAgent: new http.Agent(pool),
+        httpsAgent: new https.Agent(pool),
+      },
     });
     return this.client;
   }
 
-  private async body(
-    bucket: string,
-    key: string,
-    etag: string | undefined,
-    display: string,
-    startedAt: number,
-  ): Promise<Readable> {
-    const out = await this.send(display, startedAt, (abortSignal) =>
-      this.s3().send(new GetObjectCommand({ Bucket: bucket, Key: key, IfMatch: etag }), { abortSignal }),
-    );
-    if (!(out.Body instanceof Readable)) {
-      throw new BlobError('blob_unreadable', `${display} returned no readable body`, { retriable: true });
-    }
-    return out.Body;
-  }
-
+  /** Fetches the object once, checks its size, and keeps its bytes for the upload (`kept.ts`). */
   async resolve(bucket: string, key: string, display: string, ref: BlobRef): Promise<OpenedBlob> {
     const { s3Buckets, maxBytes } = this.policy;
     if (s3Buckets.length === 0) {
@@ -125,12 +130,18 @@ export class S3BlobReader {
     if (!s3Buckets.includes(bucket)) {
       throw new BlobError('blob_not_allowed', `bucket ${bucket} of ${display} is not in blobs.s3Buckets`);
     }
+    const expected = this.policy.verifySha256 && ref.sha256 ? expectedSha256(ref.sha256) : undefined;
     const startedAt = Date.now();
-    const head = await this.send(display, startedAt, (abortSignal) =>
-      this.s3().send(new HeadObjectCommand({ Bucket: bucket, Key: key }), { abortSignal }),
+    const out = await this.send(display, startedAt, (abortSignal) =>
+      this.s3().send(new GetObjectCommand({ Bucket: bucket, Key: key }), { abortSignal }),
     );
-    const size = head.ContentLength;
+    const body = out.Body;
+    if (!(body instanceof Readable)) {
+      throw new BlobError('blob_unreadable', `${display} returned no readable body`, { retriable: true });
+    }
+    const size = out.ContentLength;
     if (size !== undefined && size > maxBytes) {
+      body.destroy();
       throw new BlobError(
         'blob_too_large',
         `${display} has ${size} bytes, more than blobs.maxBytes (${maxBytes})`,
@@ -142,40 +153,14 @@ export class S3BlobReader {
         'blob.size_bytes differs from the object size',
       );
     }
-    const etag = head.ETag;
-    const contentType = ref.content_type ?? head.ContentType ?? undefined;
-    const expected = this.policy.verifySha256 && ref.sha256 ? expectedSha256(ref.sha256) : undefined;
-
-    if (expected !== undefined || size === undefined) {
-      const source = await this.body(bucket, key, etag, display, startedAt);
-      const pace = new Pace(this.limits, display, startedAt);
-      const file = await this.spool.write(source, maxBytes, display, pace).catch((error: unknown) => {
-        throw s3Error(error, display);
-      });
-      return verifiedSpooledBlob(file, contentType, expected, display);
-    }
-
-    let closed = false;
-    return {
-      size,
-      contentType,
-      sha256: undefined,
-      open: async () => {
-        if (closed) throw new BlobError('blob_unreadable', `${display} was already cleaned up`);
-        const openedAt = Date.now();
-        const source = await this.body(bucket, key, etag, display, openedAt);
-        const changed = () =>
-          new BlobError('blob_unreadable', `${display} did not deliver exactly ${size} bytes`, {
-            retriable: true,
-          });
-        const meter = new Meter({ maxBytes, exactBytes: size, tooMany: changed, tooFew: changed });
-        const mapError = (error: unknown) => s3Error(error, display);
-        return guard(guard(source, new Pace(this.limits, display, openedAt), mapError), meter, mapError);
-      },
-      cleanup: async () => {
-        closed = true;
-      },
-    };
+    return this.keeper.keep(body, {
+      display,
+      length: size,
+      contentType: ref.content_type ?? out.ContentType ?? undefined,
+      expected,
+      pace: new Pace(this.limits, display, startedAt),
+      mapError: (error) => s3Error(error, display),
+    });
   }
 
   close(): void {

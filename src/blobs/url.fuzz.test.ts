@@ -15,6 +15,7 @@ import { classifyAddress, isAddressAllowed } from './address.js';
 import { BlobError, type BlobErrorCode } from './errors.js';
 import { HttpBlobReader, type ResolvedAddress } from './http-source.js';
 import { createBlobSource, type BlobSource } from './index.js';
+import { Keeper, MemoryBudget } from './kept.js';
 import { Spool } from './spool.js';
 import { policy, readAll } from './test-helpers.js';
 import { parseBlobUrl } from './url.js';
@@ -293,7 +294,7 @@ describe('http(s):// confinement (fuzz)', () => {
           }
           const reader = new HttpBlobReader(
             policy({ httpHosts: ['blobs.test', '127.0.0.1', '[::1]'], allowPrivateNetworks }),
-            new Spool(),
+            new Keeper(new Spool(), new MemoryBudget(), 1024, 1024),
             silentLogger,
             async () => addresses,
           );

@@ -331,7 +331,12 @@ export const CONFIG_SPEC = {
     ),
     fileSyncReads: f.bool(
       true,
-      'Check and read small file:// blobs (up to 1 MiB) with synchronous system calls: microseconds on a local disk, less CPU than asynchronous calls; set false for a network file system that may stall.',
+      'Check and read small file:// blobs (up to blobs.inMemoryBytes) with synchronous system calls: microseconds on a local disk, less CPU than asynchronous calls; set false for a network file system that may stall.',
+    ),
+    inMemoryBytes: f.int(
+      1048576,
+      'Blobs up to this size are read or fetched once, at admission, and held in memory until their upload (a retried upload included); larger ones stream from their file (file://) or from a private temp file (http(s), s3). All blobs held in memory at once share 64 MiB; past that they take the larger path. 0: none in memory.',
+      0,
     ),
   },
   webhooks: {

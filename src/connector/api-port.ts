@@ -1,6 +1,7 @@
 /**
  * Adapts the API client to the workflow's port: result getters by kind, "not ready" as one signal,
- * and uploads that re-open the blob on every attempt so a retried upload sends the whole file again.
+ * and uploads that re-open the blob on every attempt so a retried upload sends the whole file again
+ * (from what admission read or fetched: the blob source never fetches it a second time).
  */
 import { PassThrough, pipeline, type Readable } from 'node:stream';
 import type { DocumentAnalysisClient } from '../client/client.js';

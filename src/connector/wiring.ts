@@ -3,7 +3,7 @@
  * blob source, the partition-local state and its writer, the input re-reader, the output and the engine. Nothing else reads the
  * configuration's connection settings, so `docstream replay` and the connector connect alike.
  */
-import { createBlobSource } from '../blobs/index.js';
+import { createBlobSource, DEFAULT_CONNECTIONS_PER_HOST } from '../blobs/index.js';
 import { DocumentAnalysisClient } from '../client/client.js';
 import type { Config } from '../config/index.js';
 import { KafkaClient } from '../kafka/client.js';
@@ -132,7 +132,11 @@ export function buildParts(
   const kafka = kafkaClientOf(config, { logger });
   const registry = registryOf(config, logger);
   const client = apiClientOf(config, logger, metrics);
-  const blobs = createBlobSource(config.blobs, { logger });
+  // Blob connections per host: one per document admitted at once, up to the reader's default.
+  const blobs = createBlobSource(config.blobs, {
+    logger,
+    connectionsPerHost: Math.min(DEFAULT_CONNECTIONS_PER_HOST, config.connector.maxInFlight),
+  });
   const admin = kafka.admin();
   const producer = kafka.producer({ maxMessageBytes: config.kafka.maxMessageBytes });
   const sender = new CoalescingSender(producer);
