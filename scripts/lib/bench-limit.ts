@@ -11,7 +11,8 @@
  *   documents per second against limit / 4; for a changing limit, the calls accepted per second over
  *   the last 10 s of each phase against that phase's limit;
  * - calls answered 429, as a share of all rate-limited calls;
- * - the longest stretch without a single call while documents waited;
+ * - the longest stretch without a single call while documents waited to be submitted (until the last
+ *   create: after it, the last documents wait for their results' poll times, not for the limiter);
  * - after each change of the limit, how long until a 2 s window had at least 90 % of the new limit
  *   accepted and at most 5 % of its calls refused.
  */
@@ -88,6 +89,7 @@ interface Sample {
   t: number;
   calls: number;
   refused: number;
+  creates: number;
 }
 
 export interface PhaseMeasure {
@@ -182,7 +184,7 @@ async function runScenario(
     const samples: Sample[] = [];
     const read = (): Sample => {
       const c = apiCalls(sandbox.stats());
-      return { t: Date.now(), calls: c.total - c.uploads, refused: c.rateLimited };
+      return { t: Date.now(), calls: c.total - c.uploads, refused: c.rateLimited, creates: c.creates };
     };
     const start = Date.now();
     for (const p of s.phases.slice(1)) {
@@ -248,13 +250,15 @@ function measureScenario(
     steady = round((100 * docsPerS) / (s.phases[0]!.limit / RATE_LIMITED_CALLS_PER_DOC), 1);
   }
 
-  // The longest run of samples without a call, from the first call until the last completion.
+  // The longest run of samples without a call while documents waited to be submitted: from the first
+  // call until the last create (after it, the few documents left wait for their results' poll times).
+  const lastCreate = samples.find((x) => x.creates === last.creates)?.t ?? lastDone;
   let silence = 0;
   let quietSince: number | null = null;
   for (let i = 1; i < samples.length; i++) {
     const prev = samples[i - 1]!;
     const cur = samples[i]!;
-    if (cur.t > lastDone) break;
+    if (cur.t > lastCreate) break;
     if (cur.calls === prev.calls && prev.calls > first.calls) {
       quietSince ??= prev.t;
       silence = Math.max(silence, cur.t - quietSince);
