@@ -20,7 +20,7 @@ import type {
   TopicPartitionOffset,
 } from '../kafka/consumer.js';
 import type { Logger } from '../observability/logger.js';
-import { backoffDelay } from '../util/backoff.js';
+import { retry } from '../util/retry.js';
 import { OffsetCommits } from './offset-commits.js';
 import type { PartitionOffsets } from './offsets.js';
 import { PartitionPreparation } from './partition-preparation.js';
@@ -446,29 +446,26 @@ export class ConsumerLoop {
     this.consumer.pause(feedback, this.assigned(feedback));
     this.o.logger.warn({ err: (err as Error).message }, 'input paused: a dependency is unavailable');
     handling.onChange?.(true);
-    this.outage = (async () => {
-      for (let attempt = 0; !this.stopping; attempt++) {
-        const delay = backoffDelay(attempt, {
-          initialMs: handling.initialDelayMs ?? 500,
-          maxMs: handling.maxDelayMs ?? 30_000,
-        });
-        await new Promise((resolve) => setTimeout(resolve, delay));
-        try {
-          await handling.probe();
-          return;
-        } catch (probeErr) {
-          this.o.logger.debug({ attempt, err: (probeErr as Error).message }, 'dependency still unavailable');
-        }
-      }
-    })().finally(() => {
-      this.outage = null;
-      handling.onChange?.(false);
-      if (this.stopping || !this.consumer) return;
-      this.o.logger.info('input resumed: the dependency answers again');
-      this.consumer.resume(feedback, this.assigned(feedback));
-      if (!this.inputPaused) this.consumer.resume(arrived, this.assigned(arrived));
-      else this.onRoom();
-    });
+    this.outage = retry(() => handling.probe(), {
+      waitFirst: true,
+      backoff: { initialMs: handling.initialDelayMs ?? 500, maxMs: handling.maxDelayMs ?? 30_000 },
+      classify: () => (this.stopping ? { retry: false } : { retry: true }),
+      onRetry: (probeErr, tries) =>
+        this.o.logger.debug(
+          { attempt: tries - 1, err: (probeErr as Error).message },
+          'dependency still unavailable',
+        ),
+    })
+      .catch(() => undefined)
+      .finally(() => {
+        this.outage = null;
+        handling.onChange?.(false);
+        if (this.stopping || !this.consumer) return;
+        this.o.logger.info('input resumed: the dependency answers again');
+        this.consumer.resume(feedback, this.assigned(feedback));
+        if (!this.inputPaused) this.consumer.resume(arrived, this.assigned(arrived));
+        else this.onRoom();
+      });
   }
 
   /**

@@ -43,6 +43,7 @@ import {
 import { PollTiming } from './readiness.js';
 import { createdState, Run } from './run.js';
 import { ApiError } from '../client/errors.js';
+import { retry } from '../util/retry.js';
 import type { UnfinishedState } from './state/document-state.js';
 import type { ArrivalEvent, Awaitable, OpenedBlob, SourceRecord } from './types.js';
 
@@ -495,21 +496,19 @@ export class DocumentLife {
    * restart): a background step that gave up here would leave the document in flight forever.
    */
   private async record(run: Run): Promise<void> {
-    for (let attempt = 0; ; attempt++) {
-      try {
-        await this.ports.states.writeState(run.state);
-        return;
-      } catch (err) {
-        // A revoked or stopped run: the next owner resumes from the last state that was recorded.
-        if (run.cancelled) return;
+    await retry(() => this.ports.states.writeState(run.state), {
+      backoff: { initialMs: this.options.pollInitialMs, maxMs: this.options.pollMaxMs },
+      random: this.ports.random,
+      // A revoked or stopped run: the next owner resumes from the last state that was recorded.
+      classify: () => (run.cancelled ? { retry: false } : { retry: true }),
+      onRetry: (err, tries) =>
         this.ports.logger.warn(
-          { event_id: run.eventId, attempt, err: failureOf(err).message },
+          { event_id: run.eventId, attempt: tries - 1, err: failureOf(err).message },
           'recording state failed; retrying',
-        );
-        const delay = this.timing.backoff(attempt, this.options.pollInitialMs);
-        await new Promise((resolve) => setTimeout(resolve, delay));
-      }
-    }
+        ),
+    }).catch((err: unknown) => {
+      if (!run.cancelled) throw err;
+    });
   }
 }
 

@@ -10,6 +10,7 @@ import type { Logger } from '../observability/logger.js';
 import { fitDeadLetter } from '../serde/dead-letter-fit.js';
 import type { Registry } from '../serde/registry.js';
 import type { DeadLetterValue } from '../serde/types.js';
+import { retry } from '../util/retry.js';
 import { redactAttributes, redactSource } from './dead-letters.js';
 import { classificationValue, deadLetterValue, decisionValue, fraudValue, qualityValue } from './mapping.js';
 import type { OutputPort, ResultExtra } from './ports.js';
@@ -143,20 +144,34 @@ export class KafkaOutput implements OutputPort {
     let limit = this.dlq.limitFor?.(topic) ?? DEFAULT_MAX_MESSAGE_BYTES;
     // A broker whose limit is below the one read at boot (changed since) refuses the letter without
     // saying its limit: halve the size until it is taken or the bare letter does not fit.
-    for (let attempt = 0; attempt < 12; attempt++) {
-      const fitted = fitDeadLetter(value, limit, (v) => messageSize(message(v)));
-      if (!fitted) break;
-      const outgoing = message(fitted.letter);
-      try {
-        progress.sending = true;
-        if (route) await this.sender.send(topic, outgoing, route);
-        else await this.sender.send(topic, outgoing);
-        return;
-      } catch (err) {
-        if (!isMessageTooLarge(err)) throw err;
-        progress.sending = false;
-        limit = Math.floor(Math.min(limit, messageSize(outgoing)) / 2);
-      }
+    const unfit = new Error('the bare letter does not fit');
+    try {
+      return await retry(
+        async () => {
+          const fitted = fitDeadLetter(value, limit, (v) => messageSize(message(v)));
+          if (!fitted) throw unfit;
+          const outgoing = message(fitted.letter);
+          try {
+            progress.sending = true;
+            if (route) await this.sender.send(topic, outgoing, route);
+            else await this.sender.send(topic, outgoing);
+          } catch (err) {
+            if (isMessageTooLarge(err)) {
+              progress.sending = false;
+              limit = Math.floor(Math.min(limit, messageSize(outgoing)) / 2);
+            }
+            throw err;
+          }
+        },
+        {
+          attempts: 12,
+          backoff: { initialMs: 0, maxMs: 0 },
+          // Smaller at once: the next try is another letter, not the same one later.
+          classify: (err) => (isMessageTooLarge(err) ? { retry: true, immediately: true } : { retry: false }),
+        },
+      );
+    } catch (err) {
+      if (err !== unfit && !isMessageTooLarge(err)) throw err;
     }
     this.dlq.logger?.error(
       {

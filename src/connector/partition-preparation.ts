@@ -7,8 +7,13 @@
  * unfinished documents never resumed.
  */
 import type { Logger } from '../observability/logger.js';
-import { backoffDelay } from '../util/backoff.js';
+import { retry } from '../util/retry.js';
 import type { LoopEngine, LoopState } from './consumer-loop.js';
+
+/** A held partition: `wake` ends its retry's wait early. */
+interface Hold {
+  wake?: () => void;
+}
 
 type CommittedOffsets = Promise<ReadonlyMap<number, string | null> | undefined> | undefined;
 
@@ -27,8 +32,8 @@ export interface PartitionPreparationOptions {
 export class PartitionPreparation {
   /** Per input partition: resolved once its state is read and its unfinished work resumed. */
   private readonly prepared = new Map<number, Promise<void>>();
-  /** Partitions held (gained and not forgotten), with their pending retry, if any. */
-  private readonly held = new Map<number, { failures: number; timer?: NodeJS.Timeout }>();
+  /** Partitions held (gained and not forgotten), each with the wake of its retry's wait, if one waits. */
+  private readonly held = new Map<number, Hold>();
   private stopped = false;
 
   constructor(private readonly o: PartitionPreparationOptions) {}
@@ -36,8 +41,9 @@ export class PartitionPreparation {
   /** No retry is scheduled after this. */
   stop(): void {
     this.stopped = true;
-    for (const h of this.held.values()) clearTimeout(h.timer);
+    const holds = [...this.held.values()];
     this.held.clear();
+    for (const h of holds) h.wake?.();
   }
 
   /**
@@ -46,16 +52,50 @@ export class PartitionPreparation {
    */
   gained(partitions: readonly number[]): void {
     if (partitions.length === 0) return;
-    for (const p of partitions) if (!this.held.has(p)) this.held.set(p, { failures: 0 });
     const committed = this.readCommitted();
-    for (const p of partitions) void this.prepare(p, committed).catch(() => undefined);
+    for (const p of partitions) {
+      if (this.held.has(p)) void this.prepare(p, committed).catch(() => undefined);
+      else this.keepPreparing(p, committed);
+    }
+  }
+
+  /** Prepares a gained partition, trying again with back-off while it is held and not prepared. */
+  private keepPreparing(partition: number, committed: CommittedOffsets): void {
+    const hold: Hold = {};
+    this.held.set(partition, hold);
+    const given = new Error('partition no longer held');
+    void retry(
+      (tries) => {
+        if (this.held.get(partition) !== hold || this.stopped) throw given;
+        return this.prepare(partition, tries === 1 ? committed : undefined);
+      },
+      {
+        backoff: this.o.retry ?? { initialMs: 500, maxMs: 30_000 },
+        classify: (err) => (err === given ? { retry: false } : { retry: true }),
+        clock: {
+          now: () => Date.now(),
+          // Woken early when the partition leaves or preparation stops: the next try then gives up.
+          sleep: (ms) =>
+            new Promise<void>((resolve) => {
+              const timer = setTimeout(() => hold.wake?.(), ms);
+              timer.unref();
+              hold.wake = () => {
+                clearTimeout(timer);
+                hold.wake = undefined;
+                resolve();
+              };
+            }),
+        },
+      },
+    ).catch(() => undefined);
   }
 
   /** A partition that left: its preparation is void (a later one starts afresh). */
   forget(partition: number): void {
     this.prepared.delete(partition);
-    clearTimeout(this.held.get(partition)?.timer);
+    const hold = this.held.get(partition);
     this.held.delete(partition);
+    hold?.wake?.();
   }
 
   /**
@@ -73,36 +113,16 @@ export class PartitionPreparation {
         if (unfinished.length > 0)
           this.o.logger.info({ partition, documents: unfinished.length }, 'resumed unfinished documents');
       });
-      p.then(
-        () => {
-          const h = this.held.get(partition);
-          if (h) h.failures = 0;
-        },
-        (err: unknown) => {
-          if (this.prepared.get(partition) === p) this.prepared.delete(partition);
-          this.o.logger.warn(
-            { partition, err: (err as Error).message },
-            'preparing a partition failed; will retry',
-          );
-          this.retryLater(partition);
-        },
-      );
+      p.catch((err: unknown) => {
+        if (this.prepared.get(partition) === p) this.prepared.delete(partition);
+        this.o.logger.warn(
+          { partition, err: (err as Error).message },
+          'preparing a partition failed; will retry',
+        );
+      });
       this.prepared.set(partition, p);
     }
     return p;
-  }
-
-  private retryLater(partition: number): void {
-    const h = this.held.get(partition);
-    if (!h || this.stopped || h.timer) return;
-    const delay = backoffDelay(h.failures, this.o.retry ?? { initialMs: 500, maxMs: 30_000 });
-    h.failures += 1;
-    h.timer = setTimeout(() => {
-      h.timer = undefined;
-      if (this.held.get(partition) !== h || this.stopped) return;
-      void this.prepare(partition).catch(() => undefined);
-    }, delay);
-    h.timer.unref();
   }
 
   /**

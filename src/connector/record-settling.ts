@@ -14,7 +14,7 @@
  * then not committed here, and its next reader takes it again from the state's point of view.
  */
 import type { Logger } from '../observability/logger.js';
-import { backoffDelay } from '../util/backoff.js';
+import { retry } from '../util/retry.js';
 
 export interface RecordSettling {
   /** Runs the record's handler once. */
@@ -35,35 +35,58 @@ export interface RecordSettling {
   backoff?: { initialMs: number; maxMs: number };
 }
 
+/** A failure after which the next try is a different one: after an outage, or the letter instead of the handler. */
+class TryChanged {
+  constructor(readonly cause: unknown) {}
+}
+
 /** Resolves `done` once the record's outcome is durable, `abandoned` when it was given up first. */
 export async function settleRecord(s: RecordSettling): Promise<'done' | 'abandoned'> {
   let failure: unknown = null;
-  for (let attempt = 0; ; attempt++) {
-    if (s.abandoned()) return 'abandoned';
-    try {
-      if (failure === null) await s.handle();
-      else await s.end(failure);
-      return 'done';
-    } catch (err) {
-      if (s.isOutage(err)) {
-        await s.outage(err);
-        continue;
-      }
-      if (failure === null && !s.retriable(err)) {
-        // The record's own fault, or a bug: a letter ends it rather than a crash met at every restart.
-        s.logger.error(
-          { ...s.where, err: (err as Error)?.message ?? String(err) },
-          'handling a record failed; it ends in a dead letter',
-        );
-        failure = err;
-        continue;
-      }
-      const delay = backoffDelay(attempt, s.backoff ?? { initialMs: 200, maxMs: 10_000 });
-      s.logger.warn(
-        { ...s.where, attempt, delayMs: delay, err: (err as Error)?.message ?? String(err) },
-        'record not recorded; trying again',
-      );
-      await s.sleep(delay);
-    }
+  const abandoned = new Error('record given up');
+  try {
+    await retry(
+      async () => {
+        if (s.abandoned()) throw abandoned;
+        try {
+          if (failure === null) await s.handle();
+          else await s.end(failure);
+        } catch (err) {
+          if (s.isOutage(err)) {
+            await s.outage(err);
+            throw new TryChanged(err);
+          }
+          if (failure === null && !s.retriable(err)) {
+            // The record's own fault, or a bug: a letter ends it rather than a crash met at every restart.
+            s.logger.error(
+              { ...s.where, err: (err as Error)?.message ?? String(err) },
+              'handling a record failed; it ends in a dead letter',
+            );
+            failure = err;
+            throw new TryChanged(err);
+          }
+          throw err;
+        }
+      },
+      {
+        backoff: s.backoff ?? { initialMs: 200, maxMs: 10_000 },
+        classify: (err) => {
+          if (err === abandoned) return { retry: false };
+          return err instanceof TryChanged ? { retry: true, immediately: true } : { retry: true };
+        },
+        onRetry: (err, tries, delayMs) => {
+          if (err instanceof TryChanged) return;
+          s.logger.warn(
+            { ...s.where, attempt: tries - 1, delayMs, err: (err as Error)?.message ?? String(err) },
+            'record not recorded; trying again',
+          );
+        },
+        clock: { now: () => Date.now(), sleep: (ms) => s.sleep(ms) },
+      },
+    );
+    return 'done';
+  } catch (err) {
+    if (err === abandoned) return 'abandoned';
+    throw err instanceof TryChanged ? err.cause : err;
   }
 }

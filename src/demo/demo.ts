@@ -17,6 +17,7 @@ import { startSandbox, type Sandbox } from '../sandbox/index.js';
 import { Registry } from '../serde/registry.js';
 import { defaultStackOptions, stackDown, stackUp, type ServiceName } from '../stack/index.js';
 import { registryUrl } from '../stack/services.js';
+import { retry } from '../util/retry.js';
 import { writeCorpus, type Sample } from './corpus.js';
 import { fitTable, type Cell } from './table.js';
 
@@ -118,18 +119,15 @@ export async function waitingFor<T>(
  */
 async function groupCoordinatorReady(kafka: KafkaClient, groupId: string, timeoutMs: number): Promise<void> {
   const admin = kafka.admin();
-  const deadline = Date.now() + timeoutMs;
+  const started = Date.now();
   try {
     await admin.connect();
-    for (;;) {
-      try {
-        await admin.describeGroup(groupId);
-        return;
-      } catch (err) {
-        if (Date.now() > deadline) throw err;
-        await new Promise((r) => setTimeout(r, 250));
-      }
-    }
+    await retry(() => admin.describeGroup(groupId), {
+      budgetMs: timeoutMs - (Date.now() - started),
+      lastTryAtBudget: true,
+      backoff: { initialMs: 250, maxMs: 250, jitter: false },
+      classify: () => ({ retry: true }),
+    });
   } finally {
     await admin.disconnect().catch(() => undefined);
   }

@@ -5,6 +5,7 @@
 import kafkajs from 'kafkajs';
 import type { Admin } from 'kafkajs';
 import { connectKafka, KafkaError, wrapKafka } from './errors.js';
+import { retry } from '../util/retry.js';
 import type { ConnectionSettings } from './security-hints.js';
 import { advertisedAddressOf } from './sticky-assignor.js';
 
@@ -174,10 +175,6 @@ function describeAnswer(error: unknown): string {
   return typed ? `${String(typed.message ?? text)} (${String(typed.type)})` : text;
 }
 
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
 /** States in which a group has no members, so its offsets may be changed from outside. */
 const INACTIVE_GROUP_STATES = new Set(['Empty', 'Dead']);
 
@@ -216,54 +213,68 @@ export class KafkaAdmin {
    */
   async ensureTopics(specs: TopicSpec[], options: EnsureTopicsOptions = {}): Promise<EnsureTopicsResult> {
     const timeoutMs = options.timeoutMs ?? DEFAULT_ENSURE_TIMEOUT_MS;
-    const deadline = Date.now() + timeoutMs;
     const names = specs.map((spec) => spec.topic);
     const created = new Set<string>();
+    /** Why the last try did not end it: the broker's answer, or the partitions still without a leader. */
     let problem = '';
-    for (let attempt = 1; ; attempt++) {
-      let doing = `listing topics`;
-      try {
-        const listed = new Set(await this.admin.listTopics());
-        for (const spec of specs) {
-          if (listed.has(spec.topic) || created.has(spec.topic)) continue;
-          doing = `creating topic ${spec.topic}`;
-          // One topic per request: kafkajs reports "already exists" for a request as a whole.
-          const made = await this.admin
-            .createTopics({
-              waitForLeaders: false,
-              topics: [
-                {
-                  topic: spec.topic,
-                  numPartitions: spec.numPartitions,
-                  replicationFactor: spec.replicationFactor ?? 1,
-                  configEntries: Object.entries(spec.configs ?? {}).map(([name, value]) => ({ name, value })),
-                },
-              ],
-            })
-            .catch((error: unknown) => {
-              if (hasErrorType(error, ALREADY_EXISTS)) return false;
-              throw error;
-            });
-          if (made) created.add(spec.topic);
-        }
-        doing = `waiting for leaders of ${names.join(', ')}`;
-        const leaderless = await this.leaderlessPartitions(names);
-        if (leaderless.length === 0) break;
-        problem = `partitions without a leader yet: ${leaderless.join(', ')}`;
-      } catch (error) {
-        if (!isTransient(error)) {
-          throw new KafkaError(`${doing}: ${describeAnswer(error)}`, { retriable: false, cause: error });
-        }
-        problem = `${doing}: ${describeAnswer(error)}`;
-      }
-      if (Date.now() >= deadline) {
-        throw new KafkaError(
-          `topics ${names.join(', ')} not ready after ${attempt} attempts in ${timeoutMs} ms; last answer: ${problem}`,
-          { retriable: true },
-        );
-      }
-      await sleep(
-        Math.min(ENSURE_MAX_DELAY_MS, ENSURE_FIRST_DELAY_MS * 2 ** (attempt - 1)) * (0.5 + Math.random() / 2),
+    let attempts = 0;
+    const notReady = new Error('topics not ready yet');
+    try {
+      await retry(
+        async (tries) => {
+          attempts = tries;
+          let doing = `listing topics`;
+          try {
+            const listed = new Set(await this.admin.listTopics());
+            for (const spec of specs) {
+              if (listed.has(spec.topic) || created.has(spec.topic)) continue;
+              doing = `creating topic ${spec.topic}`;
+              // One topic per request: kafkajs reports "already exists" for a request as a whole.
+              const made = await this.admin
+                .createTopics({
+                  waitForLeaders: false,
+                  topics: [
+                    {
+                      topic: spec.topic,
+                      numPartitions: spec.numPartitions,
+                      replicationFactor: spec.replicationFactor ?? 1,
+                      configEntries: Object.entries(spec.configs ?? {}).map(([name, value]) => ({
+                        name,
+                        value,
+                      })),
+                    },
+                  ],
+                })
+                .catch((error: unknown) => {
+                  if (hasErrorType(error, ALREADY_EXISTS)) return false;
+                  throw error;
+                });
+              if (made) created.add(spec.topic);
+            }
+            doing = `waiting for leaders of ${names.join(', ')}`;
+            const leaderless = await this.leaderlessPartitions(names);
+            if (leaderless.length === 0) return;
+            problem = `partitions without a leader yet: ${leaderless.join(', ')}`;
+          } catch (error) {
+            if (!isTransient(error)) {
+              throw new KafkaError(`${doing}: ${describeAnswer(error)}`, { retriable: false, cause: error });
+            }
+            problem = `${doing}: ${describeAnswer(error)}`;
+          }
+          throw notReady;
+        },
+        {
+          budgetMs: timeoutMs,
+          lastTryAtBudget: true,
+          backoff: { initialMs: ENSURE_FIRST_DELAY_MS, maxMs: ENSURE_MAX_DELAY_MS },
+          classify: (error) => (error === notReady ? { retry: true } : { retry: false }),
+        },
+      );
+    } catch (error) {
+      if (error !== notReady) throw error;
+      throw new KafkaError(
+        `topics ${names.join(', ')} not ready after ${attempts} attempts in ${timeoutMs} ms; last answer: ${problem}`,
+        { retriable: true },
       );
     }
     const present = specs.filter((spec) => !created.has(spec.topic));

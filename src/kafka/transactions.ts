@@ -17,7 +17,7 @@
 import kafkajs from 'kafkajs';
 import type { Kafka, Message, Producer, TopicMessages } from 'kafkajs';
 import type { Logger } from '../observability/logger.js';
-import { backoffDelay } from '../util/backoff.js';
+import { retry } from '../util/retry.js';
 import { KafkaError, kafkaError, MessageTooLargeError } from './errors.js';
 import { DEFAULT_MAX_MESSAGE_BYTES, messageSize } from './message-size.js';
 import { JavaCompatiblePartitioner } from './partitioner.js';
@@ -196,29 +196,39 @@ class PartitionWriter {
   private async flush(): Promise<void> {
     const items = this.take();
     if (items.length === 0) return;
-    for (let attempt = 0; ; attempt++) {
-      if (this.fenced) return rejectAll(items, this.fenced);
-      // Revoked during the back-off: the new owner resumes from the committed state; send nothing.
-      if (this.closed) return rejectAll(items, new NotOwnedError(this.partition));
-      const started = Date.now();
-      try {
-        await this.transact(items);
-        this.s.onCommit?.(items.length, Date.now() - started);
-        for (const item of items) for (const x of item.settle) x.resolve();
-        return;
-      } catch (err) {
-        if (isFencing(err)) {
-          this.fence(err);
-          return rejectAll(items, this.fenced);
-        }
-        if (this.closed) return rejectAll(items, new NotOwnedError(this.partition));
-        this.s.logger.warn(
-          { partition: this.partition, attempt, records: items.length, err: (err as Error).message },
-          'transaction failed; aborted, sending its records again',
-        );
-        await new Promise((r) => setTimeout(r, backoffDelay(attempt, { initialMs: 100, maxMs: 5000 })));
-      }
+    // Revoked during the back-off: the new owner resumes from the committed state; send nothing.
+    const given = () => this.fenced ?? (this.closed ? new NotOwnedError(this.partition) : null);
+    try {
+      await retry(
+        async () => {
+          const end = given();
+          if (end) throw end;
+          const started = Date.now();
+          await this.transact(items);
+          this.s.onCommit?.(items.length, Date.now() - started);
+        },
+        {
+          backoff: { initialMs: 100, maxMs: 5000 },
+          classify: (err) => {
+            if (isFencing(err)) this.fence(err);
+            return given() ? { retry: false } : { retry: true };
+          },
+          onRetry: (err, tries) =>
+            this.s.logger.warn(
+              {
+                partition: this.partition,
+                attempt: tries - 1,
+                records: items.length,
+                err: (err as Error).message,
+              },
+              'transaction failed; aborted, sending its records again',
+            ),
+        },
+      );
+    } catch (err) {
+      return rejectAll(items, given() ?? err);
     }
+    for (const item of items) for (const x of item.settle) x.resolve();
   }
 
   private async transact(items: Staged[]): Promise<void> {

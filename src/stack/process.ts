@@ -3,6 +3,7 @@ import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, write
 import { createServer } from 'node:net';
 import { dirname } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { retry } from '../util/retry.js';
 
 /** What `up` records about a process it started. */
 export interface PidRecord {
@@ -168,26 +169,40 @@ export function tailFile(file: string, n = 20): string {
 export async function withLock<T>(file: string, timeoutMs: number, fn: () => Promise<T>): Promise<T> {
   mkdirSync(dirname(file), { recursive: true });
   const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      const fd = openSync(file, 'wx');
-      writeFileSync(fd, String(process.pid));
-      closeSync(fd);
-      break;
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-      const content = readFileSafe(file);
-      const owner = Number(content);
-      const stale =
-        content === '' ? Date.now() > deadline : !Number.isInteger(owner) || owner <= 0 || !pidAlive(owner);
-      if (stale) {
-        rmSync(file, { force: true });
-        continue;
+  /** The lock is someone else's: the pid holding it. */
+  class Held extends Error {}
+  /** A lock whose owner died, just removed: taken at once. */
+  const removed = new Error('stale lock removed');
+  await retry(
+    async () => {
+      try {
+        const fd = openSync(file, 'wx');
+        writeFileSync(fd, String(process.pid));
+        closeSync(fd);
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+        const content = readFileSafe(file);
+        const owner = Number(content);
+        const stale =
+          content === '' ? Date.now() > deadline : !Number.isInteger(owner) || owner <= 0 || !pidAlive(owner);
+        if (stale) {
+          rmSync(file, { force: true });
+          throw removed;
+        }
+        if (Date.now() > deadline) throw new Error(`timed out waiting for lock ${file} held by pid ${owner}`);
+        throw new Held(String(owner));
       }
-      if (Date.now() > deadline) throw new Error(`timed out waiting for lock ${file} held by pid ${owner}`);
-      await sleep(250);
-    }
-  }
+    },
+    {
+      backoff: { initialMs: 250, maxMs: 250, jitter: false },
+      classify: (err) =>
+        err === removed
+          ? { retry: true, immediately: true }
+          : err instanceof Held
+            ? { retry: true }
+            : { retry: false },
+    },
+  );
   try {
     return await fn();
   } finally {

@@ -69,4 +69,47 @@ describe('retry', () => {
     }
     expect(waits).toEqual([1000, 1250, 1500]);
   });
+
+  it('tries again at once when told the caller already waited', async () => {
+    const waits: number[] = [];
+    const r = await run((n) => n < 3, {
+      classify: () => ({ retry: true, immediately: true }),
+      onRetry: (_e, _t, delay) => waits.push(delay),
+    });
+    expect([r.outcome, waits]).toEqual(['ok', [0, 0]]);
+  });
+
+  it('waits the first back-off before the first try when asked, then goes on from the second', async () => {
+    const waits: number[] = [];
+    const started: number[] = [];
+    const clock = new FakeClock();
+    const pending = retry(
+      async (n) => {
+        started.push(clock.now());
+        if (n < 3) throw boom();
+      },
+      {
+        backoff,
+        waitFirst: true,
+        classify: () => ({ retry: true }),
+        clock,
+        random: () => 0.5,
+        onRetry: (_e, _t, d) => waits.push(d),
+      },
+    );
+    await clock.advance(10_000);
+    await pending;
+    // equal jitter at 0.5: three quarters of 100, 200, 400
+    expect([started[0], waits]).toEqual([75, [150, 300]]);
+  });
+
+  it('cuts the last wait to the budget and tries once more at it when asked', async () => {
+    const r = await run(() => true, {
+      budgetMs: 1000,
+      backoff: { initialMs: 400, maxMs: 400, jitter: false },
+      lastTryAtBudget: true,
+    });
+    // tries at 0, 400, 800 and 1000 (the last wait cut to 200)
+    expect([r.tries, r.ended]).toEqual([4, 'budget']);
+  });
 });

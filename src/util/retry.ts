@@ -27,6 +27,8 @@ export type RetryVerdict =
       counts?: boolean;
       /** The other side's earliest time for the next try (Retry-After); spread with jitter. */
       notBeforeMs?: number;
+      /** Try again at once: the caller already waited (e.g. for an outage to end) or changed the try. */
+      immediately?: boolean;
     };
 
 export interface RetryOptions {
@@ -34,8 +36,16 @@ export interface RetryOptions {
   attempts?: number;
   /** Bound on the whole, waits included (default: unbounded). */
   budgetMs?: number;
-  /** Back-off between tries (equal jitter; see backoff.ts). */
-  backoff: { initialMs: number; maxMs: number; factor?: number };
+  /** Back-off between tries (equal jitter unless `jitter` is false; see backoff.ts). */
+  backoff: { initialMs: number; maxMs: number; factor?: number; jitter?: boolean };
+  /** Wait the first back-off before the first try too (probing something just found down). */
+  waitFirst?: boolean;
+  /**
+   * True: a wait that would pass the budget is cut to what is left of it, and one last try is made at
+   * the budget (a wait for a result: the caller's timeout is the last moment worth asking). Default:
+   * the loop gives up instead of a wait that would pass it.
+   */
+  lastTryAtBudget?: boolean;
   classify(error: unknown, tries: number): RetryVerdict;
   /** Before each wait: the failure, the tries so far and the wait (for a log line). */
   onRetry?(error: unknown, tries: number, delayMs: number): void;
@@ -53,6 +63,8 @@ export async function retry<T>(attempt: (tries: number) => Promise<T>, options: 
   const attempts = options.attempts ?? Number.POSITIVE_INFINITY;
   const budget = options.budgetMs ?? Number.POSITIVE_INFINITY;
   let counted = 0;
+  const shift = options.waitFirst ? 1 : 0;
+  if (options.waitFirst) await clock.sleep(backoffDelay(0, options.backoff, random));
   for (let tries = 1; ; tries++) {
     try {
       return await attempt(tries);
@@ -66,18 +78,20 @@ export async function retry<T>(attempt: (tries: number) => Promise<T>, options: 
         options.onGiveUp?.(error, tries, 'attempts');
         throw error;
       }
-      const backoff = backoffDelay(tries - 1, options.backoff, random);
-      // A named time is the earliest: callers told the same instant are spread over up to half of it more.
-      const delay =
-        verdict.notBeforeMs === undefined
-          ? backoff
-          : Math.round(verdict.notBeforeMs + random() * Math.min(verdict.notBeforeMs / 2, 2000));
-      if (clock.now() - start + delay >= budget) {
+      let delay = verdict.immediately
+        ? 0
+        : verdict.notBeforeMs === undefined
+          ? backoffDelay(tries - 1 + shift, options.backoff, random)
+          : // A named time is the earliest: callers told the same instant are spread over up to half of it more.
+            Math.round(verdict.notBeforeMs + random() * Math.min(verdict.notBeforeMs / 2, 2000));
+      const left = budget - (clock.now() - start);
+      if (options.lastTryAtBudget ? left <= 0 : delay >= left) {
         options.onGiveUp?.(error, tries, 'budget');
         throw error;
       }
+      delay = Math.min(delay, left);
       options.onRetry?.(error, tries, delay);
-      await clock.sleep(delay);
+      if (delay > 0) await clock.sleep(delay);
     }
   }
 }
