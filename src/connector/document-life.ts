@@ -153,7 +153,7 @@ export class DocumentLife {
       const ok = await this.upload(run);
       if (!ok) return;
     }
-    if (run.cancelled || run.finishing) return;
+    if (!run.running) return;
     run.uploadedAt ||= this.now();
     for (const kind of run.state.awaited) {
       if (run.published.has(kind)) continue;
@@ -204,7 +204,7 @@ export class DocumentLife {
     await run.blob?.cleanup();
     run.blob = null;
     this.events.onStage?.('upload', this.now() - started);
-    if (run.cancelled || run.finishing) return false;
+    if (!run.running) return false;
     run.uploadedAt = this.now();
     run.input = null;
     run.state = { ...s, status: 'UPLOADED', pending: undefined, updated_at: this.now() };
@@ -237,7 +237,7 @@ export class DocumentLife {
   }
 
   private async poll(run: Run, kind: Awaitable, attempt: number): Promise<void> {
-    if (run.cancelled || run.finishing || run.published.has(kind)) return;
+    if (!run.running || run.published.has(kind)) return;
     if (this.now() > run.deadlineAt) {
       await this.expire(run);
       return;
@@ -248,7 +248,7 @@ export class DocumentLife {
     try {
       body = await this.ports.api.getResult(kind, run.state.submission_id);
     } catch (err) {
-      if (run.cancelled || run.finishing) return;
+      if (!run.running) return;
       if (err instanceof ResultNotReady) {
         if (timed) this.timing.observe(kind, false, this.now());
         this.awaitResult(run, kind, attempt + 1);
@@ -267,15 +267,14 @@ export class DocumentLife {
       return;
     }
     if (timed) this.timing.observe(kind, true, this.now());
-    if (run.cancelled || run.finishing) return;
+    if (!run.running) return;
     await this.publish(run, kind, body, kind === 'decision' && run.decisionDelivered ? 'webhook' : 'poll');
   }
 
   private awaitsDecision(run: Run): boolean {
     return (
       run.mode === 'process' &&
-      !run.cancelled &&
-      !run.finishing &&
+      run.running &&
       run.state.awaited.includes('decision') &&
       !run.published.has('decision')
     );
@@ -318,7 +317,7 @@ export class DocumentLife {
       run.published.add(kind);
       // Stopping, the partition is still this instance's: what was just published is recorded, so its
       // next owner does not publish it again. Revoked, it has a new owner already: nothing is written.
-      if (run.mode === 'process' && !run.revoked) await this.recordPublished(run);
+      if (run.mode === 'process' && run.phase !== 'revoked') await this.recordPublished(run);
       await this.finish(run);
     } finally {
       run.publishing.delete(kind);
@@ -344,7 +343,7 @@ export class DocumentLife {
    */
   private async recordPublished(run: Run): Promise<void> {
     // Failed at its deadline meanwhile: the FAILED state stands.
-    if (run.finishing) return;
+    if (run.endStarted) return;
     const s = run.state;
     if (s.status === 'CREATED' || s.status === 'UPLOADED')
       run.state = { ...s, published: [...run.published], updated_at: this.now() };
@@ -355,8 +354,8 @@ export class DocumentLife {
 
   /** Ends a document whose results are all published: DONE (a replay: its generation recorded). */
   private async finish(run: Run): Promise<void> {
-    if (run.cancelled || run.finishing || !run.isComplete) return;
-    run.finishing = true;
+    if (!run.running || !run.isComplete) return;
+    run.transitionTo('finishing');
     if (run.mode === 'replay') {
       // Recording the generation makes a replay re-emit once, also when it is itself interrupted.
       if (run.state.status === 'DONE' && run.replayGeneration > (run.state.generation ?? 0)) {
@@ -416,7 +415,7 @@ export class DocumentLife {
    */
   private async expire(run: Run): Promise<void> {
     const missing = run.state.awaited.filter((k) => !run.published.has(k));
-    if (missing.length === 0 || run.cancelled || run.finishing) return;
+    if (missing.length === 0 || !run.running) return;
     const polls = Math.max(0, ...missing.map((k) => run.attempts.get(k) ?? 0));
     const after = `${this.options.deadlineMs} ms`;
     if (run.state.status === 'CREATED' && run.mode === 'process') {
@@ -443,8 +442,8 @@ export class DocumentLife {
     attempts?: number,
   ): Promise<void> {
     // One end per document: a deadline and a failed poll at once write one letter.
-    if (run.cancelled || run.finishing) return;
-    run.finishing = true;
+    if (!run.running) return;
+    run.transitionTo('finishing');
     await this.deadLetter(
       err,
       { source: await this.sourceOf(run), ...run.subject() },

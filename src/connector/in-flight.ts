@@ -58,8 +58,8 @@ export class InFlight {
    */
   remove(run: Run, how: 'ended' | 'stopped' | 'revoked'): void {
     const cancelled = how !== 'ended';
-    if (cancelled) run.cancelled = true;
-    if (how === 'revoked') run.revoked = true;
+    // Stopped or revoked while its end was recorded: it stays so (its end's state write gave up).
+    if (cancelled || !run.cancelled) run.transitionTo(how);
     for (const kind of run.state.awaited) this.scheduler.cancel(run.key(kind));
     this.scheduler.cancel(run.key('deadline'));
     if (this.byEvent.get(run.eventId) === run) {

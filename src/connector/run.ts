@@ -26,16 +26,39 @@ interface DocumentInput {
   characteristics: SubmissionCharacteristics | null;
 }
 
+/**
+ * Where a document's life on this instance is. `running`: its steps go on. `finishing`: the first
+ * caller that ends it (every result published, or a failure such as its deadline) moved it here
+ * synchronously, so only one ends it and later steps record nothing. `ended`: it left, done or failed.
+ * `stopped` (the instance stops) and `revoked` (its partition has a new owner already, so nothing
+ * more of it is recorded here): no new step starts, and it does not end here.
+ */
+export type RunPhase = 'running' | 'finishing' | 'ended' | 'stopped' | 'revoked';
+
+/** The moves a document may make; any other is a bug, refused by `transitionTo`. */
+const MOVES: Record<RunPhase, readonly RunPhase[]> = {
+  running: ['finishing', 'stopped', 'revoked'],
+  // Stopped or revoked while its end is being recorded: the end's state write gives up.
+  finishing: ['ended', 'stopped', 'revoked'],
+  ended: [],
+  stopped: [],
+  revoked: [],
+};
+
+export class IllegalTransition extends Error {
+  constructor(
+    readonly from: RunPhase,
+    readonly to: RunPhase,
+  ) {
+    super(`a document ${from} cannot become ${to}`);
+    this.name = 'IllegalTransition';
+  }
+}
+
 export class Run {
-  /** Revoked or stopped: no new step starts, and it does not end here. */
-  cancelled = false;
-  /** Revoked: its partition has a new owner already, so nothing more of it is recorded here. */
-  revoked = false;
-  /**
-   * Set synchronously by the first caller that ends the document (every result published, or a
-   * failure such as its deadline), so only one ends it and later steps record nothing.
-   */
-  finishing = false;
+  private current: RunPhase = 'running';
+  /** An end began (it went through `finishing`), whether it then ended or was stopped or revoked. */
+  private endBegun = false;
   readonly published: Set<Awaitable>;
   readonly attempts = new Map<Awaitable, number>();
   /** Results being published now: a second fetch of one (a poll and a webhook at once) is dropped. */
@@ -66,6 +89,32 @@ export class Run {
   static process(state: UnfinishedState, event: ArrivalEvent, source: SourceRecord, now: number): Run {
     const input = state.status === 'CREATED' ? inputOf(event) : null;
     return new Run(state, 'process', identityOf(event, source, state.submission_id), input, null, now);
+  }
+
+  get phase(): RunPhase {
+    return this.current;
+  }
+
+  /** Moves the document to `next`; throws IllegalTransition for a move `MOVES` does not allow. */
+  transitionTo(next: RunPhase): void {
+    if (!MOVES[this.current].includes(next)) throw new IllegalTransition(this.current, next);
+    this.current = next;
+    if (next === 'finishing') this.endBegun = true;
+  }
+
+  /** The question every step asks before it goes on: is the document still running here? */
+  get running(): boolean {
+    return this.current === 'running';
+  }
+
+  /** Stopped or revoked: it does not end here; its next owner resumes it from the last recorded state. */
+  get cancelled(): boolean {
+    return this.current === 'stopped' || this.current === 'revoked';
+  }
+
+  /** Its end began here (a DONE or FAILED state is, or is being, recorded): nothing else is recorded. */
+  get endStarted(): boolean {
+    return this.endBegun;
   }
 
   get eventId(): string {
