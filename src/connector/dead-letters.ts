@@ -7,6 +7,7 @@ import type { InputErrorCode } from '../serde/input.js';
 import { redactText } from '../observability/redact.js';
 import { jsonDepthProblem } from '../serde/json-bounds.js';
 import type { DeadLetterStage } from '../serde/types.js';
+import { isLetterCode, type CatalogueCode } from './letter-catalogue.js';
 import type { DeadLetter, SourceRecord } from './types.js';
 
 export type { DeadLetterStage };
@@ -50,15 +51,15 @@ export interface LetterSubject {
 /** How the caller knows the failure beyond the error itself. */
 export interface LetterContext {
   stage: DeadLetterStage;
-  /** The code when the failure has neither an HTTP status nor a code of its own. */
-  fallbackCode: string;
+  /** The code when the failure has neither an HTTP status nor a catalogue code of its own. */
+  fallbackCode: CatalogueCode;
   /** Attempts counted by the caller (polls, deletes); otherwise the error's own count, else 1. */
   attempts?: number;
 }
 
 /**
  * A failure as a dead letter. The code is `api_<status>` when an HTTP status is known, else the
- * failure's own code, else the fallback; `err` may be an error, a decode failure, or a plain
+ * failure's own code when the catalogue (`letter-catalogue.ts`) declares it, else the fallback; `err` may be an error, a decode failure, or a plain
  * `{ code, message }` (a deadline). The message is redacted: an error may quote a server that
  * echoed credentials, or a URL with a password.
  */
@@ -67,7 +68,12 @@ export function deadLetterOf(err: unknown, subject: LetterSubject, context: Lett
   return {
     ...subject,
     stage: context.stage,
-    error_code: f.status !== undefined ? `api_${f.status}` : (f.code ?? context.fallbackCode),
+    error_code:
+      f.status !== undefined
+        ? `api_${f.status}`
+        : f.code !== undefined && isLetterCode(f.code)
+          ? f.code
+          : context.fallbackCode,
     message: redactText(f.message),
     http_status: f.status ?? null,
     attempts: context.attempts ?? f.attempts ?? 1,

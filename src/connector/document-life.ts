@@ -33,6 +33,7 @@ import {
   type LetterSubject,
 } from './dead-letters.js';
 import type { InFlight } from './in-flight.js';
+import { FAILED_AT, type CatalogueCode } from './letter-catalogue.js';
 import {
   ResultNotReady,
   type CreatedSubmission,
@@ -171,7 +172,7 @@ export class DocumentLife {
     const pending = s.pending;
     if (!pending) return true;
     const started = this.now();
-    let stage: DeadLetterStage = 'blob';
+    let stage: keyof typeof FAILED_AT = 'blob';
     const input = run.input;
     if (!input) {
       // Resumed, but its input record left the input topic: the blob and characteristics are unknown.
@@ -197,7 +198,7 @@ export class DocumentLife {
         await run.blob?.cleanup();
         // The API's weather lasted until the deadline: a deadline letter (unless the timer wrote it).
         if (outlasted(err)) await this.expire(run);
-        else await this.fail(run, err, stage, `${stage}_failed`);
+        else await this.fail(run, err, stage, FAILED_AT[stage]);
         return false;
       }
     }
@@ -438,7 +439,7 @@ export class DocumentLife {
     run: Run,
     err: unknown,
     stage: DeadLetterStage,
-    fallbackCode: string,
+    fallbackCode: CatalogueCode,
     attempts?: number,
   ): Promise<void> {
     // One end per document: a deadline and a failed poll at once write one letter.
@@ -517,7 +518,10 @@ function outlasted(err: unknown): err is ApiError {
 }
 
 /** A deadline letter's failure that names the API's last answer and how often it was tried. */
-function deadlineFailure(err: ApiError, what: string): { code: string; message: string; attempts: number } {
+function deadlineFailure(
+  err: ApiError,
+  what: string,
+): { code: CatalogueCode; message: string; attempts: number } {
   return {
     code: 'deadline',
     message: `${what} (${err.attempts} tries; last: ${err.message})`,

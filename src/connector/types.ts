@@ -7,6 +7,7 @@
 import type { BlobRef, OpenedBlob } from '../blobs/index.js';
 import type { DocumentArrived } from '../serde/input.js';
 import type { DeadLetterStage } from '../serde/types.js';
+import type { LetterCode } from './letter-catalogue.js';
 
 export type { BlobRef, OpenedBlob };
 
@@ -31,7 +32,8 @@ export interface DeadLetter {
   event_id: string | null;
   submission_id: string | null;
   stage: DeadLetterStage;
-  error_code: string;
+  /** One of the catalogue's (`letter-catalogue.ts`). */
+  error_code: LetterCode;
   message: string;
   http_status: number | null;
   attempts: number;
