@@ -25,6 +25,10 @@
  *   npm run bench -- --mode limit                   an API limit the client is not told: 40/s told 5000,
  *     10/s told 20, 40/s told 40, two instances told 5000 each, a limit moving 40 → 20 → 60/s
  *     (--limit-scenarios all | 1,3,5)
+ *   npm run bench -- --mode quiet                   quiet hours and memory of `docstream run` as users start it
+ *     (its whole process tree): idle CPU (--idle-s 60), CPU per document at --trickle-rate 10/s for
+ *     --trickle-s 60, RSS per finished document held (--held-docs 300000, two instances, --held-wait-s 90;
+ *     --held-docs 0 skips it); --cpu-prof writes the connector's CPU profile to bench-results/profiles
  *   npm run bench -- --scale-events                 what each scale event costs under a steady load
  *     (--events 1,2,3,4,3,2 --events-rate 300 --events-partitions 12 --events-hold-s 20;
  *      --assignor round-robin: the group as it was before the sticky assignor)
@@ -38,6 +42,7 @@ import path from 'node:path';
 import { printInflight, runInflight } from './lib/bench-inflight.js';
 import { LIMIT_SCENARIOS, printLimit, runLimit } from './lib/bench-limit.js';
 import { printScaleEvents, runScaleEvents } from './lib/bench-scale-events.js';
+import { printQuiet, runQuiet } from './lib/bench-quiet.js';
 import { printState, runState } from './lib/bench-state.js';
 import { runStream, type StreamMeasure } from './lib/bench-stream.js';
 import {
@@ -81,6 +86,11 @@ const flags = parseFlags(process.argv.slice(2), {
   stateDocs: 300_000,
   restoreDocs: 1_000_000,
   inflightDocs: 5000,
+  idleS: 60,
+  trickleRate: 10,
+  trickleS: 60,
+  heldDocs: 300_000,
+  heldWaitS: 90,
   scaleEvents: false,
   events: '1,2,3,4,3,2',
   eventsRate: 300,
@@ -406,6 +416,21 @@ async function main(): Promise<void> {
     });
     printState(state);
     result = { mode: 'state', ...state };
+  } else if (flags.mode === 'quiet') {
+    const profiles = path.resolve('bench-results', 'profiles');
+    if (flags.cpuProf === true) fs.mkdirSync(profiles, { recursive: true });
+    const quiet = await runQuiet({
+      idleS: bounded(Number(flags.idleS), 5, 600, 'idle-s'),
+      trickleRate: bounded(Number(flags.trickleRate), 0.1, 100, 'trickle-rate'),
+      trickleS: bounded(Number(flags.trickleS), 5, 600, 'trickle-s'),
+      heldDocs: bounded(Number(flags.heldDocs), 0, 5_000_000, 'held-docs'),
+      heldWaitS: bounded(Number(flags.heldWaitS), 0, 600, 'held-wait-s'),
+      nodeArgs: flags.cpuProf === true ? ['--cpu-prof', `--cpu-prof-dir=${profiles}`] : [],
+      deadline,
+      log,
+    });
+    printQuiet(quiet);
+    result = { mode: 'quiet', ...quiet };
   } else if (flags.mode === 'limit') {
     const pick = String(flags.limitScenarios);
     const scenarios =
@@ -428,7 +453,9 @@ async function main(): Promise<void> {
     printInflight(inflight);
     result = { mode: 'inflight', ...inflight };
   } else {
-    throw new Error(`--mode must be throughput, stream, state, inflight or limit, got ${String(flags.mode)}`);
+    throw new Error(
+      `--mode must be throughput, stream, state, quiet, inflight or limit, got ${String(flags.mode)}`,
+    );
   }
 
   const dir = path.resolve('bench-results');

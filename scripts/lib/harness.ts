@@ -127,6 +127,11 @@ interface SpawnOptions {
   onLine?: (line: string) => void;
   /** Variables given to the child besides the inherited non-DOCSTREAM_ ones (e.g. a DOCSTREAM_TEST_ crash point). */
   env?: Record<string, string>;
+  /**
+   * Start it as a user does (`node dist/cli/index.js run`, nothing added): the runtime settings are
+   * then whatever `docstream run` does about them itself. Default: given here, one process.
+   */
+  asUserRuns?: boolean;
 }
 
 /** `docstream run` as a child process: readiness from /readyz, peak memory from /proc. */
@@ -144,7 +149,7 @@ export class ConnectorProcess {
     const nodeArgs = spawnOptions.nodeArgs ?? [];
     // The runtime settings `docstream run` gives itself (by starting again), given here so that the
     // process measured is the connector itself; flags in BENCH_NODE_ARGS or variables set win.
-    const missing = missingRuntimeDefaults(env, nodeArgs);
+    const missing = spawnOptions.asUserRuns ? { flags: [], env: {} } : missingRuntimeDefaults(env, nodeArgs);
     this.child = spawn(
       process.execPath,
       [...missing.flags, ...nodeArgs, CLI, 'run', '--config', configFile],

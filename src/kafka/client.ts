@@ -12,10 +12,10 @@ import { KafkaProducer, type ProducerSettings } from './producer.js';
 import { TransactionalWriters, type TransactionalSettings } from './transactions.js';
 import type { ConnectionSettings } from './security-hints.js';
 import type { KafkaSecurity } from './security.js';
-import { ignoreNegativeTimeoutWarnings } from './negative-timeouts.js';
+import { fixIdleRequestQueues } from './request-queue.js';
 
 const { Kafka: KafkaJs, logLevel: LogLevel } = kafkajs;
-ignoreNegativeTimeoutWarnings();
+fixIdleRequestQueues();
 
 const DEFAULT_BROKERS = ['localhost:9092'];
 

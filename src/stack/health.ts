@@ -1,9 +1,9 @@
 import { Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Kafka, logLevel } from 'kafkajs';
-import { ignoreNegativeTimeoutWarnings } from '../kafka/negative-timeouts.js';
+import { fixIdleRequestQueues } from '../kafka/request-queue.js';
 
-ignoreNegativeTimeoutWarnings();
+fixIdleRequestQueues();
 
 /** Resolves true when a TCP connection to host:port succeeds within `timeoutMs`. */
 function tcpOpen(host: string, port: number, timeoutMs = 1000): Promise<boolean> {
