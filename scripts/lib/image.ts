@@ -16,7 +16,7 @@ import path from 'node:path';
 import { defaultCacheDir } from '../../src/stack/paths.js';
 
 export const IMAGE_CACHE_DIR = path.join(defaultCacheDir(), 'image');
-const ROOTFS_DIR = path.join(IMAGE_CACHE_DIR, 'bookworm-minbase');
+export const ROOTFS_DIR = path.join(IMAGE_CACHE_DIR, 'bookworm-minbase');
 const ROOTFS_DONE = path.join(IMAGE_CACHE_DIR, 'bookworm-minbase.done');
 const CONTAINERS_CONF = path.join(IMAGE_CACHE_DIR, 'containers.conf');
 
@@ -164,7 +164,7 @@ export function debianMirror(
 }
 
 /** A minimal Debian bookworm root file system, made once and cached. */
-async function ensureRootfs(log: (line: string) => void): Promise<void> {
+export async function ensureRootfs(log: (line: string) => void): Promise<void> {
   if (fs.existsSync(ROOTFS_DONE)) return;
   fs.rmSync(ROOTFS_DIR, { recursive: true, force: true });
   const mirror = debianMirror();

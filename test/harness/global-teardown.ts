@@ -19,8 +19,17 @@ async function loadStack(): Promise<StackModule> {
   return (await importEsm(pathToFileURL(built).href)) as StackModule;
 }
 
-/** Stops the services the global setup started, unless DOCSTREAM_TEST_KEEP_STACK is set. */
+/**
+ * Stops the containers the global setup started, and the native services it started unless
+ * DOCSTREAM_TEST_KEEP_STACK is set.
+ */
 export default async function globalTeardown(): Promise<void> {
+  // Containers are the run's own (DOCSTREAM_TEST_STACK=containers): always stopped, nothing reaps them.
+  const containers = globalThis.__DOCSTREAM_STACK_CONTAINERS__;
+  if (containers) {
+    process.stderr.write('[stack] testcontainers: stopping kafka and registry\n');
+    await containers.stop();
+  }
   const started = globalThis.__DOCSTREAM_STACK_STARTED__ ?? [];
   if (started.length === 0) return;
   if (process.env.DOCSTREAM_TEST_KEEP_STACK) {
