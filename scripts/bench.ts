@@ -22,6 +22,9 @@
  *                     measured documents only, into bench-results/profiles (<run>-connector-N.cpuprofile,
  *                     <run>-floor.cpuprofile)
  *   npm run bench -- --mode inflight                live heap per in-flight doc (--inflight-docs 5000)
+ *   npm run bench -- --mode blobs --docs 2000 --warmup-docs 1000 --latency-ms 200 --partitions 4 \
+ *     --max-in-flight 1000                          file, http and s3 blobs side by side: CPU per
+ *     document, throughput, GETs per blob, accepted connections per document (--schemes file,http,s3)
  *   npm run bench -- --mode limit                   an API limit the client is not told: 40/s told 5000,
  *     10/s told 20, 40/s told 40, two instances told 5000 each, a limit moving 40 → 20 → 60/s
  *     (--limit-scenarios all | 1,3,5)
@@ -39,6 +42,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { printBlobs, runBlobs, type BlobScheme } from './lib/bench-blobs.js';
 import { printInflight, runInflight } from './lib/bench-inflight.js';
 import { LIMIT_SCENARIOS, printLimit, runLimit } from './lib/bench-limit.js';
 import { printScaleEvents, runScaleEvents } from './lib/bench-scale-events.js';
@@ -59,6 +63,7 @@ import type { Delivery } from '../src/connector/delivery.js';
 const flags = parseFlags(process.argv.slice(2), {
   mode: 'throughput',
   limitScenarios: 'all',
+  schemes: 'file,http,s3',
   docs: 400,
   latencyMs: 1000,
   rate: 50,
@@ -445,6 +450,28 @@ async function main(): Promise<void> {
     const measures = await runLimit({ scenarios, deadline, log });
     printLimit(measures);
     result = { mode: 'limit', measures };
+  } else if (flags.mode === 'blobs') {
+    const docs = bounded(Number(flags.docs), 1, 5000, 'docs');
+    const schemes = String(flags.schemes).split(',') as BlobScheme[];
+    for (const scheme of schemes) {
+      if (!['file', 'http', 's3'].includes(scheme))
+        throw new Error(`--schemes: file, http or s3, got ${scheme}`);
+    }
+    const blobs = await runBlobs({
+      docs,
+      warmupDocs:
+        flags.warmupDocs === 'auto'
+          ? Math.min(2000, docs)
+          : bounded(Number(flags.warmupDocs), 0, 5000, 'warmup-docs'),
+      latencyMs: bounded(Number(flags.latencyMs), 0, 60_000, 'latency-ms'),
+      maxInFlight: bounded(Number(flags.maxInFlight), 1, 100_000, 'max-in-flight'),
+      partitions: bounded(Number(flags.partitions), 1, 64, 'partitions'),
+      schemes,
+      deadline,
+      log,
+    });
+    printBlobs(blobs);
+    result = { mode: 'blobs', ...blobs };
   } else if (flags.mode === 'inflight') {
     const inflight = await runInflight({
       docs: bounded(Number(flags.inflightDocs), 100, 100_000, 'inflight-docs'),
@@ -454,7 +481,7 @@ async function main(): Promise<void> {
     result = { mode: 'inflight', ...inflight };
   } else {
     throw new Error(
-      `--mode must be throughput, stream, state, quiet, inflight or limit, got ${String(flags.mode)}`,
+      `--mode must be throughput, stream, state, quiet, inflight, limit or blobs, got ${String(flags.mode)}`,
     );
   }
 
