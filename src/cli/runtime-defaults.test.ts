@@ -1,4 +1,10 @@
-import { missingRuntimeDefaults, RUNTIME_ENV, shouldReexec } from './runtime-defaults.js';
+import {
+  missingRuntimeDefaults,
+  reexecCommand,
+  RUNTIME_ENV,
+  RUNTIME_NODE_FLAGS,
+  shouldReexec,
+} from './runtime-defaults.js';
 
 describe('runtime defaults of docstream run', () => {
   it('lists what is missing and keeps what the user set, in the environment or as a flag', () => {
@@ -24,5 +30,29 @@ describe('runtime defaults of docstream run', () => {
     expect(
       shouldReexec(argv('run'), { ...RUNTIME_ENV, NODE_OPTIONS: '--max-semi-space-size=2' }, false),
     ).toBe(false);
+  });
+
+  it('starts again with what is missing added, what the user set kept, and the mark that stops a third start', () => {
+    const { args, env } = reexecCommand(
+      '/usr/bin/node',
+      ['--enable-source-maps'],
+      ['/usr/bin/node', '/app/dist/cli/index.js', 'run', '--config', 'c.json'],
+      { MALLOC_ARENA_MAX: '4', HOME: '/home/u' },
+    );
+    expect(args).toEqual([
+      '--enable-source-maps',
+      ...RUNTIME_NODE_FLAGS,
+      '/app/dist/cli/index.js',
+      'run',
+      '--config',
+      'c.json',
+    ]);
+    expect(env).toEqual({
+      HOME: '/home/u',
+      MALLOC_ARENA_MAX: '4',
+      MALLOC_TRIM_THRESHOLD_: RUNTIME_ENV.MALLOC_TRIM_THRESHOLD_,
+      _DOCSTREAM_RUNTIME_REEXEC: '1',
+    });
+    expect(shouldReexec(['node', 'docstream', 'run'], env, false)).toBe(false);
   });
 });

@@ -9,8 +9,13 @@
  * that at the index's own size; neither can be changed once the process runs (V8 sizes its heap
  * and glibc reads its tunables at start-up), so the CLI starts `run` again, once, with them.
  *
+ * "Again" is in place where Node can (`process.execve`, Node ≥ 22.15 on POSIX): the same process,
+ * pid, stdio and signals, one process as `ps` and a container's limit see it. A second process
+ * waiting beside the connector cost ~45 MB RSS, as much as 450,000 finished documents' index
+ * (docs/performance.md, issue 31); it is left only where execve is missing (Windows, older Node).
+ *
  * Settings already present win: a variable set (to anything) or a semi-space flag given is kept.
- * The image sets them in its ENV, so there is no second process there.
+ * The image and the Kubernetes manifests set them, so nothing is started again there.
  */
 import { spawn } from 'node:child_process';
 
@@ -68,17 +73,48 @@ export function followParent(env: NodeJS.ProcessEnv = process.env): boolean {
   return true;
 }
 
+/** The command line and environment of this CLI started again with the missing defaults. */
+export function reexecCommand(
+  execPath: string,
+  execArgv: readonly string[],
+  argv: readonly string[],
+  env: NodeJS.ProcessEnv,
+): { args: string[]; env: NodeJS.ProcessEnv } {
+  const missing = missingRuntimeDefaults(env, execArgv);
+  return {
+    args: [...execArgv, ...missing.flags, ...argv.slice(1)],
+    env: { ...env, ...missing.env, [REEXEC_MARK]: '1' },
+  };
+}
+
+/**
+ * Runs this CLI again with the missing defaults: in place (execve) where Node can, else as a child
+ * (`reexecAsChild`).
+ */
+export function reexecWithRuntimeDefaults(): Promise<never> {
+  const { args, env } = reexecCommand(process.execPath, process.execArgv, process.argv, process.env);
+  if (typeof process.execve === 'function' && process.platform !== 'win32') {
+    try {
+      process.execve(process.execPath, [process.execPath, ...args], env);
+    } catch (err) {
+      process.stderr.write(
+        `docstream: could not restart with the runtime defaults in place (${(err as Error).message}); starting a child\n`,
+      );
+    }
+  }
+  return reexecAsChild(args, env);
+}
+
 /**
  * Runs this CLI again as a child with the missing defaults and waits for it: stdio shared, every
  * stop signal forwarded, its exit code (or its fatal signal) made this process's. The child is the
  * leader of its own process group, so a Ctrl-C reaches it once (forwarded), not twice.
  */
-export function reexecWithRuntimeDefaults(): Promise<never> {
-  const missing = missingRuntimeDefaults(process.env, process.execArgv);
-  const child = spawn(process.execPath, [...process.execArgv, ...missing.flags, ...process.argv.slice(1)], {
+function reexecAsChild(args: string[], env: NodeJS.ProcessEnv): Promise<never> {
+  const child = spawn(process.execPath, args, {
     // The IPC channel is the child's lifeline: it closes when this process dies, however it dies.
     stdio: ['inherit', 'inherit', 'inherit', 'ipc'],
-    env: { ...process.env, ...missing.env, [REEXEC_MARK]: '1' },
+    env,
     detached: true,
   });
   const forward = (signal: NodeJS.Signals) => () => {
