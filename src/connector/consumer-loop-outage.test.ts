@@ -1,6 +1,7 @@
 import type { Assignment, BatchControl, IncomingBatch, TopicPartitionOffset } from '../kafka/consumer.js';
 import { silentLogger } from '../observability/logger.js';
-import { ConsumerLoop, type LoopConsumer } from './consumer-loop.js';
+import { ConsumerLoop } from './consumer-loop.js';
+import type { LoopConsumer } from './loop-interfaces.js';
 
 class Outage extends Error {}
 

@@ -7,7 +7,8 @@ import type {
   TopicPartitionOffset,
 } from '../kafka/consumer.js';
 import { silentLogger } from '../observability/logger.js';
-import { ConsumerLoop, type LoopConsumer, type LoopEngine, type LoopState } from './consumer-loop.js';
+import { ConsumerLoop } from './consumer-loop.js';
+import type { LoopConsumer, LoopEngine, LoopState } from './loop-interfaces.js';
 import { GroupShare, unfinishedMetadata } from './group-share.js';
 import type { UnfinishedState } from './state/document-state.js';
 

@@ -6,7 +6,7 @@
  * have work and divides the API limit among them (`group-share.ts`).
  */
 import type { Logger } from '../observability/logger.js';
-import type { LoopConsumer } from './consumer-loop.js';
+import type { LoopConsumer } from './loop-interfaces.js';
 import { unfinishedMetadata } from './group-share.js';
 import { OffsetTracker } from './offsets.js';
 

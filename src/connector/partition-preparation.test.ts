@@ -1,5 +1,5 @@
 import { silentLogger } from '../observability/logger.js';
-import type { LoopEngine, LoopState } from './consumer-loop.js';
+import type { LoopEngine, LoopState } from './loop-interfaces.js';
 import { PartitionPreparation } from './partition-preparation.js';
 
 function parts(failFirst: number) {

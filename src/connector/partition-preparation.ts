@@ -8,7 +8,7 @@
  */
 import type { Logger } from '../observability/logger.js';
 import { retry } from '../util/retry.js';
-import type { LoopEngine, LoopState } from './consumer-loop.js';
+import type { LoopEngine, LoopState } from './loop-interfaces.js';
 
 /** A held partition: `wake` ends its retry's wait early. */
 interface Hold {

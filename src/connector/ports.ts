@@ -12,7 +12,7 @@ import type { SubmissionCharacteristics, SubmissionRequest } from '../api/schema
 import type { Logger } from '../observability/logger.js';
 import type { PollScheduler } from '../util/scheduler.js';
 import type { DeadLetterStage } from './dead-letters.js';
-import type { AwaitedOverride } from './run.js';
+import type { AwaitedOverride } from './awaited-results.js';
 import type { DocumentStateV2, InputPointer } from './state/document-state.js';
 import type {
   ArrivalEvent,

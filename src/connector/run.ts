@@ -5,13 +5,13 @@
  * finished document's results emitted again; only the replay generation is recorded). Also the
  * states a document passes through (created, finished) and which results it awaits.
  */
-import type { PipelineConfiguration, SubmissionCharacteristics } from '../api/schemas.js';
+import type { SubmissionCharacteristics } from '../api/schemas.js';
+import { awaitedResults, type AwaitedOverride } from './awaited-results.js';
 import type { CreatedSubmission } from './ports.js';
 import { blobFingerprint } from './state/blob-fingerprint.js';
 import type { FinishedEntry } from './state/partition-index.js';
 import type { FinishedState, InputPointer, UnfinishedState } from './state/document-state.js';
 import {
-  AWAITABLE,
   type ArrivalEvent,
   type Awaitable,
   type BlobRef,
@@ -228,41 +228,4 @@ export function finishedOf(entry: FinishedEntry, source: SourceRecord): Finished
     generation: entry.generation,
     ...(entry.blob ? { blob: entry.blob } : {}),
   };
-}
-
-// ---- which results a document awaits ----
-
-/** Results awaited per pipeline by default (the design): decision is added when enabled. */
-const DEFAULT_AWAITED: Record<PipelineConfiguration, Awaitable[]> = {
-  FRAUD_ONLY: ['fraud', 'quality', 'classification'],
-  QUALITY_ONLY: ['quality'],
-  CLASSIFICATION_ONLY: ['classification'],
-};
-
-export type AwaitedOverride = Partial<Record<PipelineConfiguration, Awaitable[]>>;
-
-export function awaitedResults(
-  pipeline: PipelineConfiguration,
-  enableDecision: boolean,
-  override: AwaitedOverride = {},
-): Awaitable[] {
-  const base = (override[pipeline] ?? DEFAULT_AWAITED[pipeline]).filter((k) => k !== 'decision');
-  return enableDecision ? [...base, 'decision'] : base;
-}
-
-/** Validates the `connector.awaitedResults` configuration value, naming what is wrong. */
-export function parseAwaitedOverride(value: unknown): AwaitedOverride {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw new Error('connector.awaitedResults: expected an object of pipeline → list of results');
-  }
-  const out: AwaitedOverride = {};
-  for (const [pipeline, kinds] of Object.entries(value)) {
-    if (!(pipeline in DEFAULT_AWAITED))
-      throw new Error(`connector.awaitedResults: unknown pipeline ${pipeline}`);
-    if (!Array.isArray(kinds) || kinds.some((k) => !AWAITABLE.includes(k as Awaitable))) {
-      throw new Error(`connector.awaitedResults.${pipeline}: expected a list of ${AWAITABLE.join(', ')}`);
-    }
-    out[pipeline as PipelineConfiguration] = kinds as Awaitable[];
-  }
-  return out;
 }

@@ -4,7 +4,17 @@
  * batch header counted. Uncompressed sizes: with compression the real size is smaller, so a
  * message refused here could have fitted once compressed — the safe side to be wrong on.
  */
-import type { OutgoingMessage } from './producer.js';
+
+/** A record as docstream writes it (the producer's and the transactions' input). */
+export interface OutgoingMessage {
+  key: Buffer | string | null;
+  value: Buffer | string | null;
+  headers?: Record<string, string | Buffer>;
+  /** Explicit partition (e.g. to co-partition the state topic with the input); else by key hash. */
+  partition?: number;
+  /** Milliseconds since the epoch, as a string like Kafka's own timestamps. */
+  timestamp?: string;
+}
 
 /** Record batch header (offset, length, epoch, magic, crc, attributes, deltas, ids, count). */
 export const RECORD_BATCH_OVERHEAD = 61;

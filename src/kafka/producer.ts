@@ -7,7 +7,9 @@
 import kafkajs from 'kafkajs';
 import type { Kafka, Message, Producer } from 'kafkajs';
 import { isMessageTooLarge, kafkaError, MessageTooLargeError, wrapKafka } from './errors.js';
-import { DEFAULT_MAX_MESSAGE_BYTES, messageSize } from './message-size.js';
+import { DEFAULT_MAX_MESSAGE_BYTES, messageSize, type OutgoingMessage } from './message-size.js';
+
+export type { OutgoingMessage };
 import { JavaCompatiblePartitioner } from './partitioner.js';
 
 const { CompressionTypes } = kafkajs;
@@ -22,16 +24,6 @@ export interface ProducerSettings {
    * `KafkaAdmin.maxMessageBytes`) lower it for their topics.
    */
   maxMessageBytes?: number;
-}
-
-export interface OutgoingMessage {
-  key: Buffer | string | null;
-  value: Buffer | string | null;
-  headers?: Record<string, string | Buffer>;
-  /** Explicit partition (e.g. to co-partition the state topic with the input); else by key hash. */
-  partition?: number;
-  /** Milliseconds since the epoch, as a string like Kafka's own timestamps. */
-  timestamp?: string;
 }
 
 interface SentRecord {

@@ -6,7 +6,7 @@
  * security reason is explained by the setting to fix (`securityHint`).
  */
 import type { generateAuthTokenFromCredentialsProvider } from 'aws-msk-iam-sasl-signer-js';
-import { OidcTokenSource } from '../util/oidc-token.js';
+import { OidcTokenSource } from '../client/oidc-token.js';
 import { loadTlsFiles, type TlsMaterial } from '../util/tls-files.js';
 import { SettingError } from '../util/setting-error.js';
 

@@ -5,7 +5,7 @@
  * their own), not to the process's other connections.
  */
 import { Agent, fetch as undiciFetch } from 'undici';
-import { OidcTokenSource } from '../util/oidc-token.js';
+import { OidcTokenSource } from '../client/oidc-token.js';
 import { loadTlsFiles } from '../util/tls-files.js';
 import type { RegistrySettings } from './registry.js';
 

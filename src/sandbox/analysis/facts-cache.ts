@@ -5,15 +5,11 @@
  * inspection. An inspection that could not read the bytes (an I/O error, not a verdict on the
  * file) is not kept.
  */
-import type { FileFacts } from './inspect.js';
+import type { FileFacts, Inspection } from './inspect.js';
+
+export type { Inspection };
 
 export const FACTS_CACHE_ENTRIES = 256;
-
-export interface Inspection {
-  facts: FileFacts;
-  /** False when the outcome depended on more than the bytes (reading them failed). */
-  cacheable: boolean;
-}
 
 /** Freezes the facts a cache entry shares between submissions, so no reader can alter them. */
 function freeze(facts: FileFacts): FileFacts {

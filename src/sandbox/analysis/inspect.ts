@@ -7,7 +7,6 @@ import { readFile } from 'node:fs/promises';
 import { constants, inflateSync } from 'node:zlib';
 import { fileTypeFromBuffer } from 'file-type';
 import { PDFArray, PDFDocument, PDFName, PDFRawStream, type PDFPage } from 'pdf-lib';
-import type { Inspection } from './facts-cache.js';
 import { exceedsPdfLimits, PDF_LIMITS, type PdfLimits } from './pdf-limits.js';
 import type { InfoKey, ScanResult } from './scanner.js';
 
@@ -17,6 +16,12 @@ const MAX_TEXT_PAGES = 50;
 const MAX_TEXT_PER_PAGE = 4000;
 /** A content stream is inflated at most this far for its text. */
 const MAX_CONTENT_STREAM_BYTES = 1024 * 1024;
+
+export interface Inspection {
+  facts: FileFacts;
+  /** False when the outcome depended on more than the bytes (reading them failed). */
+  cacheable: boolean;
+}
 
 export interface SampleMetadataFacts {
   producer: string | null;

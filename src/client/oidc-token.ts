@@ -4,8 +4,8 @@
  * (refresh before expiry, one request in flight however many connections need a token) and
  * names the setting at fault when the token endpoint refuses or cannot be reached.
  */
-import { CachedTokenSource, clientSecretBasic } from '../client/auth.js';
-import { SettingError } from './setting-error.js';
+import { CachedTokenSource, clientSecretBasic } from './auth.js';
+import { SettingError } from '../util/setting-error.js';
 
 export interface OidcClientSettings {
   tokenUrl: string;
