@@ -58,7 +58,7 @@ import {
   type ThroughputResult,
 } from './lib/bench-throughput.js';
 import { parseFlags, percentile, round } from './lib/harness.js';
-import type { Delivery } from '../src/connector/delivery.js';
+import type { Delivery } from '../src/connector/outputs/delivery-modes.js';
 
 const flags = parseFlags(process.argv.slice(2), {
   mode: 'throughput',

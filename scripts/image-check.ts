@@ -29,7 +29,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Config } from '../src/config/index.js';
 import { envName } from '../src/config/spec.js';
-import { OutputReader } from '../src/connector/output-reader.js';
+import { OutputReader } from '../src/connector/outputs/output-reader.js';
 import { sampleBytes } from '../src/demo/corpus.js';
 import { KafkaClient } from '../src/kafka/index.js';
 import { startSandbox, type Sandbox } from '../src/sandbox/index.js';

@@ -13,7 +13,7 @@
  *   npm run resilience -- --delivery exactly-once   the same with connector.delivery = exactly-once
  *
  * Some of the kills (--crash-point-kills) fall between a result's publication and its state record:
- * the connectors run with DOCSTREAM_TEST_CRASH_AFTER_PUBLISH=0 (`src/connector/crash-point.ts`) and
+ * the connectors run with DOCSTREAM_TEST_CRASH_AFTER_PUBLISH=0 (`src/connector/consumer/crash-point.ts`) and
  * the suite sends SIGUSR2, so the connector SIGKILLs itself right after the next result was handed to
  * Kafka. The rebalance: a second connector joins the group, works a few seconds and leaves. The
  * collector reads the outputs read_committed (kafkajs' default), so under exactly-once a result of an
@@ -25,8 +25,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { writeCorpus, type SampleKind } from '../src/demo/corpus.js';
-import { CRASH_AFTER_PUBLISH_ENV } from '../src/connector/crash-point.js';
-import type { Delivery } from '../src/connector/delivery.js';
+import { CRASH_AFTER_PUBLISH_ENV } from '../src/connector/consumer/crash-point.js';
+import type { Delivery } from '../src/connector/outputs/delivery-modes.js';
 import { KafkaClient } from '../src/kafka/index.js';
 import { startSandbox, type DeepPartial, type Sandbox, type SandboxConfig } from '../src/sandbox/index.js';
 import {

@@ -1,6 +1,6 @@
 /**
  * A simulation of scale events beyond this machine (issue 22): the group's assignor
- * (`src/kafka/sticky-assignor.ts`) and its API-limit share (`src/connector/group-share.ts`, the real
+ * (`src/kafka/sticky-assignor.ts`) and its API-limit share (`src/connector/consumer/group-share.ts`, the real
  * class) for a large group (default 50 members, 600 input partitions) with skewed keys, members
  * joining, leaving and timing out at random. No Kafka: time is simulated, in milliseconds.
  *
@@ -12,7 +12,7 @@
  * shares of the limit never add up to more than the whole. What is modelled, and what is not:
  * docs/performance.md, "Issue 22: assignment and the group's share in simulation".
  */
-import { GroupShare } from '../src/connector/group-share.js';
+import { GroupShare } from '../src/connector/consumer/group-share.js';
 import type { GroupCommit, PartitionOffsets } from '../src/kafka/admin.js';
 import { assignSticky, minimumMoves, type StickyMember } from '../src/kafka/sticky-assignor.js';
 

@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Delivery } from '../../src/connector/delivery.js';
+import type { Delivery } from '../../src/connector/outputs/delivery-modes.js';
 import { writeCorpus, type SampleKind } from '../../src/demo/corpus.js';
 import { KafkaClient, type KafkaProducer } from '../../src/kafka/index.js';
 import { partitionOfKey } from '../../src/kafka/partitioner.js';

@@ -12,7 +12,7 @@ import { prefixedTopics, type Config } from '../../src/config/index.js';
 import type { KafkaClient } from '../../src/kafka/index.js';
 import { type KafkaProducer } from '../../src/kafka/index.js';
 import { Registry } from '../../src/serde/registry.js';
-import { OutputReader } from '../../src/connector/output-reader.js';
+import { OutputReader } from '../../src/connector/outputs/output-reader.js';
 import { missingRuntimeDefaults } from '../../src/cli/runtime-defaults.js';
 
 export const BROKERS = (process.env.DOCSTREAM_KAFKA_BROKERS ?? 'localhost:9092').split(',');

@@ -14,7 +14,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { loadConfig, prefixedTopics } from '../config/index.js';
 import { Connector } from '../connector/connector.js';
-import { OutputReader } from '../connector/output-reader.js';
+import { OutputReader } from '../connector/outputs/output-reader.js';
 import { writeCorpus } from '../demo/corpus.js';
 import { KafkaClient } from '../kafka/client.js';
 import { silentLogger } from '../observability/logger.js';

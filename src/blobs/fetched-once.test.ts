@@ -10,7 +10,7 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { DocumentAnalysisClient } from '../client/client.js';
-import { apiPort } from '../connector/api-port.js';
+import { apiPort } from '../connector/document/api-port.js';
 import { createBlobSource, type BlobSource } from './index.js';
 import { SPOOL_PREFIX } from './spool.js';
 import { CountingBlobServer, policy, readAll } from './test-helpers.js';

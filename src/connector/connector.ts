@@ -1,5 +1,6 @@
 /**
- * `docstream run`: one member of the consumer group. Builds its parts (`wiring.ts`), prepares the
+ * `docstream run`: one member of the consumer group. Has its parts and its loop assembled (`wiring.ts`,
+ * the one place that builds them), prepares the
  * topics and schemas (`topology.ts`), starts the state reader (each partition's state is restored when
  * it is assigned), the consumer loop (`consumer-loop.ts`), the tail of decision webhook deliveries
  * and the receiver when enabled, and shuts down cleanly.
@@ -12,19 +13,14 @@ import type { Logger } from '../observability/logger.js';
 import { ConnectorMetrics } from '../observability/metrics.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../webhooks/receiver.js';
 import { WebhookVerifier } from '../webhooks/verify.js';
-import { KafkaError, isMessageTooLarge } from '../kafka/errors.js';
 import { within } from '../util/within.js';
-import { arrivalHandler, unhandledLetter } from './arrivals.js';
-import { failureOf } from './dead-letters.js';
-import { ConsumerLoop } from './consumer-loop.js';
-import { DecisionWebhooks } from './decision-webhooks.js';
-import type { DocumentEngine } from './engine.js';
-import { feedbackHandler } from './feedback.js';
-import { GroupShare } from './group-share.js';
-import { updateLag, type LagSources } from './lag.js';
-import { RegistryUnavailableError } from '../serde/registry.js';
+import type { ConsumerLoop } from './consumer/consumer-loop.js';
+import { DecisionWebhooks } from './outputs/decision-webhooks.js';
+import type { DocumentEngine } from './document/engine.js';
+import type { GroupShare } from './consumer/group-share.js';
+import { updateLag, type LagSources } from './consumer/lag.js';
 import { ensureTopology } from './topology.js';
-import { buildParts, type ConnectorParts } from './wiring.js';
+import { buildLoop, buildParts, type ConnectorParts } from './wiring.js';
 
 export interface ConnectorOptions {
   config: Config;
@@ -68,62 +64,13 @@ export class Connector {
     this.engine = this.parts.engine;
     this.client = this.parts.client;
     this.metrics.observeApi(this.client.limiter, this.client.health);
-    const { registry, state, deadLetter } = this.parts;
-    this.groupShare = new GroupShare(
-      this.client.limiter,
-      () => this.inputPartitions,
-      config.connector.groupShareIntervalMs > 0,
-    );
-    const transactions = this.parts.transactions;
-    this.loop = new ConsumerLoop({
-      topics: { arrived: config.topics.arrived, feedback: config.topics.feedback },
-      maxInFlight: config.connector.maxInFlight,
-      admissionWaitMs: config.connector.admissionWaitMs,
-      engine: this.engine,
-      // exactly-once: a partition's transactional id is initialised (fencing its previous owner and
-      // aborting that owner's open transaction) before its state is restored and anything admitted;
-      // on revoke its gathered records are dropped and its producer closed.
-      state: transactions
-        ? {
-            assign: async (partitions) => {
-              await transactions.open(partitions);
-              await state.assign(partitions);
-            },
-            revoke: (partitions) => {
-              state.revoke(partitions);
-              void transactions.close(partitions);
-            },
-            unfinished: (partition) => state.unfinished(partition),
-          }
-        : state,
-      arrivals: arrivalHandler({
-        decoder: registry,
-        engine: this.engine,
-        state,
-        deadLetter,
-        logger,
-        limits: this.parts.arrivalLimits,
-      }),
-      feedback: feedbackHandler({ decoder: registry, api: this.client, deadLetter }),
+    ({ loop: this.loop, groupShare: this.groupShare } = buildLoop(
+      config,
       logger,
-      onInFlight: (n) => this.metrics.inFlight.set(n),
-      groupShare: this.groupShare,
-      committedOffsets: () => this.parts.admin.groupOffsets(config.kafka.groupId, config.topics.arrived),
-      // A registry that cannot answer is no fault of the record: pause, probe, resume.
-      outage: {
-        isOutage: (err) => err instanceof RegistryUnavailableError,
-        probe: () => registry.checkAvailable(),
-        onChange: (paused) => this.metrics.inputPausedByRegistry.set(paused ? 1 : 0),
-      },
-      // Kafka did not take a record's outcome (state, letter), or the API asked to be tried again:
-      // the record is handled again; anything else thrown ends it in a letter (`record-settling.ts`).
-      retriable: (err) =>
-        (err instanceof KafkaError && !isMessageTooLarge(err)) || failureOf(err).retriable === true,
-      endRecord: (message, err) =>
-        deadLetter(
-          unhandledLetter(message, err, message.topic === config.topics.feedback ? 'feedback' : 'decode'),
-        ),
-    });
+      this.metrics,
+      this.parts,
+      () => this.inputPartitions,
+    ));
     this.client.health.onChange((available, since) => this.onApiHealth(available, since));
   }
 

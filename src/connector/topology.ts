@@ -7,7 +7,7 @@ import type { KafkaAdmin } from '../kafka/admin.js';
 import type { Logger } from '../observability/logger.js';
 import type { AvroSchemaName } from '../serde/avro-schemas.js';
 import type { Registry } from '../serde/registry.js';
-import { webhookTopicConfigs } from './decision-deliveries.js';
+import { webhookTopicConfigs } from './outputs/decision-deliveries.js';
 
 type Topics = Config['topics'];
 

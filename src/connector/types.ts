@@ -7,7 +7,7 @@
 import type { BlobRef, OpenedBlob } from '../blobs/index.js';
 import type { DocumentArrived } from '../serde/input.js';
 import type { DeadLetterStage } from '../serde/types.js';
-import type { LetterCode } from './letter-catalogue.js';
+import type { LetterCode } from './outputs/letter-catalogue.js';
 
 export type { BlobRef, OpenedBlob };
 

@@ -1,7 +1,7 @@
 import { loadConfig } from '../config/index.js';
 import { silentLogger } from '../observability/logger.js';
 import { ConnectorMetrics } from '../observability/metrics.js';
-import { sizeProblem } from './arrivals.js';
+import { sizeProblem } from './document/arrivals.js';
 import type { ArrivalEvent, SourceRecord } from './types.js';
 import { buildParts } from './wiring.js';
 

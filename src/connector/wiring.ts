@@ -1,7 +1,9 @@
 /**
- * Builds every part of a connector from the configuration: the Kafka, registry and API clients, the
- * blob source, the partition-local state and its writer, the input re-reader, the output and the engine. Nothing else reads the
- * configuration's connection settings, so `docstream replay` and the connector connect alike.
+ * The one place a connector is assembled from the configuration: the Kafka, registry and API clients,
+ * the blob source, the partition-local state and its writer, the input re-reader, the output and the
+ * engine (`buildParts`), then the consumer loop over them with its group share, exactly-once state
+ * adapter and outage policy (`buildLoop`). `connector.ts` runs what is built here. Nothing else reads
+ * the configuration's connection settings, so `docstream replay` and the connector connect alike.
  */
 import { createBlobSource, DEFAULT_CONNECTIONS_PER_HOST } from '../blobs/index.js';
 import { DocumentAnalysisClient } from '../client/client.js';
@@ -19,17 +21,24 @@ import type { ConnectorMetrics } from '../observability/metrics.js';
 import { Registry } from '../serde/registry.js';
 import { registryAccessOf } from '../serde/registry-access.js';
 import { PollScheduler } from '../util/scheduler.js';
-import { apiPort } from './api-port.js';
-import type { ArrivalLimits } from './arrivals.js';
-import { parseAwaitedOverride } from './awaited-results.js';
-import { createdState } from './run.js';
-import type { DeadLetterSink } from './dead-letters.js';
-import { deliveryWindowMs, RecentDeliveries } from './decision-deliveries.js';
-import { crashPointFromEnv } from './crash-point.js';
-import { transactionalOutputs, transactionalStates } from './delivery.js';
-import { DocumentEngine } from './engine.js';
-import { InputRecords } from './inputs.js';
-import { KafkaOutput } from './output.js';
+import { apiPort } from './document/api-port.js';
+import type { ArrivalLimits } from './document/arrivals.js';
+import { parseAwaitedOverride } from './document/awaited-results.js';
+import { createdState } from './document/run.js';
+import type { DeadLetterSink } from './outputs/dead-letters.js';
+import { deliveryWindowMs, RecentDeliveries } from './outputs/decision-deliveries.js';
+import { ConsumerLoop } from './consumer/consumer-loop.js';
+import { crashPointFromEnv } from './consumer/crash-point.js';
+import { GroupShare } from './consumer/group-share.js';
+import { arrivalHandler, unhandledLetter } from './document/arrivals.js';
+import { feedbackHandler } from './document/feedback.js';
+import { failureOf } from './outputs/dead-letters.js';
+import { KafkaError, isMessageTooLarge } from '../kafka/errors.js';
+import { RegistryUnavailableError } from '../serde/registry.js';
+import { transactionalOutputs, transactionalStates } from './outputs/delivery-modes.js';
+import { DocumentEngine } from './document/engine.js';
+import { InputRecords } from './document/inputs.js';
+import { KafkaOutput } from './outputs/output.js';
 import { encodeState } from './state/record.js';
 import { OwnedState } from './state/store.js';
 import { StateWriter } from './state/writer.js';
@@ -297,3 +306,75 @@ const PROBE_SUBMISSION = {
   upload_url: 'x'.repeat(4096),
   submission_characteristics_upload_url: 'x'.repeat(4096),
 };
+
+/**
+ * The consumer loop over the parts, and this member's share of the group's API limit: how the loop
+ * reaches the state (under exactly-once, a partition's transactional id is opened first), its record
+ * handlers, and what it treats as an outage, as worth retrying, or as the end of a record.
+ */
+export function buildLoop(
+  config: Config,
+  logger: Logger,
+  metrics: ConnectorMetrics,
+  parts: ConnectorParts,
+  /** The input topic's partition count, known once the connector read it at start-up. */
+  inputPartitions: () => number,
+): { loop: ConsumerLoop; groupShare: GroupShare } {
+  const { registry, state, deadLetter } = parts;
+  const groupShare = new GroupShare(
+    parts.client.limiter,
+    inputPartitions,
+    config.connector.groupShareIntervalMs > 0,
+  );
+  const transactions = parts.transactions;
+  const loop = new ConsumerLoop({
+    topics: { arrived: config.topics.arrived, feedback: config.topics.feedback },
+    maxInFlight: config.connector.maxInFlight,
+    admissionWaitMs: config.connector.admissionWaitMs,
+    engine: parts.engine,
+    // exactly-once: a partition's transactional id is initialised (fencing its previous owner and
+    // aborting that owner's open transaction) before its state is restored and anything admitted;
+    // on revoke its gathered records are dropped and its producer closed.
+    state: transactions
+      ? {
+          assign: async (partitions) => {
+            await transactions.open(partitions);
+            await state.assign(partitions);
+          },
+          revoke: (partitions) => {
+            state.revoke(partitions);
+            void transactions.close(partitions);
+          },
+          unfinished: (partition) => state.unfinished(partition),
+        }
+      : state,
+    arrivals: arrivalHandler({
+      decoder: registry,
+      engine: parts.engine,
+      state,
+      deadLetter,
+      logger,
+      limits: parts.arrivalLimits,
+    }),
+    feedback: feedbackHandler({ decoder: registry, api: parts.client, deadLetter }),
+    logger,
+    onInFlight: (n) => metrics.inFlight.set(n),
+    groupShare: groupShare,
+    committedOffsets: () => parts.admin.groupOffsets(config.kafka.groupId, config.topics.arrived),
+    // A registry that cannot answer is no fault of the record: pause, probe, resume.
+    outage: {
+      isOutage: (err) => err instanceof RegistryUnavailableError,
+      probe: () => registry.checkAvailable(),
+      onChange: (paused) => metrics.inputPausedByRegistry.set(paused ? 1 : 0),
+    },
+    // Kafka did not take a record's outcome (state, letter), or the API asked to be tried again:
+    // the record is handled again; anything else thrown ends it in a letter (`record-settling.ts`).
+    retriable: (err) =>
+      (err instanceof KafkaError && !isMessageTooLarge(err)) || failureOf(err).retriable === true,
+    endRecord: (message, err) =>
+      deadLetter(
+        unhandledLetter(message, err, message.topic === config.topics.feedback ? 'feedback' : 'decode'),
+      ),
+  });
+  return { loop, groupShare };
+}

@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { loadConfig, prefixedTopics } from '../config/index.js';
 import { Connector } from '../connector/connector.js';
-import { OutputReader } from '../connector/output-reader.js';
+import { OutputReader } from '../connector/outputs/output-reader.js';
 import { KafkaClient } from '../kafka/client.js';
 import { createLogger } from '../observability/logger.js';
 import { startSandbox, type Sandbox } from '../sandbox/index.js';

@@ -16,7 +16,7 @@ import {
 } from './input.js';
 import { MAX_INPUT_DEPTH } from './json-bounds.js';
 import { Registry } from './registry.js';
-import { redactSource } from '../connector/dead-letters.js';
+import { redactSource } from '../connector/outputs/dead-letters.js';
 
 const CODES = [
   'empty_value',

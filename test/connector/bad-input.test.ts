@@ -6,7 +6,7 @@
 import { createHash } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { redactSource } from '../../src/connector/dead-letters.js';
+import { redactSource } from '../../src/connector/outputs/dead-letters.js';
 import { sampleBytes } from '../../src/demo/corpus.js';
 import { E2E, arrival, waitFor, type Decoded } from '../harness/e2e.js';
 import { forward } from '../harness/proxy.js';

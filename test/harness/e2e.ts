@@ -10,7 +10,7 @@ import path from 'node:path';
 import { missingRuntimeDefaults } from '../../src/cli/runtime-defaults.js';
 import { loadConfig, prefixedTopics, type Config } from '../../src/config/index.js';
 import { Connector } from '../../src/connector/connector.js';
-import { OUTPUT_KINDS, OutputReader } from '../../src/connector/output-reader.js';
+import { OUTPUT_KINDS, OutputReader } from '../../src/connector/outputs/output-reader.js';
 import { KafkaClient } from '../../src/kafka/index.js';
 import { silentLogger } from '../../src/observability/logger.js';
 import { Registry } from '../../src/serde/registry.js';

@@ -4,7 +4,7 @@
  */
 import { jest } from '@jest/globals';
 import { prefixedTopics } from '../../src/config/index.js';
-import { webhookTopicConfigs } from '../../src/connector/decision-deliveries.js';
+import { webhookTopicConfigs } from '../../src/connector/outputs/decision-deliveries.js';
 import { ensureTopology } from '../../src/connector/topology.js';
 import { KafkaClient, type KafkaAdmin } from '../../src/kafka/index.js';
 import type { Logger } from '../../src/observability/logger.js';

@@ -5,9 +5,13 @@
  * queued collapse into one record (`CoalescingSender`, `replace`).
  */
 import type { CoalescingSender } from '../../kafka/coalescer.js';
-import type { StatePort } from '../ports.js';
 import type { DocumentStateV2 } from './document-state.js';
 import { encodeState } from './record.js';
+
+/** Records a document's progress. Resolves once Kafka acknowledged it. */
+export interface StatePort {
+  writeState(state: DocumentStateV2): Promise<void>;
+}
 
 export class StateWriter implements StatePort {
   constructor(

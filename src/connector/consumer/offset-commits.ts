@@ -1,0 +1,100 @@
+/**
+ * The consumer loop's commits: per topic, the highest offset below which every record's outcome is
+ * durable (`offsets.ts`). An input partition's offset also carries whether documents of it still run
+ * here (`unfinishedMetadata`), committed again when that changes (at once when a partition's last
+ * document finishes), so that every member reading the group's offsets knows which partitions still
+ * have work and divides the API limit among them (`group-share.ts`).
+ */
+import type { Logger } from '../../observability/logger.js';
+import type { LoopConsumer } from './loop-interfaces.js';
+import { unfinishedMetadata } from './group-share.js';
+import { OffsetTracker } from './offsets.js';
+
+export interface OffsetCommitsOptions {
+  /** The input topic, whose offsets carry the unfinished flag. */
+  arrived: string;
+  /** Documents of this input partition still running here. */
+  unfinishedOn(partition: number): number;
+  logger: Logger;
+}
+
+export class OffsetCommits {
+  private readonly trackers = new Map<string, OffsetTracker>();
+  private drainCommit: NodeJS.Timeout | null = null;
+  private consumer: LoopConsumer | null = null;
+  private stopping = false;
+
+  constructor(private readonly o: OffsetCommitsOptions) {}
+
+  attach(consumer: LoopConsumer): void {
+    this.consumer = consumer;
+  }
+
+  /** No drain commit is scheduled after this (the final commit is the caller's). */
+  stop(): void {
+    this.stopping = true;
+    if (this.drainCommit) clearTimeout(this.drainCommit);
+    this.drainCommit = null;
+  }
+
+  /** The offsets of one topic's partitions. */
+  tracker(topic: string): OffsetTracker {
+    let t = this.trackers.get(topic);
+    if (!t) {
+      t = new OffsetTracker();
+      this.trackers.set(topic, t);
+    }
+    return t;
+  }
+
+  /** A partition that left: nothing of it is committed any more. */
+  drop(topic: string, partition: number): void {
+    this.trackers.get(topic)?.drop(partition);
+  }
+
+  /** Commits the highest safe offset of every assigned partition that moved. */
+  async commit(): Promise<void> {
+    const consumer = this.consumer;
+    if (!consumer) return;
+    const assignment = consumer.currentAssignment();
+    for (const [topic, tracker] of this.trackers) {
+      const owned = new Set(assignment[topic] ?? []);
+      const metadataOf =
+        topic === this.o.arrived ? (p: number) => unfinishedMetadata(this.o.unfinishedOn(p) > 0) : undefined;
+      const entries = tracker.toCommit(metadataOf).filter((e) => owned.has(e.partition));
+      if (entries.length === 0) continue;
+      try {
+        await consumer.commitOffsets(
+          entries.map((e) => ({
+            topic,
+            partition: e.partition,
+            offset: e.offset,
+            ...(e.metadata !== null ? { metadata: e.metadata } : {}),
+          })),
+        );
+        tracker.markCommitted(entries);
+      } catch (err) {
+        // A rebalance in progress: the next owner starts from the last committed offset and
+        // recognises recorded documents by their state, so nothing is lost or submitted twice.
+        this.o.logger.debug({ err: (err as Error).message }, 'commit failed; will retry');
+      }
+    }
+  }
+
+  /**
+   * The last document of an input partition finished: its offset is committed now rather than at the
+   * next interval, so that the group's share moves to the partitions that still have work sooner.
+   */
+  commitIfDrained(): void {
+    if (this.drainCommit || !this.consumer || this.stopping) return;
+    const tracker = this.trackers.get(this.o.arrived);
+    if (!tracker) return;
+    // Revoked partitions are dropped from the tracker: what it committed is what this member holds.
+    const drained = tracker.someCommittedWith(unfinishedMetadata(true), (p) => this.o.unfinishedOn(p) === 0);
+    if (!drained) return;
+    this.drainCommit = setTimeout(() => {
+      this.drainCommit = null;
+      void this.commit();
+    }, 0);
+  }
+}

@@ -1,0 +1,85 @@
+import { silentLogger } from '../../observability/logger.js';
+import type { LoopEngine, LoopState } from './loop-interfaces.js';
+import { PartitionPreparation } from './partition-preparation.js';
+
+function parts(failFirst: number) {
+  const assigned: number[][] = [];
+  const resumed: number[] = [];
+  let failures = failFirst;
+  const state: LoopState = {
+    assign: async (partitions) => {
+      assigned.push(partitions);
+      if (failures > 0) {
+        failures -= 1;
+        throw new Error('the changelog could not be read');
+      }
+    },
+    revoke: () => undefined,
+    unfinished: (partition) => [{ partition } as never],
+  };
+  const engine: LoopEngine = {
+    inFlight: 0,
+    unfinishedOn: () => 0,
+    resume: async (states) => {
+      for (const s of states) resumed.push((s as unknown as { partition: number }).partition);
+    },
+    revoke: () => 0,
+  };
+  return { assigned, resumed, state, engine };
+}
+
+const until = async (what: () => boolean) => {
+  for (let i = 0; i < 200 && !what(); i++) await new Promise((r) => setTimeout(r, 5));
+};
+
+describe('PartitionPreparation', () => {
+  it('prepares a gained partition once: state restored, offsets started at the group’s, documents resumed', async () => {
+    const p = parts(0);
+    const started: Array<[number, string]> = [];
+    const prep = new PartitionPreparation({
+      ...p,
+      logger: silentLogger,
+      committedOffsets: async () => new Map([[3, '42']]),
+      startAt: (partition, offset) => started.push([partition, offset]),
+    });
+    prep.gained([3]);
+    await prep.prepare(3);
+    await prep.prepare(3);
+    expect(p.assigned).toEqual([[3]]);
+    expect(started).toEqual([[3, '42']]);
+    expect(p.resumed).toEqual([3]);
+    prep.stop();
+  });
+
+  it('retries a failed preparation by itself while the partition is held, without waiting for a batch', async () => {
+    const p = parts(2);
+    const prep = new PartitionPreparation({
+      ...p,
+      logger: silentLogger,
+      startAt: () => undefined,
+      retry: { initialMs: 5, maxMs: 5 },
+    });
+    prep.gained([1]);
+    await until(() => p.resumed.length > 0);
+    expect(p.assigned).toEqual([[1], [1], [1]]);
+    expect(p.resumed).toEqual([1]);
+    prep.stop();
+  });
+
+  it('stops retrying a partition that left', async () => {
+    const p = parts(100);
+    const prep = new PartitionPreparation({
+      ...p,
+      logger: silentLogger,
+      startAt: () => undefined,
+      retry: { initialMs: 5, maxMs: 5 },
+    });
+    prep.gained([2]);
+    await until(() => p.assigned.length >= 2);
+    prep.forget(2);
+    const attempts = p.assigned.length;
+    await new Promise((r) => setTimeout(r, 50));
+    expect(p.assigned.length).toBe(attempts);
+    prep.stop();
+  });
+});

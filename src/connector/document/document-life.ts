@@ -1,0 +1,530 @@
+/**
+ * One document's life on this instance, in the order it happens:
+ *
+ *   admit    its file is opened from the blob store (unreadable: the event's fault, a dead letter)
+ *   create   the API creates a submission
+ *   record   its first state, with the submission id, acknowledged by Kafka: from here the input
+ *            offset may be committed and the document is never submitted again
+ *   upload   its characteristics, then the file; state UPLOADED
+ *   poll     each awaited result: first when that kind of result is usually ready, at once when a
+ *            decision webhook delivery says it is
+ *   publish  each result to its topic; the state records it published
+ *   finish   every result published: state DONE; the submission deleted when configured
+ *
+ * A failure the document or its request is at fault for ends the document instead (`fail`): a dead
+ * letter naming stage, code, HTTP status and attempts, and state FAILED; so does its deadline
+ * (`expire`). The API's weather (429, 5xx, no answer, token endpoint down) is never such a failure:
+ * the client retries it until the document's deadline (`connector.deadlineMs`: from admission for the
+ * create, from creation after it), so it ends a document only as a deadline letter. A revoked or
+ * stopped document just stops: its next owner resumes it from its last recorded state.
+ *
+ * admit, create and record run while the consumer holds the input record (`admit` resolves once the
+ * outcome is durable); from upload on, the steps run in the background as scheduled jobs, tracked by
+ * `InFlight`. Resumed and replayed documents join at `start`. Which documents run at all is the
+ * engine's decision (`engine.ts`); the ports the steps reach out through (the API over HTTP, Kafka)
+ * are in `ports.ts`.
+ */
+import { isMessageTooLarge } from '../../kafka/errors.js';
+import {
+  deadLetterOf,
+  failureOf,
+  type DeadLetterStage,
+  type LetterContext,
+  type LetterSubject,
+} from '../outputs/dead-letters.js';
+import type { InFlight } from './in-flight.js';
+import { FAILED_AT, type CatalogueCode } from '../outputs/letter-catalogue.js';
+import {
+  ResultNotReady,
+  type CreatedSubmission,
+  type EngineEvents,
+  type EngineOptions,
+  type EnginePorts,
+} from './ports.js';
+import { PollTiming } from './poll-timing.js';
+import { createdState, Run } from './run.js';
+import { ApiError } from '../../client/errors.js';
+import { retry } from '../../util/retry.js';
+import type { UnfinishedState } from '../state/document-state.js';
+import type { ArrivalEvent, Awaitable, OpenedBlob, SourceRecord } from '../types.js';
+
+export class DocumentLife {
+  /** Submissions created whose state Kafka did not acknowledge: reused when the record comes back. */
+  private readonly unrecorded = new Map<string, UnfinishedState>();
+  private readonly timing: PollTiming;
+  readonly now: () => number;
+
+  constructor(
+    private readonly ports: EnginePorts,
+    private readonly options: EngineOptions,
+    private readonly events: EngineEvents,
+    private readonly inFlight: InFlight,
+  ) {
+    this.now = ports.now ?? Date.now;
+    this.timing = new PollTiming(options, ports.random ?? Math.random);
+  }
+
+  // ---- admit → create → record: while the consumer holds the input record ----
+
+  /**
+   * Submits a new document. Resolves once its outcome is durable: its first state acknowledged, or
+   * its dead letter produced. Throws only when Kafka acknowledged neither, so the consumer retries
+   * the record; the submission created meanwhile is then recorded, not created again.
+   */
+  async admit(source: SourceRecord, event: ArrivalEvent): Promise<'started' | 'dead-lettered'> {
+    const earlier = this.unrecorded.get(event.event_id);
+    if (earlier) {
+      await this.ports.states.writeState(earlier);
+      this.unrecorded.delete(event.event_id);
+      this.start(Run.process(earlier, event, source, this.now()));
+      return 'started';
+    }
+    const subject = { source, event_id: event.event_id, submission_id: null, attributes: event.attributes };
+
+    // admit: the file must be readable before anything is submitted.
+    let blob: OpenedBlob;
+    const blobStarted = this.now();
+    try {
+      blob = await this.ports.blobs.resolve(event.blob);
+      this.events.onStage?.('blob', this.now() - blobStarted);
+    } catch (err) {
+      // A blob error's own code names the problem; its retry count is not the API's.
+      await this.deadLetter(err, subject, { stage: 'blob', fallbackCode: 'blob_unreadable', attempts: 1 });
+      return 'dead-lettered';
+    }
+
+    // create
+    let created: CreatedSubmission;
+    const createStarted = this.now();
+    try {
+      created = await this.ports.api.createSubmission({
+        query_id: event.query_id,
+        pipeline_configuration: event.pipeline_configuration,
+        enable_decision: event.enable_decision,
+        enable_submission_characteristics: event.submission_characteristics !== null,
+      });
+      this.events.onStage?.('create', this.now() - createStarted);
+    } catch (err) {
+      await blob.cleanup();
+      const failure = outlasted(err)
+        ? deadlineFailure(err, `the API did not accept the submission within ${this.options.deadlineMs} ms`)
+        : err;
+      await this.deadLetter(failure, subject, { stage: 'create', fallbackCode: 'api_error' });
+      return 'dead-lettered';
+    }
+
+    // record: the submission exists from here on; its state goes before anything else can fail.
+    const state = createdState(source, event, created, this.now(), this.options.awaitedOverride);
+    try {
+      await this.ports.states.writeState(state);
+    } catch (err) {
+      this.unrecorded.set(event.event_id, state);
+      await blob.cleanup();
+      throw err;
+    }
+    const run = Run.process(state, event, source, this.now());
+    run.blob = blob;
+    this.start(run);
+    return 'started';
+  }
+
+  /**
+   * Revoked partitions: their created-but-unrecorded submissions are dropped; the new owner, finding
+   * no state, submits those documents again (the earlier submission stays empty, as after a crash).
+   */
+  forget(partitions: Set<number>): void {
+    for (const [eventId, state] of this.unrecorded) {
+      if (partitions.has(state.input.partition)) this.unrecorded.delete(eventId);
+    }
+  }
+
+  // ---- from here on in the background: admitted, resumed and replayed documents ----
+
+  start(run: Run): void {
+    this.inFlight.add(run);
+    this.inFlight.track(this.live(run));
+  }
+
+  private async live(run: Run): Promise<void> {
+    this.armDeadline(run);
+    // A resumed document's decision may have been delivered while nobody ran it.
+    if (this.awaitsDecision(run) && this.ports.deliveries?.has(run.state.submission_id))
+      run.decisionDelivered = true;
+    if (run.state.status === 'CREATED') {
+      const ok = await this.upload(run);
+      if (!ok) return;
+    }
+    if (!run.running) return;
+    run.uploadedAt ||= this.now();
+    for (const kind of run.state.awaited) {
+      if (run.published.has(kind)) continue;
+      if (kind === 'decision' && !this.pollsDecision(run)) continue;
+      this.awaitResult(run, kind, 0);
+    }
+    // A resumed document may have published everything before it stopped.
+    await this.finish(run);
+  }
+
+  // ---- upload ----
+
+  private async upload(run: Run): Promise<boolean> {
+    const s = run.state as UnfinishedState;
+    const pending = s.pending;
+    if (!pending) return true;
+    const started = this.now();
+    let stage: keyof typeof FAILED_AT = 'blob';
+    const input = run.input;
+    if (!input) {
+      // Resumed, but its input record left the input topic: the blob and characteristics are unknown.
+      const message = `input record ${s.input.topic}[${s.input.partition}]@${s.input.offset} is gone; the upload cannot be resumed`;
+      await this.fail(run, { code: 'input_gone', message }, 'upload', 'input_gone');
+      return false;
+    }
+    try {
+      run.blob ??= await this.ports.blobs.resolve(input.blob);
+      if (pending.characteristics_pending && input.characteristics) {
+        stage = 'characteristics';
+        await this.ports.api.putCharacteristics(
+          s.submission_id,
+          pending.characteristics_url,
+          input.characteristics,
+        );
+      }
+      stage = 'upload';
+      if (pending.upload_url) await this.ports.api.upload(pending.upload_url, run.blob, s.submission_id);
+    } catch (err) {
+      // A resumed upload that the server already has (409) is done, not failed.
+      if (!(stage === 'upload' && failureOf(err).status === 409)) {
+        await run.blob?.cleanup();
+        // The API's weather lasted until the deadline: a deadline letter (unless the timer wrote it).
+        if (outlasted(err)) await this.expire(run);
+        else await this.fail(run, err, stage, FAILED_AT[stage]);
+        return false;
+      }
+    }
+    await run.blob?.cleanup();
+    run.blob = null;
+    this.events.onStage?.('upload', this.now() - started);
+    if (!run.running) return false;
+    run.uploadedAt = this.now();
+    run.input = null;
+    run.state = { ...s, status: 'UPLOADED', pending: undefined, updated_at: this.now() };
+    await this.record(run);
+    return true;
+  }
+
+  // ---- poll ----
+
+  /** Schedules poll number `attempt` of one result (`PollTiming` says when). */
+  private awaitResult(run: Run, kind: Awaitable, attempt: number): void {
+    const prompted = run.mode === 'replay' || (kind === 'decision' && run.decisionDelivered);
+    const delay = this.timing.delay(kind, attempt, prompted, run.uploadedAt, this.now());
+    run.attempts.set(kind, attempt);
+    this.ports.scheduler.schedule(run.key(kind), this.now() + delay, () =>
+      this.inFlight.track(this.poll(run, kind, attempt)),
+    );
+  }
+
+  /**
+   * A webhook delivery says the document's decision is ready: fetch it now (then publish it like a
+   * polled one, `source: webhook`). Retries after a failed fetch are the poll loop's, polling or not.
+   */
+  decisionDelivered(run: Run): void {
+    if (!this.awaitsDecision(run) || run.decisionDelivered) return;
+    run.decisionDelivered = true;
+    // Not uploaded yet: `live` schedules the fetch once it is.
+    if (run.state.status === 'CREATED') return;
+    this.awaitResult(run, 'decision', 0);
+  }
+
+  private async poll(run: Run, kind: Awaitable, attempt: number): Promise<void> {
+    if (!run.running || run.published.has(kind)) return;
+    if (this.now() > run.deadlineAt) {
+      await this.expire(run);
+      return;
+    }
+    // A fetch prompted by a webhook says nothing of when this kind of result is usually ready.
+    const timed = attempt === 0 && run.mode === 'process' && !(kind === 'decision' && run.decisionDelivered);
+    let body: Record<string, unknown>;
+    try {
+      body = await this.ports.api.getResult(kind, run.state.submission_id);
+    } catch (err) {
+      if (!run.running) return;
+      if (err instanceof ResultNotReady) {
+        if (timed) this.timing.observe(kind, false, this.now());
+        this.awaitResult(run, kind, attempt + 1);
+        return;
+      }
+      const f = failureOf(err);
+      if (f.retriable !== false) {
+        this.ports.logger.warn(
+          { submission_id: run.state.submission_id, kind, err: f.message },
+          'poll failed; retrying',
+        );
+        this.awaitResult(run, kind, attempt + 1);
+        return;
+      }
+      await this.fail(run, err, 'poll', 'poll_failed', attempt + 1);
+      return;
+    }
+    if (timed) this.timing.observe(kind, true, this.now());
+    if (!run.running) return;
+    await this.publish(run, kind, body, kind === 'decision' && run.decisionDelivered ? 'webhook' : 'poll');
+  }
+
+  private awaitsDecision(run: Run): boolean {
+    return (
+      run.mode === 'process' &&
+      run.running &&
+      run.state.awaited.includes('decision') &&
+      !run.published.has('decision')
+    );
+  }
+
+  private pollsDecision(run: Run): boolean {
+    return run.mode === 'replay' || this.options.decisionPolling || run.decisionDelivered;
+  }
+
+  // ---- publish ----
+
+  private async publish(
+    run: Run,
+    kind: Awaitable,
+    body: Record<string, unknown>,
+    source: 'poll' | 'webhook',
+  ): Promise<void> {
+    // A poll and a webhook fetch of one result at once: one publishes it.
+    if (run.published.has(kind) || run.publishing.has(kind)) return;
+    run.publishing.add(kind);
+    try {
+      const reportUrl = kind === 'fraud' && this.options.attachReportUrl ? await this.reportUrl(run) : null;
+      try {
+        await this.ports.out.publishResult(kind, run.identity, body, {
+          report_url: reportUrl,
+          source,
+          inputPartition: run.state.input.partition,
+        });
+      } catch (err) {
+        // Too large for its topic: retrying cannot help, the document ends in a letter.
+        if (isMessageTooLarge(err)) {
+          await this.fail(run, err, 'publish', 'result_too_large');
+          return;
+        }
+        this.ports.logger.warn({ kind, err: failureOf(err).message }, 'publishing a result failed; retrying');
+        this.awaitResult(run, kind, (run.attempts.get(kind) ?? 0) + 1);
+        return;
+      }
+      this.events.onPublished?.(kind, run.identity, body);
+      run.published.add(kind);
+      // Stopping, the partition is still this instance's: what was just published is recorded, so its
+      // next owner does not publish it again. Revoked, it has a new owner already: nothing is written.
+      if (run.mode === 'process' && run.phase !== 'revoked') await this.recordPublished(run);
+      await this.finish(run);
+    } finally {
+      run.publishing.delete(kind);
+    }
+  }
+
+  /** The fraud report's URL; null when there is none for this result (409) or it cannot be had now. */
+  private async reportUrl(run: Run): Promise<string | null> {
+    try {
+      return await this.ports.api.getReportUrl(run.state.submission_id);
+    } catch (err) {
+      // 409: the report does not exist for this result (not successful or skipped); publish without it.
+      if (failureOf(err).status !== 409)
+        this.ports.logger.warn({ err: failureOf(err).message }, 'report URL unavailable');
+      return null;
+    }
+  }
+
+  /**
+   * Records what was published so far, unless the document is complete and finishes now (its DONE
+   * state says it). A stopped one does not finish here: its next owner finds everything published
+   * and finishes it.
+   */
+  private async recordPublished(run: Run): Promise<void> {
+    // Failed at its deadline meanwhile: the FAILED state stands.
+    if (run.endStarted) return;
+    const s = run.state;
+    if (s.status === 'CREATED' || s.status === 'UPLOADED')
+      run.state = { ...s, published: [...run.published], updated_at: this.now() };
+    if (!run.isComplete || run.cancelled) await this.record(run);
+  }
+
+  // ---- finish ----
+
+  /** Ends a document whose results are all published: DONE (a replay: its generation recorded). */
+  private async finish(run: Run): Promise<void> {
+    if (!run.running || !run.isComplete) return;
+    run.transitionTo('finishing');
+    if (run.mode === 'replay') {
+      // Recording the generation makes a replay re-emit once, also when it is itself interrupted.
+      if (run.state.status === 'DONE' && run.replayGeneration > (run.state.generation ?? 0)) {
+        run.state = { ...run.state, generation: run.replayGeneration };
+        await this.record(run);
+      }
+      this.events.onFinished?.(run.summary(), 'replayed');
+      this.inFlight.remove(run, 'ended');
+      return;
+    }
+    run.state = run.finished('DONE', this.now());
+    await this.record(run);
+    this.events.onFinished?.(run.summary(), 'done');
+    this.inFlight.remove(run, 'ended');
+    if (this.options.deleteAfterPublish) this.inFlight.track(this.deleteSubmission(run, 0));
+  }
+
+  private async deleteSubmission(run: Run, attempt: number): Promise<void> {
+    try {
+      await this.ports.api.deleteSubmission(run.state.submission_id);
+    } catch (err) {
+      const f = failureOf(err);
+      if (f.status === 404) return;
+      if ((f.status === 409 || f.retriable) && attempt < 8) {
+        const delay = this.timing.backoff(attempt, this.options.pollInitialMs);
+        this.ports.scheduler.schedule(run.key('delete'), this.now() + delay, () =>
+          this.inFlight.track(this.deleteSubmission(run, attempt + 1)),
+        );
+        return;
+      }
+      await this.deadLetter(
+        err,
+        { source: null, ...run.subject() },
+        { stage: 'delete', fallbackCode: 'delete_failed', attempts: attempt + 1 },
+      );
+    }
+  }
+
+  // ---- or fail: a dead letter, state FAILED ----
+
+  /**
+   * Every document ends by its deadline, whatever polls or webhooks do: a timer of its own, at
+   * creation + deadline (a replay: from the start of the replay, its results being final already).
+   */
+  private armDeadline(run: Run): void {
+    const from = run.mode === 'replay' ? this.now() : run.createdAt;
+    run.deadlineAt = from + this.options.deadlineMs;
+    this.ports.scheduler.schedule(run.key('deadline'), run.deadlineAt, () =>
+      this.inFlight.track(this.expire(run)),
+    );
+  }
+
+  /**
+   * Fails a document past its deadline: `upload/deadline_exceeded` when its file never reached the
+   * API, `decision/deadline` when the decision is all that is missing, else `poll/deadline_exceeded`
+   * naming every result that is not final.
+   */
+  private async expire(run: Run): Promise<void> {
+    const missing = run.state.awaited.filter((k) => !run.published.has(k));
+    if (missing.length === 0 || !run.running) return;
+    const polls = Math.max(0, ...missing.map((k) => run.attempts.get(k) ?? 0));
+    const after = `${this.options.deadlineMs} ms`;
+    if (run.state.status === 'CREATED' && run.mode === 'process') {
+      const message = `file not uploaded within ${after} (the API or its upload host did not answer)`;
+      await this.fail(run, { code: 'deadline_exceeded', message }, 'upload', 'deadline_exceeded');
+      return;
+    }
+    if (missing.length === 1 && missing[0] === 'decision') {
+      const why = this.pollsDecision(run) ? '' : ' (decision polling is off and no webhook delivery arrived)';
+      const message = `decision not received within ${after}${why}`;
+      await this.fail(run, { code: 'deadline', message }, 'decision', 'deadline', polls);
+      return;
+    }
+    const message = `${missing.join(', ')} result not final after ${after}`;
+    await this.fail(run, { code: 'deadline_exceeded', message }, 'poll', 'deadline_exceeded', polls);
+  }
+
+  /** Dead-letters a running document and records it FAILED (never submitted again unless reprocessed). */
+  private async fail(
+    run: Run,
+    err: unknown,
+    stage: DeadLetterStage,
+    fallbackCode: CatalogueCode,
+    attempts?: number,
+  ): Promise<void> {
+    // One end per document: a deadline and a failed poll at once write one letter.
+    if (!run.running) return;
+    run.transitionTo('finishing');
+    await this.deadLetter(
+      err,
+      { source: await this.sourceOf(run), ...run.subject() },
+      { stage, fallbackCode, ...(attempts === undefined ? {} : { attempts }) },
+      // Exactly-once: the letter and the FAILED state below go in one transaction.
+      { stateFollows: run.mode === 'process' },
+    );
+    if (run.mode === 'process') {
+      run.state = run.finished('FAILED', this.now());
+      await this.record(run);
+    }
+    this.events.onFinished?.(run.summary(), 'failed');
+    this.inFlight.remove(run, 'ended');
+  }
+
+  private async deadLetter(
+    err: unknown,
+    subject: LetterSubject,
+    context: LetterContext,
+    options: { stateFollows?: boolean } = {},
+  ): Promise<void> {
+    const letter = deadLetterOf(err, subject, context);
+    await this.ports.out.deadLetter(letter, options);
+    this.events.onDeadLetter?.(context.stage, letter.error_code);
+  }
+
+  /**
+   * The input record of a running document, read back by its pointer for a dead letter; when it is
+   * gone (or cannot be read now) the letter still names it, without its bytes.
+   */
+  private async sourceOf(run: Run): Promise<SourceRecord> {
+    const p = run.pointer;
+    try {
+      const record = await this.ports.inputs.read(p);
+      if (record) return record;
+    } catch (err) {
+      this.ports.logger.warn(
+        { event_id: run.eventId, err: failureOf(err).message },
+        'input record not read back for a dead letter; it carries the pointer only',
+      );
+    }
+    return { ...p, key: null, value: null, traceparent: run.identity.traceparent };
+  }
+
+  // ---- record: every step's state, retried until Kafka acknowledges it ----
+
+  /**
+   * Writes the run's latest state, retrying until Kafka acknowledges it (e.g. through a broker
+   * restart): a background step that gave up here would leave the document in flight forever.
+   */
+  private async record(run: Run): Promise<void> {
+    await retry(() => this.ports.states.writeState(run.state), {
+      backoff: { initialMs: this.options.pollInitialMs, maxMs: this.options.pollMaxMs },
+      random: this.ports.random,
+      // A revoked or stopped run: the next owner resumes from the last state that was recorded.
+      classify: () => (run.cancelled ? { retry: false } : { retry: true }),
+      onRetry: (err, tries) =>
+        this.ports.logger.warn(
+          { event_id: run.eventId, attempt: tries - 1, err: failureOf(err).message },
+          'recording state failed; retrying',
+        ),
+    }).catch((err: unknown) => {
+      if (!run.cancelled) throw err;
+    });
+  }
+}
+
+/** The API's weather outlasted the call: the client gave up at the document's deadline. */
+function outlasted(err: unknown): err is ApiError {
+  return err instanceof ApiError && err.budgetSpent;
+}
+
+/** A deadline letter's failure that names the API's last answer and how often it was tried. */
+function deadlineFailure(
+  err: ApiError,
+  what: string,
+): { code: CatalogueCode; message: string; attempts: number } {
+  return {
+    code: 'deadline',
+    message: `${what} (${err.attempts} tries; last: ${err.message})`,
+    attempts: err.attempts,
+  };
+}

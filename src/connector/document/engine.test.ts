@@ -1,0 +1,629 @@
+import { Readable } from 'node:stream';
+import { silentLogger } from '../../observability/logger.js';
+import { DocumentEngine, type EngineOptions } from './engine.js';
+import { PollScheduler } from '../../util/scheduler.js';
+import type { FinishedDoc } from './ports.js';
+import { isFinished, type DocumentStateV2, type InputPointer } from '../state/document-state.js';
+import type { ReplayMarker } from '../state/replay-marker.js';
+import type { Recorded } from '../state/store.js';
+import { createdState } from './run.js';
+import { ResultNotReady, type ApiPort, type InputPort, type OutputPort, type StatePort } from './ports.js';
+import type { ArrivalEvent, Awaitable, DeadLetter, OpenedBlob, SourceRecord } from '../types.js';
+
+class FakeApi implements ApiPort {
+  calls: string[] = [];
+  notReadyPolls = new Map<Awaitable, number>();
+  createError: (Error & { status?: number; retriable?: boolean; attempts?: number }) | null = null;
+  private n = 0;
+  async createSubmission(): Promise<{ submission_id: string; upload_url: string }> {
+    this.calls.push('create');
+    if (this.createError) throw this.createError;
+    this.n += 1;
+    return { submission_id: `sub-${String(this.n).padStart(24, '0')}`, upload_url: 'http://upload/x' };
+  }
+  async upload(): Promise<void> {
+    this.calls.push('upload');
+  }
+  async putCharacteristics(): Promise<void> {
+    this.calls.push('characteristics');
+  }
+  /** While set, decision GETs wait for it (to make two fetches overlap). */
+  holdDecision: Promise<void> | null = null;
+  async getResult(kind: Awaitable, id: string): Promise<Record<string, unknown>> {
+    this.calls.push(`get:${kind}`);
+    if (kind === 'decision' && this.holdDecision) await this.holdDecision;
+    const left = this.notReadyPolls.get(kind) ?? 0;
+    if (left > 0) {
+      this.notReadyPolls.set(kind, left - 1);
+      throw new ResultNotReady(kind);
+    }
+    return { status: 'SUCCESS', kind, id };
+  }
+  async getReportUrl(): Promise<string> {
+    return 'http://report';
+  }
+  async deleteSubmission(): Promise<void> {
+    this.calls.push('delete');
+  }
+}
+
+class FakeOut implements OutputPort, StatePort {
+  results: Array<{ kind: Awaitable; submission_id: string; source: string | undefined }> = [];
+  letters: DeadLetter[] = [];
+  states: DocumentStateV2[] = [];
+  /** While set, a publish waits for it after calling `onPublishing` (to stop or revoke meanwhile). */
+  holdPublish: Promise<void> | null = null;
+  onPublishing: () => void = () => undefined;
+  async publishResult(
+    kind: Awaitable,
+    doc: { submission_id: string },
+    _body: Record<string, unknown>,
+    extra?: { source?: string },
+  ): Promise<void> {
+    if (this.holdPublish) {
+      this.onPublishing();
+      await this.holdPublish;
+    }
+    this.results.push({ kind, submission_id: doc.submission_id, source: extra?.source });
+  }
+  async deadLetter(letter: DeadLetter): Promise<void> {
+    this.letters.push(letter);
+  }
+  /** Each state write with this status fails once (Kafka unavailable), then succeeds. */
+  failOnce = new Set<string>();
+  async writeState(state: DocumentStateV2): Promise<void> {
+    if (this.failOnce.delete(state.status)) throw new Error('state topic unavailable');
+    this.states.push(state);
+  }
+}
+
+const blob: OpenedBlob = {
+  open: async () => Readable.from([Buffer.from('%PDF-1.7')]),
+  size: 8,
+  contentType: 'application/pdf',
+  sha256: undefined,
+  cleanup: async () => undefined,
+};
+
+function event(overrides: Partial<ArrivalEvent> = {}): ArrivalEvent {
+  return {
+    event_id: 'evt-1',
+    blob: { url: 'file:///tmp/a.pdf', content_type: null, size_bytes: null, sha256: null },
+    query_id: 'q-1',
+    pipeline_configuration: 'FRAUD_ONLY',
+    enable_decision: false,
+    submission_characteristics: null,
+    attributes: { tenant: 'acme' },
+    reprocess: false,
+    ...overrides,
+  };
+}
+
+const source: SourceRecord = {
+  topic: 'documents.arrived',
+  partition: 0,
+  offset: '7',
+  key: null,
+  value: Buffer.from('{}'),
+  traceparent: null,
+};
+
+/** The input topic as the engine reads it back: records by offset (a missing one is gone). */
+class FakeInputs implements InputPort {
+  records = new Map<string, { source: SourceRecord; event: ArrivalEvent }>();
+  reads: InputPointer[] = [];
+  add(src: SourceRecord, ev: ArrivalEvent): void {
+    this.records.set(src.offset, { source: src, event: ev });
+  }
+  async recall(pointers: InputPointer[]) {
+    this.reads.push(...pointers);
+    return pointers.map((p) => this.records.get(p.offset) ?? null);
+  }
+  async read(pointer: InputPointer) {
+    this.reads.push(pointer);
+    return this.records.get(pointer.offset)?.source ?? null;
+  }
+}
+
+/** What the state store would answer for a recorded state. */
+function recorded(
+  state: DocumentStateV2,
+  marker?: ReplayMarker,
+): { recorded: Recorded; marker: ReplayMarker | undefined } {
+  if (!isFinished(state)) return { recorded: { unfinished: state }, marker };
+  return {
+    recorded: {
+      finished: {
+        event_id: state.event_id,
+        submission_id: state.submission_id,
+        status: state.status,
+        awaited: state.awaited,
+        published: state.published,
+        finished_at: state.finished_at,
+        generation: state.generation ?? 0,
+        blob: state.blob ?? 0,
+      },
+    },
+    marker,
+  };
+}
+
+function setup(
+  options: Partial<EngineOptions> = {},
+  blobError?: Error & { code?: string },
+  delivered: string[] = [],
+) {
+  const api = new FakeApi();
+  const out = new FakeOut();
+  const inputs = new FakeInputs();
+  const scheduler = new PollScheduler();
+  const finished: Array<{ state: FinishedDoc; outcome: string }> = [];
+  let notify: () => void = () => undefined;
+  const engine = new DocumentEngine(
+    {
+      api,
+      out,
+      states: out,
+      inputs,
+      scheduler,
+      logger: silentLogger,
+      deliveries: { has: (id) => delivered.includes(id) },
+      blobs: {
+        resolve: async () => {
+          if (blobError) throw blobError;
+          return blob;
+        },
+      },
+    },
+    {
+      pollInitialMs: 5,
+      pollMaxMs: 20,
+      deadlineMs: 60000,
+      decisionPolling: true,
+      deleteAfterPublish: false,
+      attachReportUrl: false,
+      ...options,
+    },
+    {
+      onFinished: (state, outcome) => {
+        finished.push({ state, outcome });
+        notify();
+      },
+    },
+  );
+  const until = (n: number) =>
+    new Promise<void>((resolve) => {
+      const check = () => (finished.length >= n ? resolve() : undefined);
+      notify = check;
+      check();
+    });
+  return { api, out, engine, finished, until, scheduler, inputs };
+}
+
+describe('DocumentEngine', () => {
+  it.each([
+    ['stopped', true],
+    ['revoked', false],
+  ])(
+    'a result published while its document is %s is recorded only if the partition is still this instance’s',
+    async (how, recordedAfter) => {
+      const { out, engine, finished } = setup();
+      let release: () => void = () => undefined;
+      out.holdPublish = new Promise<void>((r) => (release = r));
+      const publishing = new Promise<void>((r) => (out.onPublishing = r));
+      await engine.admit(source, event({ pipeline_configuration: 'QUALITY_ONLY' }));
+      await publishing;
+      const statesBefore = out.states.length;
+      let stopped: Promise<void> = Promise.resolve();
+      if (how === 'stopped') stopped = engine.stop(5000);
+      else engine.revoke([0]);
+      release();
+      await stopped;
+      await new Promise((r) => setTimeout(r, 20));
+      expect(out.results.map((r) => r.kind)).toEqual(['quality']);
+      const after = out.states.slice(statesBefore);
+      if (recordedAfter) {
+        // Not DONE here: the next owner finds every result published and finishes it.
+        expect(after.map((st) => [st.status, st.published])).toEqual([['UPLOADED', ['quality']]]);
+      } else {
+        expect(after).toEqual([]);
+      }
+      expect(finished).toEqual([]);
+    },
+  );
+
+  it('creates once, records state before uploading, publishes every awaited result, then marks done', async () => {
+    const { api, out, engine, until } = setup();
+    expect(await engine.admit(source, event({ enable_decision: true }), undefined)).toBe('started');
+    expect(out.states[0]?.status).toBe('CREATED');
+    expect(api.calls[0]).toBe('create');
+    await until(1);
+    expect(api.calls.filter((c) => c === 'create')).toHaveLength(1);
+    expect(api.calls).toContain('upload');
+    expect(out.results.map((r) => r.kind).sort()).toEqual(['classification', 'decision', 'fraud', 'quality']);
+    const last = out.states.at(-1)!;
+    expect(last.status).toBe('DONE');
+    // A finished document keeps only what deduplication and replay need.
+    expect(Object.keys(last).sort()).toEqual(
+      [
+        'awaited',
+        'blob',
+        'event_id',
+        'finished_at',
+        'input',
+        'published',
+        'status',
+        'submission_id',
+        'v',
+      ].sort(),
+    );
+    expect(last.input).toEqual({ topic: 'documents.arrived', partition: 0, offset: '7' });
+    // The upload URL is recorded only while the upload is pending.
+    expect(out.states[0]).toMatchObject({ status: 'CREATED', pending: { upload_url: 'http://upload/x' } });
+    expect(out.states[1]).toMatchObject({ status: 'UPLOADED' });
+    expect((out.states[1] as { pending?: unknown }).pending).toBeUndefined();
+    expect(engine.inFlight).toBe(0);
+  });
+
+  it('sends characteristics before the upload when the event has them', async () => {
+    const { api, engine, until } = setup();
+    await engine.admit(source, event({ submission_characteristics: { customer_case_id: 'c' } }), undefined);
+    await until(1);
+    expect(api.calls.indexOf('characteristics')).toBeLessThan(api.calls.indexOf('upload'));
+  });
+
+  it('keeps polling while a result is not ready', async () => {
+    const { api, engine, until, out } = setup();
+    api.notReadyPolls.set('quality', 3);
+    await engine.admit(source, event({ pipeline_configuration: 'QUALITY_ONLY' }), undefined);
+    await until(1);
+    expect(api.calls.filter((c) => c === 'get:quality')).toHaveLength(4);
+    expect(out.results.map((r) => r.kind)).toEqual(['quality']);
+  });
+
+  it('never submits a recorded document again, nor publishes a finished one again on redelivery', async () => {
+    const { api, out, engine, until } = setup();
+    await engine.admit(source, event(), undefined);
+    await until(1);
+    const done = out.states.at(-1)!;
+    // A crash redelivery of a finished document's input: nothing is published again.
+    expect(await engine.admit(source, event(), recorded(done))).toBe('published-before');
+    expect(api.calls.filter((c) => c === 'create')).toHaveLength(1);
+    expect(out.results.filter((r) => r.kind === 'fraud')).toHaveLength(1);
+
+    const created = { ...out.states[0]!, event_id: 'evt-2' };
+    expect(
+      await engine.admit({ ...source, offset: '8' }, event({ event_id: 'evt-2' }), recorded(created)),
+    ).toBe('resumed');
+    await until(2);
+    expect(api.calls.filter((c) => c === 'create')).toHaveLength(1);
+    expect(out.states.filter((s) => s.event_id === 'evt-2').at(-1)?.status).toBe('DONE');
+  });
+
+  it('dead-letters a copy of an admitted event that points at another blob, running or finished', async () => {
+    const { api, out, engine, until } = setup();
+    await engine.admit(source, event(), undefined);
+    const created = out.states[0]!;
+    expect(created.blob).toBeGreaterThan(0);
+    const other = event({
+      blob: { url: 'file:///tmp/b.pdf', content_type: null, size_bytes: null, sha256: null },
+    });
+    const copy = { ...source, offset: '9' };
+    expect(await engine.admit(copy, other, recorded(created))).toBe('dead-lettered');
+    // The same blob again is a redelivery: nothing more.
+    expect(await engine.admit(copy, event(), recorded(created))).toBe('running');
+    await until(1);
+    const done = out.states.at(-1)!;
+    expect(done.blob).toBe(created.blob);
+    expect(await engine.admit(copy, other, recorded(done))).toBe('dead-lettered');
+    // Another sha256 for the same URL is another blob too.
+    const resent = event({ blob: { ...event().blob, sha256: 'a'.repeat(64) } });
+    expect(await engine.admit(copy, resent, recorded(done))).toBe('dead-lettered');
+    // A state written before fingerprints cannot tell: the redelivery rules alone.
+    expect(await engine.admit(copy, other, recorded({ ...done, blob: undefined }))).toBe('published-before');
+    expect(api.calls.filter((c) => c === 'create')).toHaveLength(1);
+    expect(
+      out.letters.map((l) => [l.stage, l.error_code, l.event_id, l.source?.offset, l.submission_id]),
+    ).toEqual([
+      ['validate', 'event_id_reused', 'evt-1', '9', null],
+      ['validate', 'event_id_reused', 'evt-1', '9', null],
+      ['validate', 'event_id_reused', 'evt-1', '9', null],
+    ]);
+    expect(out.letters[0]!.message).toContain(`submission ${created.submission_id}`);
+  });
+
+  it('re-emits a finished document once per replay marker that covers its record', async () => {
+    const { api, out, engine, until } = setup();
+    await engine.admit(source, event(), undefined);
+    await until(1);
+    const marker = { generation: 3, until_offset: '8', at: 0 };
+    // Identity of the replay comes from the arriving event.
+    const replayed = event({ attributes: { tenant: 'replayed' } });
+    expect(await engine.admit(source, replayed, recorded(out.states.at(-1)!, marker))).toBe('replayed');
+    await until(2);
+    expect(out.results.filter((r) => r.kind === 'fraud')).toHaveLength(2);
+    const afterReplay = out.states.at(-1)!;
+    expect(afterReplay).toMatchObject({ status: 'DONE', generation: 3 });
+    // The same replay delivering it again (interrupted and restarted): published already.
+    expect(await engine.admit(source, replayed, recorded(afterReplay, marker))).toBe('published-before');
+    // A record at or past the marker's offset is not part of the replay.
+    const fresh = { ...out.states[0]!, status: 'DONE' as const, finished_at: 1, generation: 0 };
+    delete (fresh as { pending?: unknown }).pending;
+    expect(
+      await engine.admit({ ...source, offset: '8' }, event(), recorded(fresh as DocumentStateV2, marker)),
+    ).toBe('published-before');
+    // A newer replay re-emits again.
+    expect(await engine.admit(source, replayed, recorded(afterReplay, { ...marker, generation: 4 }))).toBe(
+      'replayed',
+    );
+    await until(3);
+    expect(out.results.filter((r) => r.kind === 'fraud')).toHaveLength(3);
+    expect(api.calls.filter((c) => c === 'create')).toHaveLength(1);
+  });
+
+  it('resumes an unfinished document from its input record, read back by its pointer', async () => {
+    const { api, out, engine, until, inputs } = setup();
+    const ev = event({ event_id: 'evt-r', submission_characteristics: { customer_case_id: 'c' } });
+    inputs.add({ ...source, offset: '11', traceparent: 'tp-1' }, ev);
+    const state = {
+      v: 2 as const,
+      event_id: 'evt-r',
+      submission_id: 'sub-r',
+      status: 'CREATED' as const,
+      input: { topic: 'documents.arrived', partition: 0, offset: '11' },
+      awaited: ['fraud' as const],
+      published: [],
+      created_at: Date.now(),
+      updated_at: Date.now(),
+      pending: { upload_url: 'http://upload/r', characteristics_url: null, characteristics_pending: true },
+    };
+    // Its input gone, an unfinished upload cannot be resumed: a dead letter, recorded FAILED.
+    const gone = { ...state, event_id: 'evt-gone', input: { ...state.input, offset: '12' } };
+    await engine.resume([state, gone]);
+    await until(2);
+    expect(api.calls.filter((c) => c === 'characteristics')).toHaveLength(1);
+    expect(api.calls.filter((c) => c === 'create')).toHaveLength(0);
+    expect(out.states.filter((s) => s.event_id === 'evt-r').at(-1)?.status).toBe('DONE');
+    expect(out.letters).toHaveLength(1);
+    expect(out.letters[0]).toMatchObject({ event_id: 'evt-gone', error_code: 'input_gone', stage: 'upload' });
+    expect(out.letters[0]?.source).toMatchObject({ offset: '12', value: null });
+    expect(out.states.filter((s) => s.event_id === 'evt-gone').at(-1)?.status).toBe('FAILED');
+  });
+
+  it('submits again when the event asks to reprocess', async () => {
+    const { api, out, engine, until } = setup();
+    await engine.admit(source, event(), undefined);
+    await until(1);
+    expect(await engine.admit(source, event({ reprocess: true }), recorded(out.states.at(-1)!))).toBe(
+      'started',
+    );
+    await until(2);
+    expect(api.calls.filter((c) => c === 'create')).toHaveLength(2);
+  });
+
+  it('dead-letters a blob it may not read, without creating a submission', async () => {
+    const err = Object.assign(new Error('file:///etc/passwd is outside the allowed roots'), {
+      code: 'blob_not_allowed',
+    });
+    const { api, out, engine } = setup({}, err);
+    expect(await engine.admit(source, event(), undefined)).toBe('dead-lettered');
+    expect(api.calls).toEqual([]);
+    expect(out.letters[0]).toMatchObject({
+      stage: 'blob',
+      error_code: 'blob_not_allowed',
+      event_id: 'evt-1',
+    });
+    expect(out.letters[0]?.source?.offset).toBe('7');
+  });
+
+  it('dead-letters a create refused by the API with its status', async () => {
+    const { api, out, engine } = setup();
+    api.createError = Object.assign(new Error('query_id: too long'), { status: 400, retriable: false });
+    expect(await engine.admit(source, event(), undefined)).toBe('dead-lettered');
+    expect(out.letters[0]).toMatchObject({ stage: 'create', error_code: 'api_400', http_status: 400 });
+  });
+
+  it('says in the dead letter how many times the API client tried', async () => {
+    const { api, out, engine } = setup();
+    api.createError = Object.assign(new Error('unavailable'), { status: 503, retriable: true, attempts: 6 });
+    expect(await engine.admit(source, event(), undefined)).toBe('dead-lettered');
+    expect(out.letters[0]).toMatchObject({ stage: 'create', error_code: 'api_503', attempts: 6 });
+  });
+
+  it('dead-letters a document whose results miss the deadline and records it as failed', async () => {
+    const { api, out, engine, until, inputs } = setup({ deadlineMs: 30 });
+    api.notReadyPolls.set('quality', 1000);
+    const ev = event({ pipeline_configuration: 'QUALITY_ONLY' });
+    inputs.add(source, ev);
+    await engine.admit(source, ev, undefined);
+    await until(1);
+    expect(out.letters[0]).toMatchObject({ stage: 'poll', error_code: 'deadline_exceeded' });
+    // Raised long after admission, the dead letter carries the original record, read back by pointer.
+    expect(inputs.reads).toEqual([{ topic: 'documents.arrived', partition: 0, offset: '7' }]);
+    expect(out.letters[0]?.source?.value?.toString()).toBe('{}');
+    expect(out.states.at(-1)?.status).toBe('FAILED');
+    expect(out.states.at(-1)).not.toHaveProperty('error');
+  });
+
+  it('fetches a decision once when a webhook delivery says it is ready, with polling off', async () => {
+    const { api, out, engine, until } = setup({ decisionPolling: false });
+    await engine.admit(
+      source,
+      event({ pipeline_configuration: 'QUALITY_ONLY', enable_decision: true }),
+      undefined,
+    );
+    const sub = out.states[0]!.submission_id;
+    await new Promise((r) => setTimeout(r, 30));
+    expect(api.calls).not.toContain('get:decision');
+    expect(engine.inFlight).toBe(1);
+    // The document's input partition has one running here (the group's share reads it).
+    expect([engine.unfinishedOn(0), engine.unfinishedOn(1)]).toEqual([1, 0]);
+    engine.decisionReady(sub);
+    engine.decisionReady(sub);
+    engine.decisionReady('unknown');
+    await until(1);
+    expect(api.calls.filter((c) => c === 'get:decision')).toHaveLength(1);
+    expect(out.results.filter((r) => r.kind === 'decision')).toEqual([
+      { kind: 'decision', submission_id: sub, source: 'webhook' },
+    ]);
+    expect(engine.unfinishedOn(0)).toBe(0);
+    expect(out.states.at(-1)?.status).toBe('DONE');
+    // A delivery after the end changes nothing.
+    engine.decisionReady(sub);
+    await new Promise((r) => setTimeout(r, 10));
+    expect(out.results.filter((r) => r.kind === 'decision')).toHaveLength(1);
+  });
+
+  it('keeps fetching a delivered decision that is not there yet, polling off or not', async () => {
+    const { api, out, engine, until } = setup({ decisionPolling: false });
+    api.notReadyPolls.set('decision', 2);
+    await engine.admit(
+      source,
+      event({ pipeline_configuration: 'QUALITY_ONLY', enable_decision: true }),
+      undefined,
+    );
+    await new Promise((r) => setTimeout(r, 20));
+    engine.decisionReady(out.states[0]!.submission_id);
+    await until(1);
+    expect(api.calls.filter((c) => c === 'get:decision')).toHaveLength(3);
+    expect(out.results.find((r) => r.kind === 'decision')?.source).toBe('webhook');
+  });
+
+  it('publishes a decision once when a webhook and a poll fetch it at the same time', async () => {
+    const { api, out, engine, until } = setup({ decisionPolling: true });
+    let release: () => void = () => undefined;
+    api.holdDecision = new Promise<void>((r) => (release = r));
+    await engine.admit(
+      source,
+      event({ pipeline_configuration: 'QUALITY_ONLY', enable_decision: true }),
+      undefined,
+    );
+    const sub = out.states[0]!.submission_id;
+    // The poll's GET is out when the delivery comes: a second GET starts, and both succeed.
+    for (let i = 0; i < 100 && !api.calls.includes('get:decision'); i++)
+      await new Promise((r) => setTimeout(r, 5));
+    engine.decisionReady(sub);
+    await new Promise((r) => setTimeout(r, 10));
+    expect(api.calls.filter((c) => c === 'get:decision')).toHaveLength(2);
+    release();
+    await until(1);
+    await new Promise((r) => setTimeout(r, 20));
+    expect(out.results.filter((r) => r.kind === 'decision')).toHaveLength(1);
+  });
+
+  it('fetches the decision of a resumed document at once when a delivery was recorded meanwhile', async () => {
+    const { api, out, engine, until } = setup({ decisionPolling: false }, undefined, ['sub-resumed']);
+    const state = {
+      ...createdState(
+        source,
+        event({ pipeline_configuration: 'QUALITY_ONLY', enable_decision: true }),
+        { submission_id: 'sub-resumed', upload_url: 'http://upload/x' },
+        Date.now(),
+        undefined,
+      ),
+      status: 'UPLOADED' as const,
+      pending: undefined,
+      published: ['quality' as const],
+    };
+    expect(await engine.admit(source, event({ enable_decision: true }), recorded(state))).toBe('resumed');
+    await until(1);
+    expect(api.calls).toEqual(['get:decision']);
+    expect(out.results).toEqual([{ kind: 'decision', submission_id: 'sub-resumed', source: 'webhook' }]);
+  });
+
+  it('ends a document whose decision never comes by its deadline: decision/deadline, slot released', async () => {
+    const { out, engine, until, scheduler } = setup({ decisionPolling: false, deadlineMs: 60 });
+    await engine.admit(
+      source,
+      event({ pipeline_configuration: 'QUALITY_ONLY', enable_decision: true }),
+      undefined,
+    );
+    await until(1);
+    expect(out.letters).toHaveLength(1);
+    expect(out.letters[0]).toMatchObject({ stage: 'decision', error_code: 'deadline', event_id: 'evt-1' });
+    expect(out.letters[0]?.message).toContain('decision polling is off');
+    expect(out.results.map((r) => r.kind)).toEqual(['quality']);
+    expect(out.states.at(-1)?.status).toBe('FAILED');
+    expect(engine.inFlight).toBe(0);
+    expect(scheduler.size).toBe(0);
+  });
+
+  it('names every missing result at the deadline when more than the decision is missing', async () => {
+    const { api, out, engine, until } = setup({ decisionPolling: false, deadlineMs: 40 });
+    api.notReadyPolls.set('quality', 1000);
+    await engine.admit(
+      source,
+      event({ pipeline_configuration: 'QUALITY_ONLY', enable_decision: true }),
+      undefined,
+    );
+    await until(1);
+    expect(out.letters).toHaveLength(1);
+    expect(out.letters[0]).toMatchObject({ stage: 'poll', error_code: 'deadline_exceeded' });
+    expect(out.letters[0]?.message).toContain('quality, decision');
+  });
+
+  it('cancels the deadline when the document finishes, and times a replay from its start', async () => {
+    const { out, engine, until, scheduler } = setup({ deadlineMs: 1000 });
+    await engine.admit(source, event({ pipeline_configuration: 'QUALITY_ONLY' }), undefined);
+    await until(1);
+    expect(scheduler.size).toBe(0);
+    // Finished long before the deadline window: a replay still re-emits its results.
+    const done = out.states.at(-1)!;
+    const replay = { generation: 1, until_offset: '1000', at: Date.now() };
+    expect(
+      await engine.admit(source, event({ pipeline_configuration: 'QUALITY_ONLY' }), recorded(done, replay)),
+    ).toBe('replayed');
+    await until(2);
+    expect(out.letters).toEqual([]);
+    expect(out.results.map((r) => r.kind)).toEqual(['quality', 'quality']);
+  });
+
+  it('stops a revoked partition without failing its documents', async () => {
+    const { api, out, engine } = setup();
+    api.notReadyPolls.set('quality', 1000);
+    await engine.admit(source, event({ pipeline_configuration: 'QUALITY_ONLY' }), undefined);
+    // Another partition's revoke stops nothing; its own counts the document it stopped.
+    expect(engine.revoke([1])).toBe(0);
+    expect(engine.inFlight).toBe(1);
+    expect(engine.revoke([0])).toBe(1);
+    expect(engine.inFlight).toBe(0);
+    await new Promise((r) => setTimeout(r, 30));
+    expect(out.letters).toEqual([]);
+    expect(out.states.some((s) => s.status === 'FAILED')).toBe(false);
+  });
+
+  it('deletes the submission after publishing when configured', async () => {
+    const { api, engine, until } = setup({ deleteAfterPublish: true });
+    await engine.admit(source, event({ pipeline_configuration: 'QUALITY_ONLY' }), undefined);
+    await until(1);
+    await new Promise((r) => setTimeout(r, 10));
+    expect(api.calls.at(-1)).toBe('delete');
+  });
+
+  it('never creates twice when the state write after a create fails and the record comes back', async () => {
+    const { api, out, engine, until } = setup();
+    out.failOnce.add('CREATED');
+    await expect(engine.admit(source, event(), undefined)).rejects.toThrow('state topic unavailable');
+    expect(await engine.admit(source, event(), undefined)).toBe('started');
+    await until(1);
+    expect(api.calls.filter((c) => c === 'create')).toHaveLength(1);
+    expect(out.states[0]?.submission_id).toBe(out.states.at(-1)?.submission_id);
+    expect(out.states.at(-1)?.status).toBe('DONE');
+  });
+
+  it('retries a state write that fails in the background instead of leaving the document in flight', async () => {
+    const { out, engine, until } = setup();
+    out.failOnce.add('UPLOADED');
+    out.failOnce.add('DONE');
+    await engine.admit(source, event(), undefined);
+    await until(1);
+    expect(out.states.map((st) => st.status)).toEqual([
+      'CREATED',
+      'UPLOADED',
+      'UPLOADED',
+      'UPLOADED',
+      'DONE',
+    ]);
+    expect(engine.inFlight).toBe(0);
+  });
+});

@@ -1,0 +1,116 @@
+/**
+ * What one document's life (`document-life.ts`) reaches outside itself, and nothing more:
+ * - over HTTP, the API (`ApiPort`, adapted from the client in `api-port.ts`) and the blobs
+ *   (`BlobPort`, `../blobs/`);
+ * - in Kafka, its results and dead letters (`OutputPort`, `output.ts`), its state (`StatePort`,
+ *   `state/writer.ts`) and its input record read back by pointer (`InputPort`, `inputs.ts`);
+ * - the poll scheduler and the clock.
+ * The life depends only on these, so it is tested in isolation (`engine.test.ts`) and wired to the
+ * real modules in `wiring.ts`. Also here: the options it runs by and the events it reports.
+ */
+import type { SubmissionCharacteristics, SubmissionRequest } from '../../api/schemas.js';
+import type { Logger } from '../../observability/logger.js';
+import type { PollScheduler } from '../../util/scheduler.js';
+import type { DeadLetterStage } from '../outputs/dead-letters.js';
+import type { AwaitedOverride } from './awaited-results.js';
+import type { OutputPort } from '../outputs/output-port.js';
+import type { StatePort } from '../state/writer.js';
+import type { InputPointer } from '../state/document-state.js';
+import type {
+  ArrivalEvent,
+  Awaitable,
+  BlobRef,
+  DocumentIdentity,
+  OpenedBlob,
+  SourceRecord,
+} from '../types.js';
+
+// ---- HTTP: the API and the blobs ----
+
+export interface CreatedSubmission {
+  submission_id: string;
+  upload_url: string;
+  submission_characteristics_upload_url?: string | undefined;
+}
+
+/** The subset of the API client a document's life uses (adapted in `api-port.ts`). */
+export interface ApiPort {
+  createSubmission(req: SubmissionRequest): Promise<CreatedSubmission>;
+  upload(uploadUrl: string, blob: OpenedBlob, submissionId: string): Promise<void>;
+  putCharacteristics(
+    submissionId: string,
+    url: string | null,
+    body: SubmissionCharacteristics,
+  ): Promise<void>;
+  getResult(kind: Awaitable, submissionId: string): Promise<Record<string, unknown>>;
+  getReportUrl(submissionId: string): Promise<string>;
+  deleteSubmission(submissionId: string): Promise<void>;
+}
+
+/** Thrown by `ApiPort.getResult` while a result is not final yet (404 before the verdict). */
+export class ResultNotReady extends Error {
+  override name = 'ResultNotReady';
+}
+
+export interface BlobPort {
+  resolve(ref: BlobRef): Promise<OpenedBlob>;
+}
+
+// ---- Kafka: results and letters, the state (`../outputs/output-port.ts`, `../state/writer.ts`), the input read back ----
+
+export type { OutputPort, ResultExtra } from '../outputs/output-port.js';
+export type { StatePort } from '../state/writer.js';
+
+/**
+ * The input records of admitted documents, read back by their pointer: the state keeps no copy of
+ * them. null when the record is no longer in the input topic (retention) or cannot be read back.
+ */
+export interface InputPort {
+  /** The record and its event, for a document resumed after a crash or a rebalance. */
+  recall(pointers: InputPointer[]): Promise<Array<{ source: SourceRecord; event: ArrivalEvent } | null>>;
+  /** The record's bytes, for a dead letter raised after admission. */
+  read(pointer: InputPointer): Promise<SourceRecord | null>;
+}
+
+// ---- all of them, the options and the events ----
+
+export interface EnginePorts {
+  api: ApiPort;
+  blobs: BlobPort;
+  out: OutputPort;
+  states: StatePort;
+  inputs: InputPort;
+  scheduler: PollScheduler;
+  logger: Logger;
+  /** Decision webhook deliveries recorded recently (any instance's receiver): their decision is ready. */
+  deliveries?: { has(submissionId: string): boolean };
+  now?: () => number;
+  random?: () => number;
+}
+
+export interface EngineOptions {
+  pollInitialMs: number;
+  pollMaxMs: number;
+  deadlineMs: number;
+  decisionPolling: boolean;
+  deleteAfterPublish: boolean;
+  attachReportUrl: boolean;
+  awaitedOverride?: AwaitedOverride;
+}
+
+/** What the engine reports for metrics and the demo. */
+export interface EngineEvents {
+  onPublished?(kind: Awaitable, doc: DocumentIdentity, body: Record<string, unknown>): void;
+  onFinished?(doc: FinishedDoc, outcome: 'done' | 'failed' | 'replayed'): void;
+  onDeadLetter?(stage: DeadLetterStage, code: string): void;
+  onStage?(stage: string, durationMs: number): void;
+  /** A slot was released: the consumer may resume paused partitions. */
+  onRoom?(): void;
+}
+
+/** A document that left the engine, as metrics see it. */
+export interface FinishedDoc {
+  event_id: string;
+  submission_id: string;
+  created_at: number;
+}

@@ -1,0 +1,150 @@
+/**
+ * How exactly-once routes outputs and state records (`delivery-modes.ts`), on the real TransactionalWriters
+ * with a stand-in for kafkajs' transactional producer: a result sent with `stateFollows` and the
+ * state record its caller writes next share one transaction; records of no input partition go
+ * through the plain producer; a revoked or fenced partition refuses them.
+ */
+import type { Kafka } from 'kafkajs';
+import type { OutgoingMessage } from '../../kafka/producer.js';
+import { NotOwnedError, TransactionalWriters } from '../../kafka/transactions.js';
+import { silentLogger } from '../../observability/logger.js';
+import { transactionalOutputs, transactionalStates } from './delivery-modes.js';
+
+interface Txn {
+  records: Array<[string, string]>;
+  outcome: 'open' | 'committed' | 'aborted';
+}
+
+/** Records what each transaction held and how it ended; `failCommits` commits fail (retriable). */
+function fakeKafka(failCommits = 0) {
+  const txns: Txn[] = [];
+  let failures = failCommits;
+  const kafka = {
+    producer: () => ({
+      connect: async () => undefined,
+      disconnect: async () => undefined,
+      transaction: async () => {
+        const t: Txn = { records: [], outcome: 'open' };
+        txns.push(t);
+        return {
+          sendBatch: async (b: { topicMessages: Array<{ topic: string; messages: OutgoingMessage[] }> }) => {
+            for (const tm of b.topicMessages)
+              for (const m of tm.messages) t.records.push([tm.topic, String(m.key)]);
+          },
+          commit: async () => {
+            if (failures-- > 0) throw Object.assign(new Error('NOT_COORDINATOR'), { retriable: true });
+            t.outcome = 'committed';
+          },
+          abort: async () => {
+            t.outcome = 'aborted';
+          },
+        };
+      },
+    }),
+  } as unknown as Kafka;
+  return { kafka, txns: () => txns.filter((t) => t.records.length > 0) };
+}
+
+function plainSender() {
+  const sent: Array<[string, string]> = [];
+  return { sent, send: async (topic: string, m: OutgoingMessage) => void sent.push([topic, String(m.key)]) };
+}
+
+describe('exactly-once routing', () => {
+  it('puts a result and the state record that follows it in one transaction', async () => {
+    const { kafka, txns } = fakeKafka();
+    const writers = new TransactionalWriters(kafka, { idPrefix: 'g-t', lingerMs: 5, logger: silentLogger });
+    await writers.open([1]);
+    const plain = plainSender();
+    const outputs = transactionalOutputs(writers, plain);
+    const states = transactionalStates(writers);
+    // As a document's life does (`document-life.ts`): await the result's send, then write the state record.
+    await outputs.send('fraud', { key: 'sub-1', value: 'r' }, { inputPartition: 1, stateFollows: true });
+    await states.send('state', { key: 'evt-1', value: 's', partition: 1 }, { replace: true });
+    expect(txns()).toEqual([
+      {
+        records: [
+          ['fraud', 'sub-1'],
+          ['state', 'evt-1'],
+        ],
+        outcome: 'committed',
+      },
+    ]);
+    expect(plain.sent).toEqual([]);
+    await writers.stop();
+  });
+
+  it('resends the pair after a failed commit, aborting the failed transaction', async () => {
+    const { kafka, txns } = fakeKafka(1);
+    const writers = new TransactionalWriters(kafka, { idPrefix: 'g-t', lingerMs: 5, logger: silentLogger });
+    await writers.open([0]);
+    const outputs = transactionalOutputs(writers, plainSender());
+    await outputs.send('fraud', { key: 'sub-1', value: 'r' }, { inputPartition: 0, stateFollows: true });
+    await transactionalStates(writers).send('state', { key: 'evt-1', value: 's', partition: 0 });
+    expect(txns().map((t) => [t.outcome, t.records.length])).toEqual([
+      ['aborted', 2],
+      ['committed', 2],
+    ]);
+    await writers.stop();
+  });
+
+  it('without stateFollows resolves only once the transaction committed', async () => {
+    const { kafka, txns } = fakeKafka();
+    const writers = new TransactionalWriters(kafka, { idPrefix: 'g-t', lingerMs: 5, logger: silentLogger });
+    await writers.open([0]);
+    const outputs = transactionalOutputs(writers, plainSender());
+    await outputs.send('dlq', { key: 'evt-2', value: 'l' }, { inputPartition: 0 });
+    expect(txns().map((t) => t.outcome)).toEqual(['committed']);
+    await writers.stop();
+  });
+
+  it('sends records of no input partition through the plain producer', async () => {
+    const { kafka, txns } = fakeKafka();
+    const writers = new TransactionalWriters(kafka, { idPrefix: 'g-t', lingerMs: 5, logger: silentLogger });
+    const plain = plainSender();
+    await transactionalOutputs(writers, plain).send('dlq', { key: 'feedback-1', value: 'l' });
+    expect(plain.sent).toEqual([['dlq', 'feedback-1']]);
+    expect(txns()).toEqual([]);
+  });
+
+  it('refuses a result of a partition this instance does not own, and a state record without a partition', async () => {
+    const { kafka } = fakeKafka();
+    const writers = new TransactionalWriters(kafka, { idPrefix: 'g-t', lingerMs: 5, logger: silentLogger });
+    await writers.open([0]);
+    await writers.close([0]);
+    const outputs = transactionalOutputs(writers, plainSender());
+    await expect(
+      outputs.send('fraud', { key: 's', value: 'r' }, { inputPartition: 0, stateFollows: true }),
+    ).rejects.toBeInstanceOf(NotOwnedError);
+    await expect(
+      outputs.send('fraud', { key: 's', value: 'r' }, { inputPartition: 0 }),
+    ).rejects.toBeInstanceOf(NotOwnedError);
+    await expect(transactionalStates(writers).send('state', { key: 'e', value: 's' })).rejects.toThrow(
+      /names its partition/,
+    );
+  });
+
+  it('a result staged before a revoke is dropped with its state record, and no rejection goes unhandled', async () => {
+    const { kafka, txns } = fakeKafka();
+    const writers = new TransactionalWriters(kafka, { idPrefix: 'g-t', lingerMs: 50, logger: silentLogger });
+    await writers.open([0]);
+    const unhandled: unknown[] = [];
+    const onUnhandled = (e: unknown) => unhandled.push(e);
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      await transactionalOutputs(writers, plainSender()).send(
+        'fraud',
+        { key: 's', value: 'r' },
+        { inputPartition: 0, stateFollows: true },
+      );
+      const state = transactionalStates(writers).send('state', { key: 'e', value: 's', partition: 0 });
+      await writers.close([0]);
+      await expect(state).rejects.toBeInstanceOf(NotOwnedError);
+      await new Promise((r) => setTimeout(r, 80));
+      expect(txns()).toEqual([]);
+      expect(unhandled).toEqual([]);
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+    }
+  });
+});

@@ -1,0 +1,49 @@
+/**
+ * How outputs and state records reach Kafka under each `connector.delivery`:
+ * - at-least-once: the shared idempotent producer (`CoalescingSender`); a crash between a result and
+ *   its state record publishes the result again after the restart.
+ * - exactly-once: each input partition's transactional producer (`kafka/transactions.ts`). A state
+ *   record goes in its input partition's transaction; an output sent with `stateFollows` is put in
+ *   that transaction at once and the caller's next step, the state record saying it was published,
+ *   lands in the same one (no I/O between them, and a transaction takes its records only in a timer
+ *   callback), so both commit or neither does. Records that belong to no owned input partition (a
+ *   letter about a feedback record, or about a submission's delete) go through the idempotent
+ *   producer.
+ */
+import type { CoalescingSender } from '../../kafka/coalescer.js';
+import type { OutgoingMessage } from '../../kafka/producer.js';
+import type { TransactionalWriters } from '../../kafka/transactions.js';
+import type { OutputSender } from './output.js';
+
+export type Delivery = 'at-least-once' | 'exactly-once';
+
+type Sender = Pick<CoalescingSender, 'send'>;
+
+/** The sender of output records under exactly-once. */
+export function transactionalOutputs(writers: TransactionalWriters, plain: Sender): OutputSender {
+  return {
+    send(topic, message, options = {}) {
+      if (options.inputPartition === undefined) return plain.send(topic, message);
+      if (!options.stateFollows) return writers.send(options.inputPartition, topic, message);
+      try {
+        const committed = writers.stage(options.inputPartition, topic, message);
+        // The state record that follows fails too when this transaction does: its caller retries.
+        committed.catch(() => undefined);
+        return Promise.resolve();
+      } catch (err) {
+        return Promise.reject(err);
+      }
+    },
+  };
+}
+
+/** The sender of state records under exactly-once: each in its input partition's transaction. */
+export function transactionalStates(writers: TransactionalWriters): Sender {
+  return {
+    send(topic: string, message: OutgoingMessage, options: { replace?: boolean } = {}) {
+      if (message.partition === undefined)
+        return Promise.reject(new Error('a state record names its partition (the input partition)'));
+      return writers.send(message.partition, topic, message, options);
+    },
+  };
+}

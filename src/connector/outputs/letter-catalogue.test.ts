@@ -1,0 +1,35 @@
+import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { DEAD_LETTER_STAGES } from '../../serde/types.js';
+import { deadLetterOf } from './dead-letters.js';
+import { catalogueMarkdown, LETTER_CODES, LETTER_STAGES } from './letter-catalogue.js';
+
+const readme = readFileSync(join(dirname(fileURLToPath(import.meta.url)), '../../../README.md'), 'utf8');
+const subject = { source: null, event_id: 'e', submission_id: null, attributes: {} };
+
+describe('the catalogue of letter stages and codes', () => {
+  it('is what the README lists', () => {
+    const section = /<!-- letter-catalogue:start -->\n([\s\S]*?)\n<!-- letter-catalogue:end -->/.exec(readme);
+    expect(section?.[1]).toBe(catalogueMarkdown());
+  });
+
+  it('gives every stage of the Avro enum a meaning', () => {
+    expect(Object.keys(LETTER_STAGES).sort()).toEqual([...DEAD_LETTER_STAGES].sort());
+  });
+
+  it('names only stages that exist for its codes', () => {
+    for (const entry of Object.values(LETTER_CODES)) {
+      for (const stage of entry.stages) expect(DEAD_LETTER_STAGES).toContain(stage);
+    }
+  });
+
+  it('is where a letter’s code comes from: a status, a catalogue code, else the step’s fallback', () => {
+    const of = (err: unknown) =>
+      deadLetterOf(err, subject, { stage: 'blob', fallbackCode: 'blob_unreadable' });
+    expect(of({ status: 422, message: 'no' }).error_code).toBe('api_422');
+    expect(of({ code: 'sha256_mismatch', message: 'no' }).error_code).toBe('sha256_mismatch');
+    expect(of(Object.assign(new Error('odd'), { code: 'not_ours' })).error_code).toBe('blob_unreadable');
+    expect(of(Object.assign(new Error('reset'), { code: 'ECONNRESET' })).error_code).toBe('ECONNRESET');
+  });
+});

@@ -1,0 +1,216 @@
+/**
+ * Where the workflow's outcomes go: result events (Avro through the registry, key = submission id,
+ * headers event_id and traceparent) and dead letters. Each call resolves once Kafka acknowledged it.
+ * State records have their own writer (`state/writer.ts`).
+ */
+import { isMessageTooLarge } from '../../kafka/errors.js';
+import { DEFAULT_MAX_MESSAGE_BYTES, messageSize } from '../../kafka/message-size.js';
+import type { OutgoingMessage } from '../../kafka/producer.js';
+import type { Logger } from '../../observability/logger.js';
+import { fitDeadLetter } from '../../serde/dead-letter-fit.js';
+import type { Registry } from '../../serde/registry.js';
+import type { DeadLetterValue } from '../../serde/types.js';
+import { retry } from '../../util/retry.js';
+import { redactAttributes, redactSource } from './dead-letters.js';
+import { classificationValue, deadLetterValue, decisionValue, fraudValue, qualityValue } from './mapping.js';
+import type { OutputPort, ResultExtra } from './output-port.js';
+import type { Awaitable, DeadLetter, DocumentIdentity } from '../types.js';
+
+interface OutputTopics {
+  fraud: string;
+  quality: string;
+  classification: string;
+  decision: string;
+  dlq: string;
+}
+
+/** How dead letters are made safe and small enough to write. */
+export interface DeadLetterOptions {
+  /** Fields removed from the letter's copy of the original value, besides the characteristics. */
+  redactFields?: readonly string[];
+  /** The dead-letter topic's message limit (the producer's, read from the broker at boot). */
+  limitFor?: (topic: string) => number;
+  logger?: Logger;
+  /** A letter that could not be written even cut to its bare fields: it is logged and counted. */
+  onUnwritable?: (letter: DeadLetter) => void;
+  /** The input topic: a letter about one of its records is written with that partition's state. */
+  inputTopic?: string;
+}
+
+/**
+ * How an output record is sent: with `inputPartition`, exactly-once writes it in that input
+ * partition's transaction (`delivery-modes.ts`); `stateFollows` says the caller writes the state record
+ * that makes it durable next, in the same transaction, so the send resolves once the record is in
+ * the transaction (the state write resolves on the commit). At-least-once ignores both.
+ */
+export interface OutputSender {
+  send(
+    topic: string,
+    message: OutgoingMessage,
+    options?: { inputPartition?: number; stateFollows?: boolean },
+  ): Promise<void>;
+}
+
+export class KafkaOutput implements OutputPort {
+  constructor(
+    private readonly sender: OutputSender,
+    private readonly registry: Pick<Registry, 'encode'>,
+    private readonly topics: OutputTopics,
+    private readonly now: () => number = Date.now,
+    private readonly dlq: DeadLetterOptions = {},
+  ) {}
+
+  async publishResult(
+    kind: Awaitable,
+    doc: DocumentIdentity,
+    body: Record<string, unknown>,
+    extra: ResultExtra = {},
+  ) {
+    const now = this.now();
+    const value =
+      kind === 'fraud'
+        ? fraudValue(doc, body, extra, now)
+        : kind === 'quality'
+          ? qualityValue(doc, body, now)
+          : kind === 'classification'
+            ? classificationValue(doc, body, now)
+            : decisionValue(doc, body, extra, now);
+    const topic = this.topics[kind];
+    const headers: Record<string, string> = { event_id: doc.event_id };
+    if (doc.traceparent) headers.traceparent = doc.traceparent;
+    const message = { key: doc.submission_id, value: this.registry.encode(topic, value), headers };
+    // The state record saying it was published follows (`document-life.ts`).
+    if (extra.inputPartition === undefined) await this.sender.send(topic, message);
+    else await this.sender.send(topic, message, { inputPartition: extra.inputPartition, stateFollows: true });
+  }
+
+  /**
+   * Writes a letter with its personal fields removed and cut to fit the topic, pointing at the
+   * original record. Resolves once Kafka acknowledged it; a letter that cannot fit even without the
+   * original bytes is logged and counted, and resolves too, so the partition moves on. Rejects only
+   * when Kafka could not be reached (the record is retried). A letter that cannot be built (a value
+   * no step of the redaction or the encoding expected) is written minimal instead: its pointer,
+   * ids, stage, code and a short reason, so the record still ends.
+   */
+  async deadLetter(letter: DeadLetter, options: { stateFollows?: boolean } = {}): Promise<void> {
+    const progress = { sending: false };
+    try {
+      await this.writeLetter(letter, options, progress);
+    } catch (err) {
+      if (progress.sending) throw err;
+      const minimal = minimalLetter(letter, err);
+      this.dlq.logger?.error(
+        { source: pointerOf(letter), event_id: minimal.event_id, stage: letter.stage, err: minimal.message },
+        'dead letter could not be built whole; writing a minimal one',
+      );
+      await this.writeLetter(minimal, options, progress);
+    }
+  }
+
+  private async writeLetter(
+    letter: DeadLetter,
+    options: { stateFollows?: boolean },
+    progress: { sending: boolean },
+  ): Promise<void> {
+    const topic = this.topics.dlq;
+    const inputPartition =
+      letter.source && letter.source.topic === this.dlq.inputTopic ? letter.source.partition : undefined;
+    const route = inputPartition === undefined ? undefined : { inputPartition, ...options };
+    const headers: Record<string, string> = {};
+    if (letter.event_id) headers.event_id = letter.event_id;
+    if (letter.source?.traceparent) headers.traceparent = letter.source.traceparent;
+    const key = letter.submission_id ?? letter.event_id ?? null;
+    const fields = this.dlq.redactFields ?? [];
+    let safe: DeadLetter = { ...letter, attributes: redactAttributes(letter.attributes, fields) };
+    if (letter.source) {
+      const { source, redaction } = redactSource(letter.source, fields);
+      if (redaction) {
+        const pointer = `${source.topic}/${source.partition}@${source.offset}`;
+        const what =
+          redaction === 'fields_removed' ? 'personal fields removed' : 'withheld (may hold personal data)';
+        safe = {
+          ...safe,
+          source,
+          message: `${safe.message} [original value ${what}; the original is ${pointer}]`,
+        };
+      }
+    }
+    const value = deadLetterValue(safe, this.now());
+    const message = (v: DeadLetterValue): OutgoingMessage => ({
+      key,
+      value: this.registry.encode(topic, v),
+      headers,
+    });
+    let limit = this.dlq.limitFor?.(topic) ?? DEFAULT_MAX_MESSAGE_BYTES;
+    // A broker whose limit is below the one read at boot (changed since) refuses the letter without
+    // saying its limit: halve the size until it is taken or the bare letter does not fit.
+    const unfit = new Error('the bare letter does not fit');
+    try {
+      return await retry(
+        async () => {
+          const fitted = fitDeadLetter(value, limit, (v) => messageSize(message(v)));
+          if (!fitted) throw unfit;
+          const outgoing = message(fitted.letter);
+          try {
+            progress.sending = true;
+            if (route) await this.sender.send(topic, outgoing, route);
+            else await this.sender.send(topic, outgoing);
+          } catch (err) {
+            if (isMessageTooLarge(err)) {
+              progress.sending = false;
+              limit = Math.floor(Math.min(limit, messageSize(outgoing)) / 2);
+            }
+            throw err;
+          }
+        },
+        {
+          attempts: 12,
+          backoff: { initialMs: 0, maxMs: 0 },
+          // Smaller at once: the next try is another letter, not the same one later.
+          classify: (err) => (isMessageTooLarge(err) ? { retry: true, immediately: true } : { retry: false }),
+        },
+      );
+    } catch (err) {
+      if (err !== unfit && !isMessageTooLarge(err)) throw err;
+    }
+    this.dlq.logger?.error(
+      {
+        topic,
+        source: pointerOf(letter),
+        event_id: letter.event_id,
+        stage: letter.stage,
+        error_code: letter.error_code,
+      },
+      'dead letter too large to write even without the original record; skipped',
+    );
+    this.dlq.onUnwritable?.(letter);
+  }
+}
+
+function pointerOf(letter: DeadLetter): string | null {
+  const s = letter.source;
+  return s ? `${s.topic}/${s.partition}@${s.offset}` : null;
+}
+
+/** Longest part of the original reason a minimal letter keeps. */
+const MINIMAL_REASON = 500;
+
+/** The letter without the original bytes and attributes, saying why it could not be built whole. */
+function minimalLetter(letter: DeadLetter, err: unknown): DeadLetter {
+  const why = err instanceof Error ? `${err.name}: ${err.message}` : 'an unexpected value';
+  const reason = typeof letter.message === 'string' ? letter.message.slice(0, MINIMAL_REASON) : '';
+  const pointer = pointerOf(letter);
+  return {
+    source: letter.source ? { ...letter.source, key: null, value: null } : null,
+    event_id: typeof letter.event_id === 'string' ? letter.event_id : null,
+    submission_id: typeof letter.submission_id === 'string' ? letter.submission_id : null,
+    attributes: {},
+    stage: letter.stage,
+    error_code: letter.error_code,
+    message: `${reason} [the letter could not be written whole (${why.slice(0, MINIMAL_REASON)})${
+      pointer ? `; the original is ${pointer}` : ''
+    }]`,
+    http_status: letter.http_status,
+    attempts: letter.attempts,
+  };
+}
