@@ -2,14 +2,15 @@
  * The one place a connector is assembled from the configuration: the Kafka, registry and API clients,
  * the blob source, the partition-local state and its writer, the input re-reader, the output and the
  * engine (`buildParts`), then the consumer loop over them with its group share, exactly-once state
- * adapter and outage policy (`buildLoop`). `connector.ts` runs what is built here. Nothing else reads
- * the configuration's connection settings, so `docstream replay` and the connector connect alike.
+ * adapter and outage policy (`buildLoop`). `connector.ts` runs what is built here. The Kafka and
+ * registry clients come from `kafka/client-from-config.ts` and `serde/registry-from-config.ts`, as
+ * the CLI's commands take theirs, so that the commands and the connector connect alike.
  */
 import { createBlobSource, DEFAULT_CONNECTIONS_PER_HOST } from '../blobs/index.js';
 import { DocumentAnalysisClient } from '../client/client.js';
 import type { Config } from '../config/index.js';
-import { KafkaClient } from '../kafka/client.js';
-import { kafkaSecurityOf, type KafkaSecurity } from '../kafka/security.js';
+import type { KafkaClient } from '../kafka/client.js';
+import { kafkaClientOf } from '../kafka/client-from-config.js';
 import { ChangelogReader } from '../kafka/changelog.js';
 import { CoalescingSender } from '../kafka/coalescer.js';
 import { RecordReader } from '../kafka/record-reader.js';
@@ -18,8 +19,8 @@ import type { KafkaProducer } from '../kafka/producer.js';
 import type { TransactionalWriters } from '../kafka/transactions.js';
 import type { Logger } from '../observability/logger.js';
 import type { ConnectorMetrics } from '../observability/metrics.js';
-import { Registry } from '../serde/registry.js';
-import { registryAccessOf } from '../serde/registry-access.js';
+import type { Registry } from '../serde/registry.js';
+import { registryOf } from '../serde/registry-from-config.js';
 import { PollScheduler } from '../util/scheduler.js';
 import { apiPort } from './document/api-port.js';
 import type { ArrivalLimits } from './document/arrivals.js';
@@ -43,45 +44,6 @@ import { encodeState } from './state/record.js';
 import { OwnedState } from './state/store.js';
 import { StateWriter } from './state/writer.js';
 import type { ArrivalEvent, Awaitable } from './types.js';
-
-const securities = new WeakMap<Config, KafkaSecurity>();
-
-/**
- * The Kafka security of a configuration, built once per configuration: every client of one process
- * shares its files (read once) and its token cache (one token request for all connections).
- */
-function securityOf(config: Config): KafkaSecurity {
-  let security = securities.get(config);
-  if (!security) {
-    security = kafkaSecurityOf(config.kafka);
-    securities.set(config, security);
-  }
-  return security;
-}
-
-/** The Kafka client of the configuration (brokers, TLS, SASL). */
-export function kafkaClientOf(
-  config: Config,
-  options: { clientId?: string; logger?: Logger } = {},
-): KafkaClient {
-  const k = config.kafka;
-  return new KafkaClient({
-    brokers: k.brokers,
-    clientId: options.clientId ?? k.clientId,
-    security: securityOf(config),
-    ...(options.logger ? { logger: options.logger } : {}),
-  });
-}
-
-/** The registry client of the configuration: its authentication and its TLS. */
-export function registryOf(config: Config, logger: Logger): Registry {
-  const r = config.registry;
-  return new Registry({
-    url: r.url,
-    logger,
-    ...registryAccessOf(r),
-  });
-}
 
 function apiClientOf(config: Config, logger: Logger, metrics: ConnectorMetrics): DocumentAnalysisClient {
   const api = config.api;

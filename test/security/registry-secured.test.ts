@@ -11,7 +11,7 @@ import type { AddressInfo } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import { createLocalJWKSet, jwtVerify } from 'jose';
 import { loadConfig } from '../../src/config/index.js';
-import { registryOf } from '../../src/connector/wiring.js';
+import { registryOf } from '../../src/serde/registry-from-config.js';
 import { silentLogger } from '../../src/observability/logger.js';
 import { startOidcServer } from '../../src/stack/index.js';
 import type { OidcServer, SecureListeners } from '../../src/stack/index.js';

@@ -5,7 +5,8 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import { loadConfig, type Config } from '../../config/index.js';
 import { exitCodeOf, UsageError } from '../exit-codes.js';
-import { kafkaClientOf, registryOf } from '../../connector/wiring.js';
+import { kafkaClientOf } from '../../kafka/client-from-config.js';
+import { registryOf } from '../../serde/registry-from-config.js';
 import type { KafkaAdmin } from '../../kafka/admin.js';
 import type { KafkaClient } from '../../kafka/client.js';
 import { silentLogger } from '../../observability/logger.js';

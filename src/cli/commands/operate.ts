@@ -4,7 +4,8 @@
  */
 import type { Command } from 'commander';
 import { loadConfig } from '../../config/index.js';
-import { kafkaClientOf, registryOf } from '../../connector/wiring.js';
+import { kafkaClientOf } from '../../kafka/client-from-config.js';
+import { registryOf } from '../../serde/registry-from-config.js';
 import { silentLogger } from '../../observability/logger.js';
 import { formatInspection, inspect, inspectIdProblem } from '../../operator/inspect.js';
 import { formatStatus, groupStatus } from '../../operator/status.js';

@@ -18,7 +18,7 @@ import {
   writeReplayMarkers,
 } from '../../connector/state/replay-markers.js';
 import { replayWarning } from '../../connector/state/retention.js';
-import { kafkaClientOf } from '../../connector/wiring.js';
+import { kafkaClientOf } from '../../kafka/client-from-config.js';
 import type { KafkaAdmin, OffsetResetPlan, OffsetResetTarget } from '../../kafka/admin.js';
 import { Progress, formatDuration } from '../../util/progress.js';
 import type { KafkaClient } from '../../kafka/client.js';
