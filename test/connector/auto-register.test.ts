@@ -10,7 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { sampleBytes } from '../../src/demo/corpus.js';
 import type { AvroSchemaName } from '../../src/serde/avro-schemas.js';
 import { valueSubject } from '../../src/serde/registry.js';
-import { E2E, REGISTRY_URL, arrival, exitOf, waitFor } from '../harness/e2e.js';
+import { E2E, REGISTRY_URL, arrival, exitOf } from '../harness/e2e.js';
 import { forward } from '../harness/proxy.js';
 
 /** The output topics and the schema docstream writes to each (src/connector/topology.ts). */
@@ -97,20 +97,7 @@ describe('registry.autoRegister: false (a registry that refuses applications’ 
     await env.collect();
     const eventId = `${env.id}-doc`;
     await env.produce([arrival(eventId, file)]);
-    try {
-      await waitFor(
-        `${eventId}'s fraud, quality and classification results`,
-        () =>
-          ['fraud', 'quality', 'classification'].every((k) =>
-            env.forEvent(eventId).some((o) => env.kindOf(o) === k),
-          ),
-        90_000,
-      );
-    } catch (err) {
-      throw new Error(
-        `${(err as Error).message}; connector log: ${env.childLogs.at(-1)?.join('').slice(-2000)}`,
-      );
-    }
+    await env.waitForResults(eventId);
     expect(child.exitCode).toBeNull();
     expect(governed.writes.slice(writesBefore)).toEqual([]);
     child.kill('SIGTERM');

@@ -60,20 +60,7 @@ describe('docstream send', () => {
         `^sent ${eventId} to ${env.topics.arrived} partition \\d+ offset \\d+ \\(Avro, schema id \\d+\\)`,
       ),
     );
-    try {
-      await waitFor(
-        `${eventId}'s fraud, quality and classification results`,
-        () =>
-          ['fraud', 'quality', 'classification'].every((k) =>
-            env.forEvent(eventId).some((o) => env.kindOf(o) === k),
-          ),
-        90_000,
-      );
-    } catch (err) {
-      throw new Error(
-        `${(err as Error).message}; connector log: ${env.childLogs.at(-1)?.join('').slice(-2000)}`,
-      );
-    }
+    await env.waitForResults(eventId);
     const fraud = env.forEvent(eventId).find((o) => env.kindOf(o) === 'fraud')!;
     expect(fraud.value.status).toBe('SUCCESS');
     expect(fraud.value.attributes).toEqual({ tenant: 'acme' });

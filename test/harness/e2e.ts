@@ -204,6 +204,27 @@ export class E2E {
     return this.outputs.filter((o) => o.headers.event_id === eventId);
   }
 
+  /**
+   * Waits until this event's fraud, quality and classification results are out; on a time-out the
+   * error carries the end of the last spawned connector's log, which tells why it did not get there.
+   */
+  async waitForResults(eventId: string, timeoutMs = 90_000): Promise<void> {
+    try {
+      await waitFor(
+        `${eventId}'s fraud, quality and classification results`,
+        () =>
+          ['fraud', 'quality', 'classification'].every((k) =>
+            this.forEvent(eventId).some((o) => this.kindOf(o) === k),
+          ),
+        timeoutMs,
+      );
+    } catch (err) {
+      throw new Error(
+        `${(err as Error).message}; connector log: ${this.childLogs.at(-1)?.join('').slice(-2000)}`,
+      );
+    }
+  }
+
   /** Output topic kind of a decoded output. */
   kindOf(o: Decoded): keyof Config['topics'] | undefined {
     return (Object.keys(this.topics) as Array<keyof Config['topics']>).find(
