@@ -16,14 +16,11 @@
  * Topics have unique names and are deleted at the end; every wait is bounded by the deadline.
  */
 import { execFileSync } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { writeCorpus } from '../../src/demo/corpus.js';
-import type { FinishedState } from '../../src/connector/state/document-state.js';
-import { encodeState } from '../../src/connector/state/record.js';
-import { KafkaClient, type KafkaAdmin, type OutgoingMessage } from '../../src/kafka/index.js';
+import { KafkaClient } from '../../src/kafka/index.js';
 import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
 import {
   arrivalJson,
@@ -31,6 +28,7 @@ import {
   ConnectorProcess,
   deleteTopics,
   ensureInputTopics,
+  ensureStateTopic,
   freePort,
   OutputCollector,
   prefixedTopics,
@@ -39,6 +37,7 @@ import {
   uniqueName,
   waitUntil,
   writeConnectorConfig,
+  writeFinishedStates,
 } from './harness.js';
 
 const PARTITIONS = 4;
@@ -216,47 +215,6 @@ async function idleAndTrickle(
   }
 }
 
-/** Writes `docs` finished v2 state records of `inputTopic`, spread over the partitions. */
-async function fillState(
-  kafka: KafkaClient,
-  stateTopic: string,
-  inputTopic: string,
-  docs: number,
-): Promise<void> {
-  const producer = kafka.producer();
-  await producer.connect();
-  const now = Date.now();
-  try {
-    const chunk = 5000;
-    for (let from = 0; from < docs; from += chunk) {
-      const messages: OutgoingMessage[] = [];
-      for (let i = from; i < Math.min(docs, from + chunk); i++) {
-        const partition = i % PARTITIONS;
-        const state: FinishedState = {
-          v: 2,
-          event_id: randomUUID(),
-          submission_id: randomUUID(),
-          status: 'DONE',
-          input: { topic: inputTopic, partition, offset: String(i) },
-          awaited: ['fraud', 'quality', 'classification'],
-          published: ['fraud', 'quality', 'classification'],
-          finished_at: now - (i % 3600) * 1000,
-        };
-        messages.push({ key: state.event_id, value: encodeState(state), partition });
-      }
-      await producer.send(stateTopic, messages);
-    }
-  } finally {
-    await producer.disconnect();
-  }
-}
-
-async function ensureStateTopic(admin: KafkaAdmin, topic: string): Promise<void> {
-  await admin.ensureTopics([
-    { topic, numPartitions: PARTITIONS, replicationFactor: 1, configs: { 'cleanup.policy': 'compact' } },
-  ]);
-}
-
 async function memory(
   c: Common,
   o: { heldDocs: number; heldWaitS: number },
@@ -271,10 +229,15 @@ async function memory(
   try {
     for (const t of [loadedTopics, idleTopics]) {
       await ensureInputTopics(c.kafka, t);
-      await ensureStateTopic(admin, t.state);
+      await ensureStateTopic(admin, t.state, PARTITIONS);
     }
     c.log(`memory: writing ${o.heldDocs} finished documents to the state topic`);
-    await fillState(c.kafka, loadedTopics.state, loadedTopics.arrived, o.heldDocs);
+    await writeFinishedStates(c.kafka, {
+      stateTopic: loadedTopics.state,
+      inputTopic: loadedTopics.arrived,
+      partitions: PARTITIONS,
+      docs: o.heldDocs,
+    });
     instances.push(await startInstance(c, loadedTopics, `${loadedId}-group`));
     instances.push(await startInstance(c, loadedTopics, `${loadedId}-group`));
     instances.push(await startInstance(c, idleTopics, `${idleId}-group`));

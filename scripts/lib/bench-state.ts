@@ -12,16 +12,13 @@
  * The reader processes are this same file run with `--state-child`.
  */
 import { spawn } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { OwnedState } from '../../src/connector/state/store.js';
-import type { FinishedState } from '../../src/connector/state/document-state.js';
-import { encodeState } from '../../src/connector/state/record.js';
 import { ChangelogReader } from '../../src/kafka/changelog.js';
-import { KafkaClient, type KafkaAdmin, type OutgoingMessage } from '../../src/kafka/index.js';
+import { KafkaClient, type KafkaAdmin } from '../../src/kafka/index.js';
 import { silentLogger } from '../../src/observability/logger.js';
 import { RUNTIME_ENV, RUNTIME_NODE_FLAGS } from '../../src/cli/runtime-defaults.js';
-import { BROKERS, uniqueName } from './harness.js';
+import { BROKERS, ensureStateTopic, uniqueName, writeFinishedStates } from './harness.js';
 
 const PARTITIONS = 4;
 
@@ -183,40 +180,17 @@ function runChild(
   });
 }
 
-/** Writes `docs` finished v2 records over the partitions, in acknowledged batches. */
+/** Writes `docs` finished v2 records over the partitions; returns how long it took, in seconds. */
 async function fill(kafka: KafkaClient, topic: string, docs: number, deadline: number): Promise<number> {
-  const producer = kafka.producer();
-  await producer.connect();
   const started = Date.now();
-  const now = Date.now();
-  try {
-    const chunk = 5000;
-    for (let from = 0; from < docs; from += chunk * 4) {
-      if (Date.now() > deadline) throw new Error('deadline reached while producing state records');
-      const sends: Array<Promise<unknown>> = [];
-      for (let c = from; c < Math.min(docs, from + chunk * 4); c += chunk) {
-        const messages: OutgoingMessage[] = [];
-        for (let i = c; i < Math.min(docs, c + chunk); i++) {
-          const partition = i % PARTITIONS;
-          const state: FinishedState = {
-            v: 2,
-            event_id: randomUUID(),
-            submission_id: randomUUID(),
-            status: 'DONE',
-            input: { topic: 'documents.arrived', partition, offset: String(i) },
-            awaited: ['fraud', 'quality', 'classification'],
-            published: ['fraud', 'quality', 'classification'],
-            finished_at: now - (i % 3600) * 1000,
-          };
-          messages.push({ key: state.event_id, value: encodeState(state), partition });
-        }
-        sends.push(producer.send(topic, messages));
-      }
-      await Promise.all(sends);
-    }
-  } finally {
-    await producer.disconnect();
-  }
+  await writeFinishedStates(kafka, {
+    stateTopic: topic,
+    inputTopic: 'documents.arrived',
+    partitions: PARTITIONS,
+    docs,
+    parallel: 4,
+    deadline,
+  });
   return Math.round((Date.now() - started) / 100) / 10;
 }
 
@@ -226,9 +200,7 @@ async function withTopic<T>(
   work: (topic: string) => Promise<T>,
 ): Promise<T> {
   const topic = uniqueName(prefix);
-  await admin.ensureTopics([
-    { topic, numPartitions: PARTITIONS, replicationFactor: 1, configs: { 'cleanup.policy': 'compact' } },
-  ]);
+  await ensureStateTopic(admin, topic, PARTITIONS);
   try {
     return await work(topic);
   } finally {

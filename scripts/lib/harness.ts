@@ -1,18 +1,21 @@
 /**
  * What the benchmark and the resilience suite share: unique topics on the real stack, the connector
  * as a child process (`docstream run` of the built CLI, so its memory is its own), arrival events,
- * and a collector that follows every output topic and tells, per event_id, what came out.
+ * finished documents' state records (to measure what held state costs), and a collector that
+ * follows every output topic and tells, per event_id, what came out.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { prefixedTopics, type Config } from '../../src/config/index.js';
 import type { KafkaClient } from '../../src/kafka/index.js';
-import { type KafkaProducer } from '../../src/kafka/index.js';
+import { type KafkaAdmin, type KafkaProducer, type OutgoingMessage } from '../../src/kafka/index.js';
 import { Registry } from '../../src/serde/registry.js';
 import { OutputReader } from '../../src/connector/outputs/output-reader.js';
+import type { FinishedState } from '../../src/connector/state/document-state.js';
+import { encodeState } from '../../src/connector/state/record.js';
 import { missingRuntimeDefaults } from '../../src/cli/runtime-defaults.js';
 
 export const BROKERS = (process.env.DOCSTREAM_KAFKA_BROKERS ?? 'localhost:9092').split(',');
@@ -68,6 +71,65 @@ export async function deleteTopics(kafka: KafkaClient, topics: Config['topics'])
     // Leftover topics of a benchmark are harmless; their names are unique.
   } finally {
     await admin.disconnect().catch(() => undefined);
+  }
+}
+
+/** A compacted state topic of `partitions` partitions, as the connector's state topic is. */
+export async function ensureStateTopic(admin: KafkaAdmin, topic: string, partitions: number): Promise<void> {
+  await admin.ensureTopics([
+    { topic, numPartitions: partitions, replicationFactor: 1, configs: { 'cleanup.policy': 'compact' } },
+  ]);
+}
+
+/**
+ * Writes `docs` finished-document state records (v2) of `inputTopic` to `stateTopic`, spread over
+ * `partitions` and finished over the last hour, as batches of 5000 records, `parallel` batches
+ * acknowledged at a time. With a `deadline` (epoch ms) it fails once that has passed between rounds.
+ */
+export async function writeFinishedStates(
+  kafka: KafkaClient,
+  o: {
+    stateTopic: string;
+    inputTopic: string;
+    partitions: number;
+    docs: number;
+    parallel?: number;
+    deadline?: number;
+  },
+): Promise<void> {
+  const chunk = 5000;
+  const perRound = chunk * (o.parallel ?? 1);
+  const producer = kafka.producer();
+  await producer.connect();
+  const now = Date.now();
+  try {
+    for (let from = 0; from < o.docs; from += perRound) {
+      if (o.deadline !== undefined && Date.now() > o.deadline) {
+        throw new Error('deadline reached while producing state records');
+      }
+      const sends: Array<Promise<unknown>> = [];
+      for (let c = from; c < Math.min(o.docs, from + perRound); c += chunk) {
+        const messages: OutgoingMessage[] = [];
+        for (let i = c; i < Math.min(o.docs, c + chunk); i++) {
+          const partition = i % o.partitions;
+          const state: FinishedState = {
+            v: 2,
+            event_id: randomUUID(),
+            submission_id: randomUUID(),
+            status: 'DONE',
+            input: { topic: o.inputTopic, partition, offset: String(i) },
+            awaited: ['fraud', 'quality', 'classification'],
+            published: ['fraud', 'quality', 'classification'],
+            finished_at: now - (i % 3600) * 1000,
+          };
+          messages.push({ key: state.event_id, value: encodeState(state), partition });
+        }
+        sends.push(producer.send(o.stateTopic, messages));
+      }
+      await Promise.all(sends);
+    }
+  } finally {
+    await producer.disconnect();
   }
 }
 
