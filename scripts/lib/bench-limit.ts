@@ -115,7 +115,7 @@ export interface LimitMeasure {
   phases: PhaseMeasure[];
   durationS: number;
   /** 429s by endpoint ("METHOD route 429"). */
-  refusedBy?: Record<string, number>;
+  refusedBy: Record<string, number>;
   /** Per second from the start: [accepted, refused] calls. */
   perSecond: Array<[number, number]>;
 }
@@ -231,7 +231,7 @@ function measureScenario(
   collector: OutputCollector,
   samples: Sample[],
   start: number,
-): LimitMeasure {
+): Omit<LimitMeasure, 'refusedBy'> {
   const completions = ids
     .filter((e) => collector.complete(e))
     .map((e) => collector.byEvent.get(e)!.lastResultAt)

@@ -70,11 +70,6 @@ export class ApiHealth {
     return this.downSince === undefined;
   }
 
-  /** Calls waiting at the gate for the API to answer again. */
-  get waiting(): number {
-    return this.waiters.length;
-  }
-
   /** How long the API has been unavailable, in ms (0 while it is available). */
   unavailableForMs(): number {
     return this.downSince === undefined ? 0 : this.clock.now() - this.downSince;

@@ -146,7 +146,6 @@ describe('AdaptiveRateLimiter', () => {
     expect(found).toBeGreaterThanOrEqual(21);
     expect(found).toBeLessThanOrEqual(26);
     expect(limiter.currentRate()).toBeCloseTo(found * 0.9);
-    expect(limiter.refused()).toBe(2);
     // A 429 of a call released after the decrease is a new signal.
     limiter.onRateLimited(clock.now());
     expect(limiter.currentRate()).toBeLessThan(found * 0.9);

@@ -130,7 +130,6 @@ export class AdaptiveRateLimiter {
   private readonly urgent: Waiter[] = [];
   private readonly later: Waiter[] = [];
   private pumping = false;
-  private refusals = 0;
   /** When the first call was released: a young limiter's last second is shorter than a second. */
   private firstReleaseAt: number | undefined;
 
@@ -165,11 +164,6 @@ export class AdaptiveRateLimiter {
   /** The API's limit as found by the last 429 (calls per second accepted then); undefined before one. */
   limitFound(): number | undefined {
     return this.limit;
-  }
-
-  /** 429s answered so far. */
-  refused(): number {
-    return this.refusals;
   }
 
   /** The share last set: `owned` of `total` (1 of 1 until `setShare` is called). */
@@ -242,7 +236,6 @@ export class AdaptiveRateLimiter {
   /** A request released at `releasedAt` was answered 429: remember the limit and decrease, once per round. */
   onRateLimited(releasedAt: number): void {
     const now = this.clock.now();
-    this.refusals += 1;
     if (releasedAt < this.lastDecreaseAt) return;
     // What the API accepted per second lately; with nothing accepted, only that the rate was too high.
     const span = Math.min(1000, Math.max(100, now - (this.firstReleaseAt ?? now))) / 1000;
@@ -254,11 +247,6 @@ export class AdaptiveRateLimiter {
     this.probed = 0;
     this.lastDecreaseAt = now;
     this.setRate(this.limit * this.decreaseFactor);
-  }
-
-  /** Callers waiting for a slot (for metrics and tests). */
-  pending(): number {
-    return this.urgent.length + this.later.length;
   }
 
   /** Sets the rate within floor and ceiling; the schedule already promised follows it. */
