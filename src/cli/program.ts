@@ -16,7 +16,7 @@ import { registerTenants } from './commands/tenants.js';
 
 export function buildProgram(): Command {
   const program = new Command('docstream')
-    .description('Kafka connector for the Document Analysis API')
+    .description('Kafka connector for the Document Analysis API.')
     .version('0.1.0')
     .showHelpAfterError()
     .exitOverride((err) => {

@@ -17,7 +17,7 @@ import {
 } from './process.js';
 import { registryUrl, SERVICES, type ServiceDef } from './services.js';
 
-export { defaultStackOptions, DEFAULT_PORTS, SERVICE_NAMES } from './options.js';
+export { defaultStackOptions, DEFAULT_PORTS, PORT_ENV, SERVICE_NAMES } from './options.js';
 export type { ServiceName, StackOptions } from './options.js';
 export { readSecureListeners, scramPasswordFile, type SecureListeners } from './secure.js';
 export { startOidcServer, type OidcServer } from './oidc-server.js';

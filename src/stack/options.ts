@@ -41,7 +41,8 @@ export const DEFAULT_PORTS: StackPorts = {
   s3: 9002,
 };
 
-const PORT_ENV: Record<keyof StackPorts, string> = {
+/** The environment variable that sets each port (the CLI's help names them). */
+export const PORT_ENV: Record<keyof StackPorts, string> = {
   kafka: 'DOCSTREAM_STACK_KAFKA_PORT',
   kafkaController: 'DOCSTREAM_STACK_KAFKA_CONTROLLER_PORT',
   kafkaScramTls: 'DOCSTREAM_STACK_KAFKA_SCRAM_TLS_PORT',

@@ -60,7 +60,7 @@ interface AnalysisOutput {
 export function registerAnalyze(program: Command): void {
   const command = program
     .command('analyze')
-    .description('Analyse one document with the Document Analysis API and print the results')
+    .description('Analyse one document with the Document Analysis API and print the results.')
     .argument('<file|url>', 'a local PDF/image file, or an http(s) URL to download it from')
     .addOption(
       new Option('--pipeline <pipeline>', 'pipeline configuration').choices(PIPELINES).default('FRAUD_ONLY'),

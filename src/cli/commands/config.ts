@@ -4,23 +4,23 @@ import { configReference, loadConfig, redactConfig } from '../../config/index.js
 import { redactText } from '../../observability/redact.js';
 
 export function registerConfigCommand(program: Command): void {
-  const config = program.command('config').description('Show or document the configuration');
+  const config = program.command('config').description('Show or document the configuration.');
   config
     .command('show')
-    .description('Print the effective configuration (files + DOCSTREAM_* variables), secrets redacted')
+    .description('Print the effective configuration (files and DOCSTREAM_* variables) with secrets redacted.')
     .action(() => {
       process.stdout.write(`${JSON.stringify(redactConfig(loadConfig()), null, 2)}\n`);
     });
   config
     .command('docs')
-    .description('Print the reference of every configuration key as a markdown table')
+    .description('Print the reference of every configuration key as a markdown table.')
     .action(() => {
       process.stdout.write(`${configReference()}\n`);
     });
   config
     .command('check')
     .description(
-      'Validate configuration files (JSON, or .env with DOCSTREAM_* variables); name every wrong key',
+      'Validate configuration files (JSON, or .env with DOCSTREAM_* variables) and name every wrong key.',
     )
     .argument('<files...>', 'files to check, e.g. config/production.json config/production.env')
     .action((files: string[]) => {

@@ -6,7 +6,7 @@ import { addApiOptions, type ApiFlags, clientFromFlags, run } from './api-option
 export function registerDelete(program: Command): void {
   const command = program
     .command('delete')
-    .description('Delete a submission permanently')
+    .description('Delete a submission permanently.')
     .argument('<submission-id>');
   addApiOptions(command).action((id: string, flags: ApiFlags) =>
     run(async () => {

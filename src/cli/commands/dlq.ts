@@ -188,10 +188,10 @@ function fail(err: unknown): never {
 export function registerDlqCommand(program: Command): void {
   const dlq = program
     .command('dlq')
-    .description('List the dead-letter topic by reason, and re-drive letters once their cause is fixed');
+    .description('List the dead-letter topic by reason, and re-drive letters once their cause is fixed.');
   withFilters(dlq.command('list'))
-    .description('Counts of the selected dead letters by stage and code, then the letters')
-    .option('--summary', 'only the counts by reason')
+    .description('Print the counts of the selected dead letters by stage and code, then the letters.')
+    .option('--summary', 'print only the counts by reason')
     .action((flags: FilterFlags & { summary?: boolean }) => listCommand(flags).catch(fail));
   withFilters(dlq.command('redrive'))
     .summary('Re-publish the original records of the selected letters, each at most once.')
@@ -200,7 +200,7 @@ export function registerDlqCommand(program: Command): void {
         'so they go through the normal path again. Each letter is re-driven at most once (recorded in ' +
         'topics.redrives); letters whose original is gone, and documents analysed since, are refused and named.',
     )
-    .option('--all', 'every letter (instead of a filter)')
+    .option('--all', 'select every letter (instead of a filter)')
     .option('--dry-run', 'show what would be sent; send nothing')
     .option(
       '--reprocess',

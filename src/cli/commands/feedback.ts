@@ -12,7 +12,7 @@ interface FeedbackFlags extends ApiFlags {
 export function registerFeedback(program: Command): void {
   const command = program
     .command('feedback')
-    .description('Put feedback on a submission (with --outcome), or print the stored feedback')
+    .description('Put feedback on a submission (with --outcome), or print the stored feedback.')
     .argument('<submission-id>')
     .addOption(
       new Option('--outcome <outcome>', 'what the document turned out to be').choices(FEEDBACK_OUTCOMES),

@@ -31,7 +31,7 @@ export function registerOperateCommands(program: Command): void {
     .description(
       'Find one document by event id or submission id in the topics (no instance needs to run): its input ' +
         'partition and the member owning it, its state (status, submission, results published, when), ' +
-        'its result events and its dead letters. Exit code 3 when nothing matches.',
+        'its result events and its dead letters. It exits with code 3 when nothing matches.',
     )
     .option(...CONFIG_OPTION)
     .option('--json', 'print JSON (for scripts)')
@@ -61,10 +61,11 @@ export function registerOperateCommands(program: Command): void {
 
   program
     .command('status')
-    .summary("The connector group's members, partitions, lag and in-flight documents.")
+    .summary("Show the connector group's members, partitions, lag and in-flight documents.")
     .description(
-      "The connector group's members, each one's input partitions and lag, and from each member's metrics " +
-        'endpoint (announced when http.port is fixed): documents in flight, API share, limiter rate, readiness.',
+      "Show the connector group's members with each one's input partitions and lag and, from each member's " +
+        'metrics endpoint (announced when http.port is fixed), its documents in flight, API share, limiter rate ' +
+        'and readiness.',
     )
     .option(...CONFIG_OPTION)
     .option('--json', 'print JSON (for scripts)')

@@ -240,10 +240,10 @@ export function registerReplayCommand(program: Command): void {
     .option('-c, --config <files>', 'comma-separated configuration files (instead of $DOCSTREAM_CONFIG)')
     .option('--topic <topic>', 'input topic (default: topics.arrived)')
     .option('--group <group>', 'consumer group (default: kafka.groupId)')
-    .option('--to-datetime <iso>', 'the first record at or after this time', parseDatetime)
-    .option('--to-earliest', 'the oldest record still stored')
-    .option('--to-latest', 'the end (skip everything not yet read)')
-    .option('--to-offset <list>', 'explicit offsets: <partition>=<offset>[,...]', parseOffsets)
+    .option('--to-datetime <iso>', 'move to the first record at or after this time', parseDatetime)
+    .option('--to-earliest', 'move to the oldest record still stored')
+    .option('--to-latest', 'move to the end (skip everything not yet read)')
+    .option('--to-offset <list>', 'move to these offsets: <partition>=<offset>[,...]', parseOffsets)
     .option('--dry-run', 'print the plan without changing anything')
     .option(
       '--watch',

@@ -10,7 +10,7 @@ interface ReportFlags extends ApiFlags {
 export function registerReport(program: Command): void {
   const command = program
     .command('report')
-    .description('Print the download URL of the fraud report of a submission')
+    .description('Print the download URL of the fraud report of a submission.')
     .argument('<submission-id>')
     .option('--include-decision', 'add the Adaptive Decision result to the report')
     .option('--json', 'print the raw response');

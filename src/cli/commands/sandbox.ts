@@ -185,12 +185,12 @@ export function registerSandboxCommand(program: Command): void {
   const cmd = program
     .command('sandbox')
     .description(
-      'Run a faithful sandbox of the Document Analysis API (token endpoint, /v2, /v0, uploads, webhooks)',
+      'Run a faithful sandbox of the Document Analysis API (token endpoint, /v2, /v0, uploads, webhooks).',
     )
     .addOption(
       new Option(
         '--config <file.json>',
-        'JSON file with any SandboxConfig keys (clients, decisionRules, ...); flags override it',
+        'JSON file with any SandboxConfig keys (such as clients and decisionRules); flags override it',
       ),
     )
     .addOption(new Option('--host <host>', 'interface to listen on').default(d.host))

@@ -2,6 +2,7 @@ import { InvalidArgumentError, type Command } from 'commander';
 import {
   DEFAULT_PORTS,
   defaultStackOptions,
+  PORT_ENV,
   SERVICE_NAMES,
   stackDown,
   stackEnv,
@@ -65,40 +66,72 @@ function helpDefaults(): StackOptions {
   }
 }
 
+/** A port option's help: whose port it is, and the variable that sets it as well. */
+function port(what: string, key: keyof StackOptions['ports']): string {
+  return `${what} (env: ${PORT_ENV[key]})`;
+}
+
 function withCommonOptions(cmd: Command): Command {
   const d = helpDefaults();
   return cmd
-    .option('--cache-dir <dir>', 'downloaded artifacts (env DOCSTREAM_STACK_CACHE_DIR)', d.cacheDir)
-    .option('--run-dir <dir>', 'pid files, logs, data, configs (env DOCSTREAM_STACK_RUN_DIR)', d.runDir)
+    .option(
+      '--cache-dir <dir>',
+      'where downloaded artifacts are kept (env: DOCSTREAM_STACK_CACHE_DIR)',
+      d.cacheDir,
+    )
+    .option(
+      '--run-dir <dir>',
+      'where pid files, logs, data and configs are kept (env: DOCSTREAM_STACK_RUN_DIR)',
+      d.runDir,
+    )
     .option(
       '--kafka-port <port>',
-      'Kafka PLAINTEXT listener (env DOCSTREAM_STACK_KAFKA_PORT, ...)',
+      port("port of Kafka's PLAINTEXT listener", 'kafka'),
       parsePort,
       d.ports.kafka,
     )
     .option(
       '--kafka-controller-port <port>',
-      'Kafka KRaft controller listener',
+      port("port of Kafka's KRaft controller listener", 'kafkaController'),
       parsePort,
       d.ports.kafkaController,
     )
     .option(
       '--kafka-scram-tls-port <port>',
-      'Kafka SCRAM over TLS listener (secured; see `stack env --secure`)',
+      port("port of Kafka's SCRAM-over-TLS listener, which `stack env --secure` uses", 'kafkaScramTls'),
       parsePort,
       d.ports.kafkaScramTls,
     )
-    .option('--kafka-mtls-port <port>', 'Kafka mutual TLS listener', parsePort, d.ports.kafkaMtls)
-    .option('--kafka-oauth-port <port>', 'Kafka OAUTHBEARER over TLS listener', parsePort, d.ports.kafkaOauth)
-    .option('--registry-port <port>', 'schema registry HTTP port', parsePort, d.ports.registry)
+    .option(
+      '--kafka-mtls-port <port>',
+      port("port of Kafka's mutual TLS listener", 'kafkaMtls'),
+      parsePort,
+      d.ports.kafkaMtls,
+    )
+    .option(
+      '--kafka-oauth-port <port>',
+      port("port of Kafka's OAUTHBEARER-over-TLS listener", 'kafkaOauth'),
+      parsePort,
+      d.ports.kafkaOauth,
+    )
+    .option(
+      '--registry-port <port>',
+      port('HTTP port of the schema registry', 'registry'),
+      parsePort,
+      d.ports.registry,
+    )
     .option(
       '--registry-management-port <port>',
-      'schema registry management port',
+      port('management port of the schema registry', 'registryManagement'),
       parsePort,
       d.ports.registryManagement,
     )
-    .option('--s3-port <port>', 'S3-compatible server port', parsePort, d.ports.s3)
-    .option('--services <list>', `subset of ${SERVICE_NAMES.join(',')}`, parseServices)
+    .option('--s3-port <port>', port('port of the S3-compatible server', 's3'), parsePort, d.ports.s3)
+    .option(
+      '--services <list>',
+      `only these services (comma-separated, of ${SERVICE_NAMES.join(',')})`,
+      parseServices,
+    )
     .option(
       '--timeout <seconds>',
       'wait at most this long for each service',
@@ -153,10 +186,10 @@ function secureEnv(s: SecureListeners): string[] {
 export function registerStackCommand(program: Command): void {
   const stack = program
     .command('stack')
-    .description('Run a local Kafka, schema registry and S3-compatible store (no Docker needed)');
+    .description('Run a local Kafka, schema registry and S3-compatible store (no Docker needed).');
 
   withCommonOptions(stack.command('up'))
-    .description('Start the stack (idempotent), detached, and wait until healthy')
+    .description('Start the stack (idempotent), detached, and wait until it is healthy.')
     .option('--fresh', 'stop the selected services and wipe their data first')
     .action(async (flags: CommonFlags) => {
       const o = toOptions(flags);
@@ -170,21 +203,24 @@ export function registerStackCommand(program: Command): void {
     });
 
   withCommonOptions(stack.command('down'))
-    .description('Stop what `stack up` started')
+    .description('Stop what `stack up` started.')
     .action(async (flags: CommonFlags) => {
       await stackDown(toOptions(flags));
     });
 
   withCommonOptions(stack.command('status'))
-    .description('Show each service, pid, port and health (exit 3 when not all are healthy)')
+    .description("Show each service's pid, port and health (exit code 3 when not all are healthy).")
     .action(async (flags: CommonFlags) => {
       const { ok } = await stackStatus(toOptions(flags));
       if (!ok) process.exitCode = 3;
     });
 
   withCommonOptions(stack.command('env'))
-    .description('Print shell exports pointing docstream at the stack (eval "$(docstream stack env)")')
-    .option('--secure', "through Kafka's SCRAM-over-TLS listener (the other secured listeners as comments)")
+    .description('Print exports that point docstream at the stack: eval "$(docstream stack env)".')
+    .option(
+      '--secure',
+      "point at Kafka's SCRAM-over-TLS listener instead (the other secured listeners follow as comments)",
+    )
     .action((flags: CommonFlags & { secure?: boolean }) => {
       const o = toOptions(flags);
       const lines = stackEnv(o);
@@ -203,7 +239,7 @@ export function registerStackCommand(program: Command): void {
     });
 
   withCommonOptions(stack.command('install'))
-    .description('Only download and install the artifacts (for CI caches)')
+    .description('Download and install the artifacts only (for CI caches).')
     .action(async (flags: CommonFlags) => {
       await stackInstall(toOptions(flags));
     });

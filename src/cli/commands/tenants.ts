@@ -57,11 +57,13 @@ async function tenantClient(flags: TenantFlags, scopes: string[]): Promise<Tenan
 }
 
 export function registerTenants(program: Command): void {
-  const tenants = program.command('tenants').description('Manage tenants of the organisation (tenant API)');
+  const tenants = program
+    .command('tenants')
+    .description('Manage the tenants of the organisation (tenant API).');
 
   const create = tenants
     .command('create')
-    .description('Create a tenant in one cell')
+    .description('Create a tenant in one cell.')
     .requiredOption('--name <name>', 'unique name: 1..61 of a-z and 0-9')
     .addOption(new Option('--cell <cell>', 'the cell of the tenant').choices(CELLS).makeOptionMandatory());
   addTenantAuthOptions(create).action((flags: TenantFlags & { name: string; cell: Cell }) =>
@@ -74,7 +76,7 @@ export function registerTenants(program: Command): void {
 
   const apps = tenants
     .command('apps')
-    .description("List a tenant's applications (OAuth clients)")
+    .description("List a tenant's applications (OAuth clients).")
     .argument('<tenant-id>');
   addTenantAuthOptions(apps).action((tenantId: string, flags: TenantFlags) =>
     run(async () => {
