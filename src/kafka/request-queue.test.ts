@@ -78,4 +78,93 @@ describe("kafkajs's request queue with fixIdleRequestQueues", () => {
     expect(q.throttleCheckTimeoutId).toBeNull();
     q.destroy();
   });
+
+  describe('request timeouts', () => {
+    interface TimedQueue {
+      inflight: Map<number, unknown>;
+      requestTimeoutIntervalId: NodeJS.Timeout | null;
+      push(request: object): void;
+      fulfillRequest(response: { correlationId: number; payload: Buffer; size: number }): void;
+      scheduleRequestTimeoutCheck(): void;
+      destroy(): void;
+    }
+
+    /** A real queue enforcing a 40 ms request timeout, its connection open. */
+    function timedQueue(): TimedQueue {
+      const RequestQueue = requestQueueClass() as unknown as new (options: object) => TimedQueue;
+      const q = new RequestQueue({
+        maxInFlightRequests: 10,
+        requestTimeout: 40,
+        enforceRequestTimeout: true,
+        clientId: 'test',
+        broker: 'localhost:9092',
+        logger: quiet,
+      });
+      q.scheduleRequestTimeoutCheck();
+      return q;
+    }
+
+    function send(q: TimedQueue, correlationId: number): { outcome: string } {
+      const seen = { outcome: 'pending' };
+      q.push({
+        entry: {
+          correlationId,
+          apiKey: 1,
+          apiName: 'Fetch',
+          apiVersion: 11,
+          resolve: () => (seen.outcome = 'completed'),
+          reject: (e: Error) => (seen.outcome = e.name),
+        },
+        expectResponse: true,
+        sendRequest: () => {},
+      });
+      return seen;
+    }
+
+    it('sets no timer while nothing is in flight (an idle connection wakes nobody)', () => {
+      const q = timedQueue();
+      expect(q.requestTimeoutIntervalId).toBeNull();
+      const seen = send(q, 1);
+      expect(q.requestTimeoutIntervalId).not.toBeNull();
+      q.fulfillRequest({ correlationId: 1, payload: Buffer.alloc(0), size: 0 });
+      expect(seen.outcome).toBe('completed');
+      q.destroy();
+      expect(q.requestTimeoutIntervalId).toBeNull();
+    });
+
+    it('times out a request at its deadline, and then sets nothing', async () => {
+      const q = timedQueue();
+      const seen = send(q, 1);
+      await sleep(15);
+      expect(seen.outcome).toBe('pending');
+      await sleep(60);
+      expect(seen.outcome).toBe('KafkaJSRequestTimeoutError');
+      expect(q.inflight.size).toBe(0);
+      expect(q.requestTimeoutIntervalId).toBeNull();
+    });
+
+    it('after an answered request, still times out the one sent after it', async () => {
+      const q = timedQueue();
+      const first = send(q, 1);
+      await sleep(20);
+      const second = send(q, 2);
+      q.fulfillRequest({ correlationId: 1, payload: Buffer.alloc(0), size: 0 });
+      expect(first.outcome).toBe('completed');
+      // The timer set for the first request's deadline finds the second in time and waits for it.
+      await sleep(35);
+      expect(second.outcome).toBe('pending');
+      await sleep(60);
+      expect(second.outcome).toBe('KafkaJSRequestTimeoutError');
+      expect(q.requestTimeoutIntervalId).toBeNull();
+    });
+
+    it('checks nothing after the connection closed (destroy)', async () => {
+      const q = timedQueue();
+      const seen = send(q, 1);
+      q.destroy();
+      await sleep(80);
+      expect(seen.outcome).toBe('pending');
+      expect(q.requestTimeoutIntervalId).toBeNull();
+    });
+  });
 });
