@@ -107,6 +107,10 @@ export interface QuietResult {
     loadedTreeMb: number[];
     processes: number;
     rssBytesPerDoc: number;
+    /** Where it is, per instance (the two loaded ones, then the idle one), from each one's /metrics. */
+    heapUsedMb: number[];
+    heapTotalMb: number[];
+    externalMb: number[];
   } | null;
 }
 
@@ -246,11 +250,21 @@ async function memory(
     await sleep(o.heldWaitS * 1000);
     const [a, b, idle] = instances.map((i) => sampleTree(i.pid)) as [TreeSample, TreeSample, TreeSample];
     const perDoc = ((a.rssKb + b.rssKb - 2 * idle.rssKb) * 1024) / o.heldDocs;
+    const names = [
+      'docstream_nodejs_heap_size_used_bytes',
+      'docstream_nodejs_heap_size_total_bytes',
+      'docstream_nodejs_external_memory_bytes',
+    ];
+    const gauges = await Promise.all(instances.map((i) => i.gauges(names)));
+    const mb = (name: string) => gauges.map((g) => round((g[name] ?? NaN) / 1048576, 1));
     return {
       idleTreeMb: round(idle.rssKb / 1024, 1),
       loadedTreeMb: [round(a.rssKb / 1024, 1), round(b.rssKb / 1024, 1)],
       processes: idle.pids.length,
       rssBytesPerDoc: round(perDoc, 1),
+      heapUsedMb: mb(names[0]!),
+      heapTotalMb: mb(names[1]!),
+      externalMb: mb(names[2]!),
     };
   } finally {
     await Promise.all(instances.map((i) => i.stop()));
@@ -316,6 +330,10 @@ export function printQuiet(r: QuietResult): void {
       `  ${p.heldDocs} finished documents held by two instances, ${p.heldWaitS} s after ready: ` +
         `RSS ${m.loadedTreeMb.join(' and ')} MB against ${m.idleTreeMb} MB idle (${m.processes} process(es) each) ` +
         `= ${m.rssBytesPerDoc} B per document — target ≤ 100 B: ${verdict(m.rssBytesPerDoc <= 100)}`,
+    );
+    console.log(
+      `    V8 heap used/total and external memory (loaded, loaded, idle): ` +
+        m.heapUsedMb.map((u, i) => `${u}/${m.heapTotalMb[i]} MB + ${m.externalMb[i]} MB`).join(', '),
     );
   }
 }

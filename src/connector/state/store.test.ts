@@ -1,3 +1,4 @@
+import { jest } from '@jest/globals';
 import type { ChangelogSink } from '../../kafka/changelog.js';
 import { silentLogger } from '../../observability/logger.js';
 import type { FinishedState, UnfinishedState } from './document-state.js';
@@ -78,6 +79,7 @@ function make() {
       tombstone: async (p, id) => {
         tombstones.push(`${p}/${id}`);
       },
+      collectGarbage: null,
     },
   );
   return { store, feed, tombstones };
@@ -123,6 +125,7 @@ describe('OwnedState', () => {
       logger: silentLogger,
       now: () => now,
       tombstone: async (p, id) => void tombstones.push(`${p}/${id}`),
+      collectGarbage: null,
     });
     await store.assign([0]);
     expect(feed.owned.has(0)).toBe(true);
@@ -134,5 +137,47 @@ describe('OwnedState', () => {
     expect(tombstones).toEqual(['0/x']);
     expect(store.get(0, 'x')).toBeUndefined();
     expect(store.get(0, 'y')).toBeDefined();
+  });
+
+  it('asks for one full collection after its first restore, then once a large restore is over or a revoke dropped a large partition', async () => {
+    jest.useFakeTimers({ doNotFake: ['nextTick', 'setImmediate', 'queueMicrotask'] });
+    try {
+      let feed!: FakeFeed;
+      let collections = 0;
+      const store = new OwnedState((sink) => (feed = new FakeFeed(sink)), {
+        inputTopic: 'in',
+        retentionMs: 7 * DAY,
+        logger: silentLogger,
+        now: () => NOW,
+        tombstone: async () => undefined,
+        collectGarbage: async () => void collections++,
+      });
+      const records = (partition: number, n: number) =>
+        Array.from({ length: n }, (_, i) => {
+          const id = `p${partition}-${i}`;
+          return { key: id, value: encodeState(finished(id, partition, NOW - DAY)) };
+        });
+      feed.log.set(0, records(0, 6000));
+      feed.log.set(1, records(1, 6000));
+      feed.log.set(2, records(2, 100));
+      // The first restore's end collects what starting left, however small it was.
+      await store.assign([2]);
+      await jest.advanceTimersByTimeAsync(1000);
+      expect(collections).toBe(1);
+      store.revoke([2]);
+      await jest.advanceTimersByTimeAsync(5000);
+      expect(collections).toBe(1);
+      await Promise.all([store.assign([0]), store.assign([1])]);
+      expect(collections).toBe(1);
+      await jest.advanceTimersByTimeAsync(1000);
+      expect(collections).toBe(2);
+      expect(store.get(0, 'p0-5999')).toBeDefined();
+      store.revoke([0, 1]);
+      await jest.advanceTimersByTimeAsync(1000);
+      expect(collections).toBe(3);
+      await store.stop();
+    } finally {
+      jest.useRealTimers();
+    }
   });
 });

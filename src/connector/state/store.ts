@@ -3,14 +3,22 @@
  * changelog reader restores a state partition when its input partition is assigned and drops it on
  * revoke; `PartitionState` holds what was read (finished documents in the compact index). This
  * instance's own writes are applied once Kafka acknowledged them. Finished documents past the
- * retention window are expired here and their tombstones written by this owner.
+ * retention window are expired here and their tombstones written by this owner. What a large restore
+ * or a revoke leaves in the old generation is collected once it is over (`restore-garbage.ts`).
  */
 import type { ChangelogSink } from '../../kafka/changelog.js';
 import type { Logger } from '../../observability/logger.js';
+import { fullGc } from '../../util/full-gc.js';
 import type { FinishedEntry } from './partition-index.js';
 import { PartitionState } from './partition-state.js';
 import type { DocumentStateV2, UnfinishedState } from './document-state.js';
 import type { ReplayMarker } from './replay-marker.js';
+import { RestoreGarbage } from './restore-garbage.js';
+
+/** Records read or dropped that make a full collection worth its pause (tens of ms) afterwards. */
+const COLLECT_AFTER_RECORDS = 10_000;
+/** Quiet time after a restore before collecting: the next partition of a rebalance may follow. */
+const COLLECT_QUIET_MS = 1000;
 
 /** The changelog reader as the store drives it (`ChangelogReader`, or a fake in unit tests). */
 export interface StateFeed {
@@ -31,6 +39,8 @@ interface OwnedStateOptions {
   /** Writes the tombstone of an expired document (key = event id, to the state partition). */
   tombstone(partition: number, eventId: string): Promise<void>;
   now?: () => number;
+  /** A full collection after a large restore or drop (default `fullGc`); null: none. */
+  collectGarbage?: (() => Promise<unknown>) | null;
 }
 
 export type Recorded = { finished: FinishedEntry } | { unfinished: UnfinishedState };
@@ -38,9 +48,18 @@ export type Recorded = { finished: FinishedEntry } | { unfinished: UnfinishedSta
 export class OwnedState {
   readonly partitions: PartitionState;
   private readonly feed: StateFeed;
+  private readonly garbage: RestoreGarbage;
 
   constructor(open: (sink: ChangelogSink) => StateFeed, options: OwnedStateOptions) {
     const { logger } = options;
+    const collect = options.collectGarbage === undefined ? fullGc : options.collectGarbage;
+    this.garbage = new RestoreGarbage({
+      thresholdRecords: collect ? COLLECT_AFTER_RECORDS : Infinity,
+      quietMs: COLLECT_QUIET_MS,
+      collect: collect ?? (() => Promise.resolve()),
+      onCollected: (records, ms) =>
+        logger.info({ records, ms }, 'heap collected after reading or dropping state'),
+    });
     this.partitions = new PartitionState({
       inputTopic: options.inputTopic,
       retentionMs: options.retentionMs,
@@ -59,7 +78,18 @@ export class OwnedState {
       onBadRecord: (partition, offset, err) =>
         logger.warn({ partition, offset, err: err.message }, 'state record ignored'),
     });
-    this.feed = open(this.partitions);
+    const partitions = this.partitions;
+    this.feed = open({
+      apply: (record) => {
+        this.garbage.read(1);
+        partitions.apply(record);
+      },
+      drop: (partition) => {
+        const documents = partitions.finished.size(partition);
+        partitions.drop(partition);
+        this.garbage.dropped(documents);
+      },
+    });
   }
 
   start(): Promise<void> {
@@ -67,12 +97,18 @@ export class OwnedState {
   }
 
   stop(): Promise<void> {
+    this.garbage.stop();
     return this.feed.stop();
   }
 
   /** Restores `partitions`; resolves once each holds every record written before the call. */
-  assign(partitions: number[]): Promise<void> {
-    return this.feed.assign(partitions);
+  async assign(partitions: number[]): Promise<void> {
+    this.garbage.restoreStarted();
+    try {
+      await this.feed.assign(partitions);
+    } finally {
+      this.garbage.restoreEnded();
+    }
   }
 
   /** Stops reading `partitions` and forgets them. */
