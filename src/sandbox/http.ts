@@ -92,3 +92,31 @@ export function booleanQuery(query: Record<string, unknown>, name: string): bool
   if (value === 'false') return false;
   throw new HttpError(400, `${name}: must be true or false`);
 }
+
+/**
+ * The base of the URLs a response hands out to be fetched next (upload, report). Listening on a
+ * wildcard address (0.0.0.0, ::), the sandbox has no one address: each client reaches it by the name
+ * its network gives it (`sandbox:8080` on a compose network, `localhost:8080` through a published
+ * port), and the URL it prints (127.0.0.1) is the container's own loopback to the others. There the
+ * URLs follow the request's Host header; a caller sending another Host only misdirects its own next
+ * request (token audiences never follow it: routes/token.ts). On a named address, `baseUrl`.
+ */
+export function fetchBaseUrl(baseUrl: string, listenHost: string, hostHeader: string | undefined): string {
+  if ((listenHost !== '0.0.0.0' && listenHost !== '::') || !hostHeader) return baseUrl;
+  let url: URL;
+  try {
+    url = new URL(`http://${hostHeader}`);
+  } catch {
+    return baseUrl;
+  }
+  // A bare host[:port] only: one with a path, credentials or a query parses to another origin.
+  return `http://${hostHeader}`.toLowerCase() === url.origin ? url.origin : baseUrl;
+}
+
+/** fetchBaseUrl for a request of this sandbox (the context's shape, not its type: no import cycle). */
+export function requestBaseUrl(
+  ctx: { baseUrl(): string; config(): { host: string } },
+  request: FastifyRequest,
+): string {
+  return fetchBaseUrl(ctx.baseUrl(), ctx.config().host, request.headers.host);
+}

@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { RESULT_KINDS, RESULT_STATUSES, SCOPES, type ResultKind } from '../../api/schemas.js';
 import { withoutIndicatorMetadata } from '../analysis/rules.js';
 import type { SandboxContext } from '../context.js';
-import { booleanQuery, HttpError, requireJsonIfBody } from '../http.js';
+import { booleanQuery, HttpError, requestBaseUrl, requireJsonIfBody } from '../http.js';
 import { renderReport } from '../report.js';
 import { ADAPTIVE_DECISION_VERSION, type Json, type Submission } from '../submissions.js';
 import { findSubmission, ID } from './submissions.js';
@@ -96,7 +96,7 @@ export function registerResultRoutes(app: FastifyInstance, ctx: SandboxContext):
     const ttl = ctx.config().reportUrlTtlSeconds;
     const { expires, sig } = ctx.signer.sign('report', `${s.id}:${includeDecision ? 1 : 0}`, ttl);
     return {
-      report_url: `${ctx.baseUrl()}/_report/${s.id}?include_decision=${includeDecision}&expires=${expires}&sig=${sig}`,
+      report_url: `${requestBaseUrl(ctx, request)}/_report/${s.id}?include_decision=${includeDecision}&expires=${expires}&sig=${sig}`,
       expires_at: new Date(expires * 1000).toISOString(),
     };
   });

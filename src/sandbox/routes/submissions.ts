@@ -9,7 +9,7 @@ import {
   type FeedbackResponse,
 } from '../../api/schemas.js';
 import type { SandboxContext } from '../context.js';
-import { HttpError, readJson, requireJsonIfBody, validate } from '../http.js';
+import { HttpError, readJson, requestBaseUrl, requireJsonIfBody, validate } from '../http.js';
 import type { Submission } from '../submissions.js';
 
 export const ID = '/v2/submission/:id';
@@ -21,9 +21,9 @@ export function findSubmission(ctx: SandboxContext, request: FastifyRequest): Su
   return submission;
 }
 
-function uploadUrl(ctx: SandboxContext, id: string): string {
+function uploadUrl(ctx: SandboxContext, request: FastifyRequest, id: string): string {
   const { expires, sig } = ctx.signer.sign('upload', id, ctx.config().uploadUrlTtlSeconds);
-  return `${ctx.baseUrl()}/_upload/${id}?expires=${expires}&sig=${sig}`;
+  return `${requestBaseUrl(ctx, request)}/_upload/${id}?expires=${expires}&sig=${sig}`;
 }
 
 export function registerSubmissionRoutes(app: FastifyInstance, ctx: SandboxContext): void {
@@ -37,7 +37,7 @@ export function registerSubmissionRoutes(app: FastifyInstance, ctx: SandboxConte
     });
     ctx.stats.submissionCreated(submission.queryId);
     const response: Record<string, string> = {
-      upload_url: uploadUrl(ctx, submission.id),
+      upload_url: uploadUrl(ctx, request, submission.id),
       submission_id: submission.id,
     };
     if (submission.enableCharacteristics) {
