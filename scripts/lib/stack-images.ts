@@ -1,6 +1,6 @@
 /**
  * The local stack's Kafka and schema registry as container images, for the testcontainers harness
- * (scripts/lib/test-containers.ts) and the compose check (scripts/compose-check.ts). No image registry
+ * (scripts/lib/test-containers.ts) and the compose check (scripts/compose-check.sh). No image registry
  * is reachable here, so they are built from what the native stack already downloaded: Kafka's jars
  * (Maven Central) and the Apicurio registry (Maven Central), on a base made of the cached debootstrap
  * root file system (scripts/lib/image.ts) plus the Java >= 21 the stack uses (found on the machine or
@@ -13,7 +13,13 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ensureApicurio, ensureJdk4py, ensureKafka, jdk4pyJavaHome } from '../../src/stack/artifacts.js';
+import {
+  ensureApicurio,
+  ensureJdk4py,
+  ensureKafka,
+  ensureMoto,
+  jdk4pyJavaHome,
+} from '../../src/stack/artifacts.js';
 import { findJava } from '../../src/stack/java.js';
 import { cachePaths, defaultCacheDir, VERSIONS } from '../../src/stack/paths.js';
 import {
@@ -31,6 +37,8 @@ import {
 /** The names docker-compose.yml gives these services' images. */
 export const KAFKA_IMAGE = `docker.io/apache/kafka:${VERSIONS.kafka}`;
 export const REGISTRY_IMAGE = `docker.io/apicurio/apicurio-registry:${VERSIONS.apicurio}`;
+/** The stack's S3 store (moto), for the compose check only: scripts/images/compose.check.yml. */
+export const S3_IMAGE = `localhost/docstream/moto:${VERSIONS.moto}`;
 const LABEL = 'io.docstream.recipe';
 
 type Log = (line: string) => void;
@@ -164,8 +172,11 @@ async function ensureImage(
   }
 }
 
-/** Builds (or finds) the Kafka and registry images; returns their names. */
-export async function ensureStackImages(log: Log): Promise<{ kafka: string; registry: string }> {
+/** Builds (or finds) the Kafka and registry images (and moto's, with `s3`); returns their names. */
+export async function ensureStackImages(
+  log: Log,
+  o: { s3?: boolean } = {},
+): Promise<{ kafka: string; registry: string }> {
   await ensureTools(log);
   const cacheDir = defaultCacheDir();
   await ensureKafka(cacheDir, log);
@@ -180,5 +191,9 @@ export async function ensureStackImages(log: Log): Promise<{ kafka: string; regi
     { dir: paths.apicurioHome, contextName: 'apicurio' },
     log,
   );
+  if (o.s3) {
+    await ensureMoto(cacheDir, log);
+    await ensureImage(S3_IMAGE, 's3', base, { dir: paths.moto, contextName: 'moto' }, log);
+  }
   return { kafka: KAFKA_IMAGE, registry: REGISTRY_IMAGE };
 }
