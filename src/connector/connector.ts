@@ -18,7 +18,7 @@ import type { ConsumerLoop } from './consumer/consumer-loop.js';
 import { DecisionWebhooks } from './outputs/decision-webhooks.js';
 import type { DocumentEngine } from './document/engine.js';
 import type { GroupShare } from './consumer/group-share.js';
-import { updateLag, type LagSources } from './consumer/lag.js';
+import { ReadingPace, updateLag, type LagSources } from './consumer/lag.js';
 import { ensureTopology } from './topology.js';
 import { buildLoop, buildParts, type ConnectorParts } from './wiring.js';
 
@@ -234,15 +234,20 @@ export class Connector {
       logger: this.log,
       onOffsets: shareEvery > 0 ? (ends, committed) => this.groupShare.onOffsets(ends, committed) : undefined,
     };
-    this.lagTimer = setInterval(
-      () => {
-        this.warnIfCeilingTooHigh();
-        if (this.readingOffsets) return;
-        this.readingOffsets = true;
-        void updateLag(lagSources).finally(() => (this.readingOffsets = false));
-      },
-      shareEvery > 0 ? shareEvery : 5000,
-    );
+    const readEvery = shareEvery > 0 ? shareEvery : 5000;
+    // While the whole group is idle, one reading every 5 s (or the interval, if longer) is enough.
+    const pace = new ReadingPace(Math.max(readEvery, 5000));
+    this.lagTimer = setInterval(() => {
+      this.warnIfCeilingTooHigh();
+      if (this.readingOffsets) return;
+      const now = performance.now();
+      const seen = { batches: this.loop.batchesSeen, inFlight: this.engine.inFlight };
+      if (!pace.due(now, seen)) return;
+      this.readingOffsets = true;
+      void updateLag(lagSources)
+        .then((groupIdle) => pace.read(now, seen, groupIdle))
+        .finally(() => (this.readingOffsets = false));
+    }, readEvery);
     this.commitTimer.unref();
     this.lagTimer.unref();
     this.started = true;

@@ -33,6 +33,8 @@ export class ConsumerLoop {
   private parking: { released: Promise<void>; release: () => void } | null = null;
   /** Batch handlers running now, feedback records being handled, and who waits for none (`idle`). */
   private handling = 0;
+  /** Batches handed to this loop so far (the lag timer's sign of activity). */
+  batchesSeen = 0;
   private settlingFeedback = 0;
   private readonly idleWaiters: Array<() => void> = [];
   /** Waits cut short by a stop (a record's back-off, a batch's wait for its admissions). */
@@ -140,6 +142,7 @@ export class ConsumerLoop {
 
   /** The batch handler to give the Kafka consumer (`autoResolve: false`). */
   readonly onBatch = async (batch: IncomingBatch, control: BatchControl): Promise<void> => {
+    this.batchesSeen += 1;
     if (this.parking) return this.park(this.parking.released, control);
     this.handling += 1;
     try {
