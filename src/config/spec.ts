@@ -254,7 +254,7 @@ export const CONFIG_SPEC = {
     commitIntervalMs: f.int(1000, 'How often safe offsets are committed.', 50),
     groupShareIntervalMs: f.int(
       500,
-      "How often the group's offsets are read to divide the API limit among the input partitions that still have work (0: by partitions held, set on each group join only).",
+      "How often the group's offsets are read to divide the API limit among the input partitions that still have work (0: by partitions held, set on each group join only); while the whole group is idle and this member has seen nothing, every 5 s.",
       0,
     ),
     maxAttributesBytes: f.int(
