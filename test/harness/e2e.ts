@@ -21,6 +21,14 @@ const BROKERS = (process.env.DOCSTREAM_KAFKA_BROKERS ?? 'localhost:9092').split(
 export const REGISTRY_URL = process.env.DOCSTREAM_REGISTRY_URL ?? 'http://localhost:8081/apis/ccompat/v7';
 const CLI = path.resolve('dist/cli/index.js');
 
+/** A submission as the sandbox lists it (`/_sandbox/submissions`): the fields tests read. */
+export interface SandboxSubmission {
+  id: string;
+  pipeline_configuration: string;
+  /** The API's state: awaiting_upload until its file is uploaded. */
+  state: string;
+}
+
 export interface Decoded {
   topic: string;
   key: string | null;
@@ -192,11 +200,11 @@ export class E2E {
   }
 
   /** The sandbox's live submissions created with this query id (the connector passes event_id). */
-  async submissions(queryId: string): Promise<Array<{ id: string; pipeline_configuration: string }>> {
+  async submissions(queryId: string): Promise<SandboxSubmission[]> {
     const res = await fetch(
       `${this.sandbox.baseUrl}/_sandbox/submissions?query_id=${encodeURIComponent(queryId)}`,
     );
-    return ((await res.json()) as { items: Array<{ id: string; pipeline_configuration: string }> }).items;
+    return ((await res.json()) as { items: SandboxSubmission[] }).items;
   }
 
   /** Outputs (results and dead letters) whose event_id header is this event's. */
