@@ -85,7 +85,7 @@ export function checkRequestTimeouts(q: TimeoutCheckedQueue): void {
   for (const request of q.inflight.values()) {
     if (request.sentAt === null) continue;
     const deadline = request.sentAt + request.requestTimeout;
-    if (now - request.sentAt > request.requestTimeout) request.timeoutRequest();
+    if (now > deadline) request.timeoutRequest();
     else earliest = Math.min(earliest, deadline);
   }
   if (earliest !== Number.POSITIVE_INFINITY) armTimeoutCheck(q, earliest);
