@@ -8,6 +8,12 @@
  *   npm run bench -- --mode state                   state footprint per finished doc, restore time
  *   npm run bench -- --docs 2000 --latency-ms 200 --rate 5000 --partitions 4 --max-in-flight 1000 \
  *     --baseline-docs 0 --scale-out none                CPU per document against the floor
+ *   --floor node|go|both|false  the floor measured after each main run (default node): node is
+ *                     scripts/floor.ts (bare node:http + kafkajs, results written as the API's
+ *                     bytes); go is scripts/go-floor, the same flow hand-written in Go (franz-go,
+ *                     net/http keep-alive, hamba/avro: results written as the connector's Avro
+ *                     records), built on first use into .cache/go-floor (needs Go 1.26+ on PATH);
+ *                     both runs the two and prints the connector's ratio to each; false: none
  *   --delivery both   each main run twice, connector.delivery at-least-once and exactly-once
  *                     (alternating which goes first): CPU per document and throughput compared
  *   --instances N     connector processes in one group for the main run
@@ -43,6 +49,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { printBlobs, runBlobs, type BlobScheme } from './lib/bench-blobs.js';
+import { FLOOR_NAMES, type FloorKind } from './lib/bench-floor.js';
 import { printInflight, runInflight } from './lib/bench-inflight.js';
 import { LIMIT_SCENARIOS, printLimit, runLimit } from './lib/bench-limit.js';
 import { printScaleEvents, runScaleEvents } from './lib/bench-scale-events.js';
@@ -77,7 +84,8 @@ const flags = parseFlags(process.argv.slice(2), {
   /** auto: as many as --docs, at most 2000. */
   warmupDocs: 'auto',
   repeat: 1,
-  floor: true,
+  /** node, go, both, or false (none). */
+  floor: 'node',
   cpuProf: false,
   scaleOut: '1,2,3',
   scaleDocs: 240,
@@ -113,6 +121,15 @@ const log = (line: string) =>
 function deliveryFlag(value: string): Delivery | 'both' {
   if (value === 'at-least-once' || value === 'exactly-once' || value === 'both') return value;
   throw new Error(`--delivery must be at-least-once, exactly-once or both, got ${value}`);
+}
+
+/** `--floor node|go|both|false`: the floors measured after each main run, in that order. */
+function floorFlag(value: string): FloorKind[] {
+  if (value === 'node' || value === 'go') return [value];
+  if (value === 'true') return ['node'];
+  if (value === 'both') return ['node', 'go'];
+  if (value === 'false' || value === 'none') return [];
+  throw new Error(`--floor must be node, go, both or false, got ${value}`);
 }
 
 function bounded(n: number, min: number, max: number, name: string): number {
@@ -160,27 +177,30 @@ function printThroughput(r: ThroughputResult): void {
   line('peak in flight', (m) => m.peakInFlight ?? null);
   line('heap KB / in-flight doc', (m) => m.heapKbPerInFlight ?? null);
   const d = r.docstream;
+  const floorText = (f: (typeof r.floors)[number]) =>
+    `floor ${f.floor} (${FLOOR_NAMES[f.floor]}, same run) ${f.cpuMsPerDoc} ms; ratio ${f.ratio ?? '-'}x`;
   console.log(
     `\nCPU per document (connector process${p.instances > 1 ? 'es' : ''}, user+sys, first measured record to last result): ` +
       `${d.cpuMsPerDoc ?? '-'} ms` +
-      (r.floor
-        ? `; floor (bare HTTP + plain Kafka writes, same run) ${r.floor.cpuMsPerDoc} ms; ratio ${r.floor.ratio ?? '-'}x`
-        : ''),
+      (r.floors.length === 1 ? `; ${floorText(r.floors[0]!)}` : ''),
   );
+  if (r.floors.length > 1) for (const f of r.floors) console.log(`  ${floorText(f)}`);
   if (p.warmupDocs > 0)
     console.log(
       `cold, over the ${p.warmupDocs} warm-up documents (JIT compilation, opening the pool): connector ` +
         `${d.coldCpuMsPerDoc ?? '-'} ms` +
-        (r.floor ? `, floor ${r.floor.coldCpuMsPerDoc ?? '-'} ms; ratio ${r.floor.coldRatio ?? '-'}x` : ''),
+        r.floors
+          .map((f) => `, floor ${f.floor} ${f.coldCpuMsPerDoc ?? '-'} ms; ratio ${f.coldRatio ?? '-'}x`)
+          .join(''),
     );
   if (r.repeats.length > 1) printRepeats(r);
   if (r.delivery) printDelivery(r.delivery);
-  if (r.floor)
+  for (const f of r.floors)
     console.log(
-      `floor: ${r.floor.completed} docs in ${r.floor.durationS} s, ${r.floor.httpCalls} HTTP calls ` +
-        `= ${(r.floor.httpCalls / Math.max(1, r.floor.completed)).toFixed(2)} per document ` +
-        `(${r.floor.notReady} not ready; docstream ${r.docstream.callsPerDoc}), ${r.floor.kafkaRequests} Kafka produce requests, ` +
-        `${r.floor.tcpConnections} TCP connections`,
+      `floor ${f.floor}: ${f.completed} docs in ${f.durationS} s, ${f.httpCalls} HTTP calls ` +
+        `= ${(f.httpCalls / Math.max(1, f.completed)).toFixed(2)} per document ` +
+        `(${f.notReady} not ready; docstream ${r.docstream.callsPerDoc}), ${f.kafkaRequests} Kafka produce requests, ` +
+        `${f.tcpConnections} TCP connections`,
     );
   console.log(
     `live heap (after full GC): idle ${d.liveHeapIdleMb ?? '-'} MB, ${d.liveHeapPeakMb ?? '-'} MB with ` +
@@ -307,20 +327,38 @@ function median(values: Array<number | null>): number | null {
 /** One line per measure: every run's value, in order, and their median. */
 function printRepeats(r: ThroughputResult): void {
   const runs = r.repeats;
+  const kinds = r.parameters.floors;
   console.log(
-    `repeats: ${runs.length} main runs, each followed by its floor (the run detailed above has the median ratio)`,
+    `repeats: ${runs.length} main runs, each followed by its floor${kinds.length > 1 ? 's' : ''} ` +
+      `(the run detailed above has the median ratio${kinds.length > 1 ? ` to the ${kinds[0]} floor` : ''})`,
   );
-  const rows: Array<[string, keyof RepeatMeasure, string, boolean?]> = [
-    ['CPU per document, warm', 'cpuMsPerDoc', ' ms'],
-    ['floor, warm', 'floorCpuMsPerDoc', ' ms'],
-    ['ratio, warm', 'ratio', 'x'],
-    ['CPU per document, cold', 'coldCpuMsPerDoc', ' ms', true],
-    ['floor, cold', 'floorColdCpuMsPerDoc', ' ms', true],
-    ['% of the bound', 'percentOfBound', ' %'],
+  type Value = (run: RepeatMeasure) => number | null;
+  const of = (kind: FloorKind, pick: (f: RepeatMeasure['floors'][number]) => number | null): Value => {
+    return (run) => {
+      const f = run.floors.find((x) => x.floor === kind);
+      return f ? pick(f) : null;
+    };
+  };
+  // With one floor the rows are named as before; with both, each floor has its own.
+  const name = (kind: FloorKind) => (kinds.length > 1 ? `floor ${kind}` : 'floor');
+  const rows: Array<[string, Value, string, boolean?]> = [
+    ['CPU per document, warm', (run) => run.cpuMsPerDoc, ' ms'],
+    ...kinds.flatMap((k): Array<[string, Value, string]> => [
+      [`${name(k)}, warm`, of(k, (f) => f.cpuMsPerDoc), ' ms'],
+      [kinds.length > 1 ? `ratio to ${k}, warm` : 'ratio, warm', of(k, (f) => f.ratio), 'x'],
+    ]),
+    ['CPU per document, cold', (run) => run.coldCpuMsPerDoc, ' ms', true],
+    ...kinds.map((k): [string, Value, string, boolean] => [
+      `${name(k)}, cold`,
+      of(k, (f) => f.coldCpuMsPerDoc),
+      ' ms',
+      true,
+    ]),
+    ['% of the bound', (run) => run.percentOfBound, ' %'],
   ];
-  for (const [label, key, unit, cold] of rows) {
+  for (const [label, value, unit, cold] of rows) {
     if (cold && r.parameters.warmupDocs === 0) continue;
-    const values = runs.map((run) => run[key]);
+    const values = runs.map(value);
     const shown = values.map((v) => (v === null ? '-' : `${v}${unit}`)).join('  ');
     console.log(`  ${label.padEnd(26)} ${shown}   median ${median(values) ?? '-'}${unit}`);
   }
@@ -396,7 +434,7 @@ async function main(): Promise<void> {
       baselineDocs: bounded(Number(flags.baselineDocs), 0, 1000, 'baseline-docs'),
       baselinePollMs: bounded(Number(flags.baselinePollMs), 10, 60_000, 'baseline-poll-ms'),
       instances: bounded(Number(flags.instances), 1, 8, 'instances'),
-      floor: flags.floor === true,
+      floors: floorFlag(String(flags.floor)),
       cpuProfDir: flags.cpuProf === true ? path.resolve('bench-results', 'profiles') : null,
       scaleOut: parseInstanceList(String(flags.scaleOut)),
       scaleDocs: bounded(Number(flags.scaleDocs), 1, 5000, 'scale-docs'),

@@ -39,6 +39,11 @@ export interface FloorSettings {
   deadline: number;
   /** Write a CPU profile of the measured documents (not the warm-up) to this file. */
   cpuProfile?: string;
+  /**
+   * The Go floor only (scripts/go-floor), which writes its results as the connector does: the
+   * schema id registered for each result topic and the schema's .avsc file.
+   */
+  resultSchemas?: Record<'fraud' | 'quality' | 'classification', { id: number; file: string }>;
 }
 
 export interface FloorReport {

@@ -1,7 +1,9 @@
 /**
- * Runs the floor (scripts/floor.ts) in its own child process against its own sandbox, on the same
- * documents, and returns its CPU per document. The floor's sandbox has the same processing time
- * but no effective rate limit: the floor measures cost, not pacing, and has no retry for a 429.
+ * Runs a floor in its own child process against its own sandbox, on the same documents, and
+ * returns its CPU per document: the Node floor (scripts/floor.ts, bare node:http and kafkajs) or
+ * the Go floor (scripts/go-floor: franz-go, net/http, hamba/avro; see ./go-floor.ts). The floor's
+ * sandbox has the same processing time but no effective rate limit: the floor measures cost, not
+ * pacing, and has no retry for a 429.
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -10,6 +12,7 @@ import { fileURLToPath } from 'node:url';
 import type { KafkaClient } from '../../src/kafka/index.js';
 import { startSandbox } from '../../src/sandbox/index.js';
 import type { FloorReport, FloorSettings } from '../floor.js';
+import { buildGoFloor, registerResultSchemas, startGoFloor } from './go-floor.js';
 import {
   BROKERS,
   deleteTopics,
@@ -23,7 +26,17 @@ import {
 
 const FLOOR_SCRIPT = fileURLToPath(new URL('../floor.js', import.meta.url));
 
+/** Which floor: the bare Node program, or the same flow hand-written in Go. */
+export type FloorKind = 'node' | 'go';
+
+/** What each floor is, as the summary names it. */
+export const FLOOR_NAMES: Record<FloorKind, string> = {
+  node: 'bare node:http + kafkajs, plain Kafka writes',
+  go: 'Go: franz-go, net/http keep-alive, hamba/avro',
+};
+
 interface FloorOptions {
+  kind: FloorKind;
   docs: number;
   /** Documents run first and not measured (as the connector's warm-up). */
   warmupDocs: number;
@@ -38,6 +51,7 @@ interface FloorOptions {
 }
 
 export interface FloorMeasure {
+  floor: FloorKind;
   completed: number;
   cpuMsPerDoc: number;
   /** Over the warm-up documents alone; null without warm-up. */
@@ -50,7 +64,9 @@ export interface FloorMeasure {
 }
 
 export async function runFloor(o: FloorOptions, kafka: KafkaClient, dir: string): Promise<FloorMeasure> {
-  const id = uniqueName('floor');
+  // Built (or found built) before anything starts, so that a missing toolchain fails at once.
+  const goBinary = o.kind === 'go' ? buildGoFloor(o.log) : null;
+  const id = uniqueName(o.kind === 'go' ? 'go-floor' : 'floor');
   const topics = prefixedTopics(id, o.partitions);
   const sandbox = await startSandbox({
     processing: { distribution: 'fixed', meanMs: o.latencyMs },
@@ -89,22 +105,27 @@ export async function runFloor(o: FloorOptions, kafka: KafkaClient, dir: string)
       maxInFlight: o.maxInFlight,
       latencyMs: o.latencyMs,
       deadline: o.deadline,
-      cpuProfile: o.cpuProfDir ? path.join(o.cpuProfDir, `${id}-floor.cpuprofile`) : undefined,
+      cpuProfile: o.cpuProfDir
+        ? path.join(o.cpuProfDir, goBinary ? `${id}.pprof` : `${id}-floor.cpuprofile`)
+        : undefined,
+      ...(goBinary ? { resultSchemas: await registerResultSchemas(topics) } : {}),
     };
     if (o.cpuProfDir) fs.mkdirSync(o.cpuProfDir, { recursive: true });
     const file = path.join(dir, `${id}.json`);
     fs.writeFileSync(file, JSON.stringify(settings));
-    o.log(`floor: ${o.docs} documents through bare HTTP + plain Kafka writes`);
-    const child = spawn(process.execPath, [FLOOR_SCRIPT, file], {
-      stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
-    });
+    o.log(`floor ${o.kind}: ${o.docs} documents (${FLOOR_NAMES[o.kind]})`);
+    let onMessage: (m: FloorReport | { type: 'warm' }) => void = () => undefined;
+    const child = goBinary
+      ? startGoFloor(goBinary, file, (m) => onMessage(m))
+      : spawn(process.execPath, [FLOOR_SCRIPT, file], { stdio: ['ignore', 'ignore', 'pipe', 'ipc'] });
+    if (!goBinary) child.on('message', (m: FloorReport | { type: 'warm' }) => onMessage(m));
     let stderr = '';
     child.stderr?.on('data', (c: Buffer) => (stderr = (stderr + c.toString('utf8')).slice(-4000)));
     const killer = () => child.kill('SIGKILL');
     process.once('exit', killer);
     const report = await new Promise<FloorReport>((resolve, reject) => {
       const timer = setTimeout(() => child.kill('SIGKILL'), Math.max(5000, o.deadline - Date.now()));
-      child.on('message', (m: FloorReport | { type: 'warm' }) => {
+      onMessage = (m) => {
         if (m.type === 'floor') resolve(m);
         else if (m.type === 'warm') {
           produceArrivals(producer, topics.arrived, o.arrivals(id, o.docs)).catch((err: unknown) => {
@@ -112,8 +133,9 @@ export async function runFloor(o: FloorOptions, kafka: KafkaClient, dir: string)
             reject(err instanceof Error ? err : new Error(String(err)));
           });
         }
-      });
-      child.once('exit', (code) => {
+      };
+      // 'close', not 'exit': the Go floor's report may still be in its stdout pipe when it exits.
+      child.once('close', (code) => {
         clearTimeout(timer);
         process.off('exit', killer);
         reject(new Error(`floor exited with ${code} before reporting:\n${stderr}`));
@@ -121,6 +143,7 @@ export async function runFloor(o: FloorOptions, kafka: KafkaClient, dir: string)
     });
     const completed = Math.max(1, report.completed);
     return {
+      floor: o.kind,
       completed: report.completed,
       cpuMsPerDoc: round(report.cpuUs / 1000 / completed, 3),
       coldCpuMsPerDoc:

@@ -16,7 +16,8 @@ import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
 import { Progress } from '../../src/util/progress.js';
 import { runBaseline } from '../baseline.js';
 import { apiCalls, type ApiCalls } from './api-calls.js';
-import { runFloor, type FloorMeasure } from './bench-floor.js';
+import { runFloor, type FloorKind, type FloorMeasure } from './bench-floor.js';
+import { buildGoFloor } from './go-floor.js';
 import {
   BROKERS,
   ConnectorProcess,
@@ -59,8 +60,12 @@ export interface ThroughputOptions {
    * so the medians of several are printed; the run with the median ratio is the one detailed.
    */
   repeat: number;
-  /** Measure the floor (bare HTTP + plain Kafka writes) after the main run. */
-  floor: boolean;
+  /**
+   * The floors measured after each main run, in this order: `node` (scripts/floor.ts, bare HTTP +
+   * plain Kafka writes), `go` (scripts/go-floor); none when empty. The first is the one the
+   * ratios of the repeats and the choice of the detailed run use.
+   */
+  floors: FloorKind[];
   /** Write a V8 CPU profile of each connector child into this directory. */
   cpuProfDir: string | null;
   /** The scale-out series: instance counts, each against one shared sandbox limit. */
@@ -194,15 +199,27 @@ interface ScaleOutMeasure {
   partitionDocs: number[];
 }
 
-/** One main run and its floor, as the repeats summary shows them. */
+/** One main run and its floors, as the repeats summary shows them. */
 export interface RepeatMeasure {
   cpuMsPerDoc: number | null;
+  /** The first floor's (ThroughputOptions.floors). */
   floorCpuMsPerDoc: number | null;
   ratio: number | null;
   coldCpuMsPerDoc: number | null;
   floorColdCpuMsPerDoc: number | null;
+  /** Every floor of the run, the first included. */
+  floors: FloorRatio[];
   throughputDocsPerS: number;
   percentOfBound: number;
+}
+
+/** A floor's CPU per document and the connector's ratio to it. */
+export interface FloorRatio {
+  floor: FloorKind;
+  cpuMsPerDoc: number;
+  ratio: number | null;
+  coldCpuMsPerDoc: number | null;
+  coldRatio: number | null;
 }
 
 const HEAP = 'docstream_nodejs_heap_size_used_bytes';
@@ -221,8 +238,11 @@ export interface ThroughputResult {
     docsPerS: number;
   };
   docstream: RunMeasure & CpuMeasure & { percentOfBound: number };
+  /** The first floor measured (ThroughputOptions.floors) of the detailed run; null without floors. */
   floor: (FloorMeasure & { ratio: number | null; coldRatio: number | null }) | null;
-  /** Every main run with its floor, in order (one entry without --repeat). */
+  /** Every floor measured after the detailed run, in the order of ThroughputOptions.floors. */
+  floors: Array<FloorMeasure & { ratio: number | null; coldRatio: number | null }>;
+  /** Every main run with its floors, in order (one entry without --repeat). */
   repeats: RepeatMeasure[];
   /** `--delivery both`: at-least-once and exactly-once side by side. */
   delivery: DeliveryComparison | null;
@@ -662,13 +682,30 @@ function ratioOf(a: number | null, b: number | null | undefined): number | null 
   return a !== null && b ? round(a / b, 2) : null;
 }
 
-function repeatOf(d: RunMeasure & CpuMeasure, f: FloorMeasure | null, bound: number): RepeatMeasure {
+function floorRatio(d: RunMeasure & CpuMeasure, f: FloorMeasure): FloorMeasure & FloorRatio {
+  return {
+    ...f,
+    ratio: ratioOf(d.cpuMsPerDoc, f.cpuMsPerDoc),
+    coldRatio: ratioOf(d.coldCpuMsPerDoc, f.coldCpuMsPerDoc),
+  };
+}
+
+function repeatOf(d: RunMeasure & CpuMeasure, floors: FloorMeasure[], bound: number): RepeatMeasure {
+  const ratios = floors.map((f) => floorRatio(d, f));
+  const first = ratios[0];
   return {
     cpuMsPerDoc: d.cpuMsPerDoc,
-    floorCpuMsPerDoc: f?.cpuMsPerDoc ?? null,
-    ratio: ratioOf(d.cpuMsPerDoc, f?.cpuMsPerDoc),
+    floorCpuMsPerDoc: first?.cpuMsPerDoc ?? null,
+    ratio: first?.ratio ?? null,
     coldCpuMsPerDoc: d.coldCpuMsPerDoc,
-    floorColdCpuMsPerDoc: f?.coldCpuMsPerDoc ?? null,
+    floorColdCpuMsPerDoc: first?.coldCpuMsPerDoc ?? null,
+    floors: ratios.map(({ floor, cpuMsPerDoc, ratio, coldCpuMsPerDoc, coldRatio }) => ({
+      floor,
+      cpuMsPerDoc,
+      ratio,
+      coldCpuMsPerDoc,
+      coldRatio,
+    })),
     throughputDocsPerS: d.throughputDocsPerS,
     percentOfBound: round((100 * d.throughputDocsPerS) / bound, 1),
   };
@@ -686,7 +723,9 @@ export async function runThroughput(o: ThroughputOptions): Promise<ThroughputRes
     const rateLimitDocsPerS = o.rate / RATE_LIMITED_CALLS;
     const concurrencyDocsPerS = (o.maxInFlight * o.instances) / (o.latencyMs / 1000);
     const bound = Math.min(rateLimitDocsPerS, concurrencyDocsPerS);
-    const runs: Array<{ docstream: RunMeasure & CpuMeasure; floor: FloorMeasure | null }> = [];
+    // A missing Go toolchain fails here, not after the first main run.
+    if (o.floors.includes('go')) buildGoFloor(o.log);
+    const runs: Array<{ docstream: RunMeasure & CpuMeasure; floors: FloorMeasure[] }> = [];
     const eosRuns: Array<RunMeasure & CpuMeasure> = [];
     for (let r = 1; r <= o.repeat; r++) {
       const label = o.repeat > 1 ? `docstream ${r}/${o.repeat}` : 'docstream';
@@ -720,9 +759,12 @@ export async function runThroughput(o: ThroughputOptions): Promise<ThroughputRes
           docstream = await main('at-least-once', ' at-least-once');
         }
       } else docstream = await main(o.delivery);
-      const floor = o.floor
-        ? await runFloor(
+      const floors: FloorMeasure[] = [];
+      for (const kind of o.floors) {
+        floors.push(
+          await runFloor(
             {
+              kind,
               docs: o.docs,
               warmupDocs: o.warmupDocs,
               latencyMs: o.latencyMs,
@@ -735,11 +777,12 @@ export async function runThroughput(o: ThroughputOptions): Promise<ThroughputRes
             },
             kafka,
             dir,
-          )
-        : null;
-      runs.push({ docstream, floor });
+          ),
+        );
+      }
+      runs.push({ docstream, floors });
     }
-    const repeats = runs.map(({ docstream: d, floor: f }) => repeatOf(d, f, bound));
+    const repeats = runs.map(({ docstream: d, floors }) => repeatOf(d, floors, bound));
     // The run detailed in the table: the one with the median ratio (else the median CPU per document).
     const order = runs
       .map((_, i) => i)
@@ -748,7 +791,8 @@ export async function runThroughput(o: ThroughputOptions): Promise<ThroughputRes
           (repeats[a]!.ratio ?? repeats[a]!.cpuMsPerDoc ?? 0) -
           (repeats[b]!.ratio ?? repeats[b]!.cpuMsPerDoc ?? 0),
       );
-    const { docstream, floor: floorRun } = runs[order[Math.floor((order.length - 1) / 2)]!]!;
+    const { docstream, floors: floorRuns } = runs[order[Math.floor((order.length - 1) / 2)]!]!;
+    const floors = floorRuns.map((f) => floorRatio(docstream, f));
     const scaleOut: ScaleOutResult[] = [];
     for (const instances of o.scaleOut) {
       const burst = Math.max(1, Math.ceil(o.scaleRate / 5));
@@ -813,13 +857,8 @@ export async function runThroughput(o: ThroughputOptions): Promise<ThroughputRes
         ...docstream,
         percentOfBound: round((100 * docstream.throughputDocsPerS) / bound, 1),
       },
-      floor: floorRun
-        ? {
-            ...floorRun,
-            ratio: ratioOf(docstream.cpuMsPerDoc, floorRun.cpuMsPerDoc),
-            coldRatio: ratioOf(docstream.coldCpuMsPerDoc, floorRun.coldCpuMsPerDoc),
-          }
-        : null,
+      floor: floors[0] ?? null,
+      floors,
       repeats,
       delivery,
       scaleOut,

@@ -19,7 +19,7 @@ import { encodeState } from '../../src/connector/state/record.js';
 import { missingRuntimeDefaults } from '../../src/cli/runtime-defaults.js';
 
 export const BROKERS = (process.env.DOCSTREAM_KAFKA_BROKERS ?? 'localhost:9092').split(',');
-const REGISTRY_URL = process.env.DOCSTREAM_REGISTRY_URL ?? 'http://localhost:8081/apis/ccompat/v7';
+export const REGISTRY_URL = process.env.DOCSTREAM_REGISTRY_URL ?? 'http://localhost:8081/apis/ccompat/v7';
 export const CLI = path.resolve('dist/cli/index.js');
 
 /** The results a FRAUD_ONLY document waits for (the design's default). */
