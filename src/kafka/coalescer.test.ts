@@ -4,7 +4,7 @@ import { messageSize, RECORD_BATCH_OVERHEAD } from './message-size.js';
 import type { OutgoingMessage } from './producer.js';
 
 describe('CoalescingSender', () => {
-  it('sends the first message at once and gathers the rest while a request is out', async () => {
+  it('sends what one turn of the event loop sends in one request, and gathers the rest while it is out', async () => {
     const requests: Array<Array<{ topic: string; messages: OutgoingMessage[] }>> = [];
     let release: () => void = () => undefined;
     const producer = {
@@ -13,13 +13,25 @@ describe('CoalescingSender', () => {
         return new Promise<[]>((resolve) => (release = () => resolve([])));
       },
     };
+    const tick = () => new Promise((r) => setImmediate(r));
     const sender = new CoalescingSender(producer);
-    const first = sender.send('a', { key: '1', value: 'x' });
+    const first = [sender.send('a', { key: '1', value: 'x' })];
+    // A later microtask of the same turn still joins the first request.
+    await Promise.resolve();
+    first.push(sender.send('c', { key: '0', value: 'x' }));
+    expect(requests).toHaveLength(0);
+    await tick();
+    expect(requests).toHaveLength(1);
+    expect(requests[0]!.map((b) => [b.topic, b.messages.length])).toEqual([
+      ['a', 1],
+      ['c', 1],
+    ]);
     const rest = [sender.send('a', { key: '2', value: 'x' }), sender.send('b', { key: '3', value: 'x' })];
+    await tick();
     expect(requests).toHaveLength(1);
     release();
-    await first;
-    await new Promise((r) => setImmediate(r));
+    await Promise.all(first);
+    await tick();
     expect(requests).toHaveLength(2);
     expect(requests[1]!.map((b) => [b.topic, b.messages.length])).toEqual([
       ['a', 1],
@@ -73,6 +85,7 @@ describe('CoalescingSender with replace', () => {
   it('sends only the latest value of a key queued meanwhile, and resolves every caller with it', async () => {
     const g = gated();
     const first = g.sender.send('s', { key: 'k', value: 'v1', partition: 0 }, { replace: true });
+    await tick();
     const second = g.sender.send('s', { key: 'k', value: 'v2', partition: 0 }, { replace: true });
     const other = g.sender.send('s', { key: 'j', value: 'w1', partition: 0 }, { replace: true });
     const third = g.sender.send('s', { key: 'k', value: 'v3', partition: 0 }, { replace: true });
@@ -90,6 +103,7 @@ describe('CoalescingSender with replace', () => {
   it('never replaces across topics, partitions or without the option, nor a message already sent', async () => {
     const g = gated();
     const inFlight = g.sender.send('s', { key: 'k', value: 'a', partition: 0 }, { replace: true });
+    await tick();
     const queued = [
       g.sender.send('s', { key: 'k', value: 'b', partition: 0 }, { replace: true }),
       g.sender.send('t', { key: 'k', value: 'c', partition: 0 }, { replace: true }),
@@ -109,6 +123,7 @@ describe('CoalescingSender with replace', () => {
   it('rejects every caller of a replaced entry when its request fails', async () => {
     const g = gated();
     const first = g.sender.send('s', { key: 'k', value: 'v1' }, { replace: true });
+    await tick();
     const later = [
       g.sender.send('s', { key: 'k', value: 'v2' }, { replace: true }),
       g.sender.send('s', { key: 'k', value: 'v3' }, { replace: true }),
@@ -162,6 +177,7 @@ describe('CoalescingSender and message size', () => {
     };
     const sender = new CoalescingSender(producer, 500, { maxBatchBytes: 1000 });
     const first = sender.send('a', { key: '0', value: value(10) });
+    await new Promise((r) => setImmediate(r));
     // Five messages of ~400 bytes each: at most two fit in 1000 bytes.
     const rest = Array.from({ length: 5 }, (_, i) =>
       sender.send('a', { key: String(i + 1), value: value(400) }),
@@ -195,6 +211,7 @@ describe('CoalescingSender and message size', () => {
     };
     const sender = new CoalescingSender(producer);
     const first = sender.send('a', { key: 'first', value: 'x' });
+    await new Promise((r) => setImmediate(r));
     const gathered = ['x', 'big', 'y'].map((key) => sender.send('a', { key, value: 'v' }));
     release();
     await first;

@@ -9,6 +9,11 @@
  * refuses a gathered request as too large, its messages are sent again one by one so that only the
  * culprit fails.
  *
+ * The first send to an idle sender goes out once the current turn of the event loop is over
+ * (`setImmediate`), not at once: what the same turn sends meets it in one request. At a trickle
+ * that is a document's results fetched together, and the states recorded after them (one record,
+ * see below); a flood gathers while a request is out anyway.
+ *
  * A message sent with `replace` supersedes the one still queued under the same topic and key (a
  * compacted topic keeps only the latest value of a key anyway): the queued entry takes the newer
  * value in its place, and every caller's promise resolves once that newer value is acknowledged.
@@ -91,7 +96,10 @@ export class CoalescingSender {
         this.replaceable.set(slot, item);
       }
       this.queue.push(item);
-      if (!this.inFlight) void this.flush();
+      if (!this.inFlight) {
+        this.inFlight = true;
+        setImmediate(() => void this.flush());
+      }
     });
   }
 
@@ -110,7 +118,6 @@ export class CoalescingSender {
   }
 
   private async flush(): Promise<void> {
-    this.inFlight = true;
     while (this.queue.length > 0) {
       const items = this.takeBatch();
       try {

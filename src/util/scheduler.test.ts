@@ -58,6 +58,22 @@ describe('PollScheduler', () => {
     expect(ran).toEqual(['d2']);
   });
 
+  it('takes a job off the schedule early only when it is due within the given time', () => {
+    const clock = new FakeClock();
+    const s = new PollScheduler(clock);
+    const ran: string[] = [];
+    s.schedule('soon', 40, () => ran.push('soon'));
+    s.schedule('later', 60, () => ran.push('later'));
+    expect(s.takeEarly('later', 50)).toBe(false);
+    expect(s.takeEarly('soon', 50)).toBe(true);
+    expect(s.takeEarly('soon', 50)).toBe(false);
+    expect(s.takeEarly('unknown', 50)).toBe(false);
+    clock.advance(100);
+    // Taken, it is the caller's to run: the scheduler does not run it as well.
+    expect(ran).toEqual(['later']);
+    expect(s.held).toBe(0);
+  });
+
   it('keeps running other tasks when one throws', () => {
     const clock = new FakeClock();
     const s = new PollScheduler(clock);

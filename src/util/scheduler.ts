@@ -62,6 +62,17 @@ export class PollScheduler {
     this.removeAt(entry.index);
   }
 
+  /**
+   * Takes `key` off the schedule when it is due within `withinMs`, for the caller to run it now
+   * (jobs best done together: the polls of one document's results). Says whether it was taken.
+   */
+  takeEarly(key: string, withinMs: number): boolean {
+    const entry = this.live.get(key);
+    if (!entry || entry.dueAt > this.clock.now() + withinMs) return false;
+    this.cancel(key);
+    return true;
+  }
+
   /** Cancels every key starting with `prefix` (all polls of one document or one partition). */
   cancelPrefix(prefix: string): void {
     for (const key of [...this.live.keys()]) if (key.startsWith(prefix)) this.cancel(key);

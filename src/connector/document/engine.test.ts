@@ -265,6 +265,42 @@ describe('DocumentEngine', () => {
     expect(engine.inFlight).toBe(0);
   });
 
+  it('publishes the results of a document fetched together in one turn, after the last of them arrives', async () => {
+    const { api, out, engine, until } = setup();
+    let release: () => void = () => undefined;
+    api.holdDecision = new Promise<void>((r) => (release = r));
+    await engine.admit(source, event({ enable_decision: true }), undefined);
+    const fetched = (k: string) => api.calls.includes(`get:${k}`);
+    while (!['fraud', 'quality', 'classification', 'decision'].every(fetched))
+      await new Promise((r) => setImmediate(r));
+    for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
+    // Three results are in, the decision is still being fetched: nothing is published yet.
+    expect(out.results).toEqual([]);
+    const turns: number[] = [];
+    let turn = 0;
+    const counting = setInterval(() => (turn += 1), 0);
+    const publish = out.publishResult.bind(out);
+    out.publishResult = (...a) => {
+      turns.push(turn);
+      return publish(...a);
+    };
+    release();
+    await until(1);
+    clearInterval(counting);
+    expect(out.results.map((r) => r.kind).sort()).toEqual(['classification', 'decision', 'fraud', 'quality']);
+    expect(new Set(turns).size).toBe(1);
+  });
+
+  it('does not hold a fetched result for long behind a sibling whose fetch hangs', async () => {
+    const { api, out, engine } = setup();
+    api.holdDecision = new Promise<void>(() => undefined);
+    await engine.admit(source, event({ enable_decision: true }), undefined);
+    const deadline = Date.now() + 5000;
+    while (out.results.length < 3 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    expect(out.results.map((r) => r.kind).sort()).toEqual(['classification', 'fraud', 'quality']);
+    await engine.stop(100);
+  });
+
   it('sends characteristics before the upload when the event has them', async () => {
     const { api, engine, until } = setup();
     await engine.admit(source, event({ submission_characteristics: { customer_case_id: 'c' } }), undefined);

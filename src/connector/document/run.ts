@@ -63,6 +63,8 @@ export class Run {
   readonly attempts = new Map<Awaitable, number>();
   /** Results being published now: a second fetch of one (a poll and a webhook at once) is dropped. */
   readonly publishing = new Set<Awaitable>();
+  /** Results being fetched now: one fetched waits for these before it is published (`document-life`). */
+  readonly fetching = new Map<Awaitable, Promise<unknown>>();
   /** A webhook delivery said the decision is ready: it is fetched now, polling or not. */
   decisionDelivered = false;
   /** When the document fails if its results are not all published (epoch ms). */
