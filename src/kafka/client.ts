@@ -13,9 +13,11 @@ import { TransactionalWriters, type TransactionalSettings } from './transactions
 import type { ConnectionSettings } from './security-hints.js';
 import type { KafkaSecurity } from './security.js';
 import { fixIdleRequestQueues } from './request-queue.js';
+import { fixPausedFetchLoops } from './paused-fetch.js';
 
 const { Kafka: KafkaJs, logLevel: LogLevel } = kafkajs;
 fixIdleRequestQueues();
+fixPausedFetchLoops();
 
 const DEFAULT_BROKERS = ['localhost:9092'];
 

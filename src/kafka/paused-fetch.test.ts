@@ -1,0 +1,230 @@
+import { EventEmitter } from 'node:events';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { consumerGroupClass, fixPausedFetchLoops, runnerClass } from './paused-fetch.js';
+
+interface TopicPartitions {
+  topic: string;
+  partitions: number[];
+}
+
+interface Group {
+  memberId: string | null;
+  coordinator: object;
+  offsetManager: object;
+  subscriptionState: { assign(topicPartitions: TopicPartitions[]): void };
+  pause(topicPartitions: TopicPartitions[]): void;
+  resume(topicPartitions: TopicPartitions[]): void;
+  joinAndSync(): Promise<void>;
+}
+
+interface Runner {
+  running: boolean;
+  scheduleFetchManager(): void;
+  stop(): Promise<void>;
+}
+
+const quietLogger = {
+  debug: () => {},
+  info: () => {},
+  warn: () => {},
+  error: () => {},
+  namespace: () => quietLogger,
+};
+
+const TOPIC = 't';
+
+/** Every Runner a test started, stopped after it even when it failed. */
+const running: Runner[] = [];
+
+/**
+ * A real kafkajs ConsumerGroup and Runner, joined (member `m`) and holding partition 0 of `t`, paused;
+ * the cluster, the group's coordinator and the broker are stand-ins that count what the loop asks.
+ */
+function pausedConsumer(options: { maxWaitTime: number; heartbeatInterval: number }) {
+  const seen = { loops: 0, heartbeats: 0, fetches: 0, left: 0, rejoins: 0 };
+  /** While set, the next metadata refresh (the start of every loop) waits for it to resolve. */
+  let gate: Promise<void> | null = null;
+  let entered: () => void = () => {};
+  const broker = {
+    fetch: async () => {
+      seen.fetches += 1;
+      await sleep(20);
+      return { responses: [] };
+    },
+  };
+  const cluster = {
+    refreshMetadataIfNecessary: async () => {
+      seen.loops += 1;
+      if (gate) {
+        const wait = gate;
+        gate = null;
+        entered();
+        await wait;
+      }
+    },
+    findTopicPartitionMetadata: () => [{ partitionId: 0, leader: 0 }],
+    getNodeIds: () => [0],
+    findBroker: async () => broker,
+  };
+  const ConsumerGroup = consumerGroupClass() as unknown as new (o: object) => Group;
+  const group = new ConsumerGroup({
+    cluster,
+    groupId: 'g',
+    topics: [TOPIC],
+    topicConfigurations: {},
+    logger: quietLogger,
+    instrumentationEmitter: new EventEmitter(),
+    retry: { retries: 0 },
+    assigners: [],
+    maxWaitTimeInMs: options.maxWaitTime,
+    maxBytesPerPartition: 1024,
+    autoCommit: false,
+  });
+  group.memberId = 'm';
+  group.coordinator = {
+    heartbeat: async () => {
+      seen.heartbeats += 1;
+    },
+    leaveGroup: async () => {
+      seen.left += 1;
+    },
+  };
+  group.offsetManager = {
+    seek: async () => {},
+    resolveOffsets: async () => {},
+    committedOffsets: () => ({ [TOPIC]: { 0: '0' } }),
+    nextOffset: () => ({ toString: () => '0' }),
+  };
+  group.subscriptionState.assign([{ topic: TOPIC, partitions: [0] }]);
+  group.pause([{ topic: TOPIC, partitions: [0] }]);
+  const Runner = runnerClass() as unknown as new (o: object) => Runner;
+  const runner = new Runner({
+    logger: quietLogger,
+    consumerGroup: group,
+    instrumentationEmitter: new EventEmitter(),
+    heartbeatInterval: options.heartbeatInterval,
+    retry: { retries: 0 },
+    autoCommit: false,
+    eachBatch: async () => {},
+    onCrash: () => {},
+    concurrency: 1,
+  });
+  running.push(runner);
+  return {
+    group,
+    runner,
+    seen,
+    /** Starts kafkajs's fetch loop as `Runner.start` does once the member joined. */
+    start: () => {
+      runner.running = true;
+      runner.scheduleFetchManager();
+    },
+    /** Holds the next loop in its metadata refresh; resolves once it is there, with the release. */
+    holdNextLoop: () =>
+      new Promise<() => void>((there) => {
+        let release: () => void = () => {};
+        gate = new Promise<void>((resolve) => (release = resolve));
+        entered = () => there(release);
+      }),
+  };
+}
+
+/** Waits until `done()` holds, for at most `ms`; returns whether it held. */
+async function until(done: () => boolean, ms = 2000): Promise<boolean> {
+  const deadline = Date.now() + ms;
+  while (!done() && Date.now() < deadline) await sleep(5);
+  return done();
+}
+
+/** Resolves 'done' when `promise` settles within `ms`, 'waiting' otherwise. */
+async function within(promise: Promise<unknown>, ms = 2000): Promise<'done' | 'waiting'> {
+  const guard = new AbortController();
+  const waiting = sleep(ms, 'waiting' as const, { signal: guard.signal }).catch(() => 'waiting' as const);
+  try {
+    return await Promise.race([promise.then(() => 'done' as const), waiting]);
+  } finally {
+    guard.abort();
+  }
+}
+
+describe("kafkajs's fetch loop with fixPausedFetchLoops", () => {
+  beforeAll(() => fixPausedFetchLoops());
+  afterEach(() => {
+    for (const runner of running.splice(0)) void runner.stop();
+  });
+
+  it('wakes once per heartbeat while every partition is paused (not every maxWaitTime), heartbeats on time', async () => {
+    const c = pausedConsumer({ maxWaitTime: 5, heartbeatInterval: 50 });
+    c.start();
+    expect(await until(() => c.seen.heartbeats >= 4)).toBe(true);
+    const { loops, heartbeats } = c.seen;
+    await c.runner.stop();
+    // kafkajs alone: one loop per maxWaitTime, about ten per heartbeat here.
+    expect(loops).toBeLessThanOrEqual(heartbeats + 2);
+    expect(c.seen.fetches).toBe(0);
+  });
+
+  it('fetches a resumed partition at once, not after the nap', async () => {
+    const c = pausedConsumer({ maxWaitTime: 60_000, heartbeatInterval: 60_000 });
+    c.start();
+    expect(await until(() => c.seen.loops === 1)).toBe(true);
+    await sleep(20);
+    c.group.resume([{ topic: TOPIC, partitions: [0] }]);
+    expect(await until(() => c.seen.fetches > 0)).toBe(true);
+    expect(await within(c.runner.stop())).toBe('done');
+  });
+
+  it('stops at once while napping, and leaves the group', async () => {
+    const c = pausedConsumer({ maxWaitTime: 60_000, heartbeatInterval: 60_000 });
+    c.start();
+    expect(await until(() => c.seen.loops === 1)).toBe(true);
+    await sleep(20);
+    expect(await within(c.runner.stop())).toBe('done');
+    expect(c.seen.left).toBe(1);
+    expect(c.seen.loops).toBe(1);
+  });
+
+  it('does not nap when stopped while getting ready to (the wake came first)', async () => {
+    const c = pausedConsumer({ maxWaitTime: 60_000, heartbeatInterval: 60_000 });
+    const held = c.holdNextLoop();
+    c.start();
+    const release = await held;
+    const stopped = c.runner.stop();
+    release();
+    expect(await within(stopped)).toBe('done');
+  });
+
+  it('fetches a partition resumed while getting ready to nap', async () => {
+    const c = pausedConsumer({ maxWaitTime: 60_000, heartbeatInterval: 60_000 });
+    const held = c.holdNextLoop();
+    c.start();
+    const release = await held;
+    c.group.resume([{ topic: TOPIC, partitions: [0] }]);
+    release();
+    expect(await until(() => c.seen.fetches > 0)).toBe(true);
+    expect(await within(c.runner.stop())).toBe('done');
+  });
+
+  it('still learns of a rebalance from the next heartbeat while every partition is paused', async () => {
+    const c = pausedConsumer({ maxWaitTime: 5, heartbeatInterval: 50 });
+    c.group.coordinator = {
+      heartbeat: async () => {
+        c.seen.heartbeats += 1;
+        const error = new Error('The group is rebalancing, so a rejoin is needed') as Error & {
+          type: string;
+        };
+        error.name = 'KafkaJSProtocolError';
+        error.type = 'REBALANCE_IN_PROGRESS';
+        throw error;
+      },
+      leaveGroup: async () => {},
+    };
+    c.group.joinAndSync = async () => {
+      c.seen.rejoins += 1;
+    };
+    c.start();
+    expect(await until(() => c.seen.rejoins > 0)).toBe(true);
+    await c.runner.stop();
+    expect(c.seen.heartbeats).toBeGreaterThan(0);
+  });
+});

@@ -1,0 +1,195 @@
+/**
+ * Lets a kafkajs 2.2.4 consumer with nothing to fetch sleep until something can change that, instead
+ * of waking every `maxWaitTime`.
+ *
+ * Why: when no partition a consumer holds is active, kafkajs's `ConsumerGroup.fetch`
+ * (src/consumer/consumerGroup.js, lines 490–493 of 2.2.4: `if (!requests.length) { await
+ * sleep(this.maxWaitTime); return [] }`) sleeps `maxWaitTime` and returns nothing; its Runner
+ * heartbeats if one is due and calls it again. The state and input readers (`partition-reader.ts`,
+ * maxWaitTime 100 ms) keep every partition paused while idle: 20 timer callbacks a second on an idle
+ * `docstream run`, its most frequent wake-up once `request-queue.ts` was in (docs/performance.md,
+ * issue 31). A longer maxWaitTime would delay every resume (a restore's start, a resumed document's
+ * read) by as much.
+ *
+ * The replacement, only while no partition of the consumer is active (all paused, or none assigned):
+ * `fetch` does what kafkajs's does before it looks for work (the metadata refresh when due, the check
+ * for partitions added to a subscribed topic, which rejoins; pending seeks and the group's offsets,
+ * so a resumed partition is fetched at once), then naps until the next heartbeat is due (never less
+ * than maxWaitTime, as before) and returns nothing. A resume, the Runner's stop (stop, disconnect, a
+ * crash) and a failed fetch of another broker's fetcher end the nap at once. What is kept:
+ * - heartbeats on time (the nap ends when one is due), so the session holds and a rebalance is
+ *   noticed at the next heartbeat, as before (then within maxWaitTime after it was due);
+ * - no wait added to a resume, nor to a stop (the `ConsumerGroup.resume` and `Runner.stop` of
+ *   kafkajs wake the nap);
+ * - everything else: while any partition is active, kafkajs's own `fetch` runs unchanged.
+ * It applies to every kafkajs consumer of the process: the main consumer pauses all it holds during
+ * an outage of the API (it then heartbeats as before and resumes without its 5 s maxWaitTime), and a
+ * member holding no partition naps until its heartbeat, which is where it learns of a rebalance.
+ * Not kept: a change of the cluster's brokers while nothing is active is acted on at the next
+ * heartbeat rather than within maxWaitTime (kafkajs rebuilds its per-broker fetchers on it).
+ */
+import { createRequire } from 'node:module';
+
+interface TopicPartitions {
+  topic: string;
+  partitions: number[];
+}
+
+/** The fields of kafkajs's ConsumerGroup the replacement uses. */
+export interface ConsumerGroupLike {
+  maxWaitTime: number;
+  /** When the group's coordinator was last heard from; a heartbeat is due `heartbeatInterval` later. */
+  lastRequest: number;
+  cluster: { refreshMetadataIfNecessary(): Promise<void> };
+  subscriptionState: { active(): TopicPartitions[]; assigned(): TopicPartitions[] };
+  checkForStaleAssignment(): void;
+  filterPartitionsByNode(nodeId: number, topicPartitions: TopicPartitions[]): TopicPartitions[];
+  seekOffsets(topicPartitions: TopicPartitions[]): Promise<void>;
+  recoverFromFetch(error: unknown): Promise<void>;
+  fetch(nodeId: number): Promise<unknown[]>;
+  resume(topicPartitions: TopicPartitions[]): void;
+}
+
+/** The fields of kafkajs's Runner the replacement uses. */
+export interface RunnerLike {
+  consumerGroup: ConsumerGroupLike;
+  heartbeatInterval: number;
+  fetch(nodeId: number): Promise<unknown[]>;
+  stop(): Promise<void>;
+}
+
+interface Nap {
+  timer: NodeJS.Timeout | undefined;
+  /** The fetches sleeping in it. */
+  sleepers: Array<() => void>;
+}
+
+/** Per consumer group: what may end a nap, and the nap its fetchers (one per broker) share. */
+interface NapState {
+  /** Counts the wakes, so that a fetch that was woken before its nap began does not nap. */
+  wakes: number;
+  heartbeatIntervalMs?: number;
+  nap?: Nap;
+}
+
+const states = new WeakMap<ConsumerGroupLike, NapState>();
+
+function stateOf(group: ConsumerGroupLike): NapState {
+  let state = states.get(group);
+  if (!state) {
+    state = { wakes: 0 };
+    states.set(group, state);
+  }
+  return state;
+}
+
+function endNap(state: NapState): void {
+  const current = state.nap;
+  if (!current) return;
+  state.nap = undefined;
+  clearTimeout(current.timer);
+  for (const sleeper of current.sleepers) sleeper();
+}
+
+/** Ends the group's nap, if any, and any nap about to begin in a fetch already under way. */
+function wake(group: ConsumerGroupLike): void {
+  const state = stateOf(group);
+  state.wakes += 1;
+  endNap(state);
+}
+
+function anyActive(group: ConsumerGroupLike): boolean {
+  return group.subscriptionState.active().some(({ partitions }) => partitions.length > 0);
+}
+
+/** When the nap ends without a wake: the next heartbeat's due time, maxWaitTime from now at least. */
+function napUntil(group: ConsumerGroupLike, heartbeatIntervalMs: number | undefined): number {
+  const now = Date.now();
+  const floor = now + group.maxWaitTime;
+  if (heartbeatIntervalMs === undefined) return floor;
+  // kafkajs sends the heartbeat once `now >= lastRequest + interval`.
+  return Math.max(floor, group.lastRequest + heartbeatIntervalMs);
+}
+
+function nap(group: ConsumerGroupLike, state: NapState): Promise<void> {
+  return new Promise((resolve) => {
+    if (state.nap) {
+      state.nap.sleepers.push(resolve);
+      return;
+    }
+    const until = napUntil(group, state.heartbeatIntervalMs);
+    const current: Nap = { timer: undefined, sleepers: [resolve] };
+    state.nap = current;
+    const check = (): void => {
+      // A timer may fire a little before Date.now() reaches its time: the heartbeat would not be due.
+      const left = until - Date.now();
+      if (left > 0) current.timer = setTimeout(check, left);
+      else endNap(state);
+    };
+    check();
+  });
+}
+
+const require = createRequire(import.meta.url);
+
+/** kafkajs's ConsumerGroup class (the module its consumers load: same path, same module). */
+export function consumerGroupClass(): { prototype: ConsumerGroupLike } {
+  return require('kafkajs/src/consumer/consumerGroup.js') as { prototype: ConsumerGroupLike };
+}
+
+/** kafkajs's Runner class, which drives a consumer group's fetch loop. */
+export function runnerClass(): { prototype: RunnerLike } {
+  return require('kafkajs/src/consumer/runner.js') as { prototype: RunnerLike };
+}
+
+let fixed = false;
+
+/** Puts the replacements on kafkajs's ConsumerGroup and Runner, once per process. */
+export function fixPausedFetchLoops(): void {
+  if (fixed) return;
+  fixed = true;
+  const group = consumerGroupClass().prototype;
+  const fetch = group.fetch;
+  group.fetch = async function (this: ConsumerGroupLike, nodeId: number) {
+    if (anyActive(this)) return fetch.call(this, nodeId);
+    const state = stateOf(this);
+    const wakes = state.wakes;
+    try {
+      // What kafkajs's fetch does before it looks for work, in its order and with its recovery.
+      await this.cluster.refreshMetadataIfNecessary();
+      this.checkForStaleAssignment();
+      await this.seekOffsets(this.filterPartitionsByNode(nodeId, this.subscriptionState.assigned()));
+    } catch (error) {
+      await this.recoverFromFetch(error);
+      return [];
+    }
+    // Resumed meanwhile: fetch it now.
+    if (anyActive(this)) return fetch.call(this, nodeId);
+    if (state.wakes === wakes) await nap(this, state);
+    return [];
+  };
+  const resume = group.resume;
+  group.resume = function (this: ConsumerGroupLike, topicPartitions: TopicPartitions[]) {
+    resume.call(this, topicPartitions);
+    wake(this);
+  };
+  const runner = runnerClass().prototype;
+  const runnerFetch = runner.fetch;
+  runner.fetch = async function (this: RunnerLike, nodeId: number) {
+    stateOf(this.consumerGroup).heartbeatIntervalMs = this.heartbeatInterval;
+    try {
+      return await runnerFetch.call(this, nodeId);
+    } catch (error) {
+      // The other brokers' fetchers are waited for before the group rejoins or the consumer crashes.
+      wake(this.consumerGroup);
+      throw error;
+    }
+  };
+  const stop = runner.stop;
+  runner.stop = function (this: RunnerLike) {
+    // kafkajs's stop marks the Runner stopped before it waits for the fetchers: wake them after.
+    const stopped = stop.call(this);
+    wake(this.consumerGroup);
+    return stopped;
+  };
+}
