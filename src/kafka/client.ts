@@ -14,10 +14,12 @@ import type { ConnectionSettings } from './security-hints.js';
 import type { KafkaSecurity } from './security.js';
 import { fixIdleRequestQueues } from './request-queue.js';
 import { fixPausedFetchLoops } from './paused-fetch.js';
+import { releaseEmptyRemainders } from './response-remainder.js';
 
 const { Kafka: KafkaJs, logLevel: LogLevel } = kafkajs;
 fixIdleRequestQueues();
 fixPausedFetchLoops();
+releaseEmptyRemainders();
 
 const DEFAULT_BROKERS = ['localhost:9092'];
 

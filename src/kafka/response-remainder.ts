@@ -1,0 +1,42 @@
+/**
+ * Lets a quiet kafkajs connection forget the buffer its last response came in. kafkajs 2.2.4's
+ * `Connection.processData` (src/network/connection.js) keeps the bytes that follow each response as
+ * a slice of the buffer they were read into (`this.chunks = [decoder.readAll()]`). When nothing
+ * follows, the slice is empty but still holds that whole buffer, for as long as the connection reads
+ * nothing more. After a restore, that is the state reader's last fetch response: 3–4 MB of external
+ * memory per instance, kept while its partitions stay paused (issue 31, docs/performance.md: a
+ * good part of what an instance holding finished documents kept beyond their index).
+ *
+ * The replacement runs the library's own `processData` and then drops an empty remainder; a
+ * remainder with bytes in it (the start of the next response) stays as the library left it.
+ */
+import { createRequire } from 'node:module';
+
+/** The fields of kafkajs's Connection that its response framing uses. */
+export interface FramingConnection {
+  chunks: Buffer[];
+  bytesBuffered: number;
+  processData(rawData: Buffer): unknown;
+}
+
+const require = createRequire(import.meta.url);
+
+/** kafkajs's Connection class (the module its brokers load: same path, same module). */
+export function connectionClass(): { prototype: FramingConnection } {
+  return require('kafkajs/src/network/connection.js') as { prototype: FramingConnection };
+}
+
+let fixed = false;
+
+/** Puts the replacement on kafkajs's Connection, once per process. */
+export function releaseEmptyRemainders(): void {
+  if (fixed) return;
+  fixed = true;
+  const proto = connectionClass().prototype;
+  const processData = proto.processData;
+  proto.processData = function (this: FramingConnection, rawData: Buffer) {
+    const result = processData.call(this, rawData);
+    if (this.bytesBuffered === 0 && this.chunks.length > 0) this.chunks = [];
+    return result;
+  };
+}
