@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -49,6 +49,13 @@ async function freePorts(n: number): Promise<number[]> {
   });
   await Promise.all(servers.map((s) => new Promise((ok) => s.close(ok))));
   return ports;
+}
+
+/** Port flags for a stack of its own, on ports nothing listens on. */
+async function freePortFlags(): Promise<string[]> {
+  const ports = await freePorts(5);
+  const flags = ['--kafka-port', '--kafka-controller-port', '--registry-port', '--registry-management-port'];
+  return [...flags, '--s3-port'].flatMap((flag, i) => [flag, String(ports[i])]);
 }
 
 const brokers = (process.env.DOCSTREAM_KAFKA_BROKERS ?? 'localhost:9092').split(',');
@@ -136,31 +143,29 @@ describe('docstream stack (CLI)', () => {
     });
 
     test('status of a run dir with nothing running exits 3', async () => {
-      const [kafka, controller, registry, management, s3] = (await freePorts(5)) as [
-        number,
-        number,
-        number,
-        number,
-        number,
-      ];
-      const run = await cli([
-        'stack',
-        'status',
-        '--run-dir',
-        runDir,
-        '--kafka-port',
-        String(kafka),
-        '--kafka-controller-port',
-        String(controller),
-        '--registry-port',
-        String(registry),
-        '--registry-management-port',
-        String(management),
-        '--s3-port',
-        String(s3),
-      ]);
+      const run = await cli(['stack', 'status', '--run-dir', runDir, ...(await freePortFlags())]);
       expect(run.code).toBe(3);
       expect(run.stdout).toMatch(/^kafka\s+pid -\s+port \S+\s+stopped$/m);
+    });
+
+    test('status warns of too many partition directories; down --wipe removes them and says so', async () => {
+      const data = join(runDir, 'kafka', 'data');
+      for (let i = 0; i < 2001; i++) mkdirSync(join(data, `t-${i}`), { recursive: true });
+      const portFlags = await freePortFlags();
+
+      const status = await cli(['stack', 'status', '--run-dir', runDir, ...portFlags]);
+      expect(status.code).toBe(3);
+      expect(status.stdout).toContain(`kafka: warning: 2,001 partition directories in ${data}`);
+      expect(status.stdout).toContain('`docstream stack down --wipe`');
+
+      const down = await cli(['stack', 'down', '--wipe', '--run-dir', runDir, ...portFlags]);
+      expect(down.stderr).toBe('');
+      expect(down.code).toBe(0);
+      expect(down.stdout).toContain(
+        `kafka: removed ${join(runDir, 'kafka')} (2,001 partition directories, 0.0 MB)`,
+      );
+      expect(down.stdout).toMatch(/^stack: wiped; the next `docstream stack up` starts afresh$/m);
+      expect(existsSync(runDir)).toBe(false);
     });
 
     test('bad input gives a clear message and a non-zero exit', async () => {

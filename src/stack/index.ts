@@ -1,4 +1,4 @@
-import { existsSync, statSync } from 'node:fs';
+import { existsSync, rmdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { waitUntilHealthy } from './health.js';
 import { selectedServices, validateOptions, type ServiceName, type StackOptions } from './options.js';
@@ -16,11 +16,13 @@ import {
   type PidRecord,
 } from './process.js';
 import { registryUrl, SERVICES, type ServiceDef } from './services.js';
+import { describeRemoved, partitionDirWarning, processesUsing, removeServiceDir } from './state-dir.js';
 
 export { defaultStackOptions, DEFAULT_PORTS, PORT_ENV, SERVICE_NAMES } from './options.js';
 export type { ServiceName, StackOptions } from './options.js';
 export { readSecureListeners, scramPasswordFile, type SecureListeners } from './secure.js';
 export { startOidcServer, type OidcServer } from './oidc-server.js';
+export { partitionDirWarning } from './state-dir.js';
 
 /** A failure with a message meant for the user (no stack trace needed). */
 class StackError extends Error {
@@ -187,13 +189,20 @@ export async function stackUp(o: StackOptions): Promise<UpResult> {
     );
     const failures = outcomes.filter((f): f is string => f !== undefined);
     if (failures.length > 0) throw new StackError(failures.join('\n'));
+    warnOfManyPartitions(o);
     return result;
   });
 }
 
-/** Stops what `up` started from this run dir (verified through the pid file and the process's argv). */
+/**
+ * Stops what `up` started from this run dir (verified through the pid file and the process's argv).
+ * With `wipe`, then removes each selected service's directory, saying what it held; a directory that
+ * a process still names on its command line (the service run by hand, or from a lost pid file) is
+ * kept, and the command fails naming the pids.
+ */
 export async function stackDown(o: StackOptions): Promise<void> {
   checkOptions(o);
+  const inUse: string[] = [];
   await withLock(lockFile(o), o.timeoutMs, async () => {
     for (const name of [...selectedServices(o)].reverse()) {
       const file = servicePaths(o.runDir, name).pidFile;
@@ -201,16 +210,49 @@ export async function stackDown(o: StackOptions): Promise<void> {
       if (!rec || !isOurProcess(rec)) {
         removePidFile(file);
         o.log(`${name}: not running`);
-        continue;
+      } else {
+        const started = Date.now();
+        const how = await stopProcess(rec, Math.min(o.timeoutMs, 30_000));
+        removePidFile(file);
+        o.log(
+          `${name}: ${how === 'killed' ? 'killed (did not stop on SIGTERM)' : 'stopped'} (pid ${rec.pid}) in ${seconds(Date.now() - started)}`,
+        );
       }
-      const started = Date.now();
-      const how = await stopProcess(rec, Math.min(o.timeoutMs, 30_000));
-      removePidFile(file);
-      o.log(
-        `${name}: ${how === 'killed' ? 'killed (did not stop on SIGTERM)' : 'stopped'} (pid ${rec.pid}) in ${seconds(Date.now() - started)}`,
-      );
+      if (o.wipe) wipeService(o, name, inUse);
     }
   });
+  if (o.wipe) {
+    try {
+      rmdirSync(o.runDir); // only when empty: a run dir given by hand may hold other things
+    } catch {
+      // not empty, or already gone
+    }
+  }
+  if (inUse.length > 0) throw new StackError(inUse.join('\n'));
+}
+
+function wipeService(o: StackOptions, name: ServiceName, inUse: string[]): void {
+  const dir = servicePaths(o.runDir, name).dir;
+  const users = processesUsing(dir);
+  if (users.length > 0) {
+    inUse.push(
+      `${name}: not removed: ${dir} is still in use by pid ${users.join(', ')}; stop ${users.length > 1 ? 'them' : 'it'} and run \`docstream stack down --wipe\` again`,
+    );
+    return;
+  }
+  const removed = removeServiceDir(o.runDir, name);
+  o.log(
+    removed.existed
+      ? `${name}: removed ${removed.dir} (${describeRemoved(removed)})`
+      : `${name}: nothing to remove (${removed.dir} does not exist)`,
+  );
+}
+
+/** Kafka's partition directories, when there are so many that the broker may run out of memory. */
+function warnOfManyPartitions(o: StackOptions): void {
+  if (!selectedServices(o).includes('kafka')) return;
+  const warning = partitionDirWarning(o.runDir);
+  if (warning) o.log(warning);
 }
 
 interface ServiceStatus {
@@ -253,6 +295,7 @@ export async function stackStatus(o: StackOptions): Promise<{ ok: boolean; servi
       `${name.padEnd(9)} pid ${String(rec?.pid ?? '-').padEnd(8)} port ${st.ports.join(',').padEnd(11)} ${state}`,
     );
   }
+  warnOfManyPartitions(o);
   return { ok: services.every((s) => s.healthy), services };
 }
 

@@ -27,6 +27,8 @@ export interface StackOptions {
   services?: ServiceName[];
   /** `up` only: stop the selected services and wipe their data first. */
   fresh?: boolean;
+  /** `down` only: once stopped, remove the selected services' directories (data, logs, configs, keys). */
+  wipe?: boolean;
   log: (line: string) => void;
 }
 

@@ -30,6 +30,7 @@ interface CommonFlags {
   timeout?: number;
   services?: ServiceName[];
   fresh?: boolean;
+  wipe?: boolean;
 }
 
 function parsePort(value: string): number {
@@ -163,6 +164,7 @@ function toOptions(
   };
   if (flags.services) o.services = flags.services;
   if (flags.fresh) o.fresh = true;
+  if (flags.wipe) o.wipe = true;
   return o;
 }
 
@@ -204,8 +206,14 @@ export function registerStackCommand(program: Command): void {
 
   withCommonOptions(stack.command('down'))
     .description('Stop what `stack up` started.')
+    .option(
+      '--wipe',
+      "then remove the selected services' data, logs, configs and keys from the run dir, to start over",
+    )
     .action(async (flags: CommonFlags) => {
-      await stackDown(toOptions(flags));
+      const o = toOptions(flags);
+      await stackDown(o);
+      if (o.wipe) o.log('stack: wiped; the next `docstream stack up` starts afresh');
     });
 
   withCommonOptions(stack.command('status'))
