@@ -23,6 +23,7 @@ export type { ServiceName, StackOptions } from './options.js';
 export { readSecureListeners, scramPasswordFile, type SecureListeners } from './secure.js';
 export { startOidcServer, type OidcServer } from './oidc-server.js';
 export { partitionDirWarning } from './state-dir.js';
+export { currentRunId, newRunId, RUN_ENV, scratchName, sweepRunTopics } from './scratch-topics.js';
 
 /** A failure with a message meant for the user (no stack trace needed). */
 class StackError extends Error {

@@ -10,6 +10,9 @@
  *   the run with how to start one: the choice was explicit.
  * - otherwise: `stackUp` with the default options (idempotent: a stack already running is reused).
  *   The teardown stops only what this setup started, unless DOCSTREAM_TEST_KEEP_STACK is set.
+ *
+ * It also gives the run its id (DOCSTREAM_TEST_RUN, inherited by every worker): the names tests make
+ * hold it, and the teardown deletes the topics that do, so the shared stack does not fill up.
  */
 import type { ServiceName } from '../../src/stack/index.js';
 import type * as StackModuleNs from '../../src/stack/index.js';
@@ -55,9 +58,12 @@ function setDefault(name: string, value: string): void {
 }
 
 export default async function globalSetup(): Promise<void> {
-  const { defaultStackOptions, stackEnv, stackStatus, stackUp } = await loadStack();
+  const { defaultStackOptions, newRunId, partitionDirWarning, RUN_ENV, stackEnv, stackStatus, stackUp } =
+    await loadStack();
   const log = (line: string) => process.stderr.write(`[stack] ${line}\n`);
   const opts = defaultStackOptions({ log });
+  // Always a new one: an id inherited from the shell would let this run delete another's topics.
+  process.env[RUN_ENV] = newRunId();
   globalThis.__DOCSTREAM_STACK_STARTED__ = [];
   let managed: ServiceName[] = [];
   if (process.env.DOCSTREAM_TEST_STACK === 'reuse') {
@@ -89,6 +95,9 @@ export default async function globalSetup(): Promise<void> {
       const res = await stackUp({ ...opts, services: managed });
       globalThis.__DOCSTREAM_STACK_STARTED__ = res.started;
     }
+    // `up` warns of too many partition directories itself; a stack only reused is checked here.
+    const warning = managed.includes('kafka') ? undefined : partitionDirWarning(opts.runDir);
+    if (warning) log(warning);
     for (const line of stackEnv(opts)) {
       const m = /^export (\w+)=(.*)$/.exec(line);
       if (m?.[1] && m[2] !== undefined) process.env[m[1]] = m[2];

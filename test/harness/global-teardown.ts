@@ -20,24 +20,28 @@ async function loadStack(): Promise<StackModule> {
 }
 
 /**
- * Stops the containers the global setup started, and the native services it started unless
- * DOCSTREAM_TEST_KEEP_STACK is set.
+ * Deletes the topics this run made (their names hold its id, DOCSTREAM_TEST_RUN: other runs sharing
+ * the stack keep theirs), stops the containers the global setup started, and the native services it
+ * started unless DOCSTREAM_TEST_KEEP_STACK is set.
  */
 export default async function globalTeardown(): Promise<void> {
+  const log = (line: string) => process.stderr.write(`[stack] ${line}\n`);
+  const { defaultStackOptions, RUN_ENV, stackDown, sweepRunTopics } = await loadStack();
   // Containers are the run's own (DOCSTREAM_TEST_STACK=containers): always stopped, nothing reaps them.
   const containers = globalThis.__DOCSTREAM_STACK_CONTAINERS__;
   if (containers) {
-    process.stderr.write('[stack] testcontainers: stopping kafka and registry\n');
+    log('testcontainers: stopping kafka and registry');
     await containers.stop();
+  } else {
+    const run = process.env[RUN_ENV];
+    const brokers = (process.env.DOCSTREAM_KAFKA_BROKERS ?? 'localhost:9092').split(',');
+    if (run) await sweepRunTopics(brokers, log, { run, timeoutMs: 120_000 });
   }
   const started = globalThis.__DOCSTREAM_STACK_STARTED__ ?? [];
   if (started.length === 0) return;
   if (process.env.DOCSTREAM_TEST_KEEP_STACK) {
-    process.stderr.write(`[stack] DOCSTREAM_TEST_KEEP_STACK is set: leaving ${started.join(', ')} running\n`);
+    log(`DOCSTREAM_TEST_KEEP_STACK is set: leaving ${started.join(', ')} running`);
     return;
   }
-  const { defaultStackOptions, stackDown } = await loadStack();
-  await stackDown(
-    defaultStackOptions({ services: started, log: (line) => process.stderr.write(`[stack] ${line}\n`) }),
-  );
+  await stackDown(defaultStackOptions({ services: started, log }));
 }

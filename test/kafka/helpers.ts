@@ -1,14 +1,12 @@
 /** Shared set-up for the Kafka and registry integration tests: the running local stack. */
-import { randomUUID } from 'node:crypto';
 import { KafkaClient, type IncomingMessage, type KafkaConsumer } from '../../src/kafka/index.js';
 import { DEFAULT_REGISTRY_URL } from '../../src/serde/registry.js';
+import { uniqueName } from '../harness/topics.js';
 
 const BROKERS = (process.env.DOCSTREAM_KAFKA_BROKERS ?? 'localhost:9092').split(',');
 export const REGISTRY_URL = process.env.DOCSTREAM_REGISTRY_URL ?? DEFAULT_REGISTRY_URL;
 
-export function uniqueName(prefix: string): string {
-  return `${prefix}-${randomUUID()}`;
-}
+export { uniqueName };
 
 export function kafkaClient(): KafkaClient {
   return new KafkaClient({ brokers: BROKERS, clientId: 'docstream-test' });
