@@ -64,7 +64,7 @@ import {
   type RunMeasure,
   type ThroughputResult,
 } from './lib/bench-throughput.js';
-import { parseFlags, percentile, round } from './lib/harness.js';
+import { endOfRun, parseFlags, percentile, round } from './lib/harness.js';
 import type { Delivery } from '../src/connector/outputs/delivery-modes.js';
 
 const flags = parseFlags(process.argv.slice(2), {
@@ -385,7 +385,7 @@ async function main(): Promise<void> {
   setTimeout(
     () => {
       log(`hard stop after ${timeoutS + 60} s`);
-      process.exit(2);
+      void end(2);
     },
     (timeoutS + 60) * 1000,
   ).unref();
@@ -546,10 +546,12 @@ function hostInfo(): Record<string, unknown> {
   };
 }
 
+// Every way out deletes the topics a mode left behind (a failure, the hard stop, SIGINT, SIGTERM).
+const end = endOfRun(log);
 main().then(
-  () => process.exit(0),
+  () => end(0),
   (err: unknown) => {
     log(`failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
-    process.exit(1);
+    return end(1);
   },
 );

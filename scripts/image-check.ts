@@ -39,6 +39,7 @@ import {
   BROKERS,
   RESULT_KINDS,
   deleteTopics,
+  endOfRun,
   ensureInputTopics,
   freePort,
   parseFlags,
@@ -356,7 +357,7 @@ async function roundTrip(t: Timings, nodeVersion: string, httpHost: string): Pro
   }
 }
 
-async function main(): Promise<void> {
+async function main(end: (code: number) => Promise<never>): Promise<void> {
   const flags = parseFlags(process.argv.slice(2), {
     skipBuild: false,
     keepStack: false,
@@ -367,7 +368,7 @@ async function main(): Promise<void> {
   setTimeout(
     () => {
       process.stderr.write(`image check: timed out after ${String(flags.timeoutS)} s\n`);
-      process.exit(1);
+      void end(1);
     },
     Number(flags.timeoutS) * 1000,
   ).unref();
@@ -418,15 +419,17 @@ async function main(): Promise<void> {
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  main().then(
-    () => process.exit(0),
+  // Every way out deletes the topics the check left behind (a failure, the time-out, SIGINT, SIGTERM).
+  const end = endOfRun(log);
+  main(end).then(
+    () => end(0),
     (err: unknown) => {
       const message =
         err instanceof CheckFailed || !(err instanceof Error)
           ? String(err instanceof Error ? err.message : err)
           : (err.stack ?? err.message);
       process.stderr.write(`image check FAILED: ${message}\n`);
-      process.exit(1);
+      return end(1);
     },
   );
 }

@@ -36,6 +36,7 @@ import {
   OutputCollector,
   arrivalJson,
   deleteTopics,
+  endOfRun,
   ensureInputTopics,
   freePort,
   parseFlags,
@@ -565,7 +566,7 @@ export function printReport(r: ResilienceReport): void {
   console.log(lines.join('\n'));
 }
 
-async function main(): Promise<void> {
+async function main(end: (code: number) => Promise<never>): Promise<void> {
   const flags = parseFlags(process.argv.slice(2), {
     short: false,
     docs: 0,
@@ -603,7 +604,7 @@ async function main(): Promise<void> {
   // The hard stop, past the run's own bound (the clean-up included).
   setTimeout(() => {
     process.stderr.write('resilience: hard stop\n');
-    process.exit(3);
+    void end(3);
   }, options.timeoutMs + 120_000).unref();
   const report = await runResilience(options);
   printReport(report);
@@ -616,14 +617,16 @@ async function main(): Promise<void> {
   // empty one (a resent create, or a kill between create and record) costs a submission, not a
   // second analysis. --allow-crash-window is kept for old invocations and changes nothing now.
   void flags.allowCrashWindow;
-  process.exit(report.lost > 0 || report.analysedTwice > 0 ? 1 : 0);
+  await end(report.lost > 0 || report.analysedTwice > 0 ? 1 : 0);
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  main().catch((err: unknown) => {
+  // Every way out deletes the topics the run left behind (a failure, the hard stop, SIGINT, SIGTERM).
+  const end = endOfRun((line) => process.stderr.write(`resilience: ${line}\n`));
+  main(end).catch((err: unknown) => {
     process.stderr.write(
       `resilience failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
     );
-    process.exit(2);
+    return end(2);
   });
 }

@@ -5,7 +5,7 @@
  * follows every output topic and tells, per event_id, what came out.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
@@ -17,6 +17,7 @@ import { OutputReader } from '../../src/connector/outputs/output-reader.js';
 import type { FinishedState } from '../../src/connector/state/document-state.js';
 import { encodeState } from '../../src/connector/state/record.js';
 import { missingRuntimeDefaults } from '../../src/cli/runtime-defaults.js';
+import { scratchName, sweepRunTopics } from '../../src/stack/scratch-topics.js';
 
 export const BROKERS = (process.env.DOCSTREAM_KAFKA_BROKERS ?? 'localhost:9092').split(',');
 export const REGISTRY_URL = process.env.DOCSTREAM_REGISTRY_URL ?? 'http://localhost:8081/apis/ccompat/v7';
@@ -26,8 +27,28 @@ export const CLI = path.resolve('dist/cli/index.js');
 export const RESULT_KINDS = ['fraud', 'quality', 'classification'] as const;
 export type ResultKind = (typeof RESULT_KINDS)[number];
 
-export function uniqueName(prefix: string): string {
-  return `${prefix}-${Date.now().toString(36)}-${randomBytes(4).toString('hex')}`;
+/**
+ * A name unique to one use in this benchmark run, holding the run's id (`prefix-<run>-<random>`), so
+ * that `endOfRun` finds the topics a mode left behind and no other run's.
+ */
+export const uniqueName = (prefix: string): string => scratchName(prefix);
+
+/**
+ * The end of a benchmark process, whichever way it ends: `end(code)` deletes the topics its run made
+ * that a mode has not deleted itself (after a failure, at the hard stop), then exits with `code`.
+ * SIGINT and SIGTERM end it the same way (130, 143); a second one stops it at once. The connectors
+ * it started are killed and its collectors stopped first: a running one would create the topics
+ * again as it writes to or reads from them (the stack creates topics on first use).
+ */
+export function endOfRun(log: (line: string) => void): (code: number) => Promise<never> {
+  let ending: Promise<never> | undefined;
+  const end = (code: number): Promise<never> =>
+    (ending ??= Promise.all([killConnectors(), stopCollectors()])
+      .then(() => sweepRunTopics(BROKERS, log))
+      .then(() => process.exit(code)));
+  process.once('SIGINT', () => void end(130));
+  process.once('SIGTERM', () => void end(143));
+  return end;
 }
 
 export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
@@ -68,7 +89,7 @@ export async function deleteTopics(kafka: KafkaClient, topics: Config['topics'])
     const names = Object.values(topics).filter((v): v is string => typeof v === 'string');
     await admin.deleteTopics(names);
   } catch {
-    // Leftover topics of a benchmark are harmless; their names are unique.
+    // What is left is deleted at the end of the run (`endOfRun`), with the reason if it fails again.
   } finally {
     await admin.disconnect().catch(() => undefined);
   }
@@ -176,6 +197,24 @@ export function writeConnectorConfig(dir: string, s: ConnectorSettings): string 
 }
 
 const live = new Set<ChildProcess>();
+
+/** Kills the connectors still running and waits (at most 5 s) until they are gone. */
+async function killConnectors(): Promise<void> {
+  const running = [...live];
+  for (const child of running) child.kill('SIGKILL');
+  const deadline = Date.now() + 5000;
+  while (running.some((c) => c.exitCode === null && c.signalCode === null) && Date.now() < deadline)
+    await sleep(50);
+}
+
+/** The collectors following output topics now, stopped by `endOfRun` before it deletes the topics. */
+const collecting = new Set<OutputCollector>();
+
+async function stopCollectors(): Promise<void> {
+  const stopped = Promise.all([...collecting].map((c) => c.stop()));
+  await Promise.race([stopped, sleep(10_000)]);
+}
+
 // Whatever way the script ends (hard stop included), no connector it started outlives it.
 process.once('exit', () => {
   for (const child of live) child.kill('SIGKILL');
@@ -430,6 +469,7 @@ export class OutputCollector {
       decoded: ['dlq'],
     });
     this.reader = reader;
+    collecting.add(this);
     await reader.start((r) => {
       // The reader never commits: should its consumer rejoin (a Kafka restart), it reads the topics
       // again from the start. Each record counts once, by its position.
@@ -480,6 +520,7 @@ export class OutputCollector {
   }
 
   async stop(): Promise<void> {
+    collecting.delete(this);
     await this.reader?.stop().catch(() => undefined);
   }
 }

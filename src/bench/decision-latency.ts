@@ -19,6 +19,7 @@ import { writeCorpus } from '../demo/corpus.js';
 import { KafkaClient } from '../kafka/client.js';
 import { silentLogger } from '../observability/logger.js';
 import { startSandbox, type Sandbox } from '../sandbox/index.js';
+import { scratchName, sweepRunTopics } from '../stack/scratch-topics.js';
 
 type VariantName = 'webhooks' | 'relayed' | 'polling';
 
@@ -30,6 +31,8 @@ interface Variant {
   receiver: Connector | null;
   topics: ReturnType<typeof prefixedTopics>;
 }
+
+const BROKERS = ['localhost:9092'];
 
 function percentile(sorted: number[], p: number): number {
   if (sorted.length === 0) return NaN;
@@ -53,11 +56,12 @@ async function main(): Promise<void> {
   if (!Number.isFinite(rate) || rate <= 0 || rate > 1000)
     throw new Error('--rate: documents per second, 0..1000');
 
-  const run = `latency-${Date.now().toString(36)}`;
+  // A scratch name: its topics are deleted at the end, whichever way the run ends.
+  const run = scratchName('latency');
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'docstream-latency-'));
   const [sample] = await writeCorpus(dir, ['clean-pdf']);
   const secret = `whsec_${randomBytes(32).toString('base64')}`;
-  const kafka = new KafkaClient({ brokers: ['localhost:9092'], clientId: run });
+  const kafka = new KafkaClient({ brokers: BROKERS, clientId: run });
   const producer = kafka.producer();
   await producer.connect();
   const variants: Variant[] = [];
@@ -192,10 +196,11 @@ async function main(): Promise<void> {
   fs.rmSync(dir, { recursive: true, force: true });
 }
 
+const sweep = () => sweepRunTopics(BROKERS, (line) => console.error(`decision-latency: ${line}`));
 main().then(
-  () => process.exit(0),
+  () => sweep().then(() => process.exit(0)),
   (err: unknown) => {
     console.error(`decision-latency: ${err instanceof Error ? err.message : String(err)}`);
-    process.exit(1);
+    return sweep().then(() => process.exit(1));
   },
 );
