@@ -17,6 +17,7 @@ import {
   BROKERS,
   deleteTopics,
   ensureInputTopics,
+  ownChild,
   prefixedTopics,
   produceArrivals,
   round,
@@ -121,8 +122,7 @@ export async function runFloor(o: FloorOptions, kafka: KafkaClient, dir: string)
     if (!goBinary) child.on('message', (m: FloorReport | { type: 'warm' }) => onMessage(m));
     let stderr = '';
     child.stderr?.on('data', (c: Buffer) => (stderr = (stderr + c.toString('utf8')).slice(-4000)));
-    const killer = () => child.kill('SIGKILL');
-    process.once('exit', killer);
+    const release = ownChild(child);
     const report = await new Promise<FloorReport>((resolve, reject) => {
       const timer = setTimeout(() => child.kill('SIGKILL'), Math.max(5000, o.deadline - Date.now()));
       onMessage = (m) => {
@@ -137,7 +137,7 @@ export async function runFloor(o: FloorOptions, kafka: KafkaClient, dir: string)
       // 'close', not 'exit': the Go floor's report may still be in its stdout pipe when it exits.
       child.once('close', (code) => {
         clearTimeout(timer);
-        process.off('exit', killer);
+        release();
         reject(new Error(`floor exited with ${code} before reporting:\n${stderr}`));
       });
     });

@@ -37,13 +37,13 @@ export const uniqueName = (prefix: string): string => scratchName(prefix);
  * The end of a benchmark process, whichever way it ends: `end(code)` deletes the topics its run made
  * that a mode has not deleted itself (after a failure, at the hard stop), then exits with `code`.
  * SIGINT and SIGTERM end it the same way (130, 143); a second one stops it at once. The connectors
- * it started are killed and its collectors stopped first: a running one would create the topics
- * again as it writes to or reads from them (the stack creates topics on first use).
+ * and floors it started are killed and its collectors stopped first: a running one would create the
+ * topics again as it writes to or reads from them (the stack creates topics on first use).
  */
 export function endOfRun(log: (line: string) => void): (code: number) => Promise<never> {
   let ending: Promise<never> | undefined;
   const end = (code: number): Promise<never> =>
-    (ending ??= Promise.all([killConnectors(), stopCollectors()])
+    (ending ??= Promise.all([killChildren(), stopCollectors()])
       .then(() => sweepRunTopics(BROKERS, log))
       .then(() => process.exit(code)));
   process.once('SIGINT', () => void end(130));
@@ -198,8 +198,17 @@ export function writeConnectorConfig(dir: string, s: ConnectorSettings): string 
 
 const live = new Set<ChildProcess>();
 
-/** Kills the connectors still running and waits (at most 5 s) until they are gone. */
-async function killConnectors(): Promise<void> {
+/**
+ * Makes a child process the run's: killed when the run ends (`endOfRun`, or any exit) unless the
+ * returned function releases it first.
+ */
+export function ownChild(child: ChildProcess): () => void {
+  live.add(child);
+  return () => live.delete(child);
+}
+
+/** Kills the children still running (connectors, floors) and waits (at most 5 s) until they are gone. */
+async function killChildren(): Promise<void> {
   const running = [...live];
   for (const child of running) child.kill('SIGKILL');
   const deadline = Date.now() + 5000;
@@ -215,7 +224,7 @@ async function stopCollectors(): Promise<void> {
   await Promise.race([stopped, sleep(10_000)]);
 }
 
-// Whatever way the script ends (hard stop included), no connector it started outlives it.
+// Whatever way the script ends (hard stop included), no child it started outlives it.
 process.once('exit', () => {
   for (const child of live) child.kill('SIGKILL');
 });

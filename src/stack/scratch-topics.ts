@@ -80,7 +80,11 @@ export async function sweepRunTopics(
   });
   try {
     const deleted = await Promise.race([deleteRunTopics(brokers, run), late]);
-    log(`deleted the ${deleted.length} topic(s) of this run (-${run}-) in ${Date.now() - started} ms`);
+    // A few are named: what a run's own clean-up missed is worth knowing.
+    const names = deleted.length > 0 && deleted.length <= 5 ? `: ${deleted.join(', ')}` : '';
+    log(
+      `deleted the ${deleted.length} topic(s) of this run (-${run}-) in ${Date.now() - started} ms${names}`,
+    );
   } catch (err) {
     log(
       `could not delete the topics of this run (-${run}-): ${err instanceof Error ? err.message : String(err)}; ` +
