@@ -14,7 +14,7 @@ describe('runtime defaults of docstream run', () => {
     });
     expect(
       missingRuntimeDefaults({ MALLOC_ARENA_MAX: '8', NODE_OPTIONS: '--max_semi_space_size=64' }, []),
-    ).toEqual({ env: { MALLOC_TRIM_THRESHOLD_: '131072' }, flags: [] });
+    ).toEqual({ env: { MALLOC_TRIM_THRESHOLD_: '131072', MALLOC_MMAP_THRESHOLD_: '65536' }, flags: [] });
     expect(missingRuntimeDefaults({ ...RUNTIME_ENV }, ['--max-semi-space-size=16'])).toEqual({
       env: {},
       flags: [],
@@ -51,6 +51,7 @@ describe('runtime defaults of docstream run', () => {
       HOME: '/home/u',
       MALLOC_ARENA_MAX: '4',
       MALLOC_TRIM_THRESHOLD_: RUNTIME_ENV.MALLOC_TRIM_THRESHOLD_,
+      MALLOC_MMAP_THRESHOLD_: RUNTIME_ENV.MALLOC_MMAP_THRESHOLD_,
       _DOCSTREAM_RUNTIME_REEXEC: '1',
     });
     expect(shouldReexec(['node', 'docstream', 'run'], env, false)).toBe(false);

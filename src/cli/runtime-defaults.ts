@@ -19,10 +19,18 @@
  */
 import { spawn } from 'node:child_process';
 
-/** glibc malloc: at most two arenas, and free memory at the top of a heap returned above 128 KiB. */
+/**
+ * glibc malloc: at most two arenas, free memory at the top of a heap returned above 128 KiB, and
+ * blocks of 64 KiB and more mapped on their own rather than carved from an arena. The last is for
+ * the socket reads (64 KiB buffers each): during a restore thousands of them, freed in the middle of
+ * the main arena, kept it grown by 13–34 MB for good, since glibc trims an arena only from its top
+ * (issue 31, docs/performance.md: 150.8 → 114 B per finished document held; its CPU cost measured
+ * there too).
+ */
 export const RUNTIME_ENV: Readonly<Record<string, string>> = {
   MALLOC_ARENA_MAX: '2',
   MALLOC_TRIM_THRESHOLD_: '131072',
+  MALLOC_MMAP_THRESHOLD_: '65536',
 };
 
 /** V8: a young generation of 2 x 2 MB at most (restore time unchanged, see docs/performance.md). */
