@@ -18,6 +18,7 @@ import type { FinishedState } from '../../src/connector/state/document-state.js'
 import { encodeState } from '../../src/connector/state/record.js';
 import { missingRuntimeDefaults } from '../../src/cli/runtime-defaults.js';
 import { scratchName, sweepRunTopics } from '../../src/stack/scratch-topics.js';
+import { within } from '../../src/util/within.js';
 
 export const BROKERS = (process.env.DOCSTREAM_KAFKA_BROKERS ?? 'localhost:9092').split(',');
 export const REGISTRY_URL = process.env.DOCSTREAM_REGISTRY_URL ?? 'http://localhost:8081/apis/ccompat/v7';
@@ -220,8 +221,7 @@ async function killChildren(): Promise<void> {
 const collecting = new Set<OutputCollector>();
 
 async function stopCollectors(): Promise<void> {
-  const stopped = Promise.all([...collecting].map((c) => c.stop()));
-  await Promise.race([stopped, sleep(10_000)]);
+  await within(Promise.all([...collecting].map((c) => c.stop())), 10_000);
 }
 
 // Whatever way the script ends (hard stop included), no child it started outlives it.

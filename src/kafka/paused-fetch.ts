@@ -28,7 +28,7 @@
  * Not kept: a change of the cluster's brokers while nothing is active is acted on at the next
  * heartbeat rather than within maxWaitTime (kafkajs rebuilds its per-broker fetchers on it).
  */
-import { createRequire } from 'node:module';
+import { kafkajsInternal } from './kafkajs-internals.js';
 
 interface TopicPartitions {
   topic: string;
@@ -130,16 +130,14 @@ function nap(group: ConsumerGroupLike, state: NapState): Promise<void> {
   });
 }
 
-const require = createRequire(import.meta.url);
-
 /** kafkajs's ConsumerGroup class (the module its consumers load: same path, same module). */
 export function consumerGroupClass(): { prototype: ConsumerGroupLike } {
-  return require('kafkajs/src/consumer/consumerGroup.js') as { prototype: ConsumerGroupLike };
+  return kafkajsInternal('consumer/consumerGroup.js');
 }
 
 /** kafkajs's Runner class, which drives a consumer group's fetch loop. */
 export function runnerClass(): { prototype: RunnerLike } {
-  return require('kafkajs/src/consumer/runner.js') as { prototype: RunnerLike };
+  return kafkajsInternal('consumer/runner.js');
 }
 
 let fixed = false;

@@ -18,7 +18,7 @@
  * its timeout, as kafkajs computes it) and none while nothing is: a request is timed out at its
  * deadline, as before (then within 100 ms of it), and an idle connection wakes nobody.
  */
-import { createRequire } from 'node:module';
+import { kafkajsInternal } from './kafkajs-internals.js';
 
 /** The fields of kafkajs's RequestQueue that its scheduler uses. */
 export interface RequestQueueLike {
@@ -99,8 +99,6 @@ export function scheduleRequestTimeoutCheck(this: TimeoutCheckedQueue & { destro
   checkRequestTimeouts(this);
 }
 
-const require = createRequire(import.meta.url);
-
 interface RequestQueuePrototype extends RequestQueueLike {
   scheduleRequestTimeoutCheck(this: TimeoutCheckedQueue & { destroy(): void }): void;
   sendSocketRequest(this: TimeoutCheckedQueue, request: InflightRequest & { correlationId: number }): void;
@@ -109,7 +107,7 @@ interface RequestQueuePrototype extends RequestQueueLike {
 
 /** kafkajs's RequestQueue class (the module its connections load: same path, same module). */
 export function requestQueueClass(): { prototype: RequestQueuePrototype } {
-  return require('kafkajs/src/network/requestQueue/index.js') as { prototype: RequestQueuePrototype };
+  return kafkajsInternal('network/requestQueue/index.js');
 }
 
 let fixed = false;

@@ -10,7 +10,7 @@
  * The replacement runs the library's own `processData` and then drops an empty remainder; a
  * remainder with bytes in it (the start of the next response) stays as the library left it.
  */
-import { createRequire } from 'node:module';
+import { kafkajsInternal } from './kafkajs-internals.js';
 
 /** The fields of kafkajs's Connection that its response framing uses. */
 export interface FramingConnection {
@@ -19,11 +19,9 @@ export interface FramingConnection {
   processData(rawData: Buffer): unknown;
 }
 
-const require = createRequire(import.meta.url);
-
 /** kafkajs's Connection class (the module its brokers load: same path, same module). */
 export function connectionClass(): { prototype: FramingConnection } {
-  return require('kafkajs/src/network/connection.js') as { prototype: FramingConnection };
+  return kafkajsInternal('network/connection.js');
 }
 
 let fixed = false;

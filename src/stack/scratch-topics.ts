@@ -11,6 +11,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { KafkaClient } from '../kafka/client.js';
+import { within } from '../util/within.js';
 
 /** Where the run id lives, so that every process of one run names things alike. */
 export const RUN_ENV = 'DOCSTREAM_TEST_RUN';
@@ -73,13 +74,10 @@ export async function sweepRunTopics(
   { run = currentRunId(), timeoutMs = 30_000 }: { run?: string; timeoutMs?: number } = {},
 ): Promise<void> {
   const started = Date.now();
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs / 1000} s`)), timeoutMs);
-    timer.unref();
-  });
+  const deleting = deleteRunTopics(brokers, run);
   try {
-    const deleted = await Promise.race([deleteRunTopics(brokers, run), late]);
+    if (!(await within(deleting, timeoutMs))) throw new Error(`no answer within ${timeoutMs / 1000} s`);
+    const deleted = await deleting;
     // A few are named: what a run's own clean-up missed is worth knowing.
     const names = deleted.length > 0 && deleted.length <= 5 ? `: ${deleted.join(', ')}` : '';
     log(
@@ -90,7 +88,5 @@ export async function sweepRunTopics(
       `could not delete the topics of this run (-${run}-): ${err instanceof Error ? err.message : String(err)}; ` +
         '`docstream stack down --wipe` starts the local stack over',
     );
-  } finally {
-    clearTimeout(timer);
   }
 }

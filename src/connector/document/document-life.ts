@@ -47,6 +47,7 @@ import { PollTiming } from './poll-timing.js';
 import { createdState, Run } from './run.js';
 import { ApiError } from '../../client/errors.js';
 import { retry } from '../../util/retry.js';
+import { within } from '../../util/within.js';
 import type { UnfinishedState } from '../state/document-state.js';
 import type { ArrivalEvent, Awaitable, OpenedBlob, SourceRecord } from '../types.js';
 
@@ -303,13 +304,7 @@ export class DocumentLife {
    * costs two requests here instead of six (three results, each followed by its state).
    */
   private async alongsideSiblings(run: Run): Promise<void> {
-    if (run.fetching.size === 0) return;
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([
-      Promise.allSettled(run.fetching.values()),
-      new Promise<void>((resolve) => (timer = setTimeout(resolve, SIBLING_WAIT_MS))),
-    ]);
-    clearTimeout(timer);
+    if (run.fetching.size > 0) await within(Promise.allSettled(run.fetching.values()), SIBLING_WAIT_MS);
   }
 
   private awaitsDecision(run: Run): boolean {
