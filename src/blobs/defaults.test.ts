@@ -7,34 +7,30 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import type { S3Client } from '@aws-sdk/client-s3';
 import { loadConfig } from '../config/index.js';
-import { createBlobSource } from './index.js';
-import { blobError } from './test-helpers.js';
+import { createBlobSource, type BlobSource } from './index.js';
+import { blobError, CountingBlobServer, s3TestClient } from './test-helpers.js';
 
 describe('blob access with the default configuration', () => {
   const { blobs } = loadConfig({ env: {}, files: [] });
-  let requests = 0;
-  const s3Client = {
-    send: async () => {
-      requests++;
-      return { ContentLength: 3, ETag: '"e"' };
-    },
-    destroy: () => undefined,
-  } as unknown as S3Client;
-  const source = createBlobSource(blobs, {
-    s3Client,
-    resolveHost: async () => [{ address: '93.184.216.34', family: 4 }],
-  });
+  /** Stands for S3: counts what would have been asked. */
+  let s3: CountingBlobServer;
+  let source: BlobSource;
   let dir: string;
 
-  beforeAll(() => {
+  beforeAll(async () => {
+    s3 = await new CountingBlobServer().start();
+    source = createBlobSource(blobs, {
+      s3Client: s3TestClient(s3.origin),
+      resolveHost: async () => [{ address: '93.184.216.34', family: 4 }],
+    });
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'docstream-defaults-'));
     fs.writeFileSync(path.join(dir, 'secret.json'), '{"clientSecret":"s"}');
   });
 
-  afterAll(() => {
+  afterAll(async () => {
     source.close();
+    await s3.stop();
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
@@ -52,7 +48,7 @@ describe('blob access with the default configuration', () => {
     const error = await blobError(source.resolve({ url: 's3://company-private/payroll.pdf' }));
     expect(error.code).toBe('blob_not_allowed');
     expect(error.message).toMatch(/blobs\.s3Buckets/);
-    expect(requests).toBe(0);
+    expect(s3.requests).toBe(0);
   });
 
   it('refuses any http(s) host, naming blobs.httpHosts', async () => {

@@ -10,7 +10,7 @@
 import dns from 'node:dns';
 import net, { type LookupFunction } from 'node:net';
 import type { Readable } from 'node:stream';
-import { Agent, request, type Dispatcher } from 'undici';
+import { request, type Agent, type Dispatcher } from 'undici';
 import type { Logger } from '../observability/logger.js';
 import { classifyAddress, isAddressAllowed } from './address.js';
 import { BlobError } from './errors.js';
@@ -18,6 +18,7 @@ import type { Keeper } from './kept.js';
 import { expectedSha256 } from './meter.js';
 import { Pace, transferLimits, transferTimeout, type TransferLimits } from './pace.js';
 import type { BlobPolicy } from './policy.js';
+import { DEFAULT_CONNECTIONS_PER_HOST, discard, header, parseLength, pooledAgent } from './pool.js';
 import type { BlobRef, OpenedBlob } from './types.js';
 import { displayUrl } from './url.js';
 
@@ -35,13 +36,6 @@ const systemResolver: HostResolver = (hostname) =>
 const MAX_REDIRECTS = 5;
 const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
 const RETRIABLE_STATUSES = new Set([408, 425, 429]);
-/** Connections kept per origin when the source is not told how many documents run at once. */
-export const DEFAULT_CONNECTIONS_PER_HOST = 64;
-/**
- * Idle connections are closed after this long: below the 5 s idle timeout of Node's HTTP server and
- * of many proxies, so that a request is not sent on a connection the server is closing.
- */
-const IDLE_SOCKET_MS = 4_000;
 
 function normalizeHostEntry(entry: string): string {
   return entry.trim().toLowerCase().replace(/\.$/, '').replace(/\.:/, ':');
@@ -49,17 +43,6 @@ function normalizeHostEntry(entry: string): string {
 
 function defaultPort(url: URL): string {
   return url.port || (url.protocol === 'https:' ? '443' : '80');
-}
-
-function parseLength(value: string | string[] | undefined): number | undefined {
-  if (typeof value !== 'string' || !/^\d+$/.test(value)) return undefined;
-  const n = Number(value);
-  return Number.isSafeInteger(n) ? n : undefined;
-}
-
-function header(headers: Dispatcher.ResponseData['headers'], name: string): string | undefined {
-  const value = headers[name];
-  return Array.isArray(value) ? value[0] : value;
 }
 
 function statusError(status: number, display: string): BlobError {
@@ -76,11 +59,6 @@ function transportError(error: unknown, display: string): BlobError {
   const code = (error as { code?: unknown } | undefined)?.code;
   const what = typeof code === 'string' ? code : 'network error';
   return new BlobError('blob_unreadable', `${display} could not be fetched (${what})`, { retriable: true });
-}
-
-/** Lets the rest of an answer go by, so that its connection goes back to the pool. */
-function discard(body: Dispatcher.ResponseData['body']): void {
-  body.dump().catch(() => undefined);
 }
 
 interface Fetched {
@@ -102,12 +80,7 @@ export class HttpBlobReader {
   ) {
     this.hosts = new Set(policy.httpHosts.map(normalizeHostEntry));
     this.limits = transferLimits(policy);
-    this.agent = new Agent({
-      connections: connectionsPerHost,
-      keepAliveTimeout: IDLE_SOCKET_MS,
-      keepAliveMaxTimeout: IDLE_SOCKET_MS,
-      connect: { timeout: 10_000, lookup: this.checkedLookup },
-    });
+    this.agent = pooledAgent(connectionsPerHost, this.checkedLookup);
   }
 
   /** The addresses of `hostname` a connection may go to, or a BlobError saying why none. */

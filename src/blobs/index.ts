@@ -19,9 +19,10 @@ export { BlobError, type BlobErrorCode } from './errors.js';
 export type { BlobPolicy } from './policy.js';
 export type { BlobRef, OpenedBlob } from './types.js';
 export type { AddressClass } from './address.js';
-export { DEFAULT_CONNECTIONS_PER_HOST } from './http-source.js';
+export { DEFAULT_CONNECTIONS_PER_HOST } from './pool.js';
 
 export interface BlobSourceDeps {
+  /** Whose configuration (endpoint rules, credentials) s3 blobs are signed with; built from the policy by default. */
   s3Client?: S3Client;
   logger?: Logger;
   /** Host name resolution for http(s) blobs; the system resolver by default. */

@@ -1,29 +1,55 @@
 /**
- * `s3://bucket/key` blobs through the AWS SDK (credentials from its default chain): one GetObject
- * per blob, its size checked from the answer's headers before the body is read, its bytes kept until
- * the upload is done (`kept.ts`), so a retried upload sends the object that was checked and never
- * fetches it again. Connections are pooled and kept alive, at most `connectionsPerHost` of them.
+ * `s3://bucket/key` blobs: one SigV4-signed GET per blob over the pooled keep-alive client of
+ * remote blobs (`pool.ts`, at most `connectionsPerHost` connections), its size checked from the
+ * answer's headers before the body is read, its bytes kept until the upload is done (`kept.ts`), so a
+ * retried upload sends the object that was checked and never fetches it again.
+ *
+ * The AWS SDK's S3Client is kept for what it resolves once: the endpoint of each bucket (its own
+ * rules: endpoint override, path or virtual-hosted style, partitions, FIPS and dual-stack settings)
+ * and the default credential chain with its caching and refresh. Its send() is not used per blob:
+ * its middleware stack cost ~0.8 ms of CPU per GetObject (docs/performance.md, issue 31). Buckets
+ * whose endpoint wants another signature than SigV4 (S3 Express directory buckets) still go
+ * through send().
  */
 import { GetObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { Sha256 } from '@smithy/core/checksum';
+import { getEndpointFromInstructions } from '@smithy/core/endpoints';
+import { extendedEncodeURIComponent } from '@smithy/core/protocols';
+import { isThrottlingError, isTransientError } from '@smithy/core/retry';
+import { SignatureV4 } from '@smithy/signature-v4';
 import http from 'node:http';
 import https from 'node:https';
 import { Readable } from 'node:stream';
+import type { Agent, Dispatcher } from 'undici';
 import type { Logger } from '../observability/logger.js';
 import { BlobError } from './errors.js';
-import { DEFAULT_CONNECTIONS_PER_HOST } from './http-source.js';
 import type { Keeper } from './kept.js';
 import { expectedSha256 } from './meter.js';
 import { Pace, transferLimits, transferTimeout, type TransferLimits } from './pace.js';
 import type { BlobPolicy } from './policy.js';
+import { DEFAULT_CONNECTIONS_PER_HOST, header, parseLength, pooledAgent } from './pool.js';
 import type { BlobRef, OpenedBlob } from './types.js';
 
 const NOT_FOUND_NAMES = new Set(['NoSuchKey', 'NotFound', 'NoSuchBucket']);
+/** S3's answers to a request signed with a clock too far off: the next one is signed on S3's time. */
+const CLOCK_SKEW_NAMES = new Set(['RequestTimeTooSkewed', 'RequestExpired', 'RequestInTheFuture']);
+/** The SDK's own bound before it corrects its clock from an answer's Date header. */
+const CLOCK_SKEW_MS = 5 * 60_000;
+/** Of an error answer, only this much is read for its `<Code>`. */
+const ERROR_BODY_BYTES = 16 * 1024;
+/** Bound on the wait for an answer's headers, and between two reads of its body (as the SDK had). */
+const REQUEST_TIMEOUT_MS = 60_000;
+/** GET has no payload; S3 is told not to expect its hash. */
+const UNSIGNED_PAYLOAD = 'UNSIGNED-PAYLOAD';
 
 interface SdkErrorShape {
   name?: string;
+  code?: unknown;
   $metadata?: { httpStatusCode?: number };
   $retryable?: unknown;
 }
+
+type Classified = Parameters<typeof isTransientError>[0];
 
 export function s3Error(error: unknown, display: string): BlobError {
   if (error instanceof BlobError) return error;
@@ -36,13 +62,18 @@ export function s3Error(error: unknown, display: string): BlobError {
   if (name === 'PreconditionFailed' || status === 412) {
     return new BlobError('blob_unreadable', `${display} changed after it was checked`, { retriable: true });
   }
-  if (status === 403 || name === 'AccessDenied') {
+  const weather =
+    CLOCK_SKEW_NAMES.has(name) ||
+    isThrottlingError(e as Classified) ||
+    (status !== 403 && isTransientError(e as Classified));
+  if (!weather && (status === 403 || name === 'AccessDenied')) {
     return new BlobError(
       'blob_unreadable',
-      `${display} is not readable with these credentials (AccessDenied)`,
+      `${display} is not readable with these credentials (${name === 'Error' ? 'AccessDenied' : name})`,
     );
   }
   if (
+    !weather &&
     status !== undefined &&
     status >= 400 &&
     status < 500 &&
@@ -57,10 +88,51 @@ export function s3Error(error: unknown, display: string): BlobError {
   return new BlobError('blob_unreadable', `${display} could not be read (${detail})`, { retriable: true });
 }
 
+/** What a GET answered with, whichever way it was sent. */
+interface Answer {
+  body: Readable;
+  length: number | undefined;
+  contentType: string | undefined;
+}
+
+/** Where a bucket's objects are fetched from: signed here, or (another signature) by the SDK. */
+type Route =
+  { kind: 'signed'; origin: string; basePath: string; request: URL; signer: SignatureV4 } | { kind: 'sdk' };
+
+/**
+ * The key as the SDK puts it in a path (each segment encoded, `/` kept). A key that cannot be
+ * encoded (a lone surrogate) is the event's fault.
+ */
+function encodeKey(key: string, display: string): string {
+  try {
+    return key.split('/').map(extendedEncodeURIComponent).join('/');
+  } catch {
+    throw new BlobError('blob_invalid_url', `${display}: the key is not valid Unicode`);
+  }
+}
+
+/** The `<Code>` of an S3 error document (a word: nothing else of the answer reaches a message). */
+async function errorCode(body: Dispatcher.ResponseData['body']): Promise<string | undefined> {
+  let text = '';
+  try {
+    for await (const chunk of body) {
+      text += (chunk as Buffer).toString('utf8');
+      if (text.length >= ERROR_BODY_BYTES) break;
+    }
+  } catch {
+    return undefined;
+  }
+  return /<Code>([\w.-]{1,64})<\/Code>/.exec(text)?.[1];
+}
+
 export class S3BlobReader {
   private client: S3Client | undefined;
   private readonly ownsClient: boolean;
   private readonly limits: TransferLimits;
+  private readonly agent: Agent;
+  private readonly routes = new Map<string, Promise<Route>>();
+  /** S3's clock minus ours, once an answer showed them more than CLOCK_SKEW_MS apart. */
+  private clockOffsetMs = 0;
 
   constructor(
     private readonly policy: BlobPolicy,
@@ -72,11 +144,14 @@ export class S3BlobReader {
     this.client = client;
     this.ownsClient = client === undefined;
     this.limits = transferLimits(policy);
+    this.agent = pooledAgent(connectionsPerHost);
   }
 
   /**
-   * Sends one request, aborted when the transfer's total bound (from `startedAt`) runs out first;
-   * an abort by that bound is `blob_timeout`, anything else `s3Error`.
+   * Sends one request, aborted when the transfer's total bound (from `startedAt`) runs out before
+   * its answer's headers; from the first byte on, Pace bounds the transfer (time the reader holds
+   * the body back is not the source's). An abort by that bound is `blob_timeout`, anything else
+   * `s3Error`.
    */
   private async send<T>(
     display: string,
@@ -84,19 +159,23 @@ export class S3BlobReader {
     request: (abortSignal: AbortSignal | undefined) => Promise<T>,
   ): Promise<T> {
     const total = this.limits.transferTimeoutMs;
-    const left = total - (Date.now() - startedAt);
+    const abort = total > 0 ? new AbortController() : undefined;
+    const timer = abort
+      ? setTimeout(() => abort.abort(), Math.max(1, total - (Date.now() - startedAt)))
+      : undefined;
     try {
-      return await request(total > 0 ? AbortSignal.timeout(Math.max(1, left)) : undefined);
+      return await request(abort?.signal);
     } catch (error) {
       if (total > 0 && Date.now() - startedAt >= total) throw transferTimeout(display, this.limits);
       throw s3Error(error, display);
+    } finally {
+      clearTimeout(timer);
     }
   }
 
   private s3(): S3Client {
     if (this.client) return this.client;
-    // Idle connections are kept up to the pool size (Node's default agent keeps 256 and closes
-    // the rest after a burst) and closed after 4 s, below the 5 s idle timeout of common servers.
+    // Only buckets that need the SDK's own signing send through it; its pool is sized as ours.
     const pool = {
       keepAlive: true,
       maxSockets: this.connectionsPerHost,
@@ -110,12 +189,107 @@ export class S3BlobReader {
       forcePathStyle: this.policy.s3ForcePathStyle,
       requestHandler: {
         connectionTimeout: 10_000,
-        requestTimeout: 60_000,
+        requestTimeout: REQUEST_TIMEOUT_MS,
         httpAgent: new http.Agent(pool),
         httpsAgent: new https.Agent(pool),
       },
     });
     return this.client;
+  }
+
+  /** The bucket's route, resolved by the SDK's endpoint rules once (buckets are a short allowlist). */
+  private route(bucket: string): Promise<Route> {
+    let route = this.routes.get(bucket);
+    if (route === undefined) {
+      route = this.findRoute(bucket);
+      this.routes.set(bucket, route);
+      route.catch(() => this.routes.delete(bucket));
+    }
+    return route;
+  }
+
+  private async findRoute(bucket: string): Promise<Route> {
+    const client = this.s3();
+    const endpoint = await getEndpointFromInstructions({ Bucket: bucket }, GetObjectCommand, client.config);
+    const schemes = endpoint.properties?.authSchemes as
+      { name?: string; signingName?: string; signingRegion?: string }[] | undefined;
+    const scheme = schemes?.[0];
+    if (scheme !== undefined && scheme.name !== 'sigv4') return { kind: 'sdk' };
+    const url = new URL(endpoint.url.href);
+    const signer = new SignatureV4({
+      credentials: client.config.credentials,
+      region: scheme?.signingRegion ?? this.policy.s3Region,
+      service: scheme?.signingName ?? 's3',
+      sha256: Sha256,
+      // S3 takes the path as sent: the key is encoded once, below, as the SDK encodes it.
+      uriEscapePath: false,
+    });
+    return {
+      kind: 'signed',
+      origin: url.origin,
+      basePath: url.pathname.replace(/\/$/, ''),
+      request: url,
+      signer,
+    };
+  }
+
+  /** One signed GET; resolves once a 200's headers arrived, else rejects as the SDK's error would. */
+  private async signedGet(
+    route: Extract<Route, { kind: 'signed' }>,
+    /** Encoded (`encodeKey`). */
+    key: string,
+    abortSignal: AbortSignal | undefined,
+  ): Promise<Answer> {
+    const path = `${route.basePath}/${key}`;
+    const { request } = route;
+    const signed = await route.signer.sign(
+      {
+        method: 'GET',
+        protocol: request.protocol,
+        hostname: request.hostname,
+        ...(request.port === '' ? {} : { port: Number(request.port) }),
+        path,
+        query: {},
+        headers: { host: request.host, 'x-amz-content-sha256': UNSIGNED_PAYLOAD },
+      },
+      { signingDate: new Date(Date.now() + this.clockOffsetMs) },
+    );
+    const response = await this.agent.request({
+      origin: route.origin,
+      path,
+      method: 'GET',
+      headers: signed.headers,
+      signal: abortSignal,
+      headersTimeout: REQUEST_TIMEOUT_MS,
+      bodyTimeout: REQUEST_TIMEOUT_MS,
+    });
+    const { statusCode: status, headers, body } = response;
+    if (status === 200) {
+      return {
+        body: body as Readable,
+        length: parseLength(headers['content-length']),
+        contentType: header(headers, 'content-type'),
+      };
+    }
+    const serverTime = Date.parse(header(headers, 'date') ?? '');
+    if (Number.isFinite(serverTime) && Math.abs(serverTime - Date.now()) > CLOCK_SKEW_MS) {
+      this.clockOffsetMs = serverTime - Date.now();
+    }
+    const name = (await errorCode(body)) ?? 'UnknownError';
+    throw Object.assign(new Error(name), { name, $metadata: { httpStatusCode: status } });
+  }
+
+  private async sdkGet(
+    bucket: string,
+    key: string,
+    display: string,
+    abortSignal: AbortSignal | undefined,
+  ): Promise<Answer> {
+    const out = await this.s3().send(new GetObjectCommand({ Bucket: bucket, Key: key }), { abortSignal });
+    if (!(out.Body instanceof Readable)) {
+      throw new BlobError('blob_unreadable', `${display} returned no readable body`, { retriable: true });
+    }
+    return { body: out.Body, length: out.ContentLength, contentType: out.ContentType };
   }
 
   /** Fetches the object once, checks its size, and keeps its bytes for the upload (`kept.ts`). */
@@ -132,16 +306,19 @@ export class S3BlobReader {
     }
     const expected = this.policy.verifySha256 && ref.sha256 ? expectedSha256(ref.sha256) : undefined;
     const startedAt = Date.now();
-    const out = await this.send(display, startedAt, (abortSignal) =>
-      this.s3().send(new GetObjectCommand({ Bucket: bucket, Key: key }), { abortSignal }),
-    );
-    const body = out.Body;
-    if (!(body instanceof Readable)) {
-      throw new BlobError('blob_unreadable', `${display} returned no readable body`, { retriable: true });
-    }
-    const size = out.ContentLength;
+    const {
+      body,
+      length: size,
+      contentType,
+    } = await this.send(display, startedAt, async (abortSignal) => {
+      const route = await this.route(bucket);
+      return route.kind === 'signed'
+        ? this.signedGet(route, encodeKey(key, display), abortSignal)
+        : this.sdkGet(bucket, key, display, abortSignal);
+    });
     if (size !== undefined && size > maxBytes) {
-      body.destroy();
+      // Not worth reading to keep its connection: the connection goes.
+      body.on('error', () => undefined).destroy();
       throw new BlobError(
         'blob_too_large',
         `${display} has ${size} bytes, more than blobs.maxBytes (${maxBytes})`,
@@ -156,7 +333,7 @@ export class S3BlobReader {
     return this.keeper.keep(body, {
       display,
       length: size,
-      contentType: ref.content_type ?? out.ContentType ?? undefined,
+      contentType: ref.content_type ?? contentType,
       expected,
       pace: new Pace(this.limits, display, startedAt),
       mapError: (error) => s3Error(error, display),
@@ -164,7 +341,9 @@ export class S3BlobReader {
   }
 
   close(): void {
+    void this.agent.destroy().catch(() => undefined);
     if (this.ownsClient) this.client?.destroy();
     this.client = undefined;
+    this.routes.clear();
   }
 }

@@ -2,8 +2,10 @@
  * Test helpers of blob access (left out of dist): a policy, reading a stream whole, the BlobError of
  * a promise, and a loopback blob server that counts GETs and accepted connections (tests and
  * `npm run bench -- --mode blobs` use it to show that each blob is fetched once over kept-alive
- * connections).
+ * connections), and that can check each request's SigV4 signature as S3 would.
  */
+import { S3Client } from '@aws-sdk/client-s3';
+import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Readable } from 'node:stream';
@@ -25,6 +27,26 @@ export function policy(overrides: Partial<BlobPolicy> = {}): BlobPolicy {
   };
 }
 
+/** Credentials of the S3 clients of unit tests, checked by `CountingBlobServer.secretAccessKey`. */
+export const TEST_S3_CREDENTIALS = {
+  accessKeyId: 'AKUNIT',
+  secretAccessKey: 'unit-secret-key',
+  sessionToken: 'unit-session-token',
+};
+
+/** An S3Client for `endpoint` (path style), whose configuration an s3 source signs with. */
+export function s3TestClient(
+  endpoint: string,
+  secretAccessKey = TEST_S3_CREDENTIALS.secretAccessKey,
+): S3Client {
+  return new S3Client({
+    region: 'eu-west-1',
+    endpoint,
+    forcePathStyle: true,
+    credentials: { ...TEST_S3_CREDENTIALS, secretAccessKey },
+  });
+}
+
 export async function readAll(stream: Readable): Promise<Buffer> {
   const chunks: Buffer[] = [];
   for await (const chunk of stream) chunks.push(chunk as Buffer);
@@ -42,15 +64,62 @@ export async function blobError(promise: Promise<unknown>): Promise<BlobError> {
   throw new Error('expected a BlobError, but the promise resolved');
 }
 
+/**
+ * Whether `headers` carry a valid AWS SigV4 signature of a request with no query, made with
+ * `secretAccessKey`: computed here with node:crypto alone, independently of the signer under test.
+ */
+export function sigV4Valid(
+  method: string,
+  path: string,
+  headers: http.IncomingHttpHeaders,
+  secretAccessKey: string,
+): boolean {
+  const auth =
+    /^AWS4-HMAC-SHA256 Credential=[^/]+\/(\d{8})\/([^/]+)\/([^/]+)\/aws4_request, ?SignedHeaders=([a-z0-9;-]+), ?Signature=([0-9a-f]{64})$/.exec(
+      String(headers.authorization ?? ''),
+    );
+  const amzDate = headers['x-amz-date'];
+  const payload = headers['x-amz-content-sha256'];
+  if (!auth || typeof amzDate !== 'string' || typeof payload !== 'string') return false;
+  const [, day, region, service, signedHeaders, signature] = auth as unknown as string[];
+  const names = (signedHeaders as string).split(';');
+  if (!names.includes('host') || !names.includes('x-amz-date')) return false;
+  const canonicalHeaders = names.map((n) => `${n}:${String(headers[n] ?? '').trim()}\n`).join('');
+  const canonical = [method, path, '', canonicalHeaders, signedHeaders, payload].join('\n');
+  const scope = `${day}/${region}/${service}/aws4_request`;
+  const toSign = ['AWS4-HMAC-SHA256', amzDate, scope, createHash('sha256').update(canonical).digest('hex')];
+  let key: Buffer = Buffer.from(`AWS4${secretAccessKey}`);
+  for (const part of [day, region, service, 'aws4_request']) {
+    key = createHmac('sha256', key)
+      .update(part as string)
+      .digest();
+  }
+  const expected = createHmac('sha256', key).update(toSign.join('\n')).digest();
+  return timingSafeEqual(expected, Buffer.from(signature as string, 'hex'));
+}
+
+/** What a path of the server answers: a blob, a fixed answer, or a body that never ends. */
+type Served =
+  | { kind: 'blob'; bytes: Buffer; chunked: boolean }
+  | { kind: 'reply'; status: number; body: string; headers: http.OutgoingHttpHeaders }
+  | { kind: 'trickle' };
+
 /** Serves blobs on 127.0.0.1, counting GET requests and accepted connections. */
 export class CountingBlobServer {
   gets = 0;
   connections = 0;
   private readonly server: http.Server;
-  private readonly blobs = new Map<string, { bytes: Buffer; chunked: boolean }>();
+  private readonly blobs = new Map<string, Served>();
   origin = '';
 
   requests = 0;
+  /** The path and headers of the last request. */
+  last: { path: string; headers: http.IncomingHttpHeaders } | undefined;
+  /**
+   * When set, a request without a valid SigV4 signature made with this secret is answered as S3
+   * answers one (403, `SignatureDoesNotMatch`): the stack's S3 store checks no signature.
+   */
+  secretAccessKey: string | undefined;
 
   /**
    * `upstream`: an HTTP server (the stack's S3 store) that requests for paths not `put` here are
@@ -61,6 +130,15 @@ export class CountingBlobServer {
     this.server = http.createServer((req, res) => {
       this.requests++;
       if (req.method === 'GET') this.gets++;
+      this.last = { path: req.url ?? '/', headers: req.headers };
+      if (
+        this.secretAccessKey !== undefined &&
+        !sigV4Valid(req.method ?? '', req.url ?? '/', req.headers, this.secretAccessKey)
+      ) {
+        res.writeHead(403, { 'content-type': 'application/xml' });
+        res.end(s3ErrorXml('SignatureDoesNotMatch'));
+        return;
+      }
       const blob = this.blobs.get((req.url ?? '/').split('?')[0] ?? '/');
       if (!blob && this.upstream) {
         this.forward(this.upstream, req, res);
@@ -68,6 +146,17 @@ export class CountingBlobServer {
       }
       if (!blob) {
         res.writeHead(404).end();
+        return;
+      }
+      if (blob.kind === 'reply') {
+        res.writeHead(blob.status, { 'content-type': 'application/xml', ...blob.headers });
+        res.end(blob.body);
+        return;
+      }
+      if (blob.kind === 'trickle') {
+        res.writeHead(200, { 'content-type': 'application/pdf' });
+        const timer = setInterval(() => res.write('%'), 20);
+        res.on('close', () => clearInterval(timer));
         return;
       }
       // Chunked when asked: an answer without Content-Length, whose size the client learns at its end.
@@ -101,8 +190,23 @@ export class CountingBlobServer {
 
   /** Serves `bytes` at `path` (with Content-Length unless `chunked`); returns its URL. */
   put(path: string, bytes: Buffer, chunked = false): string {
-    this.blobs.set(path, { bytes, chunked });
+    this.blobs.set(path, { kind: 'blob', bytes, chunked });
     return `${this.origin}${path}`;
+  }
+
+  /** Answers `status` with `body` at `path` (an S3 error document, say). */
+  reply(path: string, status: number, body: string, headers: http.OutgoingHttpHeaders = {}): void {
+    this.blobs.set(path, { kind: 'reply', status, body, headers });
+  }
+
+  /** Stops serving `path` (the upstream, when there is one, answers it again). */
+  forget(path: string): void {
+    this.blobs.delete(path);
+  }
+
+  /** Serves a body at `path` that sends a byte every 20 ms and never ends. */
+  trickle(path: string): void {
+    this.blobs.set(path, { kind: 'trickle' });
   }
 
   async start(): Promise<this> {
@@ -119,4 +223,9 @@ export class CountingBlobServer {
     this.server.closeAllConnections();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
   }
+}
+
+/** An S3 error document with `code`, as S3 answers a failed request. */
+export function s3ErrorXml(code: string): string {
+  return `<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>${code}</Code><Message>${code}</Message><RequestId>r</RequestId></Error>`;
 }

@@ -7,7 +7,6 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { S3Client } from '@aws-sdk/client-s3';
 import fc from 'fast-check';
 import { fuzz } from '../fuzz/test-helpers.js';
 import { silentLogger } from '../observability/logger.js';
@@ -17,7 +16,7 @@ import { HttpBlobReader, type ResolvedAddress } from './http-source.js';
 import { createBlobSource, type BlobSource } from './index.js';
 import { Keeper, MemoryBudget } from './kept.js';
 import { Spool } from './spool.js';
-import { policy, readAll } from './test-helpers.js';
+import { CountingBlobServer, policy, readAll, s3TestClient } from './test-helpers.js';
 import { parseBlobUrl } from './url.js';
 
 const CODES: BlobErrorCode[] = [
@@ -330,15 +329,10 @@ function net(hostname: string): number {
 
 describe('s3:// bucket allowlist (fuzz)', () => {
   it('asks S3 only about listed buckets', async () => {
-    let requests = 0;
-    const s3Client = {
-      send: async () => {
-        requests++;
-        return { ContentLength: 6, ETag: '"e"', Body: undefined };
-      },
-      destroy: () => undefined,
-    } as unknown as S3Client;
-    const source = createBlobSource(policy({ s3Buckets: ['docs-in'] }), { s3Client });
+    const s3 = await new CountingBlobServer().start();
+    const source = createBlobSource(policy({ s3Buckets: ['docs-in'] }), {
+      s3Client: s3TestClient(s3.origin),
+    });
     try {
       await fuzz(
         's3:// buckets and keys',
@@ -346,7 +340,7 @@ describe('s3:// bucket allowlist (fuzz)', () => {
           fc.oneof(fc.constantFrom('docs-in', 'DOCS-IN', 'docs-in.', 'docs-inx', 'xdocs-in'), fc.domain()),
           fc.string({ maxLength: 40 }),
           async (bucket, key) => {
-            const before = requests;
+            const before = s3.requests;
             const result = await source.resolve({ url: `s3://${bucket}/${key}` }).then(
               async (blob) => {
                 await blob.cleanup();
@@ -355,7 +349,7 @@ describe('s3:// bucket allowlist (fuzz)', () => {
               (error: unknown) => expectBlobError(error),
             );
             if (bucket !== 'docs-in') {
-              expect(requests).toBe(before);
+              expect(s3.requests).toBe(before);
               expect(['blob_not_allowed', 'blob_invalid_url']).toContain(result?.code);
             }
           },
@@ -364,6 +358,7 @@ describe('s3:// bucket allowlist (fuzz)', () => {
       );
     } finally {
       source.close();
+      await s3.stop();
     }
   });
 });

@@ -1,6 +1,8 @@
 /**
  * s3:// blobs against the stack's S3-compatible store (moto server on localhost:9002 unless
- * DOCSTREAM_BLOBS_S3_ENDPOINT points elsewhere).
+ * DOCSTREAM_BLOBS_S3_ENDPOINT points elsewhere): signed GETs over docstream's own pooled client.
+ * moto checks no signature, so a loopback front of it checks each one as S3 does (an independent
+ * SigV4 computation) where a test is about signatures or counts requests.
  */
 import {
   CreateBucketCommand,
@@ -12,7 +14,7 @@ import {
 import { createHash, randomBytes } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import { BlobError, createBlobSource, type BlobPolicy, type BlobSource } from '../../src/blobs/index.js';
-import { CountingBlobServer } from '../../src/blobs/test-helpers.js';
+import { CountingBlobServer, s3ErrorXml } from '../../src/blobs/test-helpers.js';
 
 process.env.AWS_ACCESS_KEY_ID ??= 'test';
 process.env.AWS_SECRET_ACCESS_KEY ??= 'test';
@@ -131,9 +133,11 @@ describe('s3:// blobs against the local S3 store', () => {
     await blob.cleanup();
   });
 
-  it('fetches each object once (one GET, no HEAD) over kept-alive connections, at most connectionsPerHost', async () => {
-    // A loopback keep-alive front of the store counts what the source costs it.
+  it('fetches each object once (one GET, no HEAD, validly signed) over kept-alive connections, at most connectionsPerHost', async () => {
+    // A loopback keep-alive front of the store counts what the source costs it, and lets through
+    // only requests signed with the secret of the default credential chain (here the environment).
     const front = await new CountingBlobServer(new URL(endpoint)).start();
+    front.secretAccessKey = process.env.AWS_SECRET_ACCESS_KEY;
     const proxied = createBlobSource(
       { ...basePolicy, s3Endpoint: front.origin, inMemoryBytes: 100 * 1024 },
       { connectionsPerHost: 3 },
@@ -157,6 +161,43 @@ describe('s3:// blobs against the local S3 store', () => {
       expect(front.connections).toBeLessThanOrEqual(3);
     } finally {
       proxied.close();
+      await front.stop();
+    }
+  });
+
+  it('refuses a request signed with the wrong secret as the current code did: blob_unreadable, not retried', async () => {
+    const front = await new CountingBlobServer(new URL(endpoint)).start();
+    front.secretAccessKey = `${process.env.AWS_SECRET_ACCESS_KEY}-rotated`;
+    const wrong = createBlobSource({ ...basePolicy, s3Endpoint: front.origin });
+    try {
+      const error = await blobError(wrong.resolve({ url: `s3://${bucket}/${keys[0]}` }));
+      expect([error.code, error.retriable, error.message]).toEqual([
+        'blob_unreadable',
+        false,
+        `s3://${bucket}/${keys[0]} is not readable with these credentials (SignatureDoesNotMatch)`,
+      ]);
+      expect(front.gets).toBe(1);
+    } finally {
+      wrong.close();
+      await front.stop();
+    }
+  });
+
+  it('takes a 503 SlowDown as weather (retriable), and the next attempt reads the object', async () => {
+    const front = await new CountingBlobServer(new URL(endpoint)).start();
+    const path = `/${bucket}/${keys[0]}`;
+    front.reply(path, 503, s3ErrorXml('SlowDown'));
+    const busy = createBlobSource({ ...basePolicy, s3Endpoint: front.origin });
+    try {
+      const error = await blobError(busy.resolve({ url: `s3://${bucket}/${keys[0]}`, sha256: sha }));
+      expect([error.code, error.retriable]).toEqual(['blob_unreadable', true]);
+      front.forget(path);
+      const blob = await busy.resolve({ url: `s3://${bucket}/${keys[0]}`, sha256: sha });
+      expect((await readAll(await blob.open())).equals(content)).toBe(true);
+      await blob.cleanup();
+      expect(front.gets).toBe(2);
+    } finally {
+      busy.close();
       await front.stop();
     }
   });

@@ -1,0 +1,43 @@
+/**
+ * The pooled keep-alive HTTP client of remote blobs (http(s) and s3), and what both read from its
+ * answers: one undici Agent per source, at most `connections` per origin, idle connections closed
+ * before common servers close them. http(s) blobs add a checked `lookup`; the S3 endpoint is the
+ * operator's, so its pool connects where its name resolves.
+ */
+import type { LookupFunction } from 'node:net';
+import { Agent, type Dispatcher } from 'undici';
+
+/** Connections kept per origin when the source is not told how many documents run at once. */
+export const DEFAULT_CONNECTIONS_PER_HOST = 64;
+/**
+ * Idle connections are closed after this long: below the 5 s idle timeout of Node's HTTP server and
+ * of many proxies, so that a request is not sent on a connection the server is closing.
+ */
+const IDLE_SOCKET_MS = 4_000;
+/** Bound on opening a connection (TCP and TLS). */
+const CONNECT_TIMEOUT_MS = 10_000;
+
+export function pooledAgent(connections: number, lookup?: LookupFunction): Agent {
+  return new Agent({
+    connections,
+    keepAliveTimeout: IDLE_SOCKET_MS,
+    keepAliveMaxTimeout: IDLE_SOCKET_MS,
+    connect: lookup ? { timeout: CONNECT_TIMEOUT_MS, lookup } : { timeout: CONNECT_TIMEOUT_MS },
+  });
+}
+
+export function parseLength(value: string | string[] | undefined): number | undefined {
+  if (typeof value !== 'string' || !/^\d+$/.test(value)) return undefined;
+  const n = Number(value);
+  return Number.isSafeInteger(n) ? n : undefined;
+}
+
+export function header(headers: Dispatcher.ResponseData['headers'], name: string): string | undefined {
+  const value = headers[name];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+/** Lets the rest of an answer go by, so that its connection goes back to the pool. */
+export function discard(body: Dispatcher.ResponseData['body']): void {
+  body.dump().catch(() => undefined);
+}
