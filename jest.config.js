@@ -14,7 +14,12 @@ export default {
   // A global option: jest ignores it inside a project.
   testTimeout: 120000,
   projects: [
-    { ...common, displayName: 'unit', testMatch: ['<rootDir>/src/**/*.test.ts'] },
+    {
+      ...common,
+      displayName: 'unit',
+      // scripts/: the benchmarks' pure logic (option parsing, result arithmetic), beside it.
+      testMatch: ['<rootDir>/src/**/*.test.ts', '<rootDir>/scripts/**/*.test.ts'],
+    },
     {
       ...common,
       displayName: 'integration',

@@ -8,7 +8,7 @@
  *   npm run bench -- --mode state                   state footprint per finished doc, restore time
  *   npm run bench -- --docs 2000 --latency-ms 200 --rate 5000 --partitions 4 --max-in-flight 1000 \
  *     --baseline-docs 0 --scale-out none                CPU per document against the floor
- *   --floor node|go|both|false  the floor measured after each main run (default node): node is
+ *   --floor node|go|both|false  the floor measured after each main run (default node; quiet: see below): node is
  *                     scripts/floor.ts (bare node:http + kafkajs, results written as the API's
  *                     bytes); go is scripts/go-floor, the same flow hand-written in Go (franz-go,
  *                     net/http keep-alive, hamba/avro: results written as the connector's Avro
@@ -37,7 +37,9 @@
  *   npm run bench -- --mode quiet                   quiet hours and memory of `docstream run` as users start it
  *     (its whole process tree): idle CPU (--idle-s 60), CPU per document at --trickle-rate 10/s for
  *     --trickle-s 60, RSS per finished document held (--held-docs 300000, two instances, --held-wait-s 90;
- *     --held-docs 0 skips it); --cpu-prof writes the connector's CPU profile to bench-results/profiles
+ *     --held-docs 0 skips it); --cpu-prof writes the connector's CPU profile to bench-results/profiles;
+ *     --floor node|go|both (default false) also feeds each floor the same trickle after the connector's
+ *     and prints its CPU per document (its whole process tree, measured as the connector's) beside it
  *   npm run bench -- --scale-events                 what each scale event costs under a steady load
  *     (--events 1,2,3,4,3,2 --events-rate 300 --events-partitions 12 --events-hold-s 20;
  *      --assignor round-robin: the group as it was before the sticky assignor)
@@ -49,7 +51,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { printBlobs, runBlobs, type BlobScheme } from './lib/bench-blobs.js';
-import { FLOOR_NAMES, type FloorKind } from './lib/bench-floor.js';
+import { FLOOR_NAMES, parseFloors, type FloorKind } from './lib/bench-floor.js';
 import { printInflight, runInflight } from './lib/bench-inflight.js';
 import { LIMIT_SCENARIOS, printLimit, runLimit } from './lib/bench-limit.js';
 import { printScaleEvents, runScaleEvents } from './lib/bench-scale-events.js';
@@ -84,8 +86,8 @@ const flags = parseFlags(process.argv.slice(2), {
   /** auto: as many as --docs, at most 2000. */
   warmupDocs: 'auto',
   repeat: 1,
-  /** node, go, both, or false (none). */
-  floor: 'node',
+  /** node, go, both, or false (none); auto: node for throughput, false for quiet. */
+  floor: 'auto',
   cpuProf: false,
   scaleOut: '1,2,3',
   scaleDocs: 240,
@@ -121,15 +123,6 @@ const log = (line: string) =>
 function deliveryFlag(value: string): Delivery | 'both' {
   if (value === 'at-least-once' || value === 'exactly-once' || value === 'both') return value;
   throw new Error(`--delivery must be at-least-once, exactly-once or both, got ${value}`);
-}
-
-/** `--floor node|go|both|false`: the floors measured after each main run, in that order. */
-function floorFlag(value: string): FloorKind[] {
-  if (value === 'node' || value === 'go') return [value];
-  if (value === 'true') return ['node'];
-  if (value === 'both') return ['node', 'go'];
-  if (value === 'false' || value === 'none') return [];
-  throw new Error(`--floor must be node, go, both or false, got ${value}`);
 }
 
 function bounded(n: number, min: number, max: number, name: string): number {
@@ -434,7 +427,7 @@ async function main(): Promise<void> {
       baselineDocs: bounded(Number(flags.baselineDocs), 0, 1000, 'baseline-docs'),
       baselinePollMs: bounded(Number(flags.baselinePollMs), 10, 60_000, 'baseline-poll-ms'),
       instances: bounded(Number(flags.instances), 1, 8, 'instances'),
-      floors: floorFlag(String(flags.floor)),
+      floors: parseFloors(String(flags.floor), ['node']),
       cpuProfDir: flags.cpuProf === true ? path.resolve('bench-results', 'profiles') : null,
       scaleOut: parseInstanceList(String(flags.scaleOut)),
       scaleDocs: bounded(Number(flags.scaleDocs), 1, 5000, 'scale-docs'),
@@ -468,6 +461,7 @@ async function main(): Promise<void> {
       trickleS: bounded(Number(flags.trickleS), 5, 600, 'trickle-s'),
       heldDocs: bounded(Number(flags.heldDocs), 0, 5_000_000, 'held-docs'),
       heldWaitS: bounded(Number(flags.heldWaitS), 0, 600, 'held-wait-s'),
+      floors: parseFloors(String(flags.floor), []),
       nodeArgs: flags.cpuProf === true ? ['--cpu-prof', `--cpu-prof-dir=${profiles}`] : [],
       deadline,
       log,

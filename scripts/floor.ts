@@ -9,7 +9,7 @@
  * retries, no limiter: what is left is the cost of HTTP and Kafka themselves.
  *
  * Started by scripts/lib/bench-floor.ts with one argument, a JSON file of FloorSettings; reports
- * { type: 'floor', ... } over IPC and exits.
+ * { type: 'floor', ... } over IPC and exits (with holdAfterReport, once its stdin ends).
  */
 import fs from 'node:fs';
 import http from 'node:http';
@@ -39,6 +39,11 @@ export interface FloorSettings {
   deadline: number;
   /** Write a CPU profile of the measured documents (not the warm-up) to this file. */
   cpuProfile?: string;
+  /**
+   * After the report, wait until stdin ends before leaving the group and exiting, so that the
+   * harness can read the process's CPU at the moment of the report (the quiet benchmark's trickle).
+   */
+  holdAfterReport?: boolean;
   /**
    * The Go floor only (scripts/go-floor), which writes its results as the connector does: the
    * schema id registered for each result topic and the schema's .avsc file.
@@ -278,6 +283,11 @@ async function main(): Promise<void> {
     sockets,
   };
   process.send?.(report);
+  if (settings.holdAfterReport) {
+    await new Promise<void>((resolve) => {
+      process.stdin.once('end', resolve).once('close', resolve).resume();
+    });
+  }
   await consumer.disconnect().catch(() => undefined);
   await producer.disconnect().catch(() => undefined);
   agent.destroy();

@@ -19,7 +19,7 @@
 // scripts/floor.ts (plus resultSchemas). It reports on stdout, one JSON object a line:
 // {"type":"warm"} once the warm-up documents are done (the harness then produces the measured
 // ones, and the clock starts at the next record), then {"type":"floor",...} (FloorReport), and
-// exits. CPU is the process's own user + system time (getrusage, every thread: the same as
+// exits (with holdAfterReport, once its stdin ends). CPU is the process's own user + system time (getrusage, every thread: the same as
 // Node's process.cpuUsage()) from the first measured record taken to the last result acknowledged.
 package main
 
@@ -64,6 +64,9 @@ type settings struct {
 	LatencyMs    int               `json:"latencyMs"`
 	Deadline     int64             `json:"deadline"`
 	CPUProfile   string            `json:"cpuProfile"`
+	// After the report, wait until stdin ends before leaving the group and exiting, so that the
+	// harness can read the process's CPU at the moment of the report (the quiet benchmark's trickle).
+	HoldAfterReport bool `json:"holdAfterReport"`
 	// The schema id and .avsc file of each result kind (the Go floor only).
 	ResultSchemas map[string]schemaRef `json:"resultSchemas"`
 }
@@ -471,6 +474,9 @@ func run(s settings) error {
 	}
 	mu.Unlock()
 	say(r)
+	if s.HoldAfterReport {
+		_, _ = io.Copy(io.Discard, os.Stdin)
+	}
 	stop()
 	return nil
 }

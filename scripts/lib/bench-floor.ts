@@ -4,6 +4,10 @@
  * the Go floor (scripts/go-floor: franz-go, net/http, hamba/avro; see ./go-floor.ts). The floor's
  * sandbox has the same processing time but no effective rate limit: the floor measures cost, not
  * pacing, and has no retry for a 429.
+ *
+ * Fed two ways: a flood (the throughput mode: every arrival at once, CPU as the floor counts its
+ * own) or a trickle (the quiet mode: arrivals paced as the quiet mode paces the connector's, CPU of
+ * the floor's whole process tree over the measured trickle, as the connector's is measured there).
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -11,6 +15,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { KafkaClient } from '../../src/kafka/index.js';
 import { startSandbox } from '../../src/sandbox/index.js';
+import { within } from '../../src/util/within.js';
 import type { FloorReport, FloorSettings } from '../floor.js';
 import { buildGoFloor, registerResultSchemas, startGoFloor } from './go-floor.js';
 import {
@@ -21,9 +26,12 @@ import {
   prefixedTopics,
   produceArrivals,
   round,
+  sleep,
   uniqueName,
   type Arrival,
 } from './harness.js';
+import { sampleTree, type TreeSample } from './process-tree.js';
+import { produceTrickle, trickleMeasure, type TrickleMeasure } from './trickle.js';
 
 const FLOOR_SCRIPT = fileURLToPath(new URL('../floor.js', import.meta.url));
 
@@ -35,6 +43,22 @@ export const FLOOR_NAMES: Record<FloorKind, string> = {
   node: 'bare node:http + kafkajs, plain Kafka writes',
   go: 'Go: franz-go, net/http keep-alive, hamba/avro',
 };
+
+/**
+ * `--floor node|go|both|false`: the floors to measure, in that order; `auto` is the mode's default
+ * (node for throughput, none for quiet).
+ */
+export function parseFloors(value: string, auto: FloorKind[]): FloorKind[] {
+  if (value === 'auto') return [...auto];
+  if (value === 'node' || value === 'go') return [value];
+  if (value === 'true') return ['node'];
+  if (value === 'both') return ['node', 'go'];
+  if (value === 'false' || value === 'none') return [];
+  throw new Error(`--floor must be node, go, both or false, got ${value}`);
+}
+
+/** The pause between the end of the warm-up and the measured trickle, as the connector's. */
+export const TRICKLE_PAUSE_MS = 2000;
 
 interface FloorOptions {
   kind: FloorKind;
@@ -49,6 +73,13 @@ interface FloorOptions {
   log: (line: string) => void;
   /** Also profile the floor's measured documents, beside the connector's profiles. */
   cpuProfDir?: string | null;
+  /**
+   * Feed a trickle at this many documents a second instead of a flood: the warm-up paced from the
+   * floor's start, then (TRICKLE_PAUSE_MS after the floor has finished it) the measured documents
+   * paced, the floor's process tree sampled just before the first and at its report of the last.
+   * Needs warmupDocs > 0.
+   */
+  trickleRate?: number;
 }
 
 export interface FloorMeasure {
@@ -62,9 +93,14 @@ export interface FloorMeasure {
   notReady: number;
   kafkaRequests: number;
   tcpConnections: number;
+  /** Fed a trickle: the floor's whole process tree over the measured trickle. */
+  trickle?: TrickleMeasure;
 }
 
 export async function runFloor(o: FloorOptions, kafka: KafkaClient, dir: string): Promise<FloorMeasure> {
+  const rate = o.trickleRate;
+  if (rate !== undefined && o.warmupDocs === 0)
+    throw new Error('a floor fed a trickle needs warm-up documents');
   // Built (or found built) before anything starts, so that a missing toolchain fails at once.
   const goBinary = o.kind === 'go' ? buildGoFloor(o.log) : null;
   const id = uniqueName(o.kind === 'go' ? 'go-floor' : 'floor');
@@ -88,10 +124,13 @@ export async function runFloor(o: FloorOptions, kafka: KafkaClient, dir: string)
     );
     await admin.disconnect();
     await producer.connect();
-    // Without warm-up, all documents at once; with it, the warm-up first and the measured ones
-    // once the floor reports it finished them, as in the connector's run.
-    await produceArrivals(producer, topics.arrived, o.arrivals(`${id}-warm`, o.warmupDocs));
-    if (o.warmupDocs === 0) await produceArrivals(producer, topics.arrived, o.arrivals(id, o.docs));
+    // A flood: without warm-up, all documents at once; with it, the warm-up first and the measured
+    // ones once the floor reports it finished them, as in the connector's run. A trickle starts
+    // once the floor does.
+    if (rate === undefined) {
+      await produceArrivals(producer, topics.arrived, o.arrivals(`${id}-warm`, o.warmupDocs));
+      if (o.warmupDocs === 0) await produceArrivals(producer, topics.arrived, o.arrivals(id, o.docs));
+    }
     const settings: FloorSettings = {
       brokers: BROKERS,
       groupId: `${id}-group`,
@@ -106,6 +145,7 @@ export async function runFloor(o: FloorOptions, kafka: KafkaClient, dir: string)
       maxInFlight: o.maxInFlight,
       latencyMs: o.latencyMs,
       deadline: o.deadline,
+      holdAfterReport: rate !== undefined,
       cpuProfile: o.cpuProfDir
         ? path.join(o.cpuProfDir, goBinary ? `${id}.pprof` : `${id}-floor.cpuprofile`)
         : undefined,
@@ -114,51 +154,102 @@ export async function runFloor(o: FloorOptions, kafka: KafkaClient, dir: string)
     if (o.cpuProfDir) fs.mkdirSync(o.cpuProfDir, { recursive: true });
     const file = path.join(dir, `${id}.json`);
     fs.writeFileSync(file, JSON.stringify(settings));
-    o.log(`floor ${o.kind}: ${o.docs} documents (${FLOOR_NAMES[o.kind]})`);
+    o.log(
+      `floor ${o.kind}: ${o.docs} documents${rate === undefined ? '' : ` at ${rate}/s`} (${FLOOR_NAMES[o.kind]})`,
+    );
     let onMessage: (m: FloorReport | { type: 'warm' }) => void = () => undefined;
+    // stdin a pipe: its end releases a floor holding after its report (holdAfterReport).
     const child = goBinary
       ? startGoFloor(goBinary, file, (m) => onMessage(m))
-      : spawn(process.execPath, [FLOOR_SCRIPT, file], { stdio: ['ignore', 'ignore', 'pipe', 'ipc'] });
+      : spawn(process.execPath, [FLOOR_SCRIPT, file], { stdio: ['pipe', 'ignore', 'pipe', 'ipc'] });
     if (!goBinary) child.on('message', (m: FloorReport | { type: 'warm' }) => onMessage(m));
     let stderr = '';
     child.stderr?.on('data', (c: Buffer) => (stderr = (stderr + c.toString('utf8')).slice(-4000)));
     const release = ownChild(child);
-    const report = await new Promise<FloorReport>((resolve, reject) => {
-      const timer = setTimeout(() => child.kill('SIGKILL'), Math.max(5000, o.deadline - Date.now()));
-      onMessage = (m) => {
-        if (m.type === 'floor') resolve(m);
-        else if (m.type === 'warm') {
-          produceArrivals(producer, topics.arrived, o.arrivals(id, o.docs)).catch((err: unknown) => {
-            child.kill('SIGKILL');
-            reject(err instanceof Error ? err : new Error(String(err)));
-          });
+    const closed = new Promise<void>((resolve) => child.once('close', () => resolve()));
+    // A trickle's measured window: the tree before its first document is produced and at the report.
+    let start: { tree: TreeSample; at: number; docs: number } | null = null;
+    let end: { tree: TreeSample; at: number } | null = null;
+    try {
+      const report = await new Promise<FloorReport>((resolve, reject) => {
+        const timer = setTimeout(() => child.kill('SIGKILL'), Math.max(5000, o.deadline - Date.now()));
+        const fail = (err: unknown) => {
+          child.kill('SIGKILL');
+          reject(err instanceof Error ? err : new Error(String(err)));
+        };
+        const measured = async () => {
+          if (rate === undefined) {
+            await produceArrivals(producer, topics.arrived, o.arrivals(id, o.docs));
+            return;
+          }
+          await sleep(TRICKLE_PAUSE_MS);
+          const window = { tree: sampleTree(child.pid!), at: Date.now(), docs: 0 };
+          start = window;
+          const arrivals = o.arrivals(id, o.docs);
+          window.docs = (await produceTrickle(producer, topics.arrived, arrivals, rate, o.deadline)).length;
+        };
+        onMessage = (m) => {
+          if (m.type === 'warm') measured().catch(fail);
+          else if (m.type === 'floor') {
+            try {
+              // Read before the floor goes on to leave its group and exit (it holds until released).
+              if (rate !== undefined) end = { tree: sampleTree(child.pid!), at: Date.now() };
+              resolve(m);
+            } catch (err) {
+              fail(err);
+            }
+          }
+        };
+        if (rate !== undefined) {
+          const warm = o.arrivals(`${id}-warm`, o.warmupDocs);
+          produceTrickle(producer, topics.arrived, warm, rate, o.deadline).catch(fail);
         }
-      };
-      // 'close', not 'exit': the Go floor's report may still be in its stdout pipe when it exits.
-      child.once('close', (code) => {
-        clearTimeout(timer);
-        release();
-        reject(new Error(`floor exited with ${code} before reporting:\n${stderr}`));
+        // 'close', not 'exit': the Go floor's report may still be in its stdout pipe when it exits.
+        child.once('close', (code) => {
+          clearTimeout(timer);
+          release();
+          reject(new Error(`floor exited with ${code} before reporting:\n${stderr}`));
+        });
       });
-    });
-    const completed = Math.max(1, report.completed);
-    return {
-      floor: o.kind,
-      completed: report.completed,
-      cpuMsPerDoc: round(report.cpuUs / 1000 / completed, 3),
-      coldCpuMsPerDoc:
-        o.warmupDocs > 0 && report.coldCpuUs !== null
-          ? round(report.coldCpuUs / 1000 / o.warmupDocs, 3)
-          : null,
-      durationS: round(report.durationMs / 1000, 2),
-      httpCalls: report.httpCalls,
-      notReady: report.notReady,
-      kafkaRequests: report.kafkaRequests,
-      tcpConnections: report.sockets,
-    };
+      return measureOf(o, report, start, end);
+    } finally {
+      // Gone before its topics are deleted: a consumer still leaving its group would create them again.
+      child.stdin?.end();
+      if (!(await within(closed, 10_000))) child.kill('SIGKILL');
+    }
   } finally {
     await producer.disconnect().catch(() => undefined);
     await sandbox.close();
     await deleteTopics(kafka, topics);
   }
+}
+
+function measureOf(
+  o: FloorOptions,
+  report: FloorReport,
+  start: { tree: TreeSample; at: number; docs: number } | null,
+  end: { tree: TreeSample; at: number } | null,
+): FloorMeasure {
+  const completed = Math.max(1, report.completed);
+  return {
+    floor: o.kind,
+    completed: report.completed,
+    cpuMsPerDoc: round(report.cpuUs / 1000 / completed, 3),
+    coldCpuMsPerDoc:
+      o.warmupDocs > 0 && report.coldCpuUs !== null ? round(report.coldCpuUs / 1000 / o.warmupDocs, 3) : null,
+    durationS: round(report.durationMs / 1000, 2),
+    httpCalls: report.httpCalls,
+    notReady: report.notReady,
+    kafkaRequests: report.kafkaRequests,
+    tcpConnections: report.sockets,
+    ...(start && end
+      ? {
+          trickle: trickleMeasure(start.tree, end.tree, {
+            docs: start.docs,
+            settled: report.completed,
+            seconds: (end.at - start.at) / 1000,
+          }),
+        }
+      : {}),
+  };
 }

@@ -9,19 +9,24 @@
  * 2. A trickle: documents (file:// blobs, the sandbox at 200 ms) at `--trickle-rate` a second for
  *    `--trickle-s` seconds to the same instance, after a 10 s unmeasured warm-up at that rate; CPU
  *    from the first measured document produced to the last one settled, per document.
- * 3. Memory: `--held-docs` finished-document state records over 4 partitions of a state topic; two
+ * 3. The floors (`--floor node|go|both`, none by default): each fed the same trickle (same rate,
+ *    warm-up, pause and measured duration, the same file blob, a sandbox with the same processing
+ *    time), its whole process tree's CPU from the first measured document produced to its report of
+ *    the last one finished, per document: what bare kafkajs + node:http, or Go, cost at that rate.
+ * 4. Memory: `--held-docs` finished-document state records over 4 partitions of a state topic; two
  *    instances sharing them and one idle instance on empty topics, started together; RSS of each
  *    tree `--held-wait-s` seconds after all are ready; (loaded − idle) per finished document held.
  *
  * Topics have unique names and are deleted at the end; every wait is bounded by the deadline.
  */
-import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { writeCorpus } from '../../src/demo/corpus.js';
 import { KafkaClient } from '../../src/kafka/index.js';
 import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
+import { FLOOR_NAMES, runFloor, TRICKLE_PAUSE_MS, type FloorKind } from './bench-floor.js';
+import { buildGoFloor } from './go-floor.js';
 import {
   arrivalJson,
   BROKERS,
@@ -38,70 +43,35 @@ import {
   waitUntil,
   writeConnectorConfig,
   writeFinishedStates,
+  type Arrival,
 } from './harness.js';
+import { sampleTree, type TreeSample } from './process-tree.js';
+import { cpuRatio, produceTrickle, trickleCount, trickleMeasure, type TrickleMeasure } from './trickle.js';
 
 const PARTITIONS = 4;
 const SETTLE_MS = 10_000;
-const CLOCK_TICKS = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+/** The sandbox's processing time, the connector's and the floors' alike. */
+const LATENCY_MS = 200;
+/** The connector's and the floors' bound on documents in flight. */
+const MAX_IN_FLIGHT = 1000;
 
-interface TreeSample {
-  pids: number[];
-  cpuMs: number;
-  rssKb: number;
-}
-
-/** Fields of /proc/<pid>/stat after the command name (which may hold spaces): [0] is field 3. */
-function statFields(pid: number): string[] | null {
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  } catch {
-    return null;
-  }
-}
-
-/** The process and all its descendants, as `ps --forest` would show them. */
-function treePids(root: number): number[] {
-  const children = new Map<number, number[]>();
-  for (const name of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    const ppid = Number(statFields(Number(name))?.[1]);
-    if (!Number.isFinite(ppid)) continue;
-    children.set(ppid, [...(children.get(ppid) ?? []), Number(name)]);
-  }
-  const out: number[] = [];
-  const queue = [root];
-  while (queue.length > 0) {
-    const pid = queue.shift()!;
-    out.push(pid);
-    queue.push(...(children.get(pid) ?? []));
-  }
-  return out;
-}
-
-/** CPU (user + system, ms) and RSS (KiB) summed over the tree. */
-export function sampleTree(root: number): TreeSample {
-  const pids = treePids(root);
-  let ticks = 0;
-  let rssKb = 0;
-  for (const pid of pids) {
-    const f = statFields(pid);
-    if (f) ticks += Number(f[11]) + Number(f[12]);
-    try {
-      const m = /^VmRSS:\s+(\d+) kB/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
-      rssKb += m ? Number(m[1]) : 0;
-    } catch {
-      // Gone between the listing and the read.
-    }
-  }
-  return { pids, cpuMs: (ticks * 1000) / CLOCK_TICKS, rssKb };
+export interface QuietParameters {
+  idleS: number;
+  trickleRate: number;
+  trickleS: number;
+  heldDocs: number;
+  heldWaitS: number;
+  /** The floors fed the trickle after the connector (--floor), in that order. */
+  floors: FloorKind[];
 }
 
 export interface QuietResult {
-  parameters: { idleS: number; trickleRate: number; trickleS: number; heldDocs: number; heldWaitS: number };
+  parameters: QuietParameters;
   load: { before: number[]; after: number[] };
   idle: { processes: number; cpuPercent: number; rssMb: number };
-  trickle: { docs: number; settled: number; seconds: number; cpuMsPerDoc: number; idleShareMsPerDoc: number };
+  trickle: TrickleMeasure & { idleShareMsPerDoc: number };
+  /** Each floor fed the same trickle after the connector (--floor), in that order. */
+  floors: QuietFloor[];
   memory: {
     idleTreeMb: number;
     loadedTreeMb: number[];
@@ -114,10 +84,23 @@ export interface QuietResult {
   } | null;
 }
 
+/** A floor's CPU per document at the trickle, measured as the connector's is. */
+export interface QuietFloor extends TrickleMeasure {
+  floor: FloorKind;
+  /** The floor's own process CPU (its report: first measured record taken to last result acknowledged). */
+  ownCpuMsPerDoc: number;
+  httpCalls: number;
+  kafkaRequests: number;
+  /** The connector's CPU per document over the floor's; null when the floor's is 0. */
+  connectorRatio: number | null;
+}
+
 interface Common {
   kafka: KafkaClient;
   sandbox: Sandbox;
   dir: string;
+  /** The blob every trickled document points at (the demo corpus's clean PDF). */
+  file: string;
   nodeArgs: string[];
   log: (line: string) => void;
   deadline: number;
@@ -134,7 +117,7 @@ async function startInstance(
     groupId,
     apiBaseUrl: c.sandbox.baseUrl,
     ratePerSecond: 100,
-    maxInFlight: 1000,
+    maxInFlight: MAX_IN_FLIGHT,
     fileRoots: [c.dir],
     httpPort,
     // The product's own defaults for everything the harness would otherwise shorten.
@@ -155,7 +138,6 @@ async function idleAndTrickle(
   let connector: ConnectorProcess | null = null;
   try {
     await ensureInputTopics(c.kafka, topics);
-    const files = (await writeCorpus(c.dir, ['clean-pdf'])).map((s) => s.file);
     connector = await startInstance(c, topics, `${id}-group`);
     await connector.ready();
     await collector.start();
@@ -174,26 +156,19 @@ async function idleAndTrickle(
     c.log(`idle: ${idle.cpuPercent} % of a core, ${idle.processes} process(es), RSS ${idle.rssMb} MB`);
 
     // One document every 1/rate s, each sent alone (a trickle, not a batch).
-    const send = async (prefix: string, seconds: number): Promise<string[]> => {
-      const ids: string[] = [];
-      const start = Date.now();
-      const count = Math.round(seconds * o.trickleRate);
-      for (let i = 0; i < count && Date.now() < c.deadline; i++) {
-        const eventId = `${id}-${prefix}-${i}`;
-        ids.push(eventId);
-        await producer.send(topics.arrived, [
-          { key: eventId, value: arrivalJson(eventId, files[0]!), timestamp: String(Date.now()) },
-        ]);
-        const next = start + ((i + 1) * 1000) / o.trickleRate;
-        await sleep(Math.max(0, next - Date.now()));
-      }
-      return ids;
-    };
+    const send = (prefix: string, seconds: number): Promise<string[]> =>
+      produceTrickle(
+        producer,
+        topics.arrived,
+        arrivals(c.file, `${id}-${prefix}`, trickleCount(o.trickleRate, seconds)),
+        o.trickleRate,
+        c.deadline,
+      );
     const settledAll = (ids: string[]) =>
       waitUntil(() => ids.every((e) => collector.settled(e)), Math.max(1000, c.deadline - Date.now()));
     c.log(`trickle: warm-up ${SETTLE_MS / 1000} s at ${o.trickleRate}/s`);
     await settledAll(await send('warm', SETTLE_MS / 1000));
-    await sleep(2000);
+    await sleep(TRICKLE_PAUSE_MS);
     c.log(`trickle: measuring ${o.trickleS} s at ${o.trickleRate}/s`);
     const from = sampleTree(connector.pid);
     const t0 = Date.now();
@@ -203,10 +178,7 @@ async function idleAndTrickle(
     const seconds = (Date.now() - t0) / 1000;
     const settled = ids.filter((e) => collector.settled(e)).length;
     const trickle = {
-      docs: ids.length,
-      settled,
-      seconds: round(seconds, 1),
-      cpuMsPerDoc: round((to.cpuMs - from.cpuMs) / Math.max(1, settled), 2),
+      ...trickleMeasure(from, to, { docs: ids.length, settled, seconds }),
       idleShareMsPerDoc: round((idleCpuPerS * seconds) / Math.max(1, settled), 2),
     };
     c.log(`trickle: ${trickle.cpuMsPerDoc} ms of CPU per document (${settled}/${ids.length} settled)`);
@@ -217,6 +189,53 @@ async function idleAndTrickle(
     await producer.disconnect().catch(() => undefined);
     await deleteTopics(c.kafka, topics).catch(() => undefined);
   }
+}
+
+/** `n` arrivals of the trickle, each its own event (query_id = event_id), all on one file blob. */
+function arrivals(file: string, prefix: string, n: number): Arrival[] {
+  return Array.from({ length: n }, (_, i) => {
+    const eventId = `${prefix}-${i}`;
+    return { event_id: eventId, value: arrivalJson(eventId, file) };
+  });
+}
+
+/** Each floor fed the connector's trickle: same rate, warm-up, pause, duration, blob and latency. */
+async function floorsAtTrickle(
+  c: Common,
+  o: { trickleRate: number; trickleS: number; floors: FloorKind[] },
+  connectorMsPerDoc: number,
+): Promise<QuietFloor[]> {
+  const out: QuietFloor[] = [];
+  for (const kind of o.floors) {
+    const m = await runFloor(
+      {
+        kind,
+        docs: trickleCount(o.trickleRate, o.trickleS),
+        warmupDocs: Math.max(1, trickleCount(o.trickleRate, SETTLE_MS / 1000)),
+        latencyMs: LATENCY_MS,
+        partitions: PARTITIONS,
+        maxInFlight: MAX_IN_FLIGHT,
+        deadline: c.deadline,
+        arrivals: (prefix, n) => arrivals(c.file, prefix, n),
+        log: c.log,
+        trickleRate: o.trickleRate,
+      },
+      c.kafka,
+      c.dir,
+    );
+    if (!m.trickle) throw new Error(`floor ${kind}: no trickle measure`);
+    const f: QuietFloor = {
+      floor: kind,
+      ...m.trickle,
+      ownCpuMsPerDoc: m.cpuMsPerDoc,
+      httpCalls: m.httpCalls,
+      kafkaRequests: m.kafkaRequests,
+      connectorRatio: cpuRatio(connectorMsPerDoc, m.trickle.cpuMsPerDoc),
+    };
+    c.log(`floor ${kind}: ${f.cpuMsPerDoc} ms of CPU per document (${f.settled}/${f.docs} finished)`);
+    out.push(f);
+  }
+  return out;
 }
 
 async function memory(
@@ -273,23 +292,20 @@ async function memory(
   }
 }
 
-export async function runQuiet(o: {
-  idleS: number;
-  trickleRate: number;
-  trickleS: number;
-  heldDocs: number;
-  heldWaitS: number;
-  nodeArgs: string[];
-  deadline: number;
-  log: (line: string) => void;
-}): Promise<QuietResult> {
+export async function runQuiet(
+  o: QuietParameters & { nodeArgs: string[]; deadline: number; log: (line: string) => void },
+): Promise<QuietResult> {
+  // Built (or found built) before anything starts, so that a missing toolchain fails at once.
+  if (o.floors.includes('go')) buildGoFloor(o.log);
   const kafka = new KafkaClient({ brokers: BROKERS, clientId: 'docstream-bench-quiet' });
-  const sandbox = await startSandbox({ processing: { distribution: 'fixed', meanMs: 200 } });
+  const sandbox = await startSandbox({ processing: { distribution: 'fixed', meanMs: LATENCY_MS } });
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'docstream-quiet-'));
-  const c: Common = { kafka, sandbox, dir, nodeArgs: o.nodeArgs, log: o.log, deadline: o.deadline };
   const before = os.loadavg().map((n) => round(n, 2));
   try {
+    const file = (await writeCorpus(dir, ['clean-pdf']))[0]!.file;
+    const c: Common = { kafka, sandbox, dir, file, nodeArgs: o.nodeArgs, log: o.log, deadline: o.deadline };
     const { idle, trickle } = await idleAndTrickle(c, o);
+    const floors = await floorsAtTrickle(c, o, trickle.cpuMsPerDoc);
     const mem = o.heldDocs > 0 ? await memory(c, o) : null;
     return {
       parameters: {
@@ -298,10 +314,12 @@ export async function runQuiet(o: {
         trickleS: o.trickleS,
         heldDocs: o.heldDocs,
         heldWaitS: o.heldWaitS,
+        floors: o.floors,
       },
       load: { before, after: os.loadavg().map((n) => round(n, 2)) },
       idle,
       trickle,
+      floors,
       memory: mem,
     };
   } finally {
@@ -324,6 +342,7 @@ export function printQuiet(r: QuietResult): void {
       `(${r.trickle.settled}/${r.trickle.docs} settled in ${r.trickle.seconds} s; the idle rate's share ` +
       `${r.trickle.idleShareMsPerDoc} ms) — target ≤ 4 ms: ${verdict(r.trickle.cpuMsPerDoc <= 4)}`,
   );
+  if (r.floors.length > 0) printFloors(r);
   if (r.memory) {
     const m = r.memory;
     console.log(
@@ -336,4 +355,37 @@ export function printQuiet(r: QuietResult): void {
         m.heapUsedMb.map((u, i) => `${u}/${m.heapTotalMb[i]} MB + ${m.externalMb[i]} MB`).join(', '),
     );
   }
+}
+
+/** The floors beside the connector: CPU per document at the same trickle, measured the same way. */
+function printFloors(r: QuietResult): void {
+  const p = r.parameters;
+  console.log(
+    `  CPU per document at ${p.trickleRate}/s, whole process tree, first measured document produced to last finished (nothing subtracted):`,
+  );
+  const widths = [60, 10, 22];
+  const line = (cells: string[]) =>
+    console.log(('    ' + cells.map((c, i) => c.padEnd(widths[i] ?? 0)).join('')).trimEnd());
+  line(['', 'ms/doc', 'finished', 'docstream run ÷ floor']);
+  line([
+    'docstream run',
+    String(r.trickle.cpuMsPerDoc),
+    `${r.trickle.settled}/${r.trickle.docs} in ${r.trickle.seconds} s`,
+    '',
+  ]);
+  for (const f of r.floors) {
+    line([
+      `floor ${f.floor} (${FLOOR_NAMES[f.floor]})`,
+      String(f.cpuMsPerDoc),
+      `${f.settled}/${f.docs} in ${f.seconds} s`,
+      f.connectorRatio === null ? '-' : `${f.connectorRatio}x`,
+    ]);
+  }
+  for (const f of r.floors)
+    console.log(
+      `    floor ${f.floor}: ${f.cpuMsPerDoc <= 4 ? 'within' : 'OVER'} the 4 ms target; its own process count ` +
+        `(first measured record taken to last result acknowledged) ${f.ownCpuMsPerDoc} ms; ` +
+        `${round(f.httpCalls / Math.max(1, f.settled), 2)} HTTP calls and ` +
+        `${round(f.kafkaRequests / Math.max(1, f.settled), 2)} Kafka produce requests per document`,
+    );
 }

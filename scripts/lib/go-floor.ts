@@ -76,13 +76,16 @@ export async function registerResultSchemas(topics: Config['topics']): Promise<R
   return out as ResultSchemas;
 }
 
-/** Starts the Go floor; its reports ({ type: 'warm' }, FloorReport) come as JSON lines on stdout. */
+/**
+ * Starts the Go floor; its reports ({ type: 'warm' }, FloorReport) come as JSON lines on stdout. Its
+ * stdin is a pipe: ending it releases a floor that holds after its report (holdAfterReport).
+ */
 export function startGoFloor(
   binary: string,
   settingsFile: string,
   onMessage: (m: FloorReport | { type: 'warm' }) => void,
 ): ChildProcess {
-  const child = spawn(binary, [settingsFile], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(binary, [settingsFile], { stdio: ['pipe', 'pipe', 'pipe'] });
   readline.createInterface({ input: child.stdout }).on('line', (line) => {
     let message: FloorReport | { type: 'warm' };
     try {
