@@ -419,15 +419,51 @@ export async function produceArrivals(
 ): Promise<Map<string, number>> {
   const sentAt = new Map<string, number>();
   for (let i = 0; i < arrivals.length; i += chunk) {
-    const now = Date.now();
-    const slice = arrivals.slice(i, i + chunk);
-    await producer.send(
-      topic,
-      slice.map((a) => ({ key: a.event_id, value: a.value, timestamp: String(now) })),
-    );
-    for (const a of slice) sentAt.set(a.event_id, now);
+    await sendArrivals(producer, topic, arrivals.slice(i, i + chunk), sentAt);
   }
   return sentAt;
+}
+
+/** How often `produceArrivals` at a rate sends what has come due. */
+const RATE_TICK_MS = 100;
+
+/**
+ * Produces `arrivals` at `rate` a second (what has come due, every RATE_TICK_MS), not all at once, until
+ * `deadline`; returns when each was sent (those not sent by the deadline are missing).
+ */
+export async function produceAtRate(
+  producer: KafkaProducer,
+  topic: string,
+  arrivals: Arrival[],
+  rate: number,
+  deadline: number,
+): Promise<Map<string, number>> {
+  const sentAt = new Map<string, number>();
+  const start = Date.now();
+  let sent = 0;
+  while (sent < arrivals.length && Date.now() < deadline) {
+    const due = Math.min(arrivals.length, Math.floor(((Date.now() - start) / 1000) * rate) + 1);
+    if (due > sent) {
+      await sendArrivals(producer, topic, arrivals.slice(sent, due), sentAt);
+      sent = due;
+    }
+    if (sent < arrivals.length) await sleep(RATE_TICK_MS);
+  }
+  return sentAt;
+}
+
+async function sendArrivals(
+  producer: KafkaProducer,
+  topic: string,
+  slice: Arrival[],
+  sentAt: Map<string, number>,
+): Promise<void> {
+  const now = Date.now();
+  await producer.send(
+    topic,
+    slice.map((a) => ({ key: a.event_id, value: a.value, timestamp: String(now) })),
+  );
+  for (const a of slice) sentAt.set(a.event_id, now);
 }
 
 interface DeadLetterSeen {
