@@ -100,12 +100,27 @@ describe('s3:// GET signed over the pooled client', () => {
     [400, 'RequestTimeout', 'blob_unreadable', true],
     [503, 'SlowDown', 'blob_unreadable', true],
     [500, 'InternalError', 'blob_unreadable', true],
-  ])('maps an answer %i <Code>%s</Code> to %s (retriable %s)', async (status, code, kind, retriable) => {
-    server.reply(`/docs-in/${code}.pdf`, status, s3ErrorXml(code));
-    const error = await blobError(source.resolve({ url: `s3://docs-in/${code}.pdf` }));
-    expect([error.code, error.retriable]).toEqual([kind, retriable]);
-    expect(error.message).toContain(`s3://docs-in/${code}.pdf`);
-    expect(error.message).toContain(code);
+  ])(
+    'maps an answer %i <Code>%s</Code> to %s (retriable %s), weather after 3 GETs',
+    async (status, code, kind, retriable) => {
+      server.reply(`/docs-in/${code}.pdf`, status, s3ErrorXml(code));
+      const before = server.gets;
+      const error = await blobError(source.resolve({ url: `s3://docs-in/${code}.pdf` }));
+      expect([error.code, error.retriable]).toEqual([kind, retriable]);
+      expect(error.message).toContain(`s3://docs-in/${code}.pdf`);
+      expect(error.message).toContain(code);
+      expect(server.gets - before).toBe(retriable ? 3 : 1);
+    },
+  );
+
+  it('tries a GET that failed as weather again, as the SDK did: two 503 SlowDown, then the object', async () => {
+    server.put('/docs-in/flaky.pdf', bytes);
+    server.reply('/docs-in/flaky.pdf', 503, s3ErrorXml('SlowDown'), {}, 2);
+    const before = server.gets;
+    const blob = await source.resolve({ url: 's3://docs-in/flaky.pdf' });
+    expect((await readAll(await blob.open())).equals(bytes)).toBe(true);
+    await blob.cleanup();
+    expect(server.gets - before).toBe(3);
   });
 
   it('takes an answer without an error document by its status', async () => {

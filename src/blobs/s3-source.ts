@@ -7,21 +7,30 @@
  * The AWS SDK's S3Client is kept for what it resolves once: the endpoint of each bucket (its own
  * rules: endpoint override, path or virtual-hosted style, partitions, FIPS and dual-stack settings)
  * and the default credential chain with its caching and refresh. Its send() is not used per blob:
- * its middleware stack cost ~0.8 ms of CPU per GetObject (docs/performance.md, issue 31). Buckets
- * whose endpoint wants another signature than SigV4 (S3 Express directory buckets) still go
- * through send().
+ * its middleware stack cost ~0.8 ms of CPU per GetObject (docs/performance.md, issue 31). What its
+ * retry did is kept: a GET that fails as weather (5xx, throttling, a reset) is tried again, at most
+ * the SDK's 3 attempts with its back-off base, within `blobs.transferTimeoutMs`. Buckets whose
+ * endpoint wants another signature than SigV4 (S3 Express directory buckets) still go through
+ * send().
  */
 import { GetObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { Sha256 } from '@smithy/core/checksum';
 import { getEndpointFromInstructions } from '@smithy/core/endpoints';
 import { extendedEncodeURIComponent } from '@smithy/core/protocols';
-import { isThrottlingError, isTransientError } from '@smithy/core/retry';
+import {
+  DEFAULT_MAX_ATTEMPTS,
+  DEFAULT_RETRY_DELAY_BASE,
+  MAXIMUM_RETRY_DELAY,
+  isThrottlingError,
+  isTransientError,
+} from '@smithy/core/retry';
 import { SignatureV4 } from '@smithy/signature-v4';
 import http from 'node:http';
 import https from 'node:https';
 import { Readable } from 'node:stream';
 import type { Agent, Dispatcher } from 'undici';
 import type { Logger } from '../observability/logger.js';
+import { retry } from '../util/retry.js';
 import { BlobError } from './errors.js';
 import type { Keeper } from './kept.js';
 import { expectedSha256 } from './meter.js';
@@ -187,6 +196,8 @@ export class S3BlobReader {
       region: this.policy.s3Region,
       endpoint: this.policy.s3Endpoint === '' ? undefined : this.policy.s3Endpoint,
       forcePathStyle: this.policy.s3ForcePathStyle,
+      // Its send() (S3 Express buckets only) is tried again by resolve(), not inside as well.
+      maxAttempts: 1,
       requestHandler: {
         connectionTimeout: 10_000,
         requestTimeout: REQUEST_TIMEOUT_MS,
@@ -306,16 +317,30 @@ export class S3BlobReader {
     }
     const expected = this.policy.verifySha256 && ref.sha256 ? expectedSha256(ref.sha256) : undefined;
     const startedAt = Date.now();
-    const {
-      body,
-      length: size,
-      contentType,
-    } = await this.send(display, startedAt, async (abortSignal) => {
-      const route = await this.route(bucket);
-      return route.kind === 'signed'
-        ? this.signedGet(route, encodeKey(key, display), abortSignal)
-        : this.sdkGet(bucket, key, display, abortSignal);
-    });
+    const encoded = encodeKey(key, display);
+    const total = this.limits.transferTimeoutMs;
+    const answer = await retry(
+      () =>
+        this.send(display, startedAt, async (abortSignal) => {
+          const route = await this.route(bucket);
+          return route.kind === 'signed'
+            ? this.signedGet(route, encoded, abortSignal)
+            : this.sdkGet(bucket, key, display, abortSignal);
+        }),
+      {
+        attempts: DEFAULT_MAX_ATTEMPTS,
+        backoff: { initialMs: DEFAULT_RETRY_DELAY_BASE, maxMs: MAXIMUM_RETRY_DELAY },
+        ...(total > 0 ? { budgetMs: total } : {}),
+        classify: (error) =>
+          error instanceof BlobError && error.retriable ? { retry: true } : { retry: false },
+        onRetry: (error, tries, delayMs) =>
+          this.logger.debug(
+            { blob: display, tries, delayMs, err: (error as Error).message },
+            's3 GET retried',
+          ),
+      },
+    );
+    const { body, length: size, contentType } = answer;
     if (size !== undefined && size > maxBytes) {
       // Not worth reading to keep its connection: the connection goes.
       body.on('error', () => undefined).destroy();

@@ -98,11 +98,16 @@ export function sigV4Valid(
   return timingSafeEqual(expected, Buffer.from(signature as string, 'hex'));
 }
 
-/** What a path of the server answers: a blob, a fixed answer, or a body that never ends. */
-type Served =
-  | { kind: 'blob'; bytes: Buffer; chunked: boolean }
-  | { kind: 'reply'; status: number; body: string; headers: http.OutgoingHttpHeaders }
-  | { kind: 'trickle' };
+/** What a path of the server answers: a blob, or a body that never ends. */
+type Served = { kind: 'blob'; bytes: Buffer; chunked: boolean } | { kind: 'trickle' };
+
+/** A fixed answer served before what the path holds, a number of times. */
+interface Reply {
+  status: number;
+  body: string;
+  headers: http.OutgoingHttpHeaders;
+  times: number;
+}
 
 /** Serves blobs on 127.0.0.1, counting GET requests and accepted connections. */
 export class CountingBlobServer {
@@ -110,6 +115,7 @@ export class CountingBlobServer {
   connections = 0;
   private readonly server: http.Server;
   private readonly blobs = new Map<string, Served>();
+  private readonly replies = new Map<string, Reply>();
   origin = '';
 
   requests = 0;
@@ -139,18 +145,21 @@ export class CountingBlobServer {
         res.end(s3ErrorXml('SignatureDoesNotMatch'));
         return;
       }
-      const blob = this.blobs.get((req.url ?? '/').split('?')[0] ?? '/');
+      const path = (req.url ?? '/').split('?')[0] ?? '/';
+      const reply = this.replies.get(path);
+      if (reply) {
+        if (--reply.times <= 0) this.replies.delete(path);
+        res.writeHead(reply.status, { 'content-type': 'application/xml', ...reply.headers });
+        res.end(reply.body);
+        return;
+      }
+      const blob = this.blobs.get(path);
       if (!blob && this.upstream) {
         this.forward(this.upstream, req, res);
         return;
       }
       if (!blob) {
         res.writeHead(404).end();
-        return;
-      }
-      if (blob.kind === 'reply') {
-        res.writeHead(blob.status, { 'content-type': 'application/xml', ...blob.headers });
-        res.end(blob.body);
         return;
       }
       if (blob.kind === 'trickle') {
@@ -194,14 +203,18 @@ export class CountingBlobServer {
     return `${this.origin}${path}`;
   }
 
-  /** Answers `status` with `body` at `path` (an S3 error document, say). */
-  reply(path: string, status: number, body: string, headers: http.OutgoingHttpHeaders = {}): void {
-    this.blobs.set(path, { kind: 'reply', status, body, headers });
-  }
-
-  /** Stops serving `path` (the upstream, when there is one, answers it again). */
-  forget(path: string): void {
-    this.blobs.delete(path);
+  /**
+   * Answers `status` with `body` at `path` (an S3 error document, say), the next `times` requests;
+   * then what the path holds (or the upstream) answers again.
+   */
+  reply(
+    path: string,
+    status: number,
+    body: string,
+    headers: http.OutgoingHttpHeaders = {},
+    times = Number.POSITIVE_INFINITY,
+  ): void {
+    this.replies.set(path, { status, body, headers, times });
   }
 
   /** Serves a body at `path` that sends a byte every 20 ms and never ends. */

@@ -4,23 +4,14 @@
  * moto checks no signature, so a loopback front of it checks each one as S3 does (an independent
  * SigV4 computation) where a test is about signatures or counts requests.
  */
-import {
-  CreateBucketCommand,
-  DeleteBucketCommand,
-  DeleteObjectCommand,
-  PutObjectCommand,
-  S3Client,
-} from '@aws-sdk/client-s3';
 import { createHash, randomBytes } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import { BlobError, createBlobSource, type BlobPolicy, type BlobSource } from '../../src/blobs/index.js';
 import { CountingBlobServer, s3ErrorXml } from '../../src/blobs/test-helpers.js';
+import { S3_ENDPOINT as endpoint, ScratchBucket } from '../harness/s3-store.js';
 
-process.env.AWS_ACCESS_KEY_ID ??= 'test';
-process.env.AWS_SECRET_ACCESS_KEY ??= 'test';
-
-const endpoint = process.env.DOCSTREAM_BLOBS_S3_ENDPOINT ?? 'http://localhost:9002';
-const bucket = `docstream-blobs-it-${Date.now()}-${randomBytes(3).toString('hex')}`;
+const store = new ScratchBucket('docstream-blobs-it');
+const bucket = store.name;
 const content = randomBytes(300 * 1024);
 const sha = createHash('sha256').update(content).digest('hex');
 const keys = ['docs/sample.pdf', 'docs/with space %.pdf'];
@@ -37,7 +28,6 @@ const basePolicy: BlobPolicy = {
   maxBytes: 1024 * 1024,
 };
 
-let admin: S3Client;
 let source: BlobSource;
 
 async function readAll(stream: Readable): Promise<Buffer> {
@@ -57,21 +47,14 @@ async function blobError(promise: Promise<unknown>): Promise<BlobError> {
 }
 
 beforeAll(async () => {
-  admin = new S3Client({ endpoint, region: 'us-east-1', forcePathStyle: true });
-  await admin.send(new CreateBucketCommand({ Bucket: bucket }));
-  for (const key of keys) {
-    await admin.send(
-      new PutObjectCommand({ Bucket: bucket, Key: key, Body: content, ContentType: 'application/pdf' }),
-    );
-  }
+  await store.create();
+  for (const key of keys) await store.put(key, content, 'application/pdf');
   source = createBlobSource(basePolicy);
 });
 
 afterAll(async () => {
   source?.close();
-  for (const key of keys) await admin.send(new DeleteObjectCommand({ Bucket: bucket, Key: key }));
-  await admin.send(new DeleteBucketCommand({ Bucket: bucket }));
-  admin.destroy();
+  await store.remove();
 });
 
 describe('s3:// blobs against the local S3 store', () => {
@@ -125,10 +108,9 @@ describe('s3:// blobs against the local S3 store', () => {
 
   it('hands out the object that was checked, even when it is replaced afterwards', async () => {
     const key = 'docs/replaced.pdf';
-    keys.push(key);
-    await admin.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: content }));
+    await store.put(key, content);
     const blob = await source.resolve({ url: `s3://${bucket}/${key}` });
-    await admin.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: randomBytes(content.length) }));
+    await store.put(key, randomBytes(content.length));
     expect((await readAll(await blob.open())).equals(content)).toBe(true);
     await blob.cleanup();
   });
@@ -183,19 +165,24 @@ describe('s3:// blobs against the local S3 store', () => {
     }
   });
 
-  it('takes a 503 SlowDown as weather (retriable), and the next attempt reads the object', async () => {
+  it('tries a GET answered 503 SlowDown again (as the SDK did), and takes lasting 503s as weather', async () => {
     const front = await new CountingBlobServer(new URL(endpoint)).start();
     const path = `/${bucket}/${keys[0]}`;
-    front.reply(path, 503, s3ErrorXml('SlowDown'));
     const busy = createBlobSource({ ...basePolicy, s3Endpoint: front.origin });
     try {
-      const error = await blobError(busy.resolve({ url: `s3://${bucket}/${keys[0]}`, sha256: sha }));
-      expect([error.code, error.retriable]).toEqual(['blob_unreadable', true]);
-      front.forget(path);
+      front.reply(path, 503, s3ErrorXml('SlowDown'), {}, 1);
       const blob = await busy.resolve({ url: `s3://${bucket}/${keys[0]}`, sha256: sha });
       expect((await readAll(await blob.open())).equals(content)).toBe(true);
       await blob.cleanup();
       expect(front.gets).toBe(2);
+      front.reply(path, 503, s3ErrorXml('SlowDown'));
+      const error = await blobError(busy.resolve({ url: `s3://${bucket}/${keys[0]}`, sha256: sha }));
+      expect([error.code, error.retriable, error.message]).toEqual([
+        'blob_unreadable',
+        true,
+        `s3://${bucket}/${keys[0]} could not be read (SlowDown, HTTP 503)`,
+      ]);
+      expect(front.gets).toBe(2 + 3);
     } finally {
       busy.close();
       await front.stop();
