@@ -56,6 +56,110 @@ describe('CoalescingSender', () => {
   });
 });
 
+describe('CoalescingSender with lazy messages', () => {
+  type Batches = Array<{ topic: string; messages: OutgoingMessage[] }>;
+  const tick = () => new Promise((r) => setImmediate(r));
+  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+  function recording() {
+    const requests: Batches[] = [];
+    const releases: Array<() => void> = [];
+    const producer = {
+      sendBatch: (batches: Batches) => {
+        requests.push(batches);
+        return new Promise<[]>((resolve) => releases.push(() => resolve([])));
+      },
+    };
+    const keys = (i: number) =>
+      requests[i]!.flatMap((b) => b.messages.map((m) => `${b.topic}:${String(m.key)}`));
+    return { producer, requests, releases, keys };
+  }
+
+  it('starts no request of its own before its linger ends, then starts one', async () => {
+    const r = recording();
+    const sender = new CoalescingSender(r.producer, 500, { lazyLingerMs: 40 });
+    const done = sender.send('s', { key: '1', value: 'x' }, { lazy: true });
+    await tick();
+    await sleep(10);
+    expect(r.requests).toHaveLength(0);
+    await sleep(60);
+    expect(r.requests).toHaveLength(1);
+    expect(r.keys(0)).toEqual(['s:1']);
+    r.releases[0]!();
+    await done;
+  });
+
+  it('goes with the next request another send starts, and resolves when that one is acknowledged', async () => {
+    const r = recording();
+    const sender = new CoalescingSender(r.producer, 500, { lazyLingerMs: 60_000 });
+    let lazyDone = false;
+    const lazy = sender.send('s', { key: '1', value: 'x' }, { lazy: true }).then(() => (lazyDone = true));
+    await tick();
+    expect(r.requests).toHaveLength(0);
+    const eager = sender.send('r', { key: '2', value: 'x' });
+    await tick();
+    expect(r.requests).toHaveLength(1);
+    expect(r.keys(0)).toEqual(['s:1', 'r:2']);
+    await tick();
+    expect(lazyDone).toBe(false);
+    r.releases[0]!();
+    await Promise.all([lazy, eager]);
+    expect(lazyDone).toBe(true);
+  });
+
+  it('waits after a request for its linger or the next send, instead of a request of its own at once', async () => {
+    const r = recording();
+    const sender = new CoalescingSender(r.producer, 500, { lazyLingerMs: 60_000 });
+    const first = sender.send('r', { key: '1', value: 'x' });
+    await tick();
+    expect(r.requests).toHaveLength(1);
+    // Queued while the first request is out: lazy alone, it does not follow it at once.
+    const lazy = sender.send('s', { key: '2', value: 'x' }, { lazy: true });
+    r.releases[0]!();
+    await first;
+    await tick();
+    await tick();
+    expect(r.requests).toHaveLength(1);
+    const next = sender.send('r', { key: '3', value: 'x' });
+    await tick();
+    expect(r.requests).toHaveLength(2);
+    expect(r.keys(1)).toEqual(['s:2', 'r:3']);
+    r.releases[1]!();
+    await Promise.all([lazy, next]);
+  });
+
+  it('becomes urgent when an eager send replaces it, and stays so when a lazy one replaces that', async () => {
+    const r = recording();
+    const sender = new CoalescingSender(r.producer, 500, { lazyLingerMs: 60_000 });
+    const a = sender.send('s', { key: '1', value: 'old' }, { lazy: true, replace: true });
+    await tick();
+    expect(r.requests).toHaveLength(0);
+    const b = sender.send('s', { key: '1', value: 'mid' }, { replace: true });
+    const c = sender.send('s', { key: '1', value: 'new' }, { lazy: true, replace: true });
+    await tick();
+    expect(r.requests).toHaveLength(1);
+    expect(r.requests[0]![0]!.messages.map((m) => m.value)).toEqual(['new']);
+    r.releases[0]!();
+    await Promise.all([a, b, c]);
+  });
+
+  it('is sent at once when hurried', async () => {
+    const r = recording();
+    const sender = new CoalescingSender(r.producer, 500, { lazyLingerMs: 60_000 });
+    const lazy = sender.send('s', { key: '1', value: 'x' }, { lazy: true });
+    await tick();
+    expect(r.requests).toHaveLength(0);
+    sender.hurry();
+    await tick();
+    expect(r.requests).toHaveLength(1);
+    r.releases[0]!();
+    await lazy;
+    // Nothing queued: hurrying starts no request.
+    sender.hurry();
+    await tick();
+    expect(r.requests).toHaveLength(1);
+  });
+});
+
 describe('CoalescingSender with replace', () => {
   type Batches = Array<{ topic: string; messages: OutgoingMessage[] }>;
 

@@ -18,6 +18,13 @@
  * compacted topic keeps only the latest value of a key anyway): the queued entry takes the newer
  * value in its place, and every caller's promise resolves once that newer value is acknowledged.
  * Several steps of one document recorded while a request is out thus cost one record.
+ *
+ * A message sent `lazy` is one nobody needs acknowledged soon (a document's progress past its
+ * first state): it starts no request of its own until `lazyLingerMs` have passed, and goes with the
+ * next request anything else starts meanwhile. At a trickle a document's later states thus ride on
+ * the next document's first state or results instead of costing a request each, and a later state
+ * of the same document that arrives meanwhile replaces it; a flood gathers them anyway. `hurry`
+ * sends what lingers at once (a stop or a revoke should not wait for it).
  */
 import { isMessageTooLarge, MessageTooLargeError } from './errors.js';
 import { DEFAULT_MAX_MESSAGE_BYTES, messageSize } from './message-size.js';
@@ -29,6 +36,8 @@ interface Pending {
   size: number;
   /** Set when later sends may supersede this entry while it is queued. */
   slot?: string;
+  /** Queued `lazy` (and not replaced by an eager send since): starts no request by itself. */
+  lazy: boolean;
   settle: Array<{ resolve: () => void; reject: (err: unknown) => void }>;
 }
 
@@ -46,6 +55,18 @@ interface CoalescingOptions {
    * first message's topic, else 1,000,000), so gathering alone never makes a batch too large.
    */
   maxBatchBytes?: number;
+  /** How long a `lazy` message waits for a request to ride on before it starts one (default 200). */
+  lazyLingerMs?: number;
+}
+
+/** Long enough that at ten documents a second a document's later states ride on the next one's. */
+const DEFAULT_LAZY_LINGER_MS = 200;
+
+export interface SendOptions {
+  /** Supersede a message of the same topic, partition and key still queued (see the class comment). */
+  replace?: boolean;
+  /** Nobody waits for it soon: wait up to `lazyLingerMs` for another request to go with. */
+  lazy?: boolean;
 }
 
 export class CoalescingSender {
@@ -53,6 +74,9 @@ export class CoalescingSender {
   /** Queued (not yet taken) entries that may be superseded, by topic and key. */
   private readonly replaceable = new Map<string, Pending>();
   private inFlight = false;
+  /** Queued entries not lazy: while there are none, the queue waits for the linger timer. */
+  private eager = 0;
+  private lingering: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly producer: CoalescedProducer,
@@ -69,7 +93,7 @@ export class CoalescingSender {
    * message alone, when it exceeds its topic's limit. With `replace`, a message of the same topic,
    * key and partition still queued is replaced by this one (see the class comment).
    */
-  send(topic: string, message: OutgoingMessage, options: { replace?: boolean } = {}): Promise<void> {
+  send(topic: string, message: OutgoingMessage, options: SendOptions = {}): Promise<void> {
     const size = messageSize(message);
     const limit = this.limitFor(topic);
     if (size > limit) {
@@ -83,24 +107,43 @@ export class CoalescingSender {
         const other = slotOf(topic, message);
         if (other !== undefined) this.replaceable.delete(other);
       }
+      const lazy = options.lazy === true;
       const queued = slot === undefined ? undefined : this.replaceable.get(slot);
       if (queued) {
         queued.message = message;
         queued.size = size;
         queued.settle.push({ resolve, reject });
-        return;
+        // A caller waiting soon makes the entry urgent; a lazy one never makes it less so.
+        if (queued.lazy && !lazy) {
+          queued.lazy = false;
+          this.eager += 1;
+        }
+      } else {
+        const item: Pending = { topic, message, size, lazy, settle: [{ resolve, reject }] };
+        if (slot !== undefined) {
+          item.slot = slot;
+          this.replaceable.set(slot, item);
+        }
+        this.queue.push(item);
+        if (!lazy) this.eager += 1;
       }
-      const item: Pending = { topic, message, size, settle: [{ resolve, reject }] };
-      if (slot !== undefined) {
-        item.slot = slot;
-        this.replaceable.set(slot, item);
-      }
-      this.queue.push(item);
-      if (!this.inFlight) {
-        this.inFlight = true;
-        setImmediate(() => void this.flush());
-      }
+      if (!lazy) this.start();
+      else if (!this.inFlight) this.linger();
     });
+  }
+
+  /** Sends what is queued now, lazy messages included, instead of when their linger ends. */
+  hurry(): void {
+    if (this.queue.length > 0) this.start();
+  }
+
+  private start(): void {
+    clearTimeout(this.lingering);
+    this.lingering = undefined;
+    if (this.inFlight || this.queue.length === 0) return;
+    this.inFlight = true;
+    // Once the current turn is over: what the same turn sends meets this in one request.
+    setImmediate(() => void this.flush());
   }
 
   private takeBatch(): Pending[] {
@@ -113,12 +156,19 @@ export class CoalescingSender {
       count += 1;
     }
     const taken = this.queue.splice(0, count);
-    for (const item of taken) if (item.slot !== undefined) this.replaceable.delete(item.slot);
+    for (const item of taken) {
+      if (item.slot !== undefined) this.replaceable.delete(item.slot);
+      if (!item.lazy) this.eager -= 1;
+    }
     return taken;
   }
 
   private async flush(): Promise<void> {
-    while (this.queue.length > 0) {
+    // The first request takes whatever is queued; after it, lazy messages alone wait for their
+    // linger, unless they fill a request.
+    let first = true;
+    while (this.queue.length > 0 && (first || this.eager > 0 || this.queue.length >= this.maxBatch)) {
+      first = false;
       const items = this.takeBatch();
       try {
         await this.producer.sendBatch(byTopic(items), SIZES_CHECKED);
@@ -129,6 +179,16 @@ export class CoalescingSender {
       }
     }
     this.inFlight = false;
+    if (this.queue.length > 0) this.linger();
+  }
+
+  /** Lazy messages alone in the queue: they start a request when the linger ends, if none did before. */
+  private linger(): void {
+    if (this.lingering !== undefined) return;
+    this.lingering = setTimeout(() => {
+      this.lingering = undefined;
+      this.start();
+    }, this.options.lazyLingerMs ?? DEFAULT_LAZY_LINGER_MS);
   }
 
   private async sendOneByOne(items: Pending[]): Promise<void> {

@@ -49,6 +49,11 @@ class FakeEngine implements LoopEngine {
   revoke(partitions: Iterable<number>): void {
     this.revoked.push([...partitions]);
   }
+  /** How often the loop said it waits for a slot. */
+  roomWanted = 0;
+  wantRoom(): void {
+    this.roomWanted += 1;
+  }
 }
 
 class FakeState implements LoopState {
@@ -178,10 +183,12 @@ function join(added: Assignment, removed: Assignment, assignment: Assignment): G
 
 describe('ConsumerLoop', () => {
   it('admits records until maxInFlight documents run, then pauses the input and resolves what it took', async () => {
-    const { loop, consumer, handled } = setup(3);
+    const { loop, consumer, handled, engine } = setup(3);
     const control = new FakeControl();
     await loop.onBatch(batch('in', 0, [10, 11, 12, 13, 14]), control);
     expect(handled).toEqual(['0:10', '0:11', '0:12']);
+    // While full it told the engine so (documents ending then record their end at once).
+    expect(engine.roomWanted).toBeGreaterThan(0);
     expect(control.resolved).toEqual(['12']);
     expect(consumer.calls).toEqual(['pause in 0,1']);
     expect(loop.paused).toBe(true);

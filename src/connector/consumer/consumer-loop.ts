@@ -205,6 +205,7 @@ export class ConsumerLoop {
         // Checked again after every wait: the slot is taken in the same turn as the check.
         const roomUntil = Date.now() + (this.o.roomWaitMs ?? 2000);
         while (!this.hasRoom()) {
+          this.o.engine.wantRoom?.();
           if (!taking() || !(await this.roomFreed(roomUntil))) break;
         }
         if (!this.hasRoom()) {

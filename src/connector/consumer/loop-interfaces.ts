@@ -23,6 +23,8 @@ export interface LoopEngine {
   resume(states: UnfinishedState[]): Promise<void>;
   /** Stops the documents of `partitions`; returns how many were running (when it counts them). */
   revoke(partitions: Iterable<number>): number | void;
+  /** The loop waits for a slot: nothing that would hold one should wait for company now. */
+  wantRoom?(): void;
 }
 
 /**

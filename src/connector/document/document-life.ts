@@ -61,6 +61,8 @@ export class DocumentLife {
   private readonly unrecorded = new Map<string, UnfinishedState>();
   private readonly timing: PollTiming;
   readonly now: () => number;
+  /** The consumer waits for a slot (`wantRoom`): no record lingers. */
+  private roomWanted = false;
 
   constructor(
     private readonly ports: EnginePorts,
@@ -146,6 +148,21 @@ export class DocumentLife {
     }
   }
 
+  /** Sends the lazy state records still waiting, now: a stop or a revoke does not wait for them. */
+  hurry(): void {
+    this.ports.states.hurry?.();
+  }
+
+  /** A slot is wanted: ends are recorded at once (a lazy one would hold its slot) until one frees. */
+  wantRoom(): void {
+    this.roomWanted = true;
+    this.hurry();
+  }
+
+  roomGiven(): void {
+    this.roomWanted = false;
+  }
+
   // ---- from here on in the background: admitted, resumed and replayed documents ----
 
   start(run: Run): void {
@@ -217,7 +234,9 @@ export class DocumentLife {
     run.uploadedAt = this.now();
     run.input = null;
     run.state = { ...s, status: 'UPLOADED', pending: undefined, updated_at: this.now() };
-    await this.record(run);
+    // The polls do not wait for it: the record rides on the next request (or is replaced by the
+    // results' state). A crash before it lands resumes from CREATED, and the upload's 409 says done.
+    this.inFlight.track(this.record(run, 'lazy'));
     return true;
   }
 
@@ -383,7 +402,7 @@ export class DocumentLife {
     const s = run.state;
     if (s.status === 'CREATED' || s.status === 'UPLOADED')
       run.state = { ...s, published: [...run.published], updated_at: this.now() };
-    if (!run.isComplete || run.cancelled) await this.record(run);
+    if (!run.isComplete || run.cancelled) await this.record(run, 'lazy');
   }
 
   // ---- finish ----
@@ -403,7 +422,7 @@ export class DocumentLife {
       return;
     }
     run.state = run.finished('DONE', this.now());
-    await this.record(run);
+    await this.record(run, 'lazy');
     this.events.onFinished?.(run.summary(), 'done');
     this.inFlight.remove(run, 'ended');
     if (this.options.deleteAfterPublish) this.inFlight.track(this.deleteSubmission(run, 0));
@@ -529,9 +548,13 @@ export class DocumentLife {
   /**
    * Writes the run's latest state, retrying until Kafka acknowledges it (e.g. through a broker
    * restart): a background step that gave up here would leave the document in flight forever.
+   * `lazy`: a step past the document's first state, which nothing waits for soon (its end, results
+   * published, the upload): it may wait a moment to go with other records (`StatePort`). A stopped
+   * or revoked run's record never waits, nor one made while the consumer waits for a slot.
    */
-  private async record(run: Run): Promise<void> {
-    await retry(() => this.ports.states.writeState(run.state), {
+  private async record(run: Run, pace: 'now' | 'lazy' = 'now'): Promise<void> {
+    const lazy = () => pace === 'lazy' && !run.cancelled && !this.roomWanted;
+    await retry(() => this.ports.states.writeState(run.state, { lazy: lazy() }), {
       backoff: { initialMs: this.options.pollInitialMs, maxMs: this.options.pollMaxMs },
       random: this.ports.random,
       // A revoked or stopped run: the next owner resumes from the last state that was recorded.

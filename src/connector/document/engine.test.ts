@@ -71,9 +71,23 @@ class FakeOut implements OutputPort, StatePort {
   }
   /** Each state write with this status fails once (Kafka unavailable), then succeeds. */
   failOnce = new Set<string>();
-  async writeState(state: DocumentStateV2): Promise<void> {
+  /** Each write's status and whether it was asked lazy. */
+  paces: Array<[string, boolean]> = [];
+  /** While set, a write with this status waits for `releaseHeld` (Kafka slow to acknowledge it). */
+  holdStatus: string | null = null;
+  releaseHeld: () => void = () => undefined;
+  hurries = 0;
+  async writeState(state: DocumentStateV2, options: { lazy?: boolean } = {}): Promise<void> {
+    this.paces.push([state.status, options.lazy === true]);
+    if (this.holdStatus === state.status) {
+      this.holdStatus = null;
+      await new Promise<void>((r) => (this.releaseHeld = r));
+    }
     if (this.failOnce.delete(state.status)) throw new Error('state topic unavailable');
     this.states.push(state);
+  }
+  hurry(): void {
+    this.hurries += 1;
   }
 }
 
@@ -263,6 +277,48 @@ describe('DocumentEngine', () => {
     expect(out.states[1]).toMatchObject({ status: 'UPLOADED' });
     expect((out.states[1] as { pending?: unknown }).pending).toBeUndefined();
     expect(engine.inFlight).toBe(0);
+  });
+
+  it('records the first state at once and the later ones lazily; the polls do not wait for the upload’s', async () => {
+    const { out, engine, until } = setup();
+    out.holdStatus = 'UPLOADED';
+    await engine.admit(source, event({ pipeline_configuration: 'QUALITY_ONLY' }));
+    // The upload's record is not acknowledged, and the result is published and the document ends.
+    await until(1);
+    expect(out.results.map((r) => r.kind)).toEqual(['quality']);
+    expect(out.states.map((s) => s.status)).toEqual(['CREATED', 'DONE']);
+    expect(out.paces).toEqual([
+      ['CREATED', false],
+      ['UPLOADED', true],
+      ['DONE', true],
+    ]);
+    out.releaseHeld();
+  });
+
+  it('records an end at once while the consumer waits for a slot, and hurries what lingers', async () => {
+    const { out, engine, until } = setup();
+    engine.wantRoom();
+    expect(out.hurries).toBe(1);
+    await engine.admit(source, event({ pipeline_configuration: 'QUALITY_ONLY' }));
+    await until(1);
+    expect(out.paces.find(([s]) => s === 'DONE')).toEqual(['DONE', false]);
+    // The slot it freed was given: the next document's end lingers again.
+    await engine.admit(
+      { ...source, offset: '8' },
+      event({ event_id: 'evt-2', pipeline_configuration: 'QUALITY_ONLY' }),
+    );
+    await until(2);
+    expect(out.paces.filter(([s]) => s === 'DONE')).toEqual([
+      ['DONE', false],
+      ['DONE', true],
+    ]);
+  });
+
+  it.each(['stop', 'revoke'])('sends what lingers at once on a %s', async (how) => {
+    const { out, engine } = setup();
+    if (how === 'stop') await engine.stop(100);
+    else engine.revoke([0]);
+    expect(out.hurries).toBe(1);
   });
 
   it('publishes the results of a document fetched together in one turn, after the last of them arrives', async () => {

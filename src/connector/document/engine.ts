@@ -47,8 +47,19 @@ export class DocumentEngine {
     options: EngineOptions,
     private readonly events: EngineEvents = {},
   ) {
-    this.inFlightRuns = new InFlight(ports.scheduler, ports.logger, () => events.onRoom?.());
+    this.inFlightRuns = new InFlight(ports.scheduler, ports.logger, () => {
+      this.life.roomGiven();
+      events.onRoom?.();
+    });
     this.life = new DocumentLife(ports, options, events, this.inFlightRuns);
+  }
+
+  /**
+   * The consumer waits for a slot: a document ending now records its end at once instead of letting
+   * it linger for company, and what lingers goes now, until a slot frees.
+   */
+  wantRoom(): void {
+    this.life.wantRoom();
   }
 
   get inFlight(): number {
@@ -167,12 +178,14 @@ export class DocumentEngine {
     const runs = this.inFlightRuns.runs(set);
     for (const run of runs) this.inFlightRuns.remove(run, 'revoked');
     this.life.forget(set);
+    this.life.hurry();
     return runs.length;
   }
 
   /** Stops everything; resolves when no step is half-way (an upload or a publish in progress). */
   async stop(timeoutMs: number): Promise<void> {
     for (const run of this.inFlightRuns.runs()) this.inFlightRuns.remove(run, 'stopped');
+    this.life.hurry();
     await this.inFlightRuns.settle(timeoutMs);
   }
 

@@ -10,7 +10,7 @@
  *   letter about a feedback record, or about a submission's delete) go through the idempotent
  *   producer.
  */
-import type { CoalescingSender } from '../../kafka/coalescer.js';
+import type { CoalescingSender, SendOptions } from '../../kafka/coalescer.js';
 import type { OutgoingMessage } from '../../kafka/producer.js';
 import type { TransactionalWriters } from '../../kafka/transactions.js';
 import type { OutputSender } from './output.js';
@@ -37,13 +37,16 @@ export function transactionalOutputs(writers: TransactionalWriters, plain: Sende
   };
 }
 
-/** The sender of state records under exactly-once: each in its input partition's transaction. */
+/**
+ * The sender of state records under exactly-once: each in its input partition's transaction (which
+ * lingers on its own, so a `lazy` record is sent like any other).
+ */
 export function transactionalStates(writers: TransactionalWriters): Sender {
   return {
-    send(topic: string, message: OutgoingMessage, options: { replace?: boolean } = {}) {
+    send(topic: string, message: OutgoingMessage, options: SendOptions = {}) {
       if (message.partition === undefined)
         return Promise.reject(new Error('a state record names its partition (the input partition)'));
-      return writers.send(message.partition, topic, message, options);
+      return writers.send(message.partition, topic, message, { replace: options.replace });
     },
   };
 }
