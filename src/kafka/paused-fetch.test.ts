@@ -1,5 +1,6 @@
 import { EventEmitter } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { fullGc } from '../util/full-gc.js';
 import { consumerGroupClass, fixPausedFetchLoops, runnerClass } from './paused-fetch.js';
 
 interface TopicPartitions {
@@ -36,11 +37,39 @@ const TOPIC = 't';
 /** Every Runner a test started, stopped after it even when it failed. */
 const running: Runner[] = [];
 
+/** What a fetch of partition 0 returns: one record, decoded as kafkajs's broker decodes it. */
+function oneRecord() {
+  return {
+    responses: [
+      {
+        topicName: TOPIC,
+        partitions: [
+          {
+            partition: 0,
+            errorCode: 0,
+            highWatermark: '1',
+            abortedTransactions: [],
+            messages: [
+              { offset: '0', timestamp: '0', key: Buffer.from('k'), value: Buffer.from('v'), headers: {} },
+            ],
+          },
+        ],
+      },
+    ],
+  };
+}
+
 /**
  * A real kafkajs ConsumerGroup and Runner, joined (member `m`) and holding partition 0 of `t`, paused;
  * the cluster, the group's coordinator and the broker are stand-ins that count what the loop asks.
+ * `eachBatch` is given each batch fetched (the broker answers with `oneRecord` when `records` is set).
  */
-function pausedConsumer(options: { maxWaitTime: number; heartbeatInterval: number }) {
+function pausedConsumer(options: {
+  maxWaitTime: number;
+  heartbeatInterval: number;
+  records?: boolean;
+  eachBatch?: (payload: { batch: object; pause(): void }) => void;
+}) {
   const seen = { loops: 0, heartbeats: 0, fetches: 0, left: 0, rejoins: 0 };
   /** While set, the next metadata refresh (the start of every loop) waits for it to resolve. */
   let gate: Promise<void> | null = null;
@@ -49,7 +78,7 @@ function pausedConsumer(options: { maxWaitTime: number; heartbeatInterval: numbe
     fetch: async () => {
       seen.fetches += 1;
       await sleep(20);
-      return { responses: [] };
+      return options.records ? oneRecord() : { responses: [] };
     },
   };
   const cluster = {
@@ -92,6 +121,7 @@ function pausedConsumer(options: { maxWaitTime: number; heartbeatInterval: numbe
   group.offsetManager = {
     seek: async () => {},
     resolveOffsets: async () => {},
+    resolveOffset: () => {},
     committedOffsets: () => ({ [TOPIC]: { 0: '0' } }),
     nextOffset: () => ({ toString: () => '0' }),
   };
@@ -105,7 +135,7 @@ function pausedConsumer(options: { maxWaitTime: number; heartbeatInterval: numbe
     heartbeatInterval: options.heartbeatInterval,
     retry: { retries: 0 },
     autoCommit: false,
-    eachBatch: async () => {},
+    eachBatch: async (payload: { batch: object; pause(): void }) => options.eachBatch?.(payload),
     onCrash: () => {},
     concurrency: 1,
   });
@@ -202,6 +232,38 @@ describe("kafkajs's fetch loop with fixPausedFetchLoops", () => {
     c.group.resume([{ topic: TOPIC, partitions: [0] }]);
     release();
     expect(await until(() => c.seen.fetches > 0)).toBe(true);
+    expect(await within(c.runner.stop())).toBe('done');
+  });
+
+  it('holds nothing of its last fetch while it naps: the fetcher lets go of it first (one empty lap)', async () => {
+    let fetched: WeakRef<object> | undefined;
+    const c = pausedConsumer({
+      maxWaitTime: 60_000,
+      heartbeatInterval: 60_000,
+      records: true,
+      // As the state reader at a restore's end: the last records taken, the partition paused.
+      eachBatch: ({ batch, pause }) => {
+        fetched = new WeakRef(batch);
+        pause();
+      },
+    });
+    c.start();
+    expect(await until(() => c.seen.loops === 1)).toBe(true);
+    c.group.resume([{ topic: TOPIC, partitions: [0] }]);
+    expect(await until(() => fetched !== undefined)).toBe(true);
+    // kafkajs's fetcher kept the batch in its frame for as long as the nap that followed it (60 s).
+    let collected = false;
+    for (let i = 0; i < 50 && !collected; i++) {
+      await sleep(10);
+      await fullGc();
+      collected = fetched!.deref() === undefined;
+    }
+    expect(collected).toBe(true);
+    // And it naps after that lap: nothing more is fetched, nor looped for.
+    const loops = c.seen.loops;
+    await sleep(100);
+    expect(c.seen.loops).toBe(loops);
+    expect(c.seen.fetches).toBe(1);
     expect(await within(c.runner.stop())).toBe('done');
   });
 

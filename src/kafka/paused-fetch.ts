@@ -27,6 +27,14 @@
  * member holding no partition naps until its heartbeat, which is where it learns of a rebalance.
  * Not kept: a change of the cluster's brokers while nothing is active is acted on at the next
  * heartbeat rather than within maxWaitTime (kafkajs rebuilds its per-broker fetchers on it).
+ *
+ * The first fetch of a broker's fetcher that finds nothing active after one that fetched returns at
+ * once, empty, and only the next one naps. kafkajs's fetcher loop (src/consumer/fetcher.js) keeps
+ * the batches of its last fetch in its suspended frame while it awaits the next fetch: V8 leaves a
+ * finished loop iteration's registers as they were. A nap right after the last batches of a restore
+ * kept them (tens of thousands of decoded records and their fetch buffers, 7–15 MB) reachable until
+ * the next heartbeat, past the full collection `restore-garbage.ts` asks for, and then as garbage in
+ * the old generation of an idle process for good (issue 31). The empty lap overwrites them first.
  */
 import { kafkajsInternal } from './kafkajs-internals.js';
 
@@ -68,6 +76,8 @@ interface Nap {
 interface NapState {
   /** Counts the wakes, so that a fetch that was woken before its nap began does not nap. */
   wakes: number;
+  /** Brokers (node ids) whose fetcher's last fetch may have returned batches: one lap before a nap. */
+  fetched: Set<number>;
   heartbeatIntervalMs?: number;
   nap?: Nap;
 }
@@ -77,7 +87,7 @@ const states = new WeakMap<ConsumerGroupLike, NapState>();
 function stateOf(group: ConsumerGroupLike): NapState {
   let state = states.get(group);
   if (!state) {
-    state = { wakes: 0 };
+    state = { wakes: 0, fetched: new Set() };
     states.set(group, state);
   }
   return state;
@@ -149,8 +159,11 @@ export function fixPausedFetchLoops(): void {
   const group = consumerGroupClass().prototype;
   const fetch = group.fetch;
   group.fetch = async function (this: ConsumerGroupLike, nodeId: number) {
-    if (anyActive(this)) return fetch.call(this, nodeId);
     const state = stateOf(this);
+    if (anyActive(this)) {
+      state.fetched.add(nodeId);
+      return fetch.call(this, nodeId);
+    }
     const wakes = state.wakes;
     try {
       // What kafkajs's fetch does before it looks for work, in its order and with its recovery.
@@ -162,7 +175,12 @@ export function fixPausedFetchLoops(): void {
       return [];
     }
     // Resumed meanwhile: fetch it now.
-    if (anyActive(this)) return fetch.call(this, nodeId);
+    if (anyActive(this)) {
+      state.fetched.add(nodeId);
+      return fetch.call(this, nodeId);
+    }
+    // The fetcher still holds what its last fetch returned: an empty lap lets go of it before a nap.
+    if (state.fetched.delete(nodeId)) return [];
     if (state.wakes === wakes) await nap(this, state);
     return [];
   };
