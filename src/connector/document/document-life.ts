@@ -1,7 +1,8 @@
 /**
  * One document's life on this instance, in the order it happens:
  *
- *   admit    its file is opened from the blob store (unreadable: the event's fault, a dead letter)
+ *   admit    its file is opened from the blob store (unreadable: the event's fault, a dead letter;
+ *            the blob store's weather: the record is tried again until the deadline)
  *   create   the API creates a submission
  *   record   its first state, with the submission id, acknowledged by Kafka: from here the input
  *            offset may be committed and the document is never submitted again
@@ -17,7 +18,9 @@
  * letter naming stage, code, HTTP status and attempts, and state FAILED; so does its deadline
  * (`expire`). The API's weather (429, 5xx, no answer, token endpoint down) is never such a failure:
  * the client retries it until the document's deadline (`connector.deadlineMs`: from admission for the
- * create, from creation after it), so it ends a document only as a deadline letter. A revoked or
+ * create, from creation after it), so it ends a document only as a deadline letter. Nor is the blob
+ * store's (a retriable `BlobError`): at admission the consumer tries the record again until the
+ * deadline (from the first admission attempt); a resumed document's upload is scheduled again. A revoked or
  * stopped document just stops: its next owner resumes it from its last recorded state.
  *
  * admit, create and record run while the consumer holds the input record (`admit` resolves once the
@@ -59,6 +62,8 @@ const SIBLING_PULL_MS = 50;
 export class DocumentLife {
   /** Submissions created whose state Kafka did not acknowledge: reused when the record comes back. */
   private readonly unrecorded = new Map<string, UnfinishedState>();
+  /** Events whose blob store answered with weather at admission: since when, how often, where. */
+  private readonly blobWeather = new Map<string, { since: number; tries: number; partition: number }>();
   private readonly timing: PollTiming;
   readonly now: () => number;
   /** The consumer waits for a slot (`wantRoom`): no record lingers. */
@@ -98,10 +103,16 @@ export class DocumentLife {
       blob = await this.ports.blobs.resolve(event.blob);
       this.events.onStage?.('blob', this.now() - blobStarted);
     } catch (err) {
-      // A blob error's own code names the problem; its retry count is not the API's.
-      await this.deadLetter(err, subject, { stage: 'blob', fallbackCode: 'blob_unreadable', attempts: 1 });
+      const outcome = this.blobFailure(event.event_id, source.partition, blobStarted, err);
+      // Weather before the deadline: thrown, the consumer tries the record again after a back-off.
+      if (outcome === 'again') throw err;
+      // A blob error's own code names the problem; its retry count is not the API's (a deadline
+      // letter counts the admission attempts).
+      const { failure, attempts } = outcome;
+      await this.deadLetter(failure, subject, { stage: 'blob', fallbackCode: 'blob_unreadable', attempts });
       return 'dead-lettered';
     }
+    this.blobWeather.delete(event.event_id);
 
     // create
     let created: CreatedSubmission;
@@ -146,6 +157,35 @@ export class DocumentLife {
     for (const [eventId, state] of this.unrecorded) {
       if (partitions.has(state.input.partition)) this.unrecorded.delete(eventId);
     }
+    for (const [eventId, weather] of this.blobWeather) {
+      if (partitions.has(weather.partition)) this.blobWeather.delete(eventId);
+    }
+  }
+
+  /**
+   * What a blob error at admission means: `again` for the blob store's weather while the document's
+   * deadline, counted from the event's first admission attempt, is ahead; else the letter's failure:
+   * the error itself, or past the deadline a deadline failure naming the last error and the tries.
+   */
+  private blobFailure(
+    eventId: string,
+    partition: number,
+    started: number,
+    err: unknown,
+  ): 'again' | { failure: unknown; attempts: number } {
+    const weather = this.blobWeather.get(eventId) ?? { since: started, tries: 0, partition };
+    this.blobWeather.delete(eventId);
+    const f = failureOf(err);
+    if (f.retriable !== true) return { failure: err, attempts: 1 };
+    weather.tries += 1;
+    if (this.now() - weather.since < this.options.deadlineMs) {
+      this.blobWeather.set(eventId, weather);
+      return 'again';
+    }
+    const what = `the file could not be read within ${this.options.deadlineMs} ms`;
+    const code: CatalogueCode = 'deadline';
+    const message = `${what} (${weather.tries} tries; last: ${f.code ?? 'error'}: ${f.message})`;
+    return { failure: { code, message }, attempts: weather.tries };
   }
 
   /** Sends the lazy state records still waiting, now: a stop or a revoke does not wait for them. */
@@ -175,8 +215,13 @@ export class DocumentLife {
     // A resumed document's decision may have been delivered while nobody ran it.
     if (this.awaitsDecision(run) && this.ports.deliveries?.has(run.state.submission_id))
       run.decisionDelivered = true;
+    await this.proceed(run, 0);
+  }
+
+  /** Uploads the file unless that was done (try number `uploadTry`), then awaits the results. */
+  private async proceed(run: Run, uploadTry: number): Promise<void> {
     if (run.state.status === 'CREATED') {
-      const ok = await this.upload(run);
+      const ok = await this.upload(run, uploadTry);
       if (!ok) return;
     }
     if (!run.running) return;
@@ -192,10 +237,11 @@ export class DocumentLife {
 
   // ---- upload ----
 
-  private async upload(run: Run): Promise<boolean> {
+  private async upload(run: Run, attempt: number): Promise<boolean> {
     const s = run.state as UnfinishedState;
     const pending = s.pending;
     if (!pending) return true;
+    if (!run.running) return false;
     const started = this.now();
     let stage: keyof typeof FAILED_AT = 'blob';
     const input = run.input;
@@ -218,6 +264,12 @@ export class DocumentLife {
       stage = 'upload';
       if (pending.upload_url) await this.ports.api.upload(pending.upload_url, run.blob, s.submission_id);
     } catch (err) {
+      // A resumed document's blob store answered with weather: tried again until its deadline timer
+      // ends it (`upload/deadline_exceeded`, naming the last blob error).
+      if (stage === 'blob' && failureOf(err).retriable === true) {
+        this.uploadAgain(run, attempt, err);
+        return false;
+      }
       // A resumed upload that the server already has (409) is done, not failed.
       if (!(stage === 'upload' && failureOf(err).status === 409)) {
         await run.blob?.cleanup();
@@ -238,6 +290,21 @@ export class DocumentLife {
     // results' state). A crash before it lands resumes from CREATED, and the upload's 409 says done.
     this.inFlight.track(this.record(run, 'lazy'));
     return true;
+  }
+
+  /** Schedules the upload of a resumed document whose blob could not be read now (back-off). */
+  private uploadAgain(run: Run, attempt: number, err: unknown): void {
+    if (!run.running) return;
+    const f = failureOf(err);
+    run.blobWeather = { tries: attempt + 1, last: `${f.code ?? 'error'}: ${f.message}` };
+    const delay = this.timing.backoff(attempt, this.options.pollInitialMs);
+    this.ports.logger.warn(
+      { event_id: run.eventId, submission_id: run.state.submission_id, attempt: attempt + 1, err: f.message },
+      'the file of a resumed document could not be read; retrying',
+    );
+    this.ports.scheduler.schedule(run.key('upload'), this.now() + delay, () =>
+      this.inFlight.track(this.proceed(run, attempt + 1)),
+    );
   }
 
   // ---- poll ----
@@ -474,7 +541,11 @@ export class DocumentLife {
     const polls = Math.max(0, ...missing.map((k) => run.attempts.get(k) ?? 0));
     const after = `${this.options.deadlineMs} ms`;
     if (run.state.status === 'CREATED' && run.mode === 'process') {
-      const message = `file not uploaded within ${after} (the API or its upload host did not answer)`;
+      const weather = run.blobWeather;
+      const why = weather
+        ? `its blob could not be read: ${weather.tries} tries; last: ${weather.last}`
+        : 'the API or its upload host did not answer';
+      const message = `file not uploaded within ${after} (${why})`;
       await this.fail(run, { code: 'deadline_exceeded', message }, 'upload', 'deadline_exceeded');
       return;
     }

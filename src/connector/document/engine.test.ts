@@ -1,4 +1,5 @@
 import { Readable } from 'node:stream';
+import { BlobError } from '../../blobs/errors.js';
 import { silentLogger } from '../../observability/logger.js';
 import { DocumentEngine, type EngineOptions } from './engine.js';
 import { PollScheduler } from '../../util/scheduler.js';
@@ -173,6 +174,13 @@ function setup(
   const scheduler = new PollScheduler();
   const finished: Array<{ state: FinishedDoc; outcome: string }> = [];
   let notify: () => void = () => undefined;
+  // Tests may replace `resolve` (a blob store with weather).
+  const blobs = {
+    resolve: async (): Promise<OpenedBlob> => {
+      if (blobError) throw blobError;
+      return blob;
+    },
+  };
   const engine = new DocumentEngine(
     {
       api,
@@ -182,12 +190,7 @@ function setup(
       scheduler,
       logger: silentLogger,
       deliveries: { has: (id) => delivered.includes(id) },
-      blobs: {
-        resolve: async () => {
-          if (blobError) throw blobError;
-          return blob;
-        },
-      },
+      blobs: { resolve: () => blobs.resolve() },
     },
     {
       pollInitialMs: 5,
@@ -211,8 +214,45 @@ function setup(
       notify = check;
       check();
     });
-  return { api, out, engine, finished, until, scheduler, inputs };
+  return { api, out, engine, finished, until, scheduler, inputs, blobs };
 }
+
+/** A blob store that answers with weather (HTTP 503) `times` times, then serves the file. */
+function weatherFor(times: number): { resolve: () => Promise<OpenedBlob>; tries: () => number } {
+  let tries = 0;
+  return {
+    resolve: async () => {
+      tries += 1;
+      if (tries > times) return blob;
+      throw new BlobError('blob_unreadable', 'https://blobs.example/a.pdf answered HTTP 503', {
+        retriable: true,
+      });
+    },
+    tries: () => tries,
+  };
+}
+
+/** The recorded state of a document created but not uploaded (`evt-<id>`, input record at `offset`). */
+function pendingUpload(id: string, offset: string, awaited: Awaitable, characteristicsPending: boolean) {
+  return {
+    v: 2 as const,
+    event_id: `evt-${id}`,
+    submission_id: `sub-${id}`,
+    status: 'CREATED' as const,
+    input: { topic: 'documents.arrived', partition: 0, offset },
+    awaited: [awaited],
+    published: [],
+    created_at: Date.now(),
+    updated_at: Date.now(),
+    pending: {
+      upload_url: `http://upload/${id}`,
+      characteristics_url: null,
+      characteristics_pending: characteristicsPending,
+    },
+  };
+}
+
+const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe('DocumentEngine', () => {
   it.each([
@@ -457,18 +497,7 @@ describe('DocumentEngine', () => {
     const { api, out, engine, until, inputs } = setup();
     const ev = event({ event_id: 'evt-r', submission_characteristics: { customer_case_id: 'c' } });
     inputs.add({ ...source, offset: '11', traceparent: 'tp-1' }, ev);
-    const state = {
-      v: 2 as const,
-      event_id: 'evt-r',
-      submission_id: 'sub-r',
-      status: 'CREATED' as const,
-      input: { topic: 'documents.arrived', partition: 0, offset: '11' },
-      awaited: ['fraud' as const],
-      published: [],
-      created_at: Date.now(),
-      updated_at: Date.now(),
-      pending: { upload_url: 'http://upload/r', characteristics_url: null, characteristics_pending: true },
-    };
+    const state = pendingUpload('r', '11', 'fraud', true);
     // Its input gone, an unfinished upload cannot be resumed: a dead letter, recorded FAILED.
     const gone = { ...state, event_id: 'evt-gone', input: { ...state.input, offset: '12' } };
     await engine.resume([state, gone]);
@@ -480,6 +509,39 @@ describe('DocumentEngine', () => {
     expect(out.letters[0]).toMatchObject({ event_id: 'evt-gone', error_code: 'input_gone', stage: 'upload' });
     expect(out.letters[0]?.source).toMatchObject({ offset: '12', value: null });
     expect(out.states.filter((s) => s.event_id === 'evt-gone').at(-1)?.status).toBe('FAILED');
+  });
+
+  it('uploads a resumed document again while its blob store has weather, until its deadline', async () => {
+    const { api, out, engine, until, inputs, blobs } = setup({ deadlineMs: 60 });
+    const ev = event({ event_id: 'evt-w', pipeline_configuration: 'QUALITY_ONLY' });
+    inputs.add({ ...source, offset: '13' }, ev);
+    const state = pendingUpload('w', '13', 'quality', false);
+    const store = weatherFor(2);
+    blobs.resolve = store.resolve;
+    await engine.resume([state]);
+    await until(1);
+    expect(store.tries()).toBe(3);
+    expect(api.calls.filter((c) => c === 'upload')).toHaveLength(1);
+    expect(out.letters).toEqual([]);
+    expect(out.states.at(-1)?.status).toBe('DONE');
+
+    // Weather to the end: the deadline timer ends it, naming the blob's last error.
+    blobs.resolve = weatherFor(Infinity).resolve;
+    inputs.add({ ...source, offset: '14' }, { ...ev, event_id: 'evt-w2' });
+    const input = { ...state.input, offset: '14' };
+    await engine.resume([
+      { ...state, event_id: 'evt-w2', submission_id: 'sub-w2', input, created_at: Date.now() },
+    ]);
+    await until(2);
+    expect(api.calls.filter((c) => c === 'upload')).toHaveLength(1);
+    expect(out.letters).toHaveLength(1);
+    expect(out.letters[0]).toMatchObject({
+      event_id: 'evt-w2',
+      stage: 'upload',
+      error_code: 'deadline_exceeded',
+    });
+    expect(out.letters[0]?.message).toMatch(/its blob could not be read: \d+ tries; last: blob_unreadable: /);
+    expect(out.states.filter((s) => s.event_id === 'evt-w2').at(-1)?.status).toBe('FAILED');
   });
 
   it('submits again when the event asks to reprocess', async () => {
@@ -506,6 +568,78 @@ describe('DocumentEngine', () => {
       event_id: 'evt-1',
     });
     expect(out.letters[0]?.source?.offset).toBe('7');
+  });
+
+  it('tries a record again while its blob store answers with weather, then submits it once', async () => {
+    const { api, out, engine, until, blobs } = setup();
+    const store = weatherFor(2);
+    blobs.resolve = store.resolve;
+    await expect(engine.admit(source, event(), undefined)).rejects.toThrow('answered HTTP 503');
+    await expect(engine.admit(source, event(), undefined)).rejects.toThrow('answered HTTP 503');
+    expect(api.calls).toEqual([]);
+    expect(await engine.admit(source, event(), undefined)).toBe('started');
+    await until(1);
+    expect(store.tries()).toBe(3);
+    expect(api.calls.filter((c) => c === 'create')).toHaveLength(1);
+    expect(out.letters).toEqual([]);
+    expect(out.states.at(-1)?.status).toBe('DONE');
+  });
+
+  it('ends a record whose blob store has weather until the deadline in a deadline letter naming it', async () => {
+    const { api, out, engine, blobs } = setup({ deadlineMs: 40 });
+    const store = weatherFor(Infinity);
+    blobs.resolve = store.resolve;
+    let outcome: string | null = null;
+    // The consumer's back-off between tries, shortened; bounded in count.
+    for (let i = 0; i < 200 && outcome === null; i++) {
+      outcome = await engine.admit(source, event(), undefined).catch(() => null);
+      if (outcome === null) await pause(5);
+    }
+    expect(outcome).toBe('dead-lettered');
+    expect(api.calls).toEqual([]);
+    expect(out.letters).toHaveLength(1);
+    expect(store.tries()).toBeGreaterThan(1);
+    expect(out.letters[0]).toMatchObject({
+      stage: 'blob',
+      error_code: 'deadline',
+      event_id: 'evt-1',
+      attempts: store.tries(),
+      http_status: null,
+    });
+    expect(out.letters[0]?.message).toContain(`${store.tries()} tries; last: blob_unreadable:`);
+    expect(out.letters[0]?.message).toContain('https://blobs.example/a.pdf answered HTTP 503');
+    // The record ended: the same event admitted again counts from its own first attempt.
+    await expect(engine.admit(source, event(), undefined)).rejects.toThrow('answered HTTP 503');
+    expect(out.letters).toHaveLength(1);
+  });
+
+  it('dead-letters a blob error no retry can change at once, after weather too', async () => {
+    const { api, out, engine, blobs } = setup();
+    const store = weatherFor(1);
+    blobs.resolve = async () => {
+      if (store.tries() === 0) return store.resolve();
+      throw new BlobError('blob_not_found', 'https://blobs.example/a.pdf answered HTTP 404');
+    };
+    await expect(engine.admit(source, event(), undefined)).rejects.toThrow('answered HTTP 503');
+    expect(await engine.admit(source, event(), undefined)).toBe('dead-lettered');
+    expect(api.calls).toEqual([]);
+    expect(out.letters).toHaveLength(1);
+    expect(out.letters[0]).toMatchObject({ stage: 'blob', error_code: 'blob_not_found', attempts: 1 });
+  });
+
+  it('forgets the blob weather of a revoked partition: its next admission counts afresh', async () => {
+    const { out, engine, blobs } = setup({ deadlineMs: 30 });
+    blobs.resolve = weatherFor(Infinity).resolve;
+    await expect(engine.admit(source, event(), undefined)).rejects.toThrow('answered HTTP 503');
+    await pause(40);
+    engine.revoke([1]);
+    // Another partition's revocation keeps it: past the deadline, a letter.
+    expect(await engine.admit(source, event(), undefined)).toBe('dead-lettered');
+    await expect(engine.admit(source, event(), undefined)).rejects.toThrow('answered HTTP 503');
+    await pause(40);
+    engine.revoke([0]);
+    await expect(engine.admit(source, event(), undefined)).rejects.toThrow('answered HTTP 503');
+    expect(out.letters).toHaveLength(1);
   });
 
   it('dead-letters a create refused by the API with its status', async () => {

@@ -62,6 +62,7 @@ export class InFlight {
     if (cancelled || !run.cancelled) run.transitionTo(how);
     for (const kind of run.state.awaited) this.scheduler.cancel(run.key(kind));
     this.scheduler.cancel(run.key('deadline'));
+    this.scheduler.cancel(run.key('upload'));
     if (this.byEvent.get(run.eventId) === run) {
       this.byEvent.delete(run.eventId);
       this.count(run, -1);

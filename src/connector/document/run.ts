@@ -70,6 +70,8 @@ export class Run {
   /** When the document fails if its results are not all published (epoch ms). */
   deadlineAt = Infinity;
   uploadedAt = 0;
+  /** A resumed document's blob store answered with weather: how often, and its last error (for the letter). */
+  blobWeather: { tries: number; last: string } | null = null;
   /** A replay's generation (its marker's), recorded once every result was re-emitted. */
   replayGeneration = 0;
   /** When the document was created (replays: when the replay started); the deadline counts from it. */
@@ -131,7 +133,7 @@ export class Run {
     return this.state.awaited.every((k) => this.published.has(k));
   }
 
-  /** Scheduler key of this document's job `what` (a result kind, `deadline` or `delete`). */
+  /** Scheduler key of this document's job `what` (a result kind, `deadline`, `upload` or `delete`). */
   key(what: string): string {
     return `${this.state.event_id}\u0000${what}`;
   }

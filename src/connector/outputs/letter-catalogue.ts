@@ -102,8 +102,9 @@ export const LETTER_CODES = {
   },
   poll_failed: { stages: ['poll'], meaning: 'fetching a result failed without an HTTP status' },
   deadline: {
-    stages: ['create', 'decision'],
-    meaning: 'by `connector.deadlineMs`: the API did not accept the submission, or the decision never came',
+    stages: ['blob', 'create', 'decision'],
+    meaning:
+      'by `connector.deadlineMs`: the blob store’s weather outlasted it (the last error and the tries named), the API did not accept the submission, or the decision never came',
   },
   deadline_exceeded: {
     stages: ['upload', 'poll'],
