@@ -78,7 +78,7 @@ export async function settleRecord(s: RecordSettling): Promise<'done' | 'abandon
           if (err instanceof TryChanged) return;
           s.logger.warn(
             { ...s.where, attempt: tries - 1, delayMs, err: (err as Error)?.message ?? String(err) },
-            'record not recorded; trying again',
+            'record not settled yet (Kafka did not take its outcome, or its blob or the API said not now); trying again',
           );
         },
         clock: { now: () => Date.now(), sleep: (ms) => s.sleep(ms) },
