@@ -40,9 +40,11 @@
  *   npm run bench -- --mode quiet                   quiet hours and memory of `docstream run` as users start it
  *     (its whole process tree): idle CPU (--idle-s 60), CPU per document at --trickle-rate 10/s for
  *     --trickle-s 60, RSS per finished document held (--held-docs 300000, two instances, --held-wait-s 90;
- *     --held-docs 0 skips it); --cpu-prof writes the connector's CPU profile to bench-results/profiles;
- *     --floor node|go|both (default false) also feeds each floor the same trickle after the connector's
- *     and prints its CPU per document (its whole process tree, measured as the connector's) beside it
+ *     --held-docs 0 skips it; --held-logs keeps the three instances' logs at info level, their /metrics
+ *     and /proc status as measured in bench-results/logs); --cpu-prof writes the connector's CPU
+ *     profile to bench-results/profiles; --floor node|go|both (default false) also feeds each floor
+ *     the same trickle after the connector's and prints its CPU per document (its whole process tree,
+ *     measured as the connector's) beside it
  *   npm run bench -- --scale-events                 what each scale event costs under a steady load
  *     (--events 1,2,3,4,3,2 --events-rate 300 --events-partitions 12 --events-hold-s 20;
  *      --assignor round-robin: the group as it was before the sticky assignor)
@@ -111,6 +113,7 @@ const flags = parseFlags(process.argv.slice(2), {
   trickleS: 60,
   heldDocs: 300_000,
   heldWaitS: 90,
+  heldLogs: false,
   scaleEvents: false,
   events: '1,2,3,4,3,2',
   eventsRate: 300,
@@ -460,6 +463,8 @@ async function main(): Promise<void> {
   } else if (flags.mode === 'quiet') {
     const profiles = path.resolve('bench-results', 'profiles');
     if (flags.cpuProf === true) fs.mkdirSync(profiles, { recursive: true });
+    const logsDir = flags.heldLogs === true ? path.resolve('bench-results', 'logs') : null;
+    if (logsDir) fs.mkdirSync(logsDir, { recursive: true });
     const quiet = await runQuiet({
       idleS: bounded(Number(flags.idleS), 5, 600, 'idle-s'),
       trickleRate: bounded(Number(flags.trickleRate), 0.1, 100, 'trickle-rate'),
@@ -468,6 +473,7 @@ async function main(): Promise<void> {
       heldWaitS: bounded(Number(flags.heldWaitS), 0, 600, 'held-wait-s'),
       floors: parseFloors(String(flags.floor), []),
       nodeArgs: flags.cpuProf === true ? ['--cpu-prof', `--cpu-prof-dir=${profiles}`] : [],
+      logsDir,
       deadline,
       log,
     });

@@ -16,6 +16,9 @@
  * 4. Memory: `--held-docs` finished-document state records over 4 partitions of a state topic; two
  *    instances sharing them and one idle instance on empty topics, started together; RSS of each
  *    tree `--held-wait-s` seconds after all are ready; (loaded − idle) per finished document held.
+ *    `--held-logs` keeps, per instance, its log at info level (restores, rebalances, the heap after
+ *    each collection), /proc status and smaps read with the RSS, and /metrics: where a figure's
+ *    bytes are, when one run differs from another.
  *
  * Topics have unique names and are deleted at the end; every wait is bounded by the deadline.
  */
@@ -104,12 +107,15 @@ interface Common {
   nodeArgs: string[];
   log: (line: string) => void;
   deadline: number;
+  /** Where the memory phase's instances write their logs (info level) and last /metrics; null: nowhere. */
+  logsDir: string | null;
 }
 
 async function startInstance(
   c: Common,
   topics: ReturnType<typeof prefixedTopics>,
   groupId: string,
+  logFile: string | null = null,
 ): Promise<ConnectorProcess> {
   const httpPort = await freePort();
   const config = writeConnectorConfig(c.dir, {
@@ -123,8 +129,14 @@ async function startInstance(
     // The product's own defaults for everything the harness would otherwise shorten.
     connector: { commitIntervalMs: 5000 },
     kafka: { sessionTimeoutMs: 30_000, heartbeatIntervalMs: 3000 },
+    ...(logFile ? { logLevel: 'info' } : {}),
   });
-  return new ConnectorProcess(config, httpPort, { asUserRuns: true, nodeArgs: c.nodeArgs });
+  const out = logFile ? fs.createWriteStream(logFile) : null;
+  return new ConnectorProcess(config, httpPort, {
+    asUserRuns: true,
+    nodeArgs: c.nodeArgs,
+    ...(out ? { onLine: (line: string) => out.write(`${line}\n`) } : {}),
+  });
 }
 
 async function idleAndTrickle(
@@ -261,20 +273,41 @@ async function memory(
       partitions: PARTITIONS,
       docs: o.heldDocs,
     });
-    instances.push(await startInstance(c, loadedTopics, `${loadedId}-group`));
-    instances.push(await startInstance(c, loadedTopics, `${loadedId}-group`));
-    instances.push(await startInstance(c, idleTopics, `${idleId}-group`));
+    const logs = ['loaded-1', 'loaded-2', 'idle'].map((n) =>
+      c.logsDir ? path.join(c.logsDir, `${loadedId}-${n}`) : null,
+    );
+    const logFile = (i: number) => (logs[i] ? `${logs[i]}.log` : null);
+    instances.push(await startInstance(c, loadedTopics, `${loadedId}-group`, logFile(0)));
+    instances.push(await startInstance(c, loadedTopics, `${loadedId}-group`, logFile(1)));
+    instances.push(await startInstance(c, idleTopics, `${idleId}-group`, logFile(2)));
     await Promise.all(instances.map((i) => i.ready(Math.max(1000, c.deadline - Date.now()))));
     c.log(`memory: all ready; measuring RSS in ${o.heldWaitS} s`);
     await sleep(o.heldWaitS * 1000);
     const [a, b, idle] = instances.map((i) => sampleTree(i.pid)) as [TreeSample, TreeSample, TreeSample];
     const perDoc = ((a.rssKb + b.rssKb - 2 * idle.rssKb) * 1024) / o.heldDocs;
+    // What the kernel counts in each RSS (anonymous, file-backed, per mapping), read with it: a
+    // /metrics request allocates.
+    if (c.logsDir)
+      instances.forEach((instance, i) => {
+        for (const file of ['status', 'smaps'])
+          try {
+            fs.writeFileSync(`${logs[i]!}.${file}`, fs.readFileSync(`/proc/${instance.pid}/${file}`));
+          } catch {
+            // Not Linux, or gone: the log and metrics are kept anyway.
+          }
+      });
     const names = [
       'docstream_nodejs_heap_size_used_bytes',
       'docstream_nodejs_heap_size_total_bytes',
       'docstream_nodejs_external_memory_bytes',
     ];
     const gauges = await Promise.all(instances.map((i) => i.gauges(names)));
+    if (c.logsDir) {
+      // Every metric as measured (the heap by space among them), beside each instance's log.
+      const texts = await Promise.all(instances.map((i) => i.metricsText()));
+      texts.forEach((text, i) => fs.writeFileSync(`${logs[i]!}.metrics`, text ?? ''));
+      c.log(`memory: logs and metrics of the three instances in ${c.logsDir}/${loadedId}-*`);
+    }
     const mb = (name: string) => gauges.map((g) => round((g[name] ?? NaN) / 1048576, 1));
     return {
       idleTreeMb: round(idle.rssKb / 1024, 1),
@@ -293,7 +326,13 @@ async function memory(
 }
 
 export async function runQuiet(
-  o: QuietParameters & { nodeArgs: string[]; deadline: number; log: (line: string) => void },
+  o: QuietParameters & {
+    nodeArgs: string[];
+    /** Keep the memory phase's logs and metrics here (`--held-logs`); null: not kept. */
+    logsDir: string | null;
+    deadline: number;
+    log: (line: string) => void;
+  },
 ): Promise<QuietResult> {
   // Built (or found built) before anything starts, so that a missing toolchain fails at once.
   if (o.floors.includes('go')) buildGoFloor(o.log);
@@ -303,7 +342,16 @@ export async function runQuiet(
   const before = os.loadavg().map((n) => round(n, 2));
   try {
     const file = (await writeCorpus(dir, ['clean-pdf']))[0]!.file;
-    const c: Common = { kafka, sandbox, dir, file, nodeArgs: o.nodeArgs, log: o.log, deadline: o.deadline };
+    const c: Common = {
+      kafka,
+      sandbox,
+      dir,
+      file,
+      nodeArgs: o.nodeArgs,
+      log: o.log,
+      deadline: o.deadline,
+      logsDir: o.logsDir,
+    };
     const { idle, trickle } = await idleAndTrickle(c, o);
     const floors = await floorsAtTrickle(c, o, trickle.cpuMsPerDoc);
     const mem = o.heldDocs > 0 ? await memory(c, o) : null;

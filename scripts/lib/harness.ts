@@ -329,7 +329,7 @@ export class ConnectorProcess {
   }
 
   /** The connector's /metrics text, or null when it is busy or gone (that sample is skipped). */
-  private async metricsText(): Promise<string | null> {
+  async metricsText(): Promise<string | null> {
     try {
       const res = await fetch(`http://127.0.0.1:${this.httpPort}/metrics`, {
         signal: AbortSignal.timeout(2000),

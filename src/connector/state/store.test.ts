@@ -1,6 +1,6 @@
 import { jest } from '@jest/globals';
 import type { ChangelogSink } from '../../kafka/changelog.js';
-import { silentLogger } from '../../observability/logger.js';
+import { createLogger, silentLogger } from '../../observability/logger.js';
 import type { FinishedState, UnfinishedState } from './document-state.js';
 import { encodeState } from './record.js';
 import { OwnedState, type StateFeed } from './store.js';
@@ -144,10 +144,16 @@ describe('OwnedState', () => {
     try {
       let feed!: FakeFeed;
       let collections = 0;
+      const lines: Array<Record<string, unknown>> = [];
+      const logger = createLogger({
+        level: 'info',
+        format: 'json',
+        stream: { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) },
+      });
       const store = new OwnedState((sink) => (feed = new FakeFeed(sink)), {
         inputTopic: 'in',
         retentionMs: 7 * DAY,
-        logger: silentLogger,
+        logger,
         now: () => NOW,
         tombstone: async () => undefined,
         collectGarbage: async () => void collections++,
@@ -164,6 +170,10 @@ describe('OwnedState', () => {
       await store.assign([2]);
       await jest.advanceTimersByTimeAsync(1000);
       expect(collections).toBe(1);
+      // What the collection left is what was live: the line says how much, to compare with an idle instance.
+      const collected = lines.filter((l) => l.msg === 'heap collected after reading or dropping state');
+      expect(collected).toEqual([expect.objectContaining({ records: 100, heapUsedMb: expect.any(Number) })]);
+      expect(collected[0]!.heapUsedMb).toBeGreaterThan(0);
       store.revoke([2]);
       await jest.advanceTimersByTimeAsync(5000);
       expect(collections).toBe(1);

@@ -6,6 +6,7 @@
  * retention window are expired here and their tombstones written by this owner. What a large restore
  * or a revoke leaves in the old generation is collected once it is over (`restore-garbage.ts`).
  */
+import v8 from 'node:v8';
 import type { ChangelogSink } from '../../kafka/changelog.js';
 import type { Logger } from '../../observability/logger.js';
 import { fullGc } from '../../util/full-gc.js';
@@ -57,8 +58,12 @@ export class OwnedState {
       thresholdRecords: collect ? COLLECT_AFTER_RECORDS : Infinity,
       quietMs: COLLECT_QUIET_MS,
       collect: collect ?? (() => Promise.resolve()),
+      // The heap left is what was live: above an idle instance's, something still held the garbage.
       onCollected: (records, ms) =>
-        logger.info({ records, ms }, 'heap collected after reading or dropping state'),
+        logger.info(
+          { records, ms, heapUsedMb: Math.round(v8.getHeapStatistics().used_heap_size / 104857.6) / 10 },
+          'heap collected after reading or dropping state',
+        ),
     });
     this.partitions = new PartitionState({
       inputTopic: options.inputTopic,
