@@ -17,6 +17,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { CountingBlobServer } from '../../src/blobs/test-helpers.js';
+import { sampleTree } from './process-tree.js';
 import { writeCorpus, type SampleKind } from '../../src/demo/corpus.js';
 import { KafkaClient } from '../../src/kafka/index.js';
 import { startSandbox } from '../../src/sandbox/index.js';
@@ -79,38 +80,6 @@ export interface BlobsResult {
 /** The throughput bench's corpus: documents the sandbox analyses (no unsupported file). */
 const KINDS: SampleKind[] = ['clean-pdf', 'edited-pdf', 'trusted-pdf', 'backdated-pdf', 'png-image'];
 const S3_ENDPOINT = process.env.DOCSTREAM_BLOBS_S3_ENDPOINT ?? 'http://localhost:9002';
-/** Linux clock ticks per second (`getconf CLK_TCK`), the unit of /proc/<pid>/stat times. */
-const TICKS_PER_S = 100;
-
-/** CPU ms of `pid` and its descendants (reaped children included), from /proc. */
-function treeCpuMs(pid: number): number {
-  const stats = new Map<number, { ppid: number; ticks: number }>();
-  for (const entry of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const text = fs.readFileSync(`/proc/${entry}/stat`, 'utf8');
-      // Fields after the command name (which may hold spaces), from field 3 (state) on.
-      const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
-      const ticks = [11, 12, 13, 14].reduce((sum, i) => sum + Number(fields[i]), 0);
-      stats.set(Number(entry), { ppid: Number(fields[1]), ticks });
-    } catch {
-      // Gone meanwhile.
-    }
-  }
-  let ticks = 0;
-  const tree = new Set([pid]);
-  for (let grew = true; grew;) {
-    grew = false;
-    for (const [p, s] of stats) {
-      if (!tree.has(p) && tree.has(s.ppid)) {
-        tree.add(p);
-        grew = true;
-      }
-    }
-  }
-  for (const p of tree) ticks += stats.get(p)?.ticks ?? 0;
-  return (ticks * 1000) / TICKS_PER_S;
-}
 
 function arrival(eventId: string, url: string): Arrival {
   return {
@@ -172,13 +141,13 @@ async function runScheme(
     const pace = o.blobRate > 0 ? ` at ${o.blobRate}/s` : '';
     o.log(`${scheme}: warming up with ${o.warmupDocs} documents${pace} (not measured)`);
     if (o.warmupDocs > 0) await send(`${id}-warm`, o.warmupDocs);
-    const cpuBefore = treeCpuMs(connector.pid);
+    const cpuBefore = sampleTree(connector.pid).cpuMs;
     const gets = counter?.gets ?? 0;
     const connections = counter?.connections ?? 0;
     o.log(`${scheme}: ${o.docs} documents${pace} (measured)`);
     const { ids, start, producedS } = await send(id, o.docs);
     const durationS = Math.max(0.001, (Date.now() - start) / 1000);
-    const cpuMs = treeCpuMs(connector.pid) - cpuBefore;
+    const cpuMs = sampleTree(connector.pid).cpuMs - cpuBefore;
     let completed = 0;
     let deadLetters = 0;
     for (const e of ids) {
