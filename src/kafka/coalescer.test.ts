@@ -158,6 +158,36 @@ describe('CoalescingSender with lazy messages', () => {
     await tick();
     expect(r.requests).toHaveLength(1);
   });
+
+  it('when hurried while a request is out, follows that request as soon as it is acknowledged', async () => {
+    const r = recording();
+    const sender = new CoalescingSender(r.producer, 500, { lazyLingerMs: 60_000 });
+    const first = sender.send('r', { key: '1', value: 'x' });
+    await tick();
+    expect(r.requests).toHaveLength(1);
+    const lazy = sender.send('s', { key: '2', value: 'x' }, { lazy: true });
+    sender.hurry();
+    await tick();
+    // One request at a time: the hurried message waits for the first one's answer, not its linger.
+    expect(r.requests).toHaveLength(1);
+    r.releases[0]!();
+    await first;
+    await tick();
+    expect(r.requests).toHaveLength(2);
+    expect(r.keys(1)).toEqual(['s:2']);
+    // Queued after the hurry: lazy again, it waits for its linger or the next request.
+    const later = sender.send('s', { key: '3', value: 'x' }, { lazy: true });
+    r.releases[1]!();
+    await lazy;
+    await tick();
+    await tick();
+    expect(r.requests).toHaveLength(2);
+    sender.hurry();
+    await tick();
+    expect(r.requests).toHaveLength(3);
+    r.releases[2]!();
+    await later;
+  });
 });
 
 describe('CoalescingSender with replace', () => {

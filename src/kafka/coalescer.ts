@@ -24,7 +24,8 @@
  * next request anything else starts meanwhile. At a trickle a document's later states thus ride on
  * the next document's first state or results instead of costing a request each, and a later state
  * of the same document that arrives meanwhile replaces it; a flood gathers them anyway. `hurry`
- * sends what lingers at once (a stop or a revoke should not wait for it).
+ * sends what lingers at once, or right after the request that is out (a stop or a revoke should not
+ * wait for it).
  */
 import { isMessageTooLarge, MessageTooLargeError } from './errors.js';
 import { DEFAULT_MAX_MESSAGE_BYTES, messageSize } from './message-size.js';
@@ -132,8 +133,17 @@ export class CoalescingSender {
     });
   }
 
-  /** Sends what is queued now, lazy messages included, instead of when their linger ends. */
+  /**
+   * Sends what is queued now, lazy messages included, instead of when their linger ends: they turn
+   * eager, so that while a request is out they follow it as soon as it is acknowledged rather than
+   * wait out their linger behind it.
+   */
   hurry(): void {
+    for (const item of this.queue) {
+      if (!item.lazy) continue;
+      item.lazy = false;
+      this.eager += 1;
+    }
     if (this.queue.length > 0) this.start();
   }
 
