@@ -4,10 +4,11 @@
  */
 import kafkajs from 'kafkajs';
 import type { Admin } from 'kafkajs';
-import { connectKafka, KafkaError, wrapKafka } from './errors.js';
+import { connectKafka, errorChain, KafkaError, wrapKafka } from './errors.js';
 import { retry } from '../util/retry.js';
 import type { ConnectionSettings } from './security-hints.js';
 import { advertisedAddressOf } from './sticky-assignor.js';
+import { commitsOf, type GroupOffsetReader, type GroupReading } from './group-readings.js';
 
 const { AssignerProtocol } = kafkajs;
 
@@ -137,21 +138,6 @@ const TRANSIENT_TYPES = new Set([
   'TOPIC_ALREADY_EXISTS',
 ]);
 
-/** The error and its causes (kafkajs nests them in `cause` and in aggregate `errors`). */
-function errorChain(error: unknown): Array<Record<string, unknown>> {
-  const out: Array<Record<string, unknown>> = [];
-  const queue: unknown[] = [error];
-  while (queue.length > 0 && out.length < 20) {
-    const current = queue.shift();
-    if (current === null || typeof current !== 'object') continue;
-    const record = current as Record<string, unknown>;
-    out.push(record);
-    if (record.cause !== undefined) queue.push(record.cause);
-    if (Array.isArray(record.errors)) queue.push(...(record.errors as unknown[]));
-  }
-  return out;
-}
-
 function hasErrorType(error: unknown, types: Set<string>): boolean {
   return errorChain(error).some((entry) => types.has(String(entry.type)));
 }
@@ -182,10 +168,18 @@ export class KafkaAdmin {
   private readonly admin: Admin;
   /** The client's brokers and protocol, so that a failed first connection names the setting. */
   private readonly connection: ConnectionSettings | undefined;
+  /** Readings of a group in two requests (`group-readings.ts`); without it, through the public admin. */
+  private readonly readings: GroupOffsetReader | undefined;
 
-  constructor(admin: Admin, connection?: ConnectionSettings) {
+  constructor(admin: Admin, connection?: ConnectionSettings, readings?: GroupOffsetReader) {
     this.admin = admin;
     this.connection = connection;
+    this.readings = readings;
+  }
+
+  /** Calls `listener` with the API name (e.g. "ListOffsets") of every request this client sends. */
+  onRequest(listener: (apiName: string) => void): () => void {
+    return this.admin.on(this.admin.events.REQUEST, (event) => listener(event.payload.apiName));
   }
 
   connect(): Promise<void> {
@@ -411,14 +405,24 @@ export class KafkaAdmin {
     const fetched = await wrapKafka(`fetching offsets of group ${groupId}`, () =>
       this.admin.fetchOffsets({ groupId, topics: [topic] }),
     );
-    const out = new Map<number, GroupCommit>();
-    for (const entry of fetched.find((item) => item.topic === topic)?.partitions ?? []) {
-      // Kafka answers -1 for "no committed offset".
-      const offset = Number(entry.offset) < 0 ? null : entry.offset;
-      // Kafka keeps "no metadata" as an empty string.
-      out.set(entry.partition, { offset, metadata: offset === null ? null : entry.metadata || null });
+    return commitsOf(fetched, topic);
+  }
+
+  /**
+   * The topic's end offsets and the group's commits on it, for a timer that reads them often: two
+   * requests a reading where `topicOffsets` and `groupCommits` together cost five, and a `low` that
+   * may be up to a minute old (`group-readings.ts`).
+   */
+  async groupReading(groupId: string, topic: string): Promise<GroupReading> {
+    const readings = this.readings;
+    if (readings === undefined) {
+      const [ends, committed] = await Promise.all([
+        this.topicOffsets(topic),
+        this.groupCommits(groupId, topic),
+      ]);
+      return { ends, committed };
     }
-    return out;
+    return wrapKafka(`reading offsets of group ${groupId} on ${topic}`, () => readings.read(groupId, topic));
   }
 
   async describeGroup(groupId: string): Promise<GroupDescription> {

@@ -15,6 +15,7 @@ import type { KafkaSecurity } from './security.js';
 import { fixIdleRequestQueues } from './request-queue.js';
 import { fixPausedFetchLoops } from './paused-fetch.js';
 import { releaseEmptyRemainders } from './response-remainder.js';
+import { adminWithCluster, GroupOffsetReader } from './group-readings.js';
 
 const { Kafka: KafkaJs, logLevel: LogLevel } = kafkajs;
 fixIdleRequestQueues();
@@ -105,7 +106,8 @@ export class KafkaClient {
   }
 
   admin(): KafkaAdmin {
-    return new KafkaAdmin(this.kafka.admin(), this.connection);
+    const { admin, cluster } = adminWithCluster(this.kafka);
+    return new KafkaAdmin(admin, this.connection, cluster && new GroupOffsetReader(cluster));
   }
 
   producer(settings: ProducerSettings = {}): KafkaProducer {

@@ -13,6 +13,21 @@ export class KafkaError extends Error {
   }
 }
 
+/** The error and its causes (kafkajs nests them in `cause` and in aggregate `errors`). */
+export function errorChain(error: unknown): Array<Record<string, unknown>> {
+  const out: Array<Record<string, unknown>> = [];
+  const queue: unknown[] = [error];
+  while (queue.length > 0 && out.length < 20) {
+    const current = queue.shift();
+    if (current === null || typeof current !== 'object') continue;
+    const record = current as Record<string, unknown>;
+    out.push(record);
+    if (record.cause !== undefined) queue.push(record.cause);
+    if (Array.isArray(record.errors)) queue.push(...(record.errors as unknown[]));
+  }
+  return out;
+}
+
 /** Wraps whatever the client threw, saying what was being done. */
 export function kafkaError(error: unknown, doing: string): KafkaError {
   if (error instanceof KafkaError) return error;

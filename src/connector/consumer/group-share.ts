@@ -33,7 +33,8 @@ export function unfinishedMetadata(unfinished: boolean): string {
  * The input partitions that still have work by one reading: records past the group's committed
  * offset (or past the log start when nothing was committed), or documents still running on the
  * member that committed it (its metadata says so). A partition missing from `committed` counts from
- * its log start.
+ * its log start. The log starts of a reading may be a minute old (`KafkaAdmin.groupReading`): a
+ * partition whose records past its commit retention has just removed counts as busy until then.
  */
 export function busyPartitions(
   ends: readonly PartitionOffsets[],

@@ -3,10 +3,10 @@
  * distance from the group's committed offset to the end of the partition. The same reading of the
  * group's offsets goes to the group's share of the API limit (`onOffsets`).
  *
- * A reading is four Kafka requests (metadata, list offsets, find coordinator, offset fetch); at the
- * group share's pace (twice a second) they were most of what an idle instance sent. While the whole
- * group is idle, `ReadingPace` reads only every few seconds; anything this member sees (a batch, a
- * document in flight) makes the next tick read again.
+ * A reading is two Kafka requests (`KafkaAdmin.groupReading`: the topic's ends, the group's
+ * commits); at the group share's pace (twice a second) they were most of what an idle instance sent.
+ * While the whole group is idle, `ReadingPace` reads only every few seconds; anything this member
+ * sees (a batch, a document in flight) makes the next tick read again.
  */
 import type { GroupCommit, KafkaAdmin, PartitionOffsets } from '../../kafka/admin.js';
 import { busyPartitions } from './group-share.js';
@@ -15,7 +15,7 @@ import type { Logger } from '../../observability/logger.js';
 import type { ConnectorMetrics } from '../../observability/metrics.js';
 
 export interface LagSources {
-  admin: Pick<KafkaAdmin, 'topicOffsets' | 'groupCommits'>;
+  admin: Pick<KafkaAdmin, 'groupReading'>;
   assignment: () => Assignment;
   topic: string;
   groupId: string;
@@ -33,10 +33,7 @@ export interface LagSources {
 export async function updateLag(s: LagSources): Promise<boolean> {
   try {
     const owned = s.assignment()[s.topic] ?? [];
-    const [ends, committed] = await Promise.all([
-      s.admin.topicOffsets(s.topic),
-      s.admin.groupCommits(s.groupId, s.topic),
-    ]);
+    const { ends, committed } = await s.admin.groupReading(s.groupId, s.topic);
     s.metrics.consumerLag.reset();
     for (const { partition, high } of ends) {
       if (!owned.includes(partition)) continue;
