@@ -8,12 +8,19 @@
  *   npm run bench -- --mode state                   state footprint per finished doc, restore time
  *   npm run bench -- --docs 2000 --latency-ms 200 --rate 5000 --partitions 4 --max-in-flight 1000 \
  *     --baseline-docs 0 --scale-out none                CPU per document against the floor
- *   --floor node|go|both|false  the floor measured after each main run (default node; quiet: see below): node is
+ *   --floor node|go|rdkafka|both|false  the floors measured after each main run, in the order
+ *                     given, e.g. --floor node,go,rdkafka (default node; quiet: see below): node is
  *                     scripts/floor.ts (bare node:http + kafkajs, results written as the API's
- *                     bytes); go is scripts/go-floor, the same flow hand-written in Go (franz-go,
- *                     net/http keep-alive, hamba/avro: results written as the connector's Avro
- *                     records), built on first use into .cache/go-floor (needs Go 1.26+ on PATH);
- *                     both runs the two and prints the connector's ratio to each; false: none
+ *                     bytes); rdkafka is the same program on librdkafka instead of kafkajs
+ *                     (@confluentinc/kafka-javascript's KafkaJS API, scripts/lib/rdkafka-floor.ts:
+ *                     not a dependency of docstream, built from source on first use into
+ *                     .cache/rdkafka-floor from scripts/rdkafka-floor's lock; needs Debian's
+ *                     build-essential, python3, libssl-dev, zlib1g-dev, libzstd-dev, liblz4-dev,
+ *                     libsasl2-dev and libcurl4-openssl-dev, and says which are missing); go is
+ *                     scripts/go-floor, the same flow hand-written in Go (franz-go, net/http
+ *                     keep-alive, hamba/avro: results written as the connector's Avro records),
+ *                     built on first use into .cache/go-floor (needs Go 1.26+ on PATH); both is
+ *                     node,go; the connector's ratio to each is printed; false: none
  *   --delivery both   each main run twice, connector.delivery at-least-once and exactly-once
  *                     (alternating which goes first): CPU per document and throughput compared
  *   --instances N     connector processes in one group for the main run
@@ -42,9 +49,10 @@
  *     --trickle-s 60, RSS per finished document held (--held-docs 300000, two instances, --held-wait-s 90;
  *     --held-docs 0 skips it; --held-logs keeps the three instances' logs at info level, their /metrics
  *     and /proc status as measured in bench-results/logs); --cpu-prof writes the connector's CPU
- *     profile to bench-results/profiles; --floor node|go|both (default false) also feeds each floor
- *     the same trickle after the connector's and prints its CPU per document (its whole process tree,
- *     measured as the connector's) beside it
+ *     profile to bench-results/profiles; --floor node|go|rdkafka or a comma list (default false) also
+ *     feeds each floor the same trickle after the connector's and prints its CPU per document (its
+ *     whole process tree, measured as the connector's) beside it, and its idle CPU over --idle-s
+ *     between its warm-up and the measured trickle
  *   npm run bench -- --scale-events                 what each scale event costs under a steady load
  *     (--events 1,2,3,4,3,2 --events-rate 300 --events-partitions 12 --events-hold-s 20;
  *      --assignor round-robin: the group as it was before the sticky assignor)
@@ -93,7 +101,7 @@ const flags = parseFlags(process.argv.slice(2), {
   /** auto: as many as --docs, at most 2000. */
   warmupDocs: 'auto',
   repeat: 1,
-  /** node, go, both, or false (none); auto: node for throughput, false for quiet. */
+  /** node, go, rdkafka, a comma list of them, both (node,go), or false (none); auto: node for throughput, false for quiet. */
   floor: 'auto',
   cpuProf: false,
   scaleOut: '1,2,3',

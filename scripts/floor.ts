@@ -8,12 +8,18 @@
  * the next). No validation, no schemas, no
  * retries, no limiter: what is left is the cost of HTTP and Kafka themselves.
  *
+ * Its Kafka client is kafkajs (the connector's), or with FloorSettings.rdkafkaModule librdkafka
+ * through @confluentinc/kafka-javascript's KafkaJS-compatible API (the rdkafka floor, issue 31):
+ * the same flow and the same calls, so that the two differ by the client alone.
+ *
  * Started by scripts/lib/bench-floor.ts with one argument, a JSON file of FloorSettings; reports
  * { type: 'floor', ... } over IPC and exits (with holdAfterReport, once its stdin ends).
  */
 import fs from 'node:fs';
 import http from 'node:http';
+import { createRequire } from 'node:module';
 import kafkajs from 'kafkajs';
+import type { Consumer, Producer, TopicMessages } from 'kafkajs';
 import { InProcessProfiler } from './lib/profiler.js';
 
 const { Kafka, logLevel } = kafkajs;
@@ -49,6 +55,11 @@ export interface FloorSettings {
    * schema id registered for each result topic and the schema's .avsc file.
    */
   resultSchemas?: Record<'fraud' | 'quality' | 'classification', { id: number; file: string }>;
+  /**
+   * The rdkafka floor: the installed @confluentinc/kafka-javascript package (its directory, from
+   * scripts/lib/rdkafka-floor.ts) whose KafkaJS API replaces kafkajs; absent: kafkajs.
+   */
+  rdkafkaModule?: string;
 }
 
 export interface FloorReport {
@@ -98,12 +109,57 @@ function call(method: string, url: string, headers: http.OutgoingHttpHeaders, bo
   });
 }
 
-const kafka = new Kafka({
-  brokers: settings.brokers,
-  clientId: 'docstream-floor',
-  logLevel: logLevel.NOTHING,
-});
-const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+/**
+ * The floor's Kafka client, with the settings of both clients alike: an idempotent producer with
+ * one request in flight writing with acks from all replicas, and a consumer of the arrivals from
+ * the beginning with 100 ms fetch waits. The KafkaJS-compatible API takes a client's settings under
+ * `kafkaJS`, acks per producer rather than per send and fromBeginning per consumer rather than per
+ * subscription; otherwise its producer and consumer are used as kafkajs's.
+ */
+interface FloorKafka {
+  producer: Producer;
+  consumer: Consumer;
+  sendBatch(topicMessages: TopicMessages[]): Promise<unknown>;
+  subscribe(topic: string): Promise<void>;
+}
+
+function floorKafka(): FloorKafka {
+  const client = { brokers: settings.brokers, clientId: 'docstream-floor' };
+  const producerSettings = { idempotent: true, maxInFlightRequests: 1 };
+  const consumerSettings = { groupId: settings.groupId, maxWaitTimeInMs: 100 };
+  if (settings.rdkafkaModule) {
+    // Loaded from its own install (.cache/rdkafka-floor): it is not one of docstream's dependencies.
+    const { KafkaJS } = createRequire(import.meta.url)(settings.rdkafkaModule) as {
+      KafkaJS: {
+        Kafka: new (config: object) => {
+          producer(config: object): Producer;
+          consumer(config: object): Consumer;
+        };
+        logLevel: { NOTHING: number };
+      };
+    };
+    const rd = new KafkaJS.Kafka({ kafkaJS: { ...client, logLevel: KafkaJS.logLevel.NOTHING } });
+    const producer = rd.producer({ kafkaJS: { ...producerSettings, acks: -1 } });
+    const consumer = rd.consumer({ kafkaJS: { ...consumerSettings, fromBeginning: true } });
+    return {
+      producer,
+      consumer,
+      sendBatch: (topicMessages) => producer.sendBatch({ topicMessages }),
+      subscribe: (topic) => consumer.subscribe({ topics: [topic] }),
+    };
+  }
+  const kafka = new Kafka({ ...client, logLevel: logLevel.NOTHING });
+  const producer = kafka.producer(producerSettings);
+  const consumer = kafka.consumer(consumerSettings);
+  return {
+    producer,
+    consumer,
+    sendBatch: (topicMessages) => producer.sendBatch({ acks: -1, topicMessages }),
+    subscribe: (topic) => consumer.subscribe({ topic, fromBeginning: true }),
+  };
+}
+
+const { producer, consumer, sendBatch, subscribe } = floorKafka();
 let kafkaRequests = 0;
 let queue: Array<{
   topic: string;
@@ -134,10 +190,7 @@ async function flush(): Promise<void> {
     }
     kafkaRequests += 1;
     try {
-      await producer.sendBatch({
-        acks: -1,
-        topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })),
-      });
+      await sendBatch([...byTopic].map(([topic, messages]) => ({ topic, messages })));
       for (const item of items) item.done();
     } catch (err) {
       for (const item of items) item.fail(err);
@@ -163,9 +216,8 @@ async function main(): Promise<void> {
   const auth = { authorization: `Bearer ${token}`, accept: 'application/json' };
   const jsonHeaders = { ...auth, 'content-type': 'application/json' };
   await producer.connect();
-  const consumer = kafka.consumer({ groupId: settings.groupId, maxWaitTimeInMs: 100 });
   await consumer.connect();
-  await consumer.subscribe({ topic: settings.arrivedTopic, fromBeginning: true });
+  await subscribe(settings.arrivedTopic);
 
   let started = 0;
   let cpuAtStart = 0;

@@ -9,13 +9,25 @@ describe('parseFloors (--floor)', () => {
   it('names one floor, both in order, or none', () => {
     expect(parseFloors('node', [])).toEqual(['node']);
     expect(parseFloors('go', [])).toEqual(['go']);
+    expect(parseFloors('rdkafka', [])).toEqual(['rdkafka']);
     expect(parseFloors('both', [])).toEqual(['node', 'go']);
     expect(parseFloors('true', [])).toEqual(['node']);
     expect(parseFloors('false', ['node'])).toEqual([]);
     expect(parseFloors('none', ['node'])).toEqual([]);
   });
 
+  it('takes a comma list in the order given, each floor once', () => {
+    expect(parseFloors('node,go,rdkafka', [])).toEqual(['node', 'go', 'rdkafka']);
+    expect(parseFloors('rdkafka,node', ['go'])).toEqual(['rdkafka', 'node']);
+    expect(parseFloors('both,rdkafka', [])).toEqual(['node', 'go', 'rdkafka']);
+    expect(parseFloors('node, rdkafka,node', [])).toEqual(['node', 'rdkafka']);
+  });
+
   it('refuses anything else', () => {
-    expect(() => parseFloors('rust', [])).toThrow('--floor must be node, go, both or false, got rust');
+    const message = '--floor must be node, go, rdkafka or a comma list of them (both: node,go), or false';
+    expect(() => parseFloors('rust', [])).toThrow(`${message}; got rust`);
+    expect(() => parseFloors('node,rust', [])).toThrow(`${message}; got node,rust`);
+    expect(() => parseFloors('node,', [])).toThrow(`${message}; got node,`);
+    expect(() => parseFloors('node,false', [])).toThrow(`${message}; got node,false`);
   });
 });

@@ -1,7 +1,9 @@
 /**
  * Runs a floor in its own child process against its own sandbox, on the same documents, and
- * returns its CPU per document: the Node floor (scripts/floor.ts, bare node:http and kafkajs) or
- * the Go floor (scripts/go-floor: franz-go, net/http, hamba/avro; see ./go-floor.ts). The floor's
+ * returns its CPU per document: the Node floor (scripts/floor.ts, bare node:http and kafkajs), the
+ * same program on librdkafka (the rdkafka floor: @confluentinc/kafka-javascript's KafkaJS API, see
+ * ./rdkafka-floor.ts) or the Go floor (scripts/go-floor: franz-go, net/http, hamba/avro; see
+ * ./go-floor.ts). The floor's
  * sandbox has the same processing time but no effective rate limit: the floor measures cost, not
  * pacing, and has no retry for a 429.
  *
@@ -18,6 +20,7 @@ import { startSandbox } from '../../src/sandbox/index.js';
 import { within } from '../../src/util/within.js';
 import type { FloorReport, FloorSettings } from '../floor.js';
 import { buildGoFloor, registerResultSchemas, startGoFloor } from './go-floor.js';
+import { installRdkafkaFloor } from './rdkafka-floor.js';
 import {
   BROKERS,
   deleteTopics,
@@ -35,26 +38,50 @@ import { produceTrickle, trickleMeasure, type TrickleMeasure } from './trickle.j
 
 const FLOOR_SCRIPT = fileURLToPath(new URL('../floor.js', import.meta.url));
 
-/** Which floor: the bare Node program, or the same flow hand-written in Go. */
-export type FloorKind = 'node' | 'go';
+/**
+ * Which floor: the bare Node program, the same program on librdkafka instead of kafkajs, or the
+ * same flow hand-written in Go.
+ */
+export type FloorKind = 'node' | 'go' | 'rdkafka';
 
 /** What each floor is, as the summary names it. */
 export const FLOOR_NAMES: Record<FloorKind, string> = {
   node: 'bare node:http + kafkajs, plain Kafka writes',
   go: 'Go: franz-go, net/http keep-alive, hamba/avro',
+  rdkafka: 'bare node:http + librdkafka, plain Kafka writes',
 };
 
+const FLOOR_KINDS = Object.keys(FLOOR_NAMES) as FloorKind[];
+
 /**
- * `--floor node|go|both|false`: the floors to measure, in that order; `auto` is the mode's default
- * (node for throughput, none for quiet).
+ * `--floor`: the floors to measure, in the order given: node, go, rdkafka or a comma list of them
+ * (`both` is node,go; a floor named twice runs once); true is node, false or none no floor; `auto`
+ * is the mode's default (node for throughput, none for quiet).
  */
 export function parseFloors(value: string, auto: FloorKind[]): FloorKind[] {
   if (value === 'auto') return [...auto];
-  if (value === 'node' || value === 'go') return [value];
   if (value === 'true') return ['node'];
-  if (value === 'both') return ['node', 'go'];
   if (value === 'false' || value === 'none') return [];
-  throw new Error(`--floor must be node, go, both or false, got ${value}`);
+  const kinds = value
+    .split(',')
+    .map((part) => part.trim())
+    .flatMap((part): FloorKind[] => {
+      if (part === 'both') return ['node', 'go'];
+      if ((FLOOR_KINDS as string[]).includes(part)) return [part as FloorKind];
+      throw new Error(
+        `--floor must be node, go, rdkafka or a comma list of them (both: node,go), or false; got ${value}`,
+      );
+    });
+  return [...new Set(kinds)];
+}
+
+/**
+ * Builds the Go floor and installs the rdkafka floor's client when they are among the floors, before
+ * anything starts, so that a missing toolchain or Debian package fails at once.
+ */
+export function prepareFloors(kinds: FloorKind[], log: (line: string) => void): void {
+  if (kinds.includes('go')) buildGoFloor(log);
+  if (kinds.includes('rdkafka')) installRdkafkaFloor(log);
 }
 
 /** The pause between the end of the warm-up and the measured trickle, as the connector's. */
@@ -80,6 +107,12 @@ interface FloorOptions {
    * Needs warmupDocs > 0.
    */
   trickleRate?: number;
+  /**
+   * Fed a trickle: first let the floor sit this long once it has finished the warm-up, nothing
+   * arriving, and measure its process tree's CPU meanwhile (its idle cost: librdkafka's threads,
+   * for one, wake on their own), before the pause and the measured documents.
+   */
+  idleMs?: number;
 }
 
 export interface FloorMeasure {
@@ -95,6 +128,8 @@ export interface FloorMeasure {
   tcpConnections: number;
   /** Fed a trickle: the floor's whole process tree over the measured trickle. */
   trickle?: TrickleMeasure;
+  /** Fed a trickle with idleMs: its whole process tree's CPU while idle, in % of a core. */
+  idleCpuPercent?: number;
 }
 
 export async function runFloor(o: FloorOptions, kafka: KafkaClient, dir: string): Promise<FloorMeasure> {
@@ -103,7 +138,8 @@ export async function runFloor(o: FloorOptions, kafka: KafkaClient, dir: string)
     throw new Error('a floor fed a trickle needs warm-up documents');
   // Built (or found built) before anything starts, so that a missing toolchain fails at once.
   const goBinary = o.kind === 'go' ? buildGoFloor(o.log) : null;
-  const id = uniqueName(o.kind === 'go' ? 'go-floor' : 'floor');
+  const rdkafkaModule = o.kind === 'rdkafka' ? installRdkafkaFloor(o.log) : null;
+  const id = uniqueName(o.kind === 'node' ? 'floor' : `${o.kind}-floor`);
   const topics = prefixedTopics(id, o.partitions);
   const sandbox = await startSandbox({
     processing: { distribution: 'fixed', meanMs: o.latencyMs },
@@ -150,6 +186,7 @@ export async function runFloor(o: FloorOptions, kafka: KafkaClient, dir: string)
         ? path.join(o.cpuProfDir, goBinary ? `${id}.pprof` : `${id}-floor.cpuprofile`)
         : undefined,
       ...(goBinary ? { resultSchemas: await registerResultSchemas(topics) } : {}),
+      ...(rdkafkaModule ? { rdkafkaModule } : {}),
     };
     if (o.cpuProfDir) fs.mkdirSync(o.cpuProfDir, { recursive: true });
     const file = path.join(dir, `${id}.json`);
@@ -170,6 +207,7 @@ export async function runFloor(o: FloorOptions, kafka: KafkaClient, dir: string)
     // A trickle's measured window: the tree before its first document is produced and at the report.
     let start: { tree: TreeSample; at: number; docs: number } | null = null;
     let end: { tree: TreeSample; at: number } | null = null;
+    let idleCpuPercent: number | undefined;
     try {
       const report = await new Promise<FloorReport>((resolve, reject) => {
         const timer = setTimeout(() => child.kill('SIGKILL'), Math.max(5000, o.deadline - Date.now()));
@@ -181,6 +219,12 @@ export async function runFloor(o: FloorOptions, kafka: KafkaClient, dir: string)
           if (rate === undefined) {
             await produceArrivals(producer, topics.arrived, o.arrivals(id, o.docs));
             return;
+          }
+          if (o.idleMs) {
+            const from = sampleTree(child.pid!);
+            await sleep(o.idleMs);
+            idleCpuPercent = round(((sampleTree(child.pid!).cpuMs - from.cpuMs) / o.idleMs) * 100, 2);
+            o.log(`floor ${o.kind}: idle ${o.idleMs / 1000} s, ${idleCpuPercent} % of a core`);
           }
           await sleep(TRICKLE_PAUSE_MS);
           const window = { tree: sampleTree(child.pid!), at: Date.now(), docs: 0 };
@@ -211,7 +255,10 @@ export async function runFloor(o: FloorOptions, kafka: KafkaClient, dir: string)
           reject(new Error(`floor exited with ${code} before reporting:\n${stderr}`));
         });
       });
-      return measureOf(o, report, start, end);
+      return {
+        ...measureOf(o, report, start, end),
+        ...(idleCpuPercent === undefined ? {} : { idleCpuPercent }),
+      };
     } finally {
       // Gone before its topics are deleted: a consumer still leaving its group would create them again.
       child.stdin?.end();

@@ -9,10 +9,12 @@
  * 2. A trickle: documents (file:// blobs, the sandbox at 200 ms) at `--trickle-rate` a second for
  *    `--trickle-s` seconds to the same instance, after a 10 s unmeasured warm-up at that rate; CPU
  *    from the first measured document produced to the last one settled, per document.
- * 3. The floors (`--floor node|go|both`, none by default): each fed the same trickle (same rate,
- *    warm-up, pause and measured duration, the same file blob, a sandbox with the same processing
- *    time), its whole process tree's CPU from the first measured document produced to its report of
- *    the last one finished, per document: what bare kafkajs + node:http, or Go, cost at that rate.
+ * 3. The floors (`--floor node|go|rdkafka` or a comma list, none by default): each fed the same
+ *    trickle (same rate, warm-up, pause and measured duration, the same file blob, a sandbox with
+ *    the same processing time), its whole process tree's CPU from the first measured document
+ *    produced to its report of the last one finished, per document: what bare kafkajs +
+ *    node:http, the same on librdkafka, or Go, cost at that rate. Between its warm-up and the
+ *    pause each floor also sits `--idle-s` seconds with nothing arriving: its idle CPU.
  * 4. Memory: `--held-docs` finished-document state records over 4 partitions of a state topic; two
  *    instances sharing them and one idle instance on empty topics, started together; RSS of each
  *    tree `--held-wait-s` seconds after all are ready; (loaded − idle) per finished document held.
@@ -28,8 +30,7 @@ import path from 'node:path';
 import { writeCorpus } from '../../src/demo/corpus.js';
 import { KafkaClient } from '../../src/kafka/index.js';
 import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
-import { FLOOR_NAMES, runFloor, TRICKLE_PAUSE_MS, type FloorKind } from './bench-floor.js';
-import { buildGoFloor } from './go-floor.js';
+import { FLOOR_NAMES, prepareFloors, runFloor, TRICKLE_PAUSE_MS, type FloorKind } from './bench-floor.js';
 import {
   arrivalJson,
   BROKERS,
@@ -92,6 +93,8 @@ export interface QuietFloor extends TrickleMeasure {
   floor: FloorKind;
   /** The floor's own process CPU (its report: first measured record taken to last result acknowledged). */
   ownCpuMsPerDoc: number;
+  /** Its whole process tree's CPU in % of a core over --idle-s, idle after its warm-up. */
+  idleCpuPercent: number | null;
   httpCalls: number;
   kafkaRequests: number;
   /** The connector's CPU per document over the floor's; null when the floor's is 0. */
@@ -214,7 +217,7 @@ function arrivals(file: string, prefix: string, n: number): Arrival[] {
 /** Each floor fed the connector's trickle: same rate, warm-up, pause, duration, blob and latency. */
 async function floorsAtTrickle(
   c: Common,
-  o: { trickleRate: number; trickleS: number; floors: FloorKind[] },
+  o: { idleS: number; trickleRate: number; trickleS: number; floors: FloorKind[] },
   connectorMsPerDoc: number,
 ): Promise<QuietFloor[]> {
   const out: QuietFloor[] = [];
@@ -231,6 +234,7 @@ async function floorsAtTrickle(
         arrivals: (prefix, n) => arrivals(c.file, prefix, n),
         log: c.log,
         trickleRate: o.trickleRate,
+        idleMs: o.idleS * 1000,
       },
       c.kafka,
       c.dir,
@@ -240,6 +244,7 @@ async function floorsAtTrickle(
       floor: kind,
       ...m.trickle,
       ownCpuMsPerDoc: m.cpuMsPerDoc,
+      idleCpuPercent: m.idleCpuPercent ?? null,
       httpCalls: m.httpCalls,
       kafkaRequests: m.kafkaRequests,
       connectorRatio: cpuRatio(connectorMsPerDoc, m.trickle.cpuMsPerDoc),
@@ -334,8 +339,7 @@ export async function runQuiet(
     log: (line: string) => void;
   },
 ): Promise<QuietResult> {
-  // Built (or found built) before anything starts, so that a missing toolchain fails at once.
-  if (o.floors.includes('go')) buildGoFloor(o.log);
+  prepareFloors(o.floors, o.log);
   const kafka = new KafkaClient({ brokers: BROKERS, clientId: 'docstream-bench-quiet' });
   const sandbox = await startSandbox({ processing: { distribution: 'fixed', meanMs: LATENCY_MS } });
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'docstream-quiet-'));
@@ -411,15 +415,16 @@ function printFloors(r: QuietResult): void {
   console.log(
     `  CPU per document at ${p.trickleRate}/s, whole process tree, first measured document produced to last finished (nothing subtracted):`,
   );
-  const widths = [60, 10, 22];
+  const widths = [66, 10, 22, 24];
   const line = (cells: string[]) =>
     console.log(('    ' + cells.map((c, i) => c.padEnd(widths[i] ?? 0)).join('')).trimEnd());
-  line(['', 'ms/doc', 'finished', 'docstream run ÷ floor']);
+  line(['', 'ms/doc', 'finished', 'docstream run ÷ floor', 'idle % of a core']);
   line([
     'docstream run',
     String(r.trickle.cpuMsPerDoc),
     `${r.trickle.settled}/${r.trickle.docs} in ${r.trickle.seconds} s`,
     '',
+    String(r.idle.cpuPercent),
   ]);
   for (const f of r.floors) {
     line([
@@ -427,6 +432,7 @@ function printFloors(r: QuietResult): void {
       String(f.cpuMsPerDoc),
       `${f.settled}/${f.docs} in ${f.seconds} s`,
       f.connectorRatio === null ? '-' : `${f.connectorRatio}x`,
+      f.idleCpuPercent === null ? '-' : String(f.idleCpuPercent),
     ]);
   }
   for (const f of r.floors)

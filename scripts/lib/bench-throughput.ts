@@ -16,8 +16,7 @@ import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
 import { Progress } from '../../src/util/progress.js';
 import { runBaseline } from '../baseline.js';
 import { apiCalls, type ApiCalls } from './api-calls.js';
-import { runFloor, type FloorKind, type FloorMeasure } from './bench-floor.js';
-import { buildGoFloor } from './go-floor.js';
+import { prepareFloors, runFloor, type FloorKind, type FloorMeasure } from './bench-floor.js';
 import {
   BROKERS,
   ConnectorProcess,
@@ -62,7 +61,7 @@ export interface ThroughputOptions {
   repeat: number;
   /**
    * The floors measured after each main run, in this order: `node` (scripts/floor.ts, bare HTTP +
-   * plain Kafka writes), `go` (scripts/go-floor); none when empty. The first is the one the
+   * plain Kafka writes), `rdkafka` (the same on librdkafka), `go` (scripts/go-floor); none when empty. The first is the one the
    * ratios of the repeats and the choice of the detailed run use.
    */
   floors: FloorKind[];
@@ -723,8 +722,8 @@ export async function runThroughput(o: ThroughputOptions): Promise<ThroughputRes
     const rateLimitDocsPerS = o.rate / RATE_LIMITED_CALLS;
     const concurrencyDocsPerS = (o.maxInFlight * o.instances) / (o.latencyMs / 1000);
     const bound = Math.min(rateLimitDocsPerS, concurrencyDocsPerS);
-    // A missing Go toolchain fails here, not after the first main run.
-    if (o.floors.includes('go')) buildGoFloor(o.log);
+    // A missing Go toolchain or Debian package fails here, not after the first main run.
+    prepareFloors(o.floors, o.log);
     const runs: Array<{ docstream: RunMeasure & CpuMeasure; floors: FloorMeasure[] }> = [];
     const eosRuns: Array<RunMeasure & CpuMeasure> = [];
     for (let r = 1; r <= o.repeat; r++) {
