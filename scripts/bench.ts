@@ -40,7 +40,9 @@
  *     document, throughput, GETs per blob, accepted connections per document (--schemes file,http,s3);
  *     --blob-rate N produces every scheme's documents at N a second instead of each phase at once
  *     (0, the default): at a rate the stack's S3 store sustains (~175/s; e.g. 120) CPU per document
- *     compares like with like, each scheme's per-second costs spread over as many documents
+ *     compares like with like, each scheme's per-second costs spread over as many documents;
+ *     --cpu-prof writes each scheme's connector's CPU profile (its measured documents) into
+ *     bench-results/profiles (<run>-connector.cpuprofile, the run's name starting blobs-<scheme>)
  *   npm run bench -- --mode limit                   an API limit the client is not told: 40/s told 5000,
  *     10/s told 20, 40/s told 40, two instances told 5000 each, a limit moving 40 → 20 → 60/s
  *     (--limit-scenarios all | 1,3,5)
@@ -519,6 +521,7 @@ async function main(): Promise<void> {
       partitions: bounded(Number(flags.partitions), 1, 64, 'partitions'),
       schemes,
       blobRate: bounded(Number(flags.blobRate), 0, 10_000, 'blob-rate'),
+      cpuProfDir: flags.cpuProf === true ? path.resolve('bench-results', 'profiles') : null,
       deadline,
       log,
     });

@@ -17,6 +17,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { CountingBlobServer } from '../../src/blobs/test-helpers.js';
+import { Probe, probeNodeArgs } from './bench-throughput.js';
 import { sampleTree } from './process-tree.js';
 import { writeCorpus, type SampleKind } from '../../src/demo/corpus.js';
 import { KafkaClient } from '../../src/kafka/index.js';
@@ -49,6 +50,8 @@ export interface BlobsOptions {
   schemes: BlobScheme[];
   /** Documents produced per second in every scheme's phases; 0: each phase's all at once. */
   blobRate: number;
+  /** Where each scheme's connector writes a CPU profile of its measured documents; null: none. */
+  cpuProfDir: string | null;
   deadline: number;
   log: (line: string) => void;
 }
@@ -71,7 +74,7 @@ export interface BlobsMeasure {
 }
 
 export interface BlobsResult {
-  options: Omit<BlobsOptions, 'deadline' | 'log'>;
+  options: Omit<BlobsOptions, 'deadline' | 'log' | 'cpuProfDir'>;
   loadAverage: number[];
   runs: BlobsMeasure[];
   targets: Record<string, { value: number | null; target: string; met: boolean }>;
@@ -122,7 +125,10 @@ async function runScheme(
     const config = JSON.parse(fs.readFileSync(file, 'utf8')) as { blobs: Record<string, unknown> };
     config.blobs = { ...config.blobs, ...blobs };
     fs.writeFileSync(file, JSON.stringify(config, null, 2));
-    connector = new ConnectorProcess(file, httpPort);
+    connector = o.cpuProfDir
+      ? new ConnectorProcess(file, httpPort, { nodeArgs: probeNodeArgs(), ipc: true })
+      : new ConnectorProcess(file, httpPort);
+    const probe = o.cpuProfDir ? new Probe(connector.child) : null;
     await connector.ready();
     await collector.start();
     await producer.connect();
@@ -141,6 +147,8 @@ async function runScheme(
     const pace = o.blobRate > 0 ? ` at ${o.blobRate}/s` : '';
     o.log(`${scheme}: warming up with ${o.warmupDocs} documents${pace} (not measured)`);
     if (o.warmupDocs > 0) await send(`${id}-warm`, o.warmupDocs);
+    // The profile covers the measured documents only (not start-up, not the warm-up).
+    if (probe) await probe.profile('start');
     const cpuBefore = sampleTree(connector.pid).cpuMs;
     const gets = counter?.gets ?? 0;
     const connections = counter?.connections ?? 0;
@@ -148,6 +156,13 @@ async function runScheme(
     const { ids, start, producedS } = await send(id, o.docs);
     const durationS = Math.max(0.001, (Date.now() - start) / 1000);
     const cpuMs = sampleTree(connector.pid).cpuMs - cpuBefore;
+    if (probe && o.cpuProfDir) {
+      fs.mkdirSync(o.cpuProfDir, { recursive: true });
+      const written = await probe.profile('stop', path.join(o.cpuProfDir, `${id}-connector.cpuprofile`));
+      o.log(
+        `${scheme}: ${written ? 'CPU profile written' : "the connector's CPU profile could not be taken"}`,
+      );
+    }
     let completed = 0;
     let deadLetters = 0;
     for (const e of ids) {
@@ -225,7 +240,7 @@ export async function runBlobs(o: BlobsOptions): Promise<BlobsResult> {
     await s3Front.stop();
     fs.rmSync(dir, { recursive: true, force: true });
   }
-  const { deadline: _deadline, log: _log, ...options } = o;
+  const { deadline: _deadline, log: _log, cpuProfDir: _cpuProfDir, ...options } = o;
   return { options, loadAverage: os.loadavg(), runs, targets: targetsOf(runs) };
 }
 

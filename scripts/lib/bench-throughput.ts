@@ -279,8 +279,18 @@ interface ProbeSample {
   connections: Record<string, number>;
 }
 
+/** Node flags that load scripts/lib/bench-probe.ts into a connector child (it needs `ipc: true`). */
+export function probeNodeArgs(): string[] {
+  return [
+    '--expose-gc',
+    '--import',
+    pathToFileUrl(PROBE),
+    ...(process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean),
+  ];
+}
+
 /** The parent side of scripts/lib/bench-probe.ts: requests over the child's IPC channel, by id. */
-class Probe {
+export class Probe {
   private next = 0;
   constructor(private readonly child: ChildProcess) {}
 
@@ -428,12 +438,7 @@ async function runDocstream(
   const collector = new OutputCollector(kafka, topics);
   const producer = kafka.producer();
   const connectors: ConnectorProcess[] = [];
-  const nodeArgs = [
-    '--expose-gc',
-    '--import',
-    pathToFileUrl(PROBE),
-    ...(process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean),
-  ];
+  const nodeArgs = probeNodeArgs();
   try {
     // The shared broker sometimes refuses a creation right after the previous run's topics were
     // deleted ("does not host this topic-partition"); a few seconds later it accepts it.
