@@ -10,15 +10,22 @@
 import dns from 'node:dns';
 import net, { type LookupFunction } from 'node:net';
 import type { Readable } from 'node:stream';
-import { request, type Agent, type Dispatcher } from 'undici';
+import type { Agent, Dispatcher } from 'undici';
 import type { Logger } from '../observability/logger.js';
 import { classifyAddress, isAddressAllowed } from './address.js';
 import { BlobError } from './errors.js';
 import type { Keeper } from './kept.js';
 import { expectedSha256 } from './meter.js';
-import { Pace, transferLimits, transferTimeout, type TransferLimits } from './pace.js';
+import { transferLimits, transferTimeout, type TransferLimits } from './pace.js';
 import type { BlobPolicy } from './policy.js';
-import { DEFAULT_CONNECTIONS_PER_HOST, discard, header, parseLength, pooledAgent } from './pool.js';
+import {
+  DEFAULT_CONNECTIONS_PER_HOST,
+  discard,
+  header,
+  parseLength,
+  pooledAgent,
+  RequestDeadline,
+} from './pool.js';
 import type { BlobRef, OpenedBlob } from './types.js';
 import { displayUrl } from './url.js';
 
@@ -36,6 +43,7 @@ const systemResolver: HostResolver = (hostname) =>
 const MAX_REDIRECTS = 5;
 const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
 const RETRIABLE_STATUSES = new Set([408, 425, 429]);
+const REQUEST_HEADERS = { 'user-agent': 'docstream', 'accept-encoding': 'identity' };
 
 function normalizeHostEntry(entry: string): string {
   return entry.trim().toLowerCase().replace(/\.$/, '').replace(/\.:/, ':');
@@ -169,24 +177,25 @@ export class HttpBlobReader {
       const host = this.allowedHost(url);
       if (net.isIP(host) !== 0) await this.allowedAddresses(host);
       const left = total > 0 ? Math.max(1, total - (Date.now() - startedAt)) : Infinity;
-      // The total bound covers the wait for the answer here; from the first byte on, Pace does.
-      const abort = new AbortController();
-      const timer = left === Infinity ? undefined : setTimeout(() => abort.abort(), left);
+      // The total bound covers the wait for the answer here; from the first byte on, the keeper does.
+      const deadline = new RequestDeadline(left);
       let response: Dispatcher.ResponseData;
       try {
-        response = await request(url, {
+        // Origin and path given apart: the URL was parsed and checked already.
+        response = await this.agent.request({
+          origin: url.origin,
+          path: `${url.pathname}${url.search}`,
           method: 'GET',
-          dispatcher: this.agent,
-          signal: abort.signal,
+          signal: deadline,
           headersTimeout: Math.min(30_000, left),
           bodyTimeout: 60_000,
-          headers: { 'user-agent': 'docstream', 'accept-encoding': 'identity' },
+          headers: REQUEST_HEADERS,
         });
       } catch (error) {
         if (total > 0 && Date.now() - startedAt >= total) throw transferTimeout(display, this.limits);
         throw transportError(error, display);
       } finally {
-        clearTimeout(timer);
+        deadline.clear();
       }
       const location = header(response.headers, 'location');
       if (!REDIRECT_STATUSES.has(response.statusCode) || location === undefined) {
@@ -250,7 +259,8 @@ export class HttpBlobReader {
       length,
       contentType: ref.content_type ?? header(response.headers, 'content-type') ?? undefined,
       expected,
-      pace: new Pace(this.limits, display, startedAt),
+      limits: this.limits,
+      startedAt,
       mapError: (error) => transportError(error, display),
     });
   }

@@ -12,7 +12,7 @@ import { Readable } from 'node:stream';
 import { BlobError } from './errors.js';
 import { guard } from './guard.js';
 import { checkSha256 } from './meter.js';
-import type { Pace } from './pace.js';
+import { Pace, TransferClock, type TransferLimits } from './pace.js';
 import { verifiedSpooledBlob, type Spool } from './spool.js';
 import type { OpenedBlob } from './types.js';
 
@@ -97,10 +97,18 @@ export interface KeepOptions {
   contentType: string | undefined;
   /** The digest to verify, when the event gave one. */
   expected: string | undefined;
-  /** The transfer's bounds, already started (the wait for the answer counted). */
-  pace: Pace;
+  /** The transfer's bounds, counted from `startedAt` (its request: the wait for the answer counts). */
+  limits: TransferLimits;
+  startedAt: number;
   /** Turns a transport error of `source` into a BlobError without secrets. */
   mapError: (error: unknown) => BlobError;
+}
+
+/** What `collect` read: every chunk when the source ended, else the first ones past the limit. */
+interface Collected {
+  chunks: Buffer[];
+  bytes: number;
+  ended: boolean;
 }
 
 /** Reads remote answers' bodies once into what an upload can read any number of times. */
@@ -117,27 +125,21 @@ export class Keeper {
     const limit = Math.min(this.inMemoryBytes, this.maxBytes);
     const reserve = options.length ?? limit;
     const small = options.length === undefined || options.length <= limit;
-    const paced = guard(source, options.pace, options.mapError);
-    if (!small || !this.budget.take(reserve)) return this.spooled(paced, options);
+    if (!small || !this.budget.take(reserve)) return this.spooled(paced(source, options, 0), options);
 
-    const chunks: Buffer[] = [];
-    let bytes = 0;
-    const iterator = paced[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
+    let read: Collected;
     try {
-      for (;;) {
-        const next = await iterator.next();
-        if (next.done) break;
-        chunks.push(next.value);
-        bytes += next.value.length;
-        if (bytes > limit) {
-          // A body of unknown length turned out large: what came so far and the rest go to a file.
-          this.budget.give(reserve);
-          return this.spooled(Readable.from(concat(chunks, iterator)), options);
-        }
-      }
+      read = await collect(source, limit, options);
     } catch (error) {
       this.budget.give(reserve);
       throw options.mapError(error);
+    }
+    const { chunks, bytes } = read;
+    if (!read.ended) {
+      // A body of unknown length turned out large: what came so far and the rest go to a file.
+      this.budget.give(reserve);
+      const rest = paced(source, options, bytes)[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
+      return this.spooled(Readable.from(concat(chunks, rest)), options);
     }
     this.budget.give(reserve - bytes);
     const whole = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, bytes);
@@ -150,6 +152,65 @@ export class Keeper {
     });
     return verifiedSpooledBlob(file, options.contentType, options.expected, options.display);
   }
+}
+
+/** `source` through the transfer's bounds (`counted`: bytes of it already read), as one stream. */
+function paced(source: Readable, options: KeepOptions, counted: number): Readable {
+  const pace = new Pace(options.limits, options.display, options.startedAt);
+  pace.count(counted);
+  return guard(source, pace, options.mapError);
+}
+
+/**
+ * Reads `source` in memory, within the transfer's bounds, until it ends or more than `limit` bytes
+ * came (then it is left paused for the rest). Its 'data' events are taken as they come, without a
+ * pass-through stream and an async iterator per blob: the reader always takes the bytes here, so
+ * no time is held back from the bounds.
+ */
+function collect(source: Readable, limit: number, options: KeepOptions): Promise<Collected> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let bytes = 0;
+    const clock = new TransferClock(
+      options.limits,
+      options.display,
+      options.startedAt,
+      () => false,
+      (error) => source.destroy(error),
+    );
+    const settle = () => {
+      clock.stop();
+      source.off('data', onData);
+      source.off('end', onEnd);
+      source.off('error', onError);
+      source.off('close', onClose);
+    };
+    const onData = (chunk: Buffer) => {
+      chunks.push(chunk);
+      bytes += chunk.length;
+      clock.count(chunk.length);
+      if (bytes > limit) {
+        settle();
+        source.pause();
+        resolve({ chunks, bytes, ended: false });
+      }
+    };
+    const onEnd = () => {
+      settle();
+      resolve({ chunks, bytes, ended: true });
+    };
+    const onError = (error: unknown) => {
+      settle();
+      reject(error);
+    };
+    // Destroyed without an error: the answer ended before its last byte.
+    const onClose = () =>
+      onError(Object.assign(new Error('premature close'), { code: 'ERR_STREAM_PREMATURE_CLOSE' }));
+    source.on('data', onData);
+    source.on('end', onEnd);
+    source.on('error', onError);
+    source.on('close', onClose);
+  });
 }
 
 /** The chunks read so far, then the rest of the iterator; the source is released if left early. */

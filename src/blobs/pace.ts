@@ -39,8 +39,12 @@ export function transferTimeout(display: string, limits: TransferLimits): BlobEr
   );
 }
 
-/** A pass-through that fails with `blob_timeout` or `blob_too_slow` once a bound is crossed. */
-export class Pace extends Transform {
+/**
+ * The bookkeeping of both bounds over one transfer, for whatever carries its bytes: `count` each
+ * chunk, `stop` at its end; `fail` is called once a bound is crossed. `held()` says whether the
+ * reader is not taking bytes now (that time is not the source's).
+ */
+export class TransferClock {
   private readonly timer: NodeJS.Timeout | undefined;
   private readonly windowMs: number;
   private windowStart: number;
@@ -53,9 +57,10 @@ export class Pace extends Transform {
   constructor(
     private readonly limits: TransferLimits,
     private readonly display: string,
-    private readonly startedAt = Date.now(),
+    private readonly startedAt: number,
+    private readonly held: () => boolean,
+    private readonly fail: (error: BlobError) => void,
   ) {
-    super();
     this.windowMs = limits.rateWindowMs ?? RATE_WINDOW_MS;
     this.windowStart = startedAt;
     this.lastTick = Date.now();
@@ -67,26 +72,19 @@ export class Pace extends Transform {
     }
   }
 
-  override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
-    this.windowBytes += chunk.length;
-    callback(null, chunk);
+  count(bytes: number): void {
+    this.windowBytes += bytes;
   }
 
-  override _flush(callback: TransformCallback): void {
+  stop(): void {
     clearInterval(this.timer);
-    callback();
-  }
-
-  override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
-    clearInterval(this.timer);
-    callback(error);
   }
 
   private check(): void {
     const now = Date.now();
     const tick = now - this.lastTick;
     this.lastTick = now;
-    if (this.readableLength >= this.readableHighWaterMark) {
+    if (this.held()) {
       // The reader is not taking bytes: this tick is not the source's, and the window starts again.
       this.heldMs += tick;
       this.windowStart = now;
@@ -95,13 +93,15 @@ export class Pace extends Transform {
     }
     const { transferTimeoutMs, minBytesPerSecond } = this.limits;
     if (transferTimeoutMs > 0 && now - this.startedAt - this.heldMs > transferTimeoutMs) {
-      this.destroy(transferTimeout(this.display, this.limits));
+      this.stop();
+      this.fail(transferTimeout(this.display, this.limits));
       return;
     }
     if (minBytesPerSecond <= 0 || now - this.windowStart < this.windowMs) return;
     const seconds = (now - this.windowStart) / 1000;
     if (this.windowBytes < minBytesPerSecond * seconds) {
-      this.destroy(
+      this.stop();
+      this.fail(
         new BlobError(
           'blob_too_slow',
           `${this.display} sent ${this.windowBytes} bytes in ${seconds.toFixed(1)} s, slower than blobs.minBytesPerSecond (${minBytesPerSecond})`,
@@ -111,5 +111,42 @@ export class Pace extends Transform {
     }
     this.windowStart = now;
     this.windowBytes = 0;
+  }
+}
+
+/** A pass-through that fails with `blob_timeout` or `blob_too_slow` once a bound is crossed. */
+export class Pace extends Transform {
+  private readonly clock: TransferClock;
+
+  /** `startedAt`: when the transfer began (its request), so that the wait for an answer counts. */
+  constructor(limits: TransferLimits, display: string, startedAt = Date.now()) {
+    super();
+    this.clock = new TransferClock(
+      limits,
+      display,
+      startedAt,
+      () => this.readableLength >= this.readableHighWaterMark,
+      (error) => this.destroy(error),
+    );
+  }
+
+  /** Counts bytes of the transfer that were read before they could come through here. */
+  count(bytes: number): void {
+    this.clock.count(bytes);
+  }
+
+  override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
+    this.clock.count(chunk.length);
+    callback(null, chunk);
+  }
+
+  override _flush(callback: TransformCallback): void {
+    this.clock.stop();
+    callback();
+  }
+
+  override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
+    this.clock.stop();
+    callback(error);
   }
 }

@@ -34,9 +34,9 @@ import { retry } from '../util/retry.js';
 import { BlobError } from './errors.js';
 import type { Keeper } from './kept.js';
 import { expectedSha256 } from './meter.js';
-import { Pace, transferLimits, transferTimeout, type TransferLimits } from './pace.js';
+import { transferLimits, transferTimeout, type TransferLimits } from './pace.js';
 import type { BlobPolicy } from './policy.js';
-import { DEFAULT_CONNECTIONS_PER_HOST, header, parseLength, pooledAgent } from './pool.js';
+import { DEFAULT_CONNECTIONS_PER_HOST, header, parseLength, pooledAgent, RequestDeadline } from './pool.js';
 import type { BlobRef, OpenedBlob } from './types.js';
 
 const NOT_FOUND_NAMES = new Set(['NoSuchKey', 'NotFound', 'NoSuchBucket']);
@@ -165,20 +165,17 @@ export class S3BlobReader {
   private async send<T>(
     display: string,
     startedAt: number,
-    request: (abortSignal: AbortSignal | undefined) => Promise<T>,
+    request: (deadline: RequestDeadline) => Promise<T>,
   ): Promise<T> {
     const total = this.limits.transferTimeoutMs;
-    const abort = total > 0 ? new AbortController() : undefined;
-    const timer = abort
-      ? setTimeout(() => abort.abort(), Math.max(1, total - (Date.now() - startedAt)))
-      : undefined;
+    const deadline = new RequestDeadline(total > 0 ? total - (Date.now() - startedAt) : Infinity);
     try {
-      return await request(abort?.signal);
+      return await request(deadline);
     } catch (error) {
       if (total > 0 && Date.now() - startedAt >= total) throw transferTimeout(display, this.limits);
       throw s3Error(error, display);
     } finally {
-      clearTimeout(timer);
+      deadline.clear();
     }
   }
 
@@ -249,7 +246,7 @@ export class S3BlobReader {
     route: Extract<Route, { kind: 'signed' }>,
     /** Encoded (`encodeKey`). */
     key: string,
-    abortSignal: AbortSignal | undefined,
+    deadline: RequestDeadline,
   ): Promise<Answer> {
     const path = `${route.basePath}/${key}`;
     const { request } = route;
@@ -270,7 +267,7 @@ export class S3BlobReader {
       path,
       method: 'GET',
       headers: signed.headers,
-      signal: abortSignal,
+      signal: deadline,
       headersTimeout: REQUEST_TIMEOUT_MS,
       bodyTimeout: REQUEST_TIMEOUT_MS,
     });
@@ -321,11 +318,11 @@ export class S3BlobReader {
     const total = this.limits.transferTimeoutMs;
     const answer = await retry(
       () =>
-        this.send(display, startedAt, async (abortSignal) => {
+        this.send(display, startedAt, async (deadline) => {
           const route = await this.route(bucket);
           return route.kind === 'signed'
-            ? this.signedGet(route, encoded, abortSignal)
-            : this.sdkGet(bucket, key, display, abortSignal);
+            ? this.signedGet(route, encoded, deadline)
+            : this.sdkGet(bucket, key, display, deadline.link(new AbortController()));
         }),
       {
         attempts: DEFAULT_MAX_ATTEMPTS,
@@ -360,7 +357,8 @@ export class S3BlobReader {
       length: size,
       contentType: ref.content_type ?? contentType,
       expected,
-      pace: new Pace(this.limits, display, startedAt),
+      limits: this.limits,
+      startedAt,
       mapError: (error) => s3Error(error, display),
     });
   }
