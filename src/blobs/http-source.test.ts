@@ -358,6 +358,22 @@ describe('http(s):// address checks with a controlled resolver', () => {
     }
   });
 
+  it('checks an IP literal before every request: a refused one stays refused, an allowed one keeps working', async () => {
+    const strict = createBlobSource(policy({ httpHosts: [host], allowPrivateNetworks: false }));
+    try {
+      for (let i = 0; i < 3; i++) {
+        expect((await blobError(strict.resolve({ url: at('/doc.pdf') }))).code).toBe('blob_not_allowed');
+      }
+    } finally {
+      strict.close();
+    }
+    for (let i = 0; i < 3; i++) {
+      const blob = await source.resolve({ url: at('/doc.pdf') });
+      expect(blob.bytes).toEqual(content);
+      await blob.cleanup();
+    }
+  });
+
   it('refuses metadata and mapped-loopback literals even when listed', async () => {
     const listed = createBlobSource(
       policy({

@@ -41,6 +41,8 @@ const systemResolver: HostResolver = (hostname) =>
   dns.promises.lookup(hostname, { all: true, verbatim: true });
 
 const MAX_REDIRECTS = 5;
+/** Allowed IP literals whose check is kept (`literalAddresses`); past this many, all are forgotten. */
+const MAX_LITERALS_KEPT = 256;
 const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
 const RETRIABLE_STATUSES = new Set([408, 425, 429]);
 const REQUEST_HEADERS = { 'user-agent': 'docstream', 'accept-encoding': 'identity' };
@@ -78,6 +80,7 @@ export class HttpBlobReader {
   private readonly hosts: Set<string>;
   private readonly limits: TransferLimits;
   private readonly agent: Agent;
+  private readonly literals = new Map<string, ResolvedAddress[]>();
 
   constructor(
     private readonly policy: BlobPolicy,
@@ -93,16 +96,33 @@ export class HttpBlobReader {
 
   /** The addresses of `hostname` a connection may go to, or a BlobError saying why none. */
   private async allowedAddresses(hostname: string): Promise<ResolvedAddress[]> {
+    if (net.isIP(hostname) !== 0) return this.literalAddresses(hostname);
     let addresses: ResolvedAddress[];
-    if (net.isIP(hostname) !== 0) {
-      addresses = [{ address: hostname, family: net.isIP(hostname) }];
-    } else {
-      try {
-        addresses = await this.resolver(hostname);
-      } catch (error) {
-        throw transportError(error, `host ${hostname}`);
-      }
+    try {
+      addresses = await this.resolver(hostname);
+    } catch (error) {
+      throw transportError(error, `host ${hostname}`);
     }
+    return this.allowedOf(hostname, addresses);
+  }
+
+  /**
+   * An IP literal as an address a connection may go to, or a BlobError. Checked before each
+   * request to a literal (no lookup checks it): an allowed literal's answer, which depends on
+   * nothing but the literal and the policy, is kept (a few hundred at most), so that each GET does
+   * not classify it again; a refused one is checked anew each time (a dead letter, rare).
+   */
+  private literalAddresses(ip: string): ResolvedAddress[] {
+    const known = this.literals.get(ip);
+    if (known) return known;
+    const allowed = this.allowedOf(ip, [{ address: ip, family: net.isIP(ip) }]);
+    if (this.literals.size >= MAX_LITERALS_KEPT) this.literals.clear();
+    this.literals.set(ip, allowed);
+    return allowed;
+  }
+
+  /** Of `addresses` (of `hostname`), those a connection may go to, or a BlobError saying why none. */
+  private allowedOf(hostname: string, addresses: ResolvedAddress[]): ResolvedAddress[] {
     const classified = addresses.map((a) => ({ ...a, cls: classifyAddress(a.address) }));
     const metadata = classified.find((a) => a.cls === 'metadata');
     if (metadata) {
@@ -175,7 +195,7 @@ export class HttpBlobReader {
       // A name's addresses are checked when a connection to it opens (`checkedLookup`); a
       // connection to an IP literal asks no lookup, so a literal is checked here.
       const host = this.allowedHost(url);
-      if (net.isIP(host) !== 0) await this.allowedAddresses(host);
+      if (net.isIP(host) !== 0) this.literalAddresses(host);
       const left = total > 0 ? Math.max(1, total - (Date.now() - startedAt)) : Infinity;
       // The total bound covers the wait for the answer here; from the first byte on, the keeper does.
       const deadline = new RequestDeadline(left);
