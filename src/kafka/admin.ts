@@ -8,7 +8,13 @@ import { connectKafka, errorChain, KafkaError, wrapKafka } from './errors.js';
 import { retry } from '../util/retry.js';
 import type { ConnectionSettings } from './security-hints.js';
 import { advertisedAddressOf } from './sticky-assignor.js';
-import { commitsOf, type GroupOffsetReader, type GroupReading } from './group-readings.js';
+import {
+  commitsOf,
+  type GroupCommit,
+  type GroupOffsetReader,
+  type GroupReading,
+  type PartitionOffsets,
+} from './group-readings.js';
 
 const { AssignerProtocol } = kafkajs;
 
@@ -49,19 +55,8 @@ interface TopicDescription {
   configs: Record<string, string>;
 }
 
-/** A group's committed offset of one partition (null: none) and the metadata committed with it. */
-export interface GroupCommit {
-  offset: string | null;
-  metadata: string | null;
-}
-
-export interface PartitionOffsets {
-  partition: number;
-  /** First offset still stored. */
-  low: string;
-  /** Offset the next record will get (high watermark). */
-  high: string;
-}
+// Declared beside the reading that fills them, so that group-readings.ts imports nothing from here.
+export type { GroupCommit, PartitionOffsets };
 
 interface GroupDescription {
   groupId: string;

@@ -25,7 +25,20 @@
 import type { Admin, Kafka } from 'kafkajs';
 import { errorChain } from './errors.js';
 import { retry } from '../util/retry.js';
-import type { GroupCommit, PartitionOffsets } from './admin.js';
+
+/** A group's committed next offset on one partition (null: none), with the metadata committed beside it. */
+export interface GroupCommit {
+  offset: string | null;
+  metadata: string | null;
+}
+
+export interface PartitionOffsets {
+  partition: number;
+  /** First offset still stored. */
+  low: string;
+  /** Offset the next record will get (high watermark). */
+  high: string;
+}
 
 /** The parts of kafkajs 2.2.4's Cluster (src/cluster/index.js) a reading uses. */
 export interface ReadingCluster {
