@@ -158,8 +158,9 @@ describe('UploadSink', () => {
     expect(sink.result()).toMatchObject({ kind: 'disk', size });
     expect((await fs.stat(file)).size).toBe(size);
     expect(budget.bytes).toBe(0);
-    // Buffers of the chunks in flight only: far below the upload's size.
-    expect(peak).toBeLessThan(24 * MiB);
+    // Buffers of the chunks in flight and chunks V8 has not collected yet (it collects external
+    // memory lazily: 24.01 MiB was seen once), never the upload: a sink holding it would pass 96 MiB.
+    expect(peak).toBeLessThan(size / 2);
   });
 
   test('an aborted upload frees its memory and closes its file', async () => {
