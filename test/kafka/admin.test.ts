@@ -2,28 +2,14 @@
  * Topic administration and offset resets against the real Kafka 4.1 broker, through kafkajs 2.2.4.
  */
 import { jest } from '@jest/globals';
-import type { KafkaAdmin, KafkaProducer } from '../../src/kafka/index.js';
 import { KafkaError } from '../../src/kafka/index.js';
-import { collectingConsumer, kafkaClient, uniqueName, waitFor } from './helpers.js';
+import { collectingConsumer, adminAndProducer, kafkaClient, uniqueName, waitFor } from './helpers.js';
 
 // The integration project's testTimeout is not applied per project by jest; set it here.
 jest.setTimeout(60_000);
 
 const client = kafkaClient();
-let admin: KafkaAdmin;
-let producer: KafkaProducer;
-const created: string[] = [];
-
-beforeAll(async () => {
-  admin = client.admin();
-  producer = client.producer();
-  await Promise.all([admin.connect(), producer.connect()]);
-});
-
-afterAll(async () => {
-  await admin?.deleteTopics(created);
-  await Promise.all([producer?.disconnect(), admin?.disconnect()]);
-});
+const { admin, producer, created } = adminAndProducer(client);
 
 function topicName(prefix: string): string {
   const topic = uniqueName(prefix);

@@ -5,28 +5,14 @@
  */
 import { jest } from '@jest/globals';
 import { ChangelogReader, type ChangelogRecord } from '../../src/kafka/changelog.js';
-import type { KafkaAdmin, KafkaProducer } from '../../src/kafka/index.js';
 import { RecordReader } from '../../src/kafka/record-reader.js';
 import { silentLogger } from '../../src/observability/logger.js';
-import { kafkaClient, uniqueName, waitFor } from './helpers.js';
+import { adminAndProducer, kafkaClient, uniqueName, waitFor } from './helpers.js';
 
 jest.setTimeout(90_000);
 
 const client = kafkaClient();
-let admin: KafkaAdmin;
-let producer: KafkaProducer;
-const created: string[] = [];
-
-beforeAll(async () => {
-  admin = client.admin();
-  producer = client.producer();
-  await Promise.all([admin.connect(), producer.connect()]);
-});
-
-afterAll(async () => {
-  await admin?.deleteTopics(created);
-  await Promise.all([producer?.disconnect(), admin?.disconnect()]);
-});
+const { admin, producer, created } = adminAndProducer(client);
 
 async function newTopic(numPartitions: number, configs: Record<string, string> = {}): Promise<string> {
   const topic = uniqueName('changelog');

@@ -5,26 +5,12 @@
  * admin reconnects (the cluster's brokers and metadata gone) at a constant cost.
  */
 import { jest } from '@jest/globals';
-import type { KafkaAdmin, KafkaProducer } from '../../src/kafka/index.js';
-import { kafkaClient, uniqueName } from './helpers.js';
+import { adminAndProducer, kafkaClient, uniqueName } from './helpers.js';
 
 jest.setTimeout(60_000);
 
 const client = kafkaClient();
-let admin: KafkaAdmin;
-let producer: KafkaProducer;
-const created: string[] = [];
-
-beforeAll(async () => {
-  admin = client.admin();
-  producer = client.producer();
-  await Promise.all([admin.connect(), producer.connect()]);
-});
-
-afterAll(async () => {
-  await admin?.deleteTopics(created);
-  await Promise.all([producer?.disconnect(), admin?.disconnect()]);
-});
+const { admin, producer, created } = adminAndProducer(client);
 
 /** A topic of three partitions holding 5, 3 and 0 records, and a group that committed 2 and 3 of them. */
 async function committedGroup(): Promise<{ topic: string; groupId: string }> {

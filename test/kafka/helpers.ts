@@ -1,5 +1,11 @@
 /** Shared set-up for the Kafka and registry integration tests: the running local stack. */
-import { KafkaClient, type IncomingMessage, type KafkaConsumer } from '../../src/kafka/index.js';
+import {
+  KafkaClient,
+  type IncomingMessage,
+  type KafkaAdmin,
+  type KafkaConsumer,
+  type KafkaProducer,
+} from '../../src/kafka/index.js';
 import { DEFAULT_REGISTRY_URL } from '../../src/serde/registry.js';
 import { uniqueName } from '../harness/topics.js';
 
@@ -10,6 +16,28 @@ export { uniqueName };
 
 export function kafkaClient(): KafkaClient {
   return new KafkaClient({ brokers: BROKERS, clientId: 'docstream-test' });
+}
+
+/**
+ * An admin and a producer of `client` for a test file, connected before its tests and disconnected
+ * after them; the topics pushed to `created` are deleted then.
+ */
+export function adminAndProducer(client: KafkaClient): {
+  admin: KafkaAdmin;
+  producer: KafkaProducer;
+  created: string[];
+} {
+  const admin = client.admin();
+  const producer = client.producer();
+  const created: string[] = [];
+  beforeAll(async () => {
+    await Promise.all([admin.connect(), producer.connect()]);
+  });
+  afterAll(async () => {
+    await admin.deleteTopics(created);
+    await Promise.all([producer.disconnect(), admin.disconnect()]);
+  });
+  return { admin, producer, created };
 }
 
 /** Polls `condition` every 100 ms until it holds or `timeoutMs` passes (then fails with `what`). */
