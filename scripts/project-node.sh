@@ -7,13 +7,20 @@
 # EBADENGINE otherwise):
 #
 #   export PATH="$(bash scripts/project-node.sh):$PATH"
+#
+# With an exact version as argument (bash scripts/project-node.sh 22.23.3), the same for that release:
+# scripts/pack-check.sh runs the packed package on Node 22, the major of the `engines` floor, this way.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Read with sed, not node: the machine's node may be missing or too old to matter.
-version=$(sed -n '/"devDependencies"/,/}/s/^ *"node": *"\([0-9.]*\)".*/\1/p' package.json)
+version=${1:-$(sed -n '/"devDependencies"/,/}/s/^ *"node": *"\([0-9.]*\)".*/\1/p' package.json)}
 if [[ -z $version ]]; then
   echo "project-node: no exact devDependency \"node\" in package.json" >&2
+  exit 1
+fi
+if [[ ! $version =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]]; then
+  echo "project-node: expected an exact version (like 22.23.3), got \"$version\"" >&2
   exit 1
 fi
 dir="${XDG_CACHE_HOME:-$HOME/.cache}/docstream/node-$version"
