@@ -103,8 +103,9 @@ export function registerRunCommand(program: Command): void {
     .command('webhooks')
     .summary('Serve only the Adaptive Decision webhook receiver.')
     .description(
-      'Serve only the Adaptive Decision webhook receiver: verify, deduplicate, fetch the decision and publish it ' +
-        'for documents that the connector instances record in the state topic. ' +
+      'Serve only the Adaptive Decision webhook receiver: verify each delivery, deduplicate it and record it in the ' +
+        'webhooks topic (topics.webhooks), answering 2xx once Kafka has it; the connector instance running the ' +
+        'document reads that record, fetches the decision and publishes it. ' +
         CONFIG_HELP,
     )
     .option('-c, --config <files>', 'comma-separated configuration files (instead of $DOCSTREAM_CONFIG)')
