@@ -97,15 +97,21 @@ export class DocumentAnalysisClient {
 
   /**
    * POST /v2/submission. Not idempotent: resent only on 429 or a connection refused before
-   * sending (see http.ts). The characteristics URL, when present, is made absolute.
+   * sending (see http.ts). The characteristics URL, when present, is made absolute. `beforeSend`
+   * runs right before each attempt leaves (after the rate limiter's wait): what it throws ends the
+   * call with that error, the request unsent.
    */
-  async createSubmission(request: SubmissionRequest = {}): Promise<SubmissionResponse> {
+  async createSubmission(
+    request: SubmissionRequest = {},
+    options: { beforeSend?: () => void } = {},
+  ): Promise<SubmissionResponse> {
     const context = this.context('POST', ROUTES.submission);
     const body = validateBody(SubmissionRequest, request, context);
     const response = await this.transport.sender.send({
       ...this.base('POST', ROUTES.submission, PATHS.submission, 'create'),
       json: body,
       schema: SubmissionResponse,
+      ...(options.beforeSend ? { beforeSend: options.beforeSend } : {}),
     });
     const characteristicsUrl = response.submission_characteristics_upload_url;
     return characteristicsUrl === undefined

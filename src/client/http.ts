@@ -98,6 +98,8 @@ export interface SendRequest<T> {
   schema?: z.ZodType<T>;
   /** The health's own probe: it goes while the API is unavailable and is never retried. */
   probe?: boolean;
+  /** Runs right before each attempt is sent (after the limiter); what it throws ends the call unsent. */
+  beforeSend?: () => void;
 }
 
 export interface SenderOptions {
@@ -237,6 +239,7 @@ export class HttpSender {
       const releasedAt = request.limited
         ? (limiter.tryAcquire() ?? (await limiter.acquire(request.retry === 'create' ? 'new' : 'submitted')))
         : 0;
+      request.beforeSend?.();
       let response: WireResponse;
       try {
         response = await this.exchange(request, attempt, token, auth.refreshed);
