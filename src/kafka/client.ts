@@ -15,12 +15,14 @@ import type { KafkaSecurity } from './security.js';
 import { fixIdleRequestQueues } from './request-queue.js';
 import { fixPausedFetchLoops } from './paused-fetch.js';
 import { releaseEmptyRemainders } from './response-remainder.js';
+import { installRejoinBarrier } from './rejoin-barrier.js';
 import { adminWithCluster, GroupOffsetReader } from './group-readings.js';
 
 const { Kafka: KafkaJs, logLevel: LogLevel } = kafkajs;
 fixIdleRequestQueues();
 fixPausedFetchLoops();
 releaseEmptyRemainders();
+installRejoinBarrier();
 
 const DEFAULT_BROKERS = ['localhost:9092'];
 

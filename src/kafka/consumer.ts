@@ -195,6 +195,7 @@ export class KafkaConsumer {
   private readonly crashListeners = new Set<(crash: ConsumerCrash) => void>();
   private readonly restartListeners = new Set<(restart: ConsumerRestart) => void>();
   private readonly fatalListeners = new Set<(error: Error) => void>();
+  private readonly rejoinBarriers = new Set<() => Promise<void>>();
   private readonly policy: Required<RestartPolicy>;
   private runConfig: ConsumerRunConfig | undefined;
   private stopping = false;
@@ -224,6 +225,7 @@ export class KafkaConsumer {
         stickyAssigner(
           () => this.claim(),
           () => settings.advertised ?? null,
+          () => this.beforeRejoin(),
         ),
       ),
       ...(settings.sessionTimeoutMs !== undefined ? { sessionTimeout: settings.sessionTimeoutMs } : {}),
@@ -256,6 +258,11 @@ export class KafkaConsumer {
     this.consumer.on(this.consumer.events.CRASH, (event) => {
       this.crashed(kafkaError(event.payload.error, `consumer of group ${this.groupId} crashed`));
     });
+  }
+
+  /** Runs the barriers before this member (re)joins its group, one after the other. */
+  private async beforeRejoin(): Promise<void> {
+    for (const barrier of this.rejoinBarriers) await barrier();
   }
 
   /** What this member holds, announced when it (re)joins so that the leader can leave it here. */
@@ -464,6 +471,17 @@ export class KafkaConsumer {
   onGroupJoin(listener: (join: GroupJoin) => void): Unsubscribe {
     this.joinListeners.add(listener);
     return () => this.joinListeners.delete(listener);
+  }
+
+  /**
+   * Awaited before this member (re)joins its group, which releases every partition it holds (the
+   * eager protocol): the place to record what was done for them, as a revocation callback would.
+   * The barrier bounds its own wait (the group waits at most the rebalance timeout for a member).
+   * Without `installRejoinBarrier` (another kafkajs version) it is never called.
+   */
+  onBeforeRejoin(barrier: () => Promise<void>): Unsubscribe {
+    this.rejoinBarriers.add(barrier);
+    return () => this.rejoinBarriers.delete(barrier);
   }
 
   /** Called when the group starts rebalancing: the partitions may be taken away at the next join. */

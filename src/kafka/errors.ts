@@ -106,3 +106,16 @@ export function isMessageTooLarge(error: unknown): boolean {
   }
   return false;
 }
+
+/**
+ * Kafka does not take this member's writes now (a state or output write failed transiently, or the
+ * consumer lost its group): transient, the input pauses and nothing new is submitted until it does.
+ */
+export class KafkaUnavailableError extends KafkaError {
+  constructor(reason: string) {
+    super(`Kafka is unavailable (${reason}): no new submission is created until it takes writes again`, {
+      retriable: true,
+    });
+    this.name = 'KafkaUnavailableError';
+  }
+}

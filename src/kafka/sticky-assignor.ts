@@ -31,6 +31,7 @@
  * claim win one partition, which costs one move, never correctness: the leader gives every partition
  * to exactly one member whatever the claims say.
  */
+import { BEFORE_REJOIN, type HasRejoinHook } from './rejoin-barrier.js';
 import kafkajs from 'kafkajs';
 import type { Assigner, GroupMember, GroupMemberAssignment, PartitionAssigner } from 'kafkajs';
 
@@ -238,8 +239,11 @@ export function minimumMoves(
 export function stickyAssigner(
   claim: () => StickyClaim | null,
   advertised: () => string | null = () => null,
+  beforeRejoin?: () => Promise<void>,
 ): PartitionAssigner {
-  return ({ cluster }): Assigner => ({
+  return ({ cluster }): Assigner & HasRejoinHook => ({
+    // The member's barrier before it gives its partitions up (`rejoin-barrier.ts`).
+    ...(beforeRejoin ? { [BEFORE_REJOIN]: beforeRejoin } : {}),
     name: STICKY_PROTOCOL,
     version: PROTOCOL_VERSION,
     protocol({ topics }) {

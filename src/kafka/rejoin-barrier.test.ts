@@ -1,0 +1,57 @@
+import {
+  BEFORE_REJOIN,
+  installRejoinBarrier,
+  installedKafkajsVersion,
+  REJOIN_BARRIER_KAFKAJS,
+  rejoinBarrierInstalled,
+} from './rejoin-barrier.js';
+import { kafkajsInternal } from './kafkajs-internals.js';
+
+interface GroupProto {
+  joinAndSync(this: unknown): Promise<void>;
+}
+
+describe('the rejoin barrier', () => {
+  it('is not applied on a kafkajs version it was not written for', () => {
+    const proto = kafkajsInternal<{ prototype: GroupProto }>('consumer/consumerGroup.js').prototype;
+    const before = proto.joinAndSync;
+    expect(installRejoinBarrier('2.3.0')).toBe(false);
+    expect(rejoinBarrierInstalled()).toBe(false);
+    expect(proto.joinAndSync).toBe(before);
+  });
+
+  it('is written for the installed kafkajs', () => {
+    expect(installedKafkajsVersion()).toBe(REJOIN_BARRIER_KAFKAJS);
+  });
+
+  it("makes kafkajs's join wait for the member's hook, and join even when the hook fails", async () => {
+    expect(installRejoinBarrier()).toBe(true);
+    const proto = kafkajsInternal<{ prototype: GroupProto }>('consumer/consumerGroup.js').prototype;
+    const order: string[] = [];
+    let release: () => void = () => undefined;
+    const hook = () => {
+      order.push('hook');
+      return new Promise<void>((resolve) => (release = resolve));
+    };
+    // kafkajs's own joinAndSync starts by calling its retrier: recorded here, then it fails.
+    const group = Object.assign(Object.create(proto) as GroupProto, {
+      assigners: [{ name: 'roundrobin' }, { name: 'sticky', [BEFORE_REJOIN]: hook }],
+      retrier: () => {
+        order.push('join');
+        return Promise.reject(new Error('no broker here'));
+      },
+    });
+    const joining = group.joinAndSync();
+    await new Promise((r) => setTimeout(r, 10));
+    expect(order).toEqual(['hook']);
+    release();
+    await expect(joining).rejects.toThrow('no broker here');
+    expect(order).toEqual(['hook', 'join']);
+
+    const failing = Object.assign(Object.create(proto) as GroupProto, {
+      assigners: [{ [BEFORE_REJOIN]: () => Promise.reject(new Error('hook failed')) }],
+      retrier: () => Promise.reject(new Error('joined anyway')),
+    });
+    await expect(failing.joinAndSync()).rejects.toThrow('joined anyway');
+  });
+});
