@@ -267,9 +267,15 @@ export const CONFIG_SPEC = {
       'Fields (dotted paths, e.g. blob.url or attributes.email) removed from the copy of the original record in dead letters; submission_characteristics always is.',
     ),
     shutdownTimeoutMs: f.int(30000, 'Bound on a graceful shutdown.', 100),
+    revocationTimeoutMs: f.int(
+      40000,
+      "How long a member that is giving up its partitions (a rebalance, a restart of its consumer) waits for the submissions it already created to be recorded in the state topic before it lets them go; no new submission is created meanwhile. A create still unanswered then leaves an empty submission (counted in docstream_submissions_left_empty_total). Below kafkajs' rebalance timeout (60 s), which bounds how long the group waits for a member.",
+      0,
+      55000,
+    ),
     admissionWaitMs: f.int(
       5000,
-      'How long a batch waits for its admissions before the next fetch. Admissions that end within it are recorded before a rebalance can move their partition (so its next owner does not submit them again); slower ones (a slow blob, an API outage) go on in the background.',
+      'How long a batch waits for its admissions before the next fetch; slower ones (a slow blob, a slow API, an API outage) go on in the background, and a rebalance waits for the submissions they created to be recorded (connector.revocationTimeoutMs).',
       0,
     ),
     delivery: f.enum(

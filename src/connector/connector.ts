@@ -8,6 +8,11 @@
 import type { Config } from '../config/index.js';
 import type { DocumentAnalysisClient } from '../client/client.js';
 import type { KafkaConsumer } from '../kafka/consumer.js';
+import {
+  installedKafkajsVersion,
+  REJOIN_BARRIER_KAFKAJS,
+  rejoinBarrierInstalled,
+} from '../kafka/rejoin-barrier.js';
 import { TopicView } from '../kafka/view.js';
 import type { Logger } from '../observability/logger.js';
 import { ConnectorMetrics } from '../observability/metrics.js';
@@ -72,6 +77,27 @@ export class Connector {
       () => this.inputPartitions,
     ));
     this.client.health.onChange((available, since) => this.onApiHealth(available, since));
+    this.metrics.observeKafka(() => this.kafkaReadiness().ok);
+  }
+
+  /**
+   * Whether Kafka serves this member: its consumer is in its group and the state topic takes the
+   * records of new submissions. While not, no submission is created (`create-gate.ts`).
+   */
+  kafkaReadiness(): { ok: boolean; detail?: string } {
+    if (!this.started || this.stopping) return { ok: false, detail: 'not consuming' };
+    if (this.consumer && !this.consumer.healthy())
+      return {
+        ok: false,
+        detail: `the consumer left its group and is restarting: no new submission is created, ${this.engine.inFlight} documents in flight wait`,
+      };
+    const reason = this.engine.gate.kafkaUnavailableReason;
+    if (reason !== null)
+      return {
+        ok: false,
+        detail: `${reason}: input paused, no new submission is created, ${this.engine.inFlight} documents in flight wait`,
+      };
+    return { ok: true };
   }
 
   /**
@@ -198,6 +224,13 @@ export class Connector {
     this.loop.attach(consumer);
     consumer.onGroupJoin((join) => this.loop.onGroupJoin(join));
     consumer.onRebalancing(() => void this.commit());
+    // Before the consumer gives its partitions up, the submissions created for them are recorded.
+    consumer.onBeforeRejoin(() => this.loop.beforeRejoin(config.connector.revocationTimeoutMs));
+    if (!rejoinBarrierInstalled())
+      this.log.warn(
+        { kafkajs: installedKafkajsVersion(), written_for: REJOIN_BARRIER_KAFKAJS },
+        'kafkajs is not the version the rejoin barrier was written for: a rebalance may release a partition before the submissions created for it are recorded (its next owner then submits them again)',
+      );
     consumer.onCrash((crash) =>
       this.log.error({ err: crash.error.message, restart: crash.restart }, 'consumer crashed'),
     );
@@ -304,8 +337,9 @@ export class Connector {
     const assignment = this.consumer?.currentAssignment() ?? {};
     const assigned = assignment[this.topics.arrived] ?? [];
     return {
-      // False while a crashed consumer waits for its restart, and for good once it gave up.
-      kafka: this.started && !this.stopping && (this.consumer?.healthy() ?? true),
+      // False while a crashed consumer waits for its restart (for good once it gave up), and while
+      // the state topic does not take the records of new submissions.
+      kafka: this.kafkaReadiness().ok,
       assigned: assigned.length,
       restored: this.parts.state.caughtUp(assigned),
     };

@@ -34,7 +34,8 @@ import { GroupShare } from './consumer/group-share.js';
 import { arrivalHandler, unhandledLetter } from './document/arrivals.js';
 import { feedbackHandler } from './document/feedback.js';
 import { failureOf } from './outputs/dead-letters.js';
-import { KafkaError, isMessageTooLarge } from '../kafka/errors.js';
+import { KafkaError, KafkaUnavailableError, isMessageTooLarge } from '../kafka/errors.js';
+import { RevocationInProgressError } from './document/create-gate.js';
 import { RegistryUnavailableError } from '../serde/registry.js';
 import { transactionalOutputs, transactionalStates } from './outputs/delivery-modes.js';
 import { DocumentEngine } from './document/engine.js';
@@ -203,6 +204,7 @@ export function buildParts(
       onDeadLetter: (stage, code) => metrics.failed.inc({ stage, reason: code }),
       onStage: (stage, ms) => metrics.stageDuration.observe({ stage }, ms / 1000),
       onRoom,
+      onSubmissionsLeftEmpty: (count) => metrics.submissionsLeftEmpty.inc(count),
     },
   );
   const probeValues = new Map<string, Buffer>();
@@ -323,16 +325,24 @@ export function buildLoop(
     onInFlight: (n) => metrics.inFlight.set(n),
     groupShare: groupShare,
     committedOffsets: () => parts.admin.groupOffsets(config.kafka.groupId, config.topics.arrived),
-    // A registry that cannot answer is no fault of the record: pause, probe, resume.
+    // A registry that cannot answer, or Kafka not taking the state of new submissions, is no fault
+    // of the record: pause, probe, resume. Kafka's probe writes the states still unrecorded.
     outage: {
-      isOutage: (err) => err instanceof RegistryUnavailableError,
-      probe: () => registry.checkAvailable(),
-      onChange: (paused) => metrics.inputPausedByRegistry.set(paused ? 1 : 0),
+      isOutage: (err) => err instanceof RegistryUnavailableError || err instanceof KafkaUnavailableError,
+      probe: (err) =>
+        err instanceof KafkaUnavailableError ? parts.engine.recordUnrecorded() : registry.checkAvailable(),
+      onChange: (paused, err) =>
+        (err instanceof KafkaUnavailableError
+          ? metrics.inputPausedByKafka
+          : metrics.inputPausedByRegistry
+        ).set(paused ? 1 : 0),
     },
     // Kafka did not take a record's outcome (state, letter), or the API asked to be tried again:
     // the record is handled again; anything else thrown ends it in a letter (`record-settling.ts`).
     retriable: (err) =>
-      (err instanceof KafkaError && !isMessageTooLarge(err)) || failureOf(err).retriable === true,
+      (err instanceof KafkaError && !isMessageTooLarge(err)) ||
+      err instanceof RevocationInProgressError ||
+      failureOf(err).retriable === true,
     endRecord: (message, err) =>
       deadLetter(
         unhandledLetter(message, err, message.topic === config.topics.feedback ? 'feedback' : 'decode'),

@@ -172,6 +172,29 @@ export class ConnectorMetrics {
     registers: [this.registry],
   });
 
+  private kafkaReading: (() => boolean) | undefined;
+
+  readonly kafkaAvailable: Gauge = new Gauge({
+    name: 'docstream_kafka_available',
+    help: "1 while Kafka takes this instance's writes and its consumer is in its group; 0 while not (no new submission is created, documents in flight wait)",
+    registers: [this.registry],
+    collect: () => {
+      if (this.kafkaReading) this.kafkaAvailable.set(this.kafkaReading() ? 1 : 0);
+    },
+  });
+
+  readonly inputPausedByKafka = new Gauge({
+    name: 'docstream_input_paused_kafka',
+    help: '1 while the input is paused because Kafka does not take the state records of new submissions',
+    registers: [this.registry],
+  });
+
+  readonly submissionsLeftEmpty = new Counter({
+    name: 'docstream_submissions_left_empty_total',
+    help: 'Submissions created whose state could not be recorded before their partition was released: the next owner submits the document again and this submission is never analysed',
+    registers: [this.registry],
+  });
+
   constructor(options: { defaultMetrics?: boolean } = {}) {
     if (options.defaultMetrics !== false)
       collectDefaultMetrics({ register: this.registry, prefix: 'docstream_' });
@@ -181,6 +204,11 @@ export class ConnectorMetrics {
   observeApi(limiter: LimiterReading, health?: HealthReading): void {
     this.limiter = limiter;
     this.health = health;
+  }
+
+  /** The Kafka gauge shows this reading as it is when scraped. */
+  observeKafka(available: () => boolean): void {
+    this.kafkaReading = available;
   }
 
   /** Wires the API client's per-attempt hook to the counters. */

@@ -26,7 +26,7 @@ async function serve(opts: { config?: string }, consume: boolean): Promise<void>
       port: config.http.port,
       registry: connector.metrics.registry,
       checks: {
-        kafka: async () => ({ ok: connector.isReady().kafka }),
+        kafka: async () => connector.kafkaReadiness(),
         ...(consume
           ? {
               partitions: async () => {

@@ -54,6 +54,22 @@ class FakeEngine implements LoopEngine {
   wantRoom(): void {
     this.roomWanted += 1;
   }
+  /** What the loop told the engine about the group's moves, in order. */
+  moves: string[] = [];
+  /** While set, recording before a revocation waits for it. */
+  recording: Promise<void> | null = null;
+  async recordBeforeRevocation(timeoutMs: number): Promise<number> {
+    this.moves.push(`record within ${timeoutMs}`);
+    if (this.recording) await this.recording;
+    this.moves.push('recorded');
+    return 0;
+  }
+  assigned(partitions: number[]): void {
+    this.moves.push(`assigned ${partitions.join(',')}`);
+  }
+  holdCreates(): void {
+    this.moves.push('hold creates');
+  }
 }
 
 class FakeState implements LoopState {
@@ -561,5 +577,36 @@ describe('ConsumerLoop', () => {
     const { loop, limiter } = setup(10, 2);
     loop.onGroupJoin(join({ in: [0, 1, 2] }, {}, { in: [0, 1, 2] }));
     expect(limiter.shares).toEqual([[3, 3]]);
+  });
+
+  it('before rejoining, has the creates sent recorded, then commits what that made durable', async () => {
+    const { loop, engine, consumer } = setup(10);
+    loop.onGroupJoin(join({ in: [0, 1], fb: [0] }, {}, { in: [0, 1], fb: [0] }));
+    await loop.onBatch(batch('in', 0, [5, 6]), new FakeControl());
+    let release: () => void = () => undefined;
+    engine.recording = new Promise<void>((r) => (release = r));
+    const rejoin = loop.beforeRejoin(5000);
+    await until(() => engine.moves.includes('record within 5000'));
+    expect(consumer.commits).toEqual([]);
+    release();
+    await rejoin;
+    expect(engine.moves).toEqual(['assigned 0,1', 'record within 5000', 'recorded']);
+    expect(consumer.commits.flat()).toContainEqual(
+      expect.objectContaining({ topic: 'in', partition: 0, offset: '7' }),
+    );
+  });
+
+  it('holds creates when the crashed consumer left its group, and lets them go again at the next join', () => {
+    const { loop, engine } = setup(10);
+    loop.onGroupJoin(join({ in: [0, 1], fb: [0] }, {}, { in: [0, 1], fb: [0] }));
+    loop.onGroupJoin({
+      memberId: '',
+      isLeader: false,
+      assignment: {},
+      added: {},
+      removed: { in: [0, 1], fb: [0] },
+    });
+    loop.onGroupJoin(join({ in: [1] }, {}, { in: [1] }));
+    expect(engine.moves).toEqual(['assigned 0,1', 'hold creates', 'assigned 1']);
   });
 });

@@ -107,10 +107,40 @@ export class ConsumerLoop {
     return this.inputPaused;
   }
 
+  /**
+   * Called before the consumer (re)joins its group, which releases every partition it holds: no
+   * create is sent from now on; the creates already sent are recorded and the offsets that made
+   * durable are committed, all within `timeoutMs` (a submission still unrecorded then stays empty).
+   */
+  async beforeRejoin(timeoutMs: number): Promise<void> {
+    const record = this.o.engine.recordBeforeRevocation;
+    if (!record || this.stopping) return;
+    const started = Date.now();
+    const unrecorded = await record.call(this.o.engine, timeoutMs);
+    // The admissions just recorded complete their offsets as their handlers return.
+    await new Promise((resolve) => setImmediate(resolve));
+    await this.waitAtMost(this.commits.commit(), Math.max(0, started + timeoutMs - Date.now()));
+    const ms = Date.now() - started;
+    if (unrecorded > 0)
+      this.o.logger.warn(
+        { unrecorded, ms },
+        'partitions released before every submission created for them was recorded (Kafka did not take the writes in time)',
+      );
+    else
+      this.o.logger.info(
+        { ms },
+        'submissions created recorded and offsets committed before rejoining the group',
+      );
+  }
+
   /** The group's answer to a rebalance: drop what was lost, prepare what was gained, start unpaused. */
   onGroupJoin(join: GroupJoin): void {
     const { arrived, feedback } = this.o.topics;
     const removed = join.removed[arrived] ?? [];
+    // The consumer crashed and left its group (`memberId` empty): nothing is created until it joined
+    // again, and what it created but could not record is written before then (`beforeRejoin`).
+    if (join.memberId === '') this.o.engine.holdCreates?.();
+    else this.o.engine.assigned?.(join.assignment[arrived] ?? []);
     let stopped = 0;
     if (removed.length > 0) {
       // Every step of a running document is recorded as it happens: stopping them loses nothing.
@@ -350,8 +380,8 @@ export class ConsumerLoop {
     this.consumer.pause(arrived, this.assigned(arrived));
     this.consumer.pause(feedback, this.assigned(feedback));
     this.o.logger.warn({ err: (err as Error).message }, 'input paused: a dependency is unavailable');
-    handling.onChange?.(true);
-    this.outage = retry(() => handling.probe(), {
+    handling.onChange?.(true, err);
+    this.outage = retry(() => handling.probe(err), {
       waitFirst: true,
       backoff: { initialMs: handling.initialDelayMs ?? 500, maxMs: handling.maxDelayMs ?? 30_000 },
       classify: () => (this.stopping ? { retry: false } : { retry: true }),
@@ -364,7 +394,7 @@ export class ConsumerLoop {
       .catch(() => undefined)
       .finally(() => {
         this.outage = null;
-        handling.onChange?.(false);
+        handling.onChange?.(false, err);
         if (this.stopping || !this.consumer) return;
         this.o.logger.info('input resumed: the dependency answers again');
         this.consumer.resume(feedback, this.assigned(feedback));

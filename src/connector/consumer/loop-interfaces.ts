@@ -25,6 +25,15 @@ export interface LoopEngine {
   revoke(partitions: Iterable<number>): number | void;
   /** The loop waits for a slot: nothing that would hold one should wait for company now. */
   wantRoom?(): void;
+  /**
+   * Before this member releases its partitions: no create is sent from now on, and those already
+   * sent are recorded within `timeoutMs`. Resolves with how many could not be recorded.
+   */
+  recordBeforeRevocation?(timeoutMs: number): Promise<number>;
+  /** The group settled with these input partitions here: creates go again, for them only. */
+  assigned?(partitions: number[]): void;
+  /** No create is sent until the next `assigned` (the consumer left its group). */
+  holdCreates?(): void;
 }
 
 /**
@@ -73,11 +82,9 @@ export interface ConsumerLoopOptions {
   outage?: OutageHandling;
   /**
    * How long a batch handler waits for the admissions it started before it returns (default 1000 ms;
-   * the connector's `connector.admissionWaitMs`, 5 s): those still running go on in the background,
-   * counted against `maxInFlight`. kafkajs rejoins a rebalance only once the handlers returned, so an
-   * admission that ends within the wait is recorded before its partition can move; one that goes on
-   * in the background may meet a rebalance, and its partition's next owner may submit it again (the
-   * earlier submission then stays empty).
+   * the connector's `connector.admissionWaitMs`): those still running go on in the background,
+   * counted against `maxInFlight`. Before a rebalance releases their partitions, `beforeRejoin`
+   * stops their creates or waits for them to be recorded.
    */
   admissionWaitMs?: number;
   /** Whether a handler's failure is worth trying again, e.g. Kafka did not take the outcome (default: all). */
@@ -93,9 +100,10 @@ export interface ConsumerLoopOptions {
  */
 export interface OutageHandling {
   isOutage(err: unknown): boolean;
-  probe(): Promise<void>;
-  /** Called with true when the input pauses for an outage, false when it resumes. */
-  onChange?(paused: boolean): void;
+  /** Resolves once the dependency that `err` (what paused the input) names answers again. */
+  probe(err?: unknown): Promise<void>;
+  /** Called with true when the input pauses for an outage, false when it resumes; `err` is what paused it. */
+  onChange?(paused: boolean, err?: unknown): void;
   initialDelayMs?: number;
   maxDelayMs?: number;
 }

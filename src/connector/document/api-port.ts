@@ -17,7 +17,7 @@ export function apiPort(client: DocumentAnalysisClient, options: { withMetadata:
     decision: (id) => client.getDecision(id),
   };
   return {
-    createSubmission: (req) => client.createSubmission(req),
+    createSubmission: (req, options) => client.createSubmission(req, options),
     async upload(uploadUrl: string, blob: OpenedBlob): Promise<void> {
       // A small blob read at admission goes as one buffer (resent as is on a retry).
       const bytes = blob.bytes;

@@ -29,7 +29,8 @@
  * engine's decision (`engine.ts`); the ports the steps reach out through (the API over HTTP, Kafka)
  * are in `ports.ts`.
  */
-import { isMessageTooLarge } from '../../kafka/errors.js';
+import { isMessageTooLarge, KafkaError, KafkaUnavailableError } from '../../kafka/errors.js';
+import { CreateGate, RevocationInProgressError } from './create-gate.js';
 import {
   deadLetterOf,
   failureOf,
@@ -51,6 +52,7 @@ import { createdState, Run } from './run.js';
 import { ApiError } from '../../client/errors.js';
 import { retry } from '../../util/retry.js';
 import { within } from '../../util/within.js';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { UnfinishedState } from '../state/document-state.js';
 import type { ArrivalEvent, Awaitable, OpenedBlob, SourceRecord } from '../types.js';
 
@@ -60,8 +62,13 @@ const SIBLING_WAIT_MS = 200;
 const SIBLING_PULL_MS = 50;
 
 export class DocumentLife {
-  /** Submissions created whose state Kafka did not acknowledge: reused when the record comes back. */
+  /**
+   * Submissions created whose first state Kafka has not acknowledged yet: written when the record is
+   * tried again, or before its partition is released; never created again.
+   */
   private readonly unrecorded = new Map<string, UnfinishedState>();
+  /** Whether a create may be sent now, and the creates out (`create-gate.ts`). */
+  readonly gate = new CreateGate();
   /** Events whose blob store answered with weather at admission: since when, how often, where. */
   private readonly blobWeather = new Map<string, { since: number; tries: number; partition: number }>();
   private readonly timing: PollTiming;
@@ -89,11 +96,12 @@ export class DocumentLife {
   async admit(source: SourceRecord, event: ArrivalEvent): Promise<'started' | 'dead-lettered'> {
     const earlier = this.unrecorded.get(event.event_id);
     if (earlier) {
-      await this.ports.states.writeState(earlier);
-      this.unrecorded.delete(event.event_id);
+      await this.recordCreated(earlier);
       this.start(Run.process(earlier, event, source, this.now()));
       return 'started';
     }
+    // Nothing is read or created for a partition being revoked, or while Kafka takes no writes.
+    this.gate.check(source.partition);
     const subject = { source, event_id: event.event_id, submission_id: null, attributes: event.attributes };
 
     // admit: the file must be readable before anything is submitted.
@@ -114,49 +122,142 @@ export class DocumentLife {
     }
     this.blobWeather.delete(event.event_id);
 
-    // create
+    // create: sent only while the gate is open (checked again right before the request leaves, after
+    // the rate limiter's wait); once sent, the create is tracked until its state is recorded.
     let created: CreatedSubmission;
     const createStarted = this.now();
+    let settle: () => void = () => undefined;
+    const settled = new Promise<void>((resolve) => (settle = resolve));
+    let tracked = false;
     try {
-      created = await this.ports.api.createSubmission({
-        query_id: event.query_id,
-        pipeline_configuration: event.pipeline_configuration,
-        enable_decision: event.enable_decision,
-        enable_submission_characteristics: event.submission_characteristics !== null,
-      });
-      this.events.onStage?.('create', this.now() - createStarted);
-    } catch (err) {
-      await blob.cleanup();
-      const failure = outlasted(err)
-        ? deadlineFailure(err, `the API did not accept the submission within ${this.options.deadlineMs} ms`)
-        : err;
-      await this.deadLetter(failure, subject, { stage: 'create', fallbackCode: 'api_error' });
-      return 'dead-lettered';
-    }
+      try {
+        created = await this.ports.api.createSubmission(
+          {
+            query_id: event.query_id,
+            pipeline_configuration: event.pipeline_configuration,
+            enable_decision: event.enable_decision,
+            enable_submission_characteristics: event.submission_characteristics !== null,
+          },
+          {
+            beforeSend: () => {
+              this.gate.check(source.partition);
+              if (!tracked) this.gate.track(settled);
+              tracked = true;
+            },
+          },
+        );
+        this.events.onStage?.('create', this.now() - createStarted);
+      } catch (err) {
+        await blob.cleanup();
+        // Not sent (or not sent again) because the gate closed: the record is tried again later.
+        if (err instanceof RevocationInProgressError || err instanceof KafkaUnavailableError) throw err;
+        const failure = outlasted(err)
+          ? deadlineFailure(err, `the API did not accept the submission within ${this.options.deadlineMs} ms`)
+          : err;
+        await this.deadLetter(failure, subject, { stage: 'create', fallbackCode: 'api_error' });
+        return 'dead-lettered';
+      }
 
-    // record: the submission exists from here on; its state goes before anything else can fail.
-    const state = createdState(source, event, created, this.now(), this.options.awaitedOverride);
-    try {
-      await this.ports.states.writeState(state);
-    } catch (err) {
+      // record: the submission exists from here on; its state goes before anything else can fail.
+      const state = createdState(source, event, created, this.now(), this.options.awaitedOverride);
       this.unrecorded.set(event.event_id, state);
-      await blob.cleanup();
-      throw err;
+      try {
+        await this.recordCreated(state);
+      } catch (err) {
+        // Kept: written by the record's next try (or before its partition is released), never
+        // created again.
+        await blob.cleanup();
+        throw err;
+      }
+      const run = Run.process(state, event, source, this.now());
+      run.blob = blob;
+      this.start(run);
+      return 'started';
+    } finally {
+      settle();
     }
-    const run = Run.process(state, event, source, this.now());
-    run.blob = blob;
-    this.start(run);
-    return 'started';
   }
 
   /**
-   * Revoked partitions: their created-but-unrecorded submissions are dropped; the new owner, finding
-   * no state, submits those documents again (the earlier submission stays empty, as after a crash).
+   * Writes the first state of a created submission. A transient failure marks Kafka unavailable
+   * (no new create until a write goes through) and keeps the state in `unrecorded`.
    */
-  forget(partitions: Set<number>): void {
-    for (const [eventId, state] of this.unrecorded) {
-      if (partitions.has(state.input.partition)) this.unrecorded.delete(eventId);
+  private async recordCreated(state: UnfinishedState): Promise<void> {
+    try {
+      await this.ports.states.writeState(state);
+    } catch (err) {
+      if (err instanceof KafkaError && err.retriable)
+        this.gate.kafkaUnavailable(`the state topic did not take a write: ${err.message}`);
+      throw err;
     }
+    this.unrecorded.delete(state.event_id);
+    this.gate.kafkaAvailable();
+  }
+
+  /**
+   * Before this member gives its partitions up: no create is sent from now on, and every create
+   * already sent is recorded, each state written that could not be yet, all within `timeoutMs`.
+   * Resolves with how many are still unrecorded then (`releaseUnrecorded` lets them go).
+   */
+  async recordBeforeRevocation(timeoutMs: number): Promise<number> {
+    this.gate.revokeAll();
+    const until = this.now() + timeoutMs;
+    await within(this.gate.settled(), timeoutMs);
+    // A write refused for good (the partition's transactional writer is closed or fenced) is not
+    // tried again: only a transient failure is worth the wait.
+    const refused = new Set<string>();
+    for (;;) {
+      const pending = [...this.unrecorded.values()].filter((s) => !refused.has(s.event_id));
+      const left = until - this.now();
+      if (pending.length === 0 || left <= 0) return this.unrecorded.size;
+      await within(
+        Promise.all(
+          pending.map((s) =>
+            this.recordCreated(s).catch((err: unknown) => {
+              if (!(err instanceof KafkaError && err.retriable)) refused.add(s.event_id);
+            }),
+          ),
+        ),
+        left,
+      );
+      if (this.unrecorded.size > refused.size) await sleep(Math.min(500, Math.max(0, until - this.now())));
+    }
+  }
+
+  /**
+   * Tries to write the states of created submissions not recorded yet (a probe of Kafka while it is
+   * taken as unavailable). Resolves once none is left, throws when Kafka still refuses.
+   */
+  async recordUnrecorded(): Promise<void> {
+    const pending = [...this.unrecorded.values()];
+    if (pending.length === 0) {
+      this.gate.kafkaAvailable();
+      return;
+    }
+    await Promise.all(pending.map((s) => this.recordCreated(s)));
+  }
+
+  /**
+   * The group settled with these input partitions here: a submission created for another partition
+   * whose state could still not be recorded is let go. Its next owner, finding no state, submits the
+   * document again; this submission stays empty, as after a crash. Returns how many were let go.
+   */
+  releaseUnrecorded(owned: Set<number>): number {
+    let leftEmpty = 0;
+    for (const [eventId, state] of this.unrecorded) {
+      if (owned.has(state.input.partition)) continue;
+      this.unrecorded.delete(eventId);
+      leftEmpty += 1;
+      this.ports.logger.warn(
+        { event_id: eventId, submission_id: state.submission_id, partition: state.input.partition },
+        'partition released before the submission created for this event was recorded: its next owner submits the document again, and this submission stays empty',
+      );
+    }
+    return leftEmpty;
+  }
+
+  /** Revoked partitions: their blob-retry bookkeeping goes (the new owner starts its own). */
+  forget(partitions: Set<number>): void {
     for (const [eventId, weather] of this.blobWeather) {
       if (partitions.has(weather.partition)) this.blobWeather.delete(eventId);
     }

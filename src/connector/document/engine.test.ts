@@ -2,6 +2,8 @@ import { Readable } from 'node:stream';
 import { BlobError } from '../../blobs/errors.js';
 import { silentLogger } from '../../observability/logger.js';
 import { DocumentEngine, type EngineOptions } from './engine.js';
+import { RevocationInProgressError } from './create-gate.js';
+import { KafkaError, KafkaUnavailableError } from '../../kafka/errors.js';
 import { PollScheduler } from '../../util/scheduler.js';
 import type { FinishedDoc } from './ports.js';
 import { isFinished, type DocumentStateV2, type InputPointer } from '../state/document-state.js';
@@ -16,8 +18,18 @@ class FakeApi implements ApiPort {
   notReadyPolls = new Map<Awaitable, number>();
   createError: (Error & { status?: number; retriable?: boolean; attempts?: number }) | null = null;
   private n = 0;
-  async createSubmission(): Promise<{ submission_id: string; upload_url: string }> {
+  /** While set, a create waits for it before it is sent (queued behind the rate limiter). */
+  queued: Promise<void> | null = null;
+  /** While set, a create that was sent waits for it before it is answered (a slow API). */
+  slowAnswer: Promise<void> | null = null;
+  async createSubmission(
+    _req?: unknown,
+    options: { beforeSend?: () => void } = {},
+  ): Promise<{ submission_id: string; upload_url: string }> {
+    if (this.queued) await this.queued;
+    options.beforeSend?.();
     this.calls.push('create');
+    if (this.slowAnswer) await this.slowAnswer;
     if (this.createError) throw this.createError;
     this.n += 1;
     return { submission_id: `sub-${String(this.n).padStart(24, '0')}`, upload_url: 'http://upload/x' };
@@ -72,6 +84,8 @@ class FakeOut implements OutputPort, StatePort {
   }
   /** Each state write with this status fails once (Kafka unavailable), then succeeds. */
   failOnce = new Set<string>();
+  /** While set, every state write fails with this error. */
+  failAll: Error | null = null;
   /** Each write's status and whether it was asked lazy. */
   paces: Array<[string, boolean]> = [];
   /** While set, a write with this status waits for `releaseHeld` (Kafka slow to acknowledge it). */
@@ -85,6 +99,7 @@ class FakeOut implements OutputPort, StatePort {
       await new Promise<void>((r) => (this.releaseHeld = r));
     }
     if (this.failOnce.delete(state.status)) throw new Error('state topic unavailable');
+    if (this.failAll) throw this.failAll;
     this.states.push(state);
   }
   hurry(): void {
@@ -181,6 +196,7 @@ function setup(
       return blob;
     },
   };
+  const leftEmpty: number[] = [];
   const engine = new DocumentEngine(
     {
       api,
@@ -206,6 +222,7 @@ function setup(
         finished.push({ state, outcome });
         notify();
       },
+      onSubmissionsLeftEmpty: (n) => leftEmpty.push(n),
     },
   );
   const until = (n: number) =>
@@ -214,7 +231,7 @@ function setup(
       notify = check;
       check();
     });
-  return { api, out, engine, finished, until, scheduler, inputs, blobs };
+  return { api, out, engine, finished, until, scheduler, inputs, blobs, leftEmpty };
 }
 
 /** A blob store that answers with weather (HTTP 503) `times` times, then serves the file. */
@@ -852,4 +869,103 @@ describe('DocumentEngine', () => {
     ]);
     expect(engine.inFlight).toBe(0);
   });
+
+  describe('before a partition is released', () => {
+    const transient = () => new KafkaError('the state topic has no leader', { retriable: true });
+    const second = { ...source, offset: '8' };
+
+    it('sends no create once the revocation began, and records the creates already sent first', async () => {
+      const { api, out, engine } = setup();
+      let answer: () => void = () => undefined;
+      api.slowAnswer = new Promise<void>((r) => (answer = r));
+      const first = engine.admit(source, event());
+      await waitUntil(() => api.calls.includes('create'));
+      let barrierDone = false;
+      const barrier = engine.recordBeforeRevocation(5000).then((n) => {
+        barrierDone = true;
+        return n;
+      });
+      await expect(engine.admit(second, event({ event_id: 'evt-2' }))).rejects.toBeInstanceOf(
+        RevocationInProgressError,
+      );
+      await pause(20);
+      expect(barrierDone).toBe(false);
+      answer();
+      expect(await first).toBe('started');
+      expect(await barrier).toBe(0);
+      expect(api.calls.filter((c) => c === 'create')).toHaveLength(1);
+      expect(out.states.map((st) => [st.event_id, st.status])).toContainEqual(['evt-1', 'CREATED']);
+    });
+
+    it('never sends a create that was queued behind the rate limiter when the revocation began', async () => {
+      const { api, engine } = setup();
+      let release: () => void = () => undefined;
+      api.queued = new Promise<void>((r) => (release = r));
+      const queued = engine.admit(source, event());
+      await pause(5);
+      expect(await engine.recordBeforeRevocation(5000)).toBe(0);
+      release();
+      await expect(queued).rejects.toBeInstanceOf(RevocationInProgressError);
+      expect(api.calls).not.toContain('create');
+    });
+
+    it('creates again after the group settled, only for the partitions it kept', async () => {
+      const { api, engine } = setup();
+      await engine.recordBeforeRevocation(1000);
+      engine.assigned([0]);
+      expect(await engine.admit(source, event())).toBe('started');
+      await expect(
+        engine.admit({ ...source, partition: 1 }, event({ event_id: 'evt-2' })),
+      ).rejects.toBeInstanceOf(RevocationInProgressError);
+      expect(api.calls.filter((c) => c === 'create')).toHaveLength(1);
+    });
+
+    it('keeps a created submission whose state Kafka refused, creates nothing new meanwhile, and records it before release', async () => {
+      const { api, out, engine, leftEmpty } = setup();
+      out.failAll = transient();
+      await expect(engine.admit(source, event())).rejects.toThrow('no leader');
+      expect(engine.gate.kafkaUnavailableReason).toMatch(/state topic did not take a write/);
+      await expect(engine.admit(second, event({ event_id: 'evt-2' }))).rejects.toBeInstanceOf(
+        KafkaUnavailableError,
+      );
+      setTimeout(() => (out.failAll = null), 30);
+      expect(await engine.recordBeforeRevocation(5000)).toBe(0);
+      engine.assigned([1]);
+      expect(leftEmpty).toEqual([]);
+      expect(out.states.map((st) => [st.event_id, st.status])).toEqual([['evt-1', 'CREATED']]);
+      expect(engine.gate.kafkaUnavailableReason).toBeNull();
+      expect(api.calls.filter((c) => c === 'create')).toHaveLength(1);
+    });
+
+    it('counts a submission it could not record within the bound as left empty once its partition is gone', async () => {
+      const { out, engine, leftEmpty } = setup();
+      out.failAll = transient();
+      await expect(engine.admit(source, event())).rejects.toThrow('no leader');
+      expect(await engine.recordBeforeRevocation(50)).toBe(1);
+      engine.assigned([0]);
+      expect(leftEmpty).toEqual([]);
+      engine.assigned([1]);
+      expect(leftEmpty).toEqual([1]);
+    });
+
+    it('writes what it kept when Kafka is probed, and admits again', async () => {
+      const { api, out, engine } = setup();
+      out.failAll = transient();
+      await expect(engine.admit(source, event())).rejects.toThrow('no leader');
+      await expect(engine.recordUnrecorded()).rejects.toThrow('no leader');
+      out.failAll = null;
+      await engine.recordUnrecorded();
+      expect(engine.gate.kafkaUnavailableReason).toBeNull();
+      expect(await engine.admit(second, event({ event_id: 'evt-2' }))).toBe('started');
+      expect(api.calls.filter((c) => c === 'create')).toHaveLength(2);
+    });
+  });
 });
+
+async function waitUntil(condition: () => boolean, ms = 2000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!condition()) {
+    if (Date.now() > end) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 2));
+  }
+}

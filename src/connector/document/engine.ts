@@ -17,6 +17,7 @@
  *   and attempts.
  */
 import { deadLetterOf } from '../outputs/dead-letters.js';
+import type { CreateGate } from './create-gate.js';
 import { DocumentLife } from './document-life.js';
 import { InFlight } from './in-flight.js';
 import type { EngineEvents, EngineOptions, EnginePorts } from './ports.js';
@@ -180,6 +181,39 @@ export class DocumentEngine {
     this.life.forget(set);
     this.life.hurry();
     return runs.length;
+  }
+
+  /**
+   * The group settled with these input partitions here: creates go again for them, and what was
+   * created for others and could not be recorded is let go (counted: those submissions stay empty).
+   */
+  assigned(partitions: number[]): void {
+    this.life.gate.assigned(partitions);
+    const leftEmpty = this.life.releaseUnrecorded(new Set(partitions));
+    if (leftEmpty > 0) this.events.onSubmissionsLeftEmpty?.(leftEmpty);
+  }
+
+  /** No create is sent until the next `assigned` (the consumer left its group). */
+  holdCreates(): void {
+    this.life.gate.revokeAll();
+  }
+
+  /** Whether a create may be sent now, and the creates out (`create-gate.ts`). */
+  get gate(): CreateGate {
+    return this.life.gate;
+  }
+
+  /**
+   * Before this member releases its partitions: no create is sent from now on, and the creates
+   * already sent are recorded within `timeoutMs`. Resolves with how many could not be recorded.
+   */
+  recordBeforeRevocation(timeoutMs: number): Promise<number> {
+    return this.life.recordBeforeRevocation(timeoutMs);
+  }
+
+  /** Writes the states of created submissions not recorded yet; throws while Kafka refuses them. */
+  recordUnrecorded(): Promise<void> {
+    return this.life.recordUnrecorded();
   }
 
   /** Stops everything; resolves when no step is half-way (an upload or a publish in progress). */

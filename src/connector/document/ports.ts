@@ -35,7 +35,8 @@ export interface CreatedSubmission {
 
 /** The subset of the API client a document's life uses (adapted in `api-port.ts`). */
 export interface ApiPort {
-  createSubmission(req: SubmissionRequest): Promise<CreatedSubmission>;
+  /** `beforeSend` runs right before each attempt leaves; what it throws ends the call unsent. */
+  createSubmission(req: SubmissionRequest, options?: { beforeSend?: () => void }): Promise<CreatedSubmission>;
   upload(uploadUrl: string, blob: OpenedBlob, submissionId: string): Promise<void>;
   putCharacteristics(
     submissionId: string,
@@ -106,6 +107,8 @@ export interface EngineEvents {
   onStage?(stage: string, durationMs: number): void;
   /** A slot was released: the consumer may resume paused partitions. */
   onRoom?(): void;
+  /** Submissions created but not recorded before their partition was released: left empty. */
+  onSubmissionsLeftEmpty?(count: number): void;
 }
 
 /** A document that left the engine, as metrics see it. */
