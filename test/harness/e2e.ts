@@ -153,10 +153,18 @@ export class E2E {
     // Kept (bounded) so that a failing test can show why a child connector stopped.
     const log: string[] = [];
     this.childLogs.push(log);
+    // DOCSTREAM_TEST_CHILD_LOGS=<dir>: each child's whole log also goes to <dir>/connector-<n>.log
+    // (at the level the configuration sets: DOCSTREAM_TEST_CHILD_LOG_LEVEL, default warn).
+    const keepIn = process.env.DOCSTREAM_TEST_CHILD_LOGS;
+    const kept = keepIn
+      ? fs.createWriteStream(path.join(keepIn, `connector-${Date.now()}-${this.childLogs.length}.log`))
+      : null;
     child.stderr?.on('data', (chunk: Buffer) => {
+      kept?.write(chunk);
       log.push(chunk.toString('utf8'));
       if (log.length > 200) log.shift();
     });
+    child.once('exit', () => kept?.end());
     this.children.push(child);
     return child;
   }
@@ -168,7 +176,11 @@ export class E2E {
     const { fileRoots, ...blobs } = config.blobs as Record<string, unknown>;
     fs.writeFileSync(
       file,
-      JSON.stringify({ ...config, blobs: { ...blobs, fileRoots }, log: { level: 'warn', format: 'json' } }),
+      JSON.stringify({
+        ...config,
+        blobs: { ...blobs, fileRoots },
+        log: { level: process.env.DOCSTREAM_TEST_CHILD_LOG_LEVEL ?? 'warn', format: 'json' },
+      }),
     );
     return file;
   }

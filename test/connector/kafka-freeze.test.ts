@@ -1,0 +1,66 @@
+/**
+ * The broker stalls (SIGSTOP of the local stack's Kafka process, then SIGCONT) for longer than the
+ * consumer's session timeout while documents are in flight, in both delivery modes: the group
+ * forgets the member, which joins again once the broker answers. Checked: the connector never
+ * exits, every document gets its result, none is dead-lettered, none is submitted twice. In the
+ * exclusive phase of the suite (it stalls the shared broker); the broker is always continued.
+ */
+import { sampleBytes } from '../../src/demo/corpus.js';
+import { defaultStackOptions } from '../../src/stack/options.js';
+import { servicePaths } from '../../src/stack/paths.js';
+import { readPidFile } from '../../src/stack/process.js';
+import { E2E, arrival, waitFor } from '../harness/e2e.js';
+
+const SESSION_TIMEOUT_MS = 6000;
+
+function kafkaPid(): number {
+  const rec = readPidFile(servicePaths(defaultStackOptions().runDir, 'kafka').pidFile);
+  if (!rec) throw new Error('the local stack runs no Kafka (no pid file)');
+  return rec.pid;
+}
+
+describe.each(['at-least-once', 'exactly-once'])(
+  'Kafka stalled past the session timeout (%s)',
+  (delivery) => {
+    const env = new E2E();
+    let frozen: number | null = null;
+    beforeAll(async () => {
+      await env.start({ processing: { distribution: 'uniform', minMs: 500, maxMs: 1500 } });
+    });
+    afterAll(async () => {
+      if (frozen !== null) process.kill(frozen, 'SIGCONT');
+      await env.stop();
+    }, 60_000);
+
+    it('the connector rides it out; every document gets its result once', async () => {
+      const file = await env.writeFile('doc.pdf', await sampleBytes('clean-pdf'));
+      const before = Array.from({ length: 40 }, (_, i) => `evt-freeze-a${i}`);
+      const after = Array.from({ length: 10 }, (_, i) => `evt-freeze-b${i}`);
+      const child = env.spawnConnector({
+        kafka: { sessionTimeoutMs: SESSION_TIMEOUT_MS, heartbeatIntervalMs: 1000 },
+        connector: { delivery, transactionLingerMs: 20, admissionWaitMs: 300 },
+      });
+      await env.collect();
+      // Creates that take a while: some are out when the broker stops answering.
+      env.sandbox.configure({ faults: { extraLatencyMs: 500 } });
+      await env.produce(before.map((id) => arrival(id, file, { pipeline_configuration: 'QUALITY_ONLY' })));
+      await waitFor('the first submissions', () => env.sandbox.stats().submissionsCreated >= 10, 30_000);
+
+      frozen = kafkaPid();
+      process.kill(frozen, 'SIGSTOP');
+      await new Promise((r) => setTimeout(r, SESSION_TIMEOUT_MS + 4000));
+      process.kill(frozen, 'SIGCONT');
+      frozen = null;
+      await env.produce(after.map((id) => arrival(id, file, { pipeline_configuration: 'QUALITY_ONLY' })));
+
+      const ids = [...before, ...after];
+      const done = () => new Set(env.on('quality').map((o) => o.headers.event_id)).size;
+      await waitFor(`results of all ${ids.length} documents`, () => done() === ids.length, 120_000);
+      expect(child.exitCode).toBeNull();
+      expect(env.on('dlq')).toEqual([]);
+      const counts = env.sandbox.stats().submissionsByQueryId;
+      expect(Object.keys(counts).sort()).toEqual([...ids].sort());
+      expect(Object.entries(counts).filter(([, n]) => n !== 1)).toEqual([]);
+    }, 200_000);
+  },
+);
