@@ -9,7 +9,9 @@
  * Exits non-zero when anything was lost or analysed twice.
  *
  *   npm run resilience -- --short      CI size: 100 documents, 2 kills, short storms (~1.5 min)
- *   npm run resilience                 1000 documents, 10 kills, a Kafka restart, a rebalance, storms
+ *   npm run resilience                 1000 documents, 10 kills, a Kafka restart and stall, a rebalance,
+ *                                      a scale-out and a scale-in while creates are slow, storms
+ *   npm run resilience -- --group-moves=false   without the stall and the slow-API scale events
  *   npm run resilience -- --delivery exactly-once   the same with connector.delivery = exactly-once
  *
  * Some of the kills (--crash-point-kills) fall between a result's publication and its state record:
@@ -29,6 +31,9 @@ import { CRASH_AFTER_PUBLISH_ENV } from '../src/connector/consumer/crash-point.j
 import type { Delivery } from '../src/connector/outputs/delivery-modes.js';
 import { KafkaClient } from '../src/kafka/index.js';
 import { startSandbox, type DeepPartial, type Sandbox, type SandboxConfig } from '../src/sandbox/index.js';
+import { defaultStackOptions } from '../src/stack/options.js';
+import { servicePaths } from '../src/stack/paths.js';
+import { readPidFile } from '../src/stack/process.js';
 import {
   BROKERS,
   CLI,
@@ -78,6 +83,12 @@ export interface ResilienceOptions {
   storms: boolean;
   stormMs: number;
   kafkaRestart: boolean;
+  /**
+   * The group's and Kafka's routine moves while creates are slow (every API call slower than the
+   * admission wait): the broker stalled past the session timeout (SIGSTOP, SIGCONT), a second
+   * member joining, and a member stopped with SIGTERM.
+   */
+  groupMoves: boolean;
   /** Bound on the whole run, in ms. */
   timeoutMs: number;
   seed?: number;
@@ -95,6 +106,7 @@ export const SHORT: ResilienceOptions = {
   storms: true,
   stormMs: 3000,
   kafkaRestart: false,
+  groupMoves: false,
   timeoutMs: 240_000,
 };
 
@@ -109,6 +121,7 @@ export const LONG: ResilienceOptions = {
   storms: true,
   stormMs: 8000,
   kafkaRestart: true,
+  groupMoves: true,
   timeoutMs: 900_000,
 };
 
@@ -155,6 +168,11 @@ export interface ResilienceReport {
   rebalances: number;
   connectorExitsOnItsOwn: number;
   kafkaRestarted: boolean;
+  /**
+   * Per Kafka outage (restart, stall), the time from the broker's return to the first result
+   * published after it, in ms (null: none within a minute).
+   */
+  kafkaRecoveryMs: Array<{ action: string; ms: number | null }>;
   actions: string[];
   sandbox: {
     submissionsCreated: number;
@@ -165,7 +183,22 @@ export interface ResilienceReport {
 }
 
 type Action =
-  'kill' | 'kill-after-publish' | 'rebalance' | 'storm-5xx' | 'storm-drop' | 'storm-429' | 'kafka-restart';
+  | 'kill'
+  | 'kill-after-publish'
+  | 'rebalance'
+  | 'storm-5xx'
+  | 'storm-drop'
+  | 'storm-429'
+  | 'kafka-restart'
+  | 'kafka-stall'
+  | 'scale-out-slow-api'
+  | 'scale-in-slow-api';
+
+/** The API's answer time during the slow-API moves: longer than the members' admission wait. */
+const SLOW_API_MS = 2500;
+const ADMISSION_WAIT_MS = 1000;
+/** The members' session timeout (`writeConnectorConfig`); a stall lasts longer. */
+const SESSION_TIMEOUT_MS = 10_000;
 
 /** Small seeded generator, so a failing run can be repeated with --seed. */
 function rng(seed: number): () => number {
@@ -227,6 +260,9 @@ export async function runResilience(options: ResilienceOptions): Promise<Resilie
   let rebalances = 0;
   let ownExits = 0;
   let kafkaRestarted = false;
+  const kafkaRecoveryMs: Array<{ action: string; ms: number | null }> = [];
+  /** The member a slow-API scale-out added, until a scale-in stops it. */
+  let extra: ConnectorProcess | null = null;
 
   try {
     const corpus = await writeCorpus(dir, GOOD_KINDS);
@@ -258,7 +294,12 @@ export async function runResilience(options: ResilienceOptions): Promise<Resilie
         maxInFlight: 200,
         fileRoots: [dir],
         httpPort: port,
-        connector: { pollInitialMs: 300, pollMaxMs: 2000, delivery: options.delivery },
+        connector: {
+          pollInitialMs: 300,
+          pollMaxMs: 2000,
+          delivery: options.delivery,
+          admissionWaitMs: ADMISSION_WAIT_MS,
+        },
       });
     const httpPort = await freePort();
     const config = memberConfig(httpPort);
@@ -284,6 +325,7 @@ export async function runResilience(options: ResilienceOptions): Promise<Resilie
         ...(options.rebalance ? (['rebalance'] as const) : []),
         ...(options.storms ? (['storm-5xx', 'storm-drop', 'storm-429'] as const) : []),
         ...(options.kafkaRestart ? (['kafka-restart'] as const) : []),
+        ...(options.groupMoves ? (['kafka-stall', 'scale-out-slow-api', 'scale-in-slow-api'] as const) : []),
       ],
       random,
     );
@@ -393,8 +435,57 @@ export async function runResilience(options: ResilienceOptions): Promise<Resilie
           await sleep(3000);
           await stackCommand(['up', '--services', 'kafka']);
           kafkaRestarted = true;
+          kafkaRecoveryMs.push({ action, ms: await firstResultAfter(collector, Date.now()) });
           producer = kafka.producer();
           await producer.connect();
+          break;
+        }
+        case 'kafka-stall': {
+          // The broker stops answering for longer than the session timeout, then goes on.
+          const pid = kafkaPid();
+          process.kill(pid, 'SIGSTOP');
+          try {
+            await sleep(SESSION_TIMEOUT_MS + 4000);
+          } finally {
+            process.kill(pid, 'SIGCONT');
+          }
+          kafkaRecoveryMs.push({ action, ms: await firstResultAfter(collector, Date.now()) });
+          break;
+        }
+        case 'scale-out-slow-api': {
+          // Creates slower than the admission wait are under way when a second member joins.
+          sandbox.configure({ faults: { extraLatencyMs: SLOW_API_MS } });
+          try {
+            await sleep(ADMISSION_WAIT_MS);
+            if (!extra) {
+              const port = await freePort();
+              extra = new ConnectorProcess(memberConfig(port), port);
+              await extra.ready(120_000);
+            }
+            await sleep(SLOW_API_MS * 2);
+          } finally {
+            sandbox.configure({ faults: { extraLatencyMs: 0 } });
+          }
+          rebalances += 1;
+          break;
+        }
+        case 'scale-in-slow-api': {
+          // A member is stopped with SIGTERM while creates slower than the admission wait are out.
+          if (!extra) {
+            const port = await freePort();
+            extra = new ConnectorProcess(memberConfig(port), port);
+            await extra.ready(120_000);
+            await sleep(2000);
+          }
+          sandbox.configure({ faults: { extraLatencyMs: SLOW_API_MS } });
+          try {
+            await sleep(ADMISSION_WAIT_MS);
+            await extra.stop();
+            extra = null;
+          } finally {
+            sandbox.configure({ faults: { extraLatencyMs: 0 } });
+          }
+          rebalances += 1;
           break;
         }
       }
@@ -486,6 +577,7 @@ export async function runResilience(options: ResilienceOptions): Promise<Resilie
       rebalances,
       connectorExitsOnItsOwn: ownExits,
       kafkaRestarted,
+      kafkaRecoveryMs,
       actions,
       sandbox: {
         submissionsCreated: stats.submissionsCreated,
@@ -499,12 +591,29 @@ export async function runResilience(options: ResilienceOptions): Promise<Resilie
   } finally {
     const c = connector as ConnectorProcess | null;
     if (c) await c.stop();
+    const e = extra as ConnectorProcess | null;
+    if (e) await e.stop();
     await collector.stop();
     await producer.disconnect().catch(() => undefined);
     await sandbox.close();
     await deleteTopics(kafka, topics);
     fs.rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** The local stack's Kafka process (its pid file under the stack's run directory). */
+function kafkaPid(): number {
+  const rec = readPidFile(servicePaths(defaultStackOptions().runDir, 'kafka').pidFile);
+  if (!rec) throw new Error('the local stack runs no Kafka (no pid file)');
+  return rec.pid;
+}
+
+/** Milliseconds from `since` to the first result read after it (null: none within a minute). */
+async function firstResultAfter(collector: OutputCollector, since: number): Promise<number | null> {
+  const first = () => collector.resultsReadAt.find((t) => t >= since);
+  await waitUntil(() => first() !== undefined, 60_000).catch(() => undefined);
+  const at = first();
+  return at === undefined ? null : at - since;
 }
 
 /** A failure the 5xx and dropped-connection storms cause: an HTTP 5xx, or a connection error code. */
@@ -543,7 +652,12 @@ export function printReport(r: ResilienceReport): void {
     `  results out:           ${r.resultsOut} documents with every result (${r.resultRecords} result records)`,
     `  dead letters:          ${r.deadLetters.expected} expected, ${r.deadLetters.unexpected} unexpected` +
       (r.deadLetters.unexpected > 0 ? ` ${JSON.stringify(r.deadLetters.unexpectedByCode)}` : ''),
-    `  duplicate submissions: ${r.duplicateSubmissions}` +
+    `  Kafka back to first result: ${
+      r.kafkaRecoveryMs
+        .map((k) => `${k.action} ${k.ms === null ? 'none within 60 s' : `${k.ms} ms`}`)
+        .join(', ') || 'no Kafka outage'
+    }`,
+    `  submitted twice:       ${r.duplicateSubmissions}` +
       (r.duplicateSubmissions
         ? ` (${r.duplicatesAfterRecording} after a recorded submission, ${r.duplicatesInCrashWindow} killed ` +
           `between create and record: ${r.duplicateQueryIds.slice(0, 10).join(', ')})`
@@ -576,6 +690,7 @@ async function main(end: (code: number) => Promise<never>): Promise<void> {
     delivery: 'at-least-once',
     seed: 0,
     kafkaRestart: true,
+    groupMoves: true,
     storms: true,
     allowCrashWindow: false,
     timeoutS: 0,
@@ -598,6 +713,7 @@ async function main(end: (code: number) => Promise<never>): Promise<void> {
     rebalance: base.rebalance && flags.rebalance !== false,
     ...(Number(flags.timeoutS) > 0 ? { timeoutMs: Math.min(3600, Number(flags.timeoutS)) * 1000 } : {}),
     kafkaRestart: base.kafkaRestart && flags.kafkaRestart !== false,
+    groupMoves: base.groupMoves && flags.groupMoves !== false,
     storms: base.storms && flags.storms !== false,
     log: (line) => process.stderr.write(`[resilience ${new Date().toISOString().slice(11, 19)}] ${line}\n`),
   };

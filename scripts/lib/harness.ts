@@ -493,6 +493,8 @@ export class OutputCollector {
   readonly anonymousDeadLetters: DeadLetterSeen[] = [];
   /** Record timestamps of results seen before for the same event and kind (re-emissions). */
   readonly repeats: number[] = [];
+  /** When each result record was first read here (this process's clock), in reading order. */
+  readonly resultsReadAt: number[] = [];
   private readonly seen = new Set<string>();
   private reader: OutputReader | null = null;
   private readonly registry = new Registry({ url: REGISTRY_URL });
@@ -538,6 +540,7 @@ export class OutputCollector {
       if (!eventId) return;
       const o = this.outcome(eventId);
       if (o.results.has(r.kind as ResultKind)) this.repeats.push(r.timestamp);
+      else this.resultsReadAt.push(Date.now());
       o.results.add(r.kind as ResultKind);
       o.resultRecords += 1;
       o.lastResultAt = Math.max(o.lastResultAt, r.timestamp);
