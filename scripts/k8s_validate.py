@@ -11,6 +11,11 @@
 - The kustomization lists every manifest of the directory and nothing else.
 - A self-test: broken copies of the manifests must be refused, so a validator that checks nothing
   fails the run.
+- The Helm chart (deploy/helm/docstream), rendered by scripts/helm-check.sh: every object of each
+  render (--chart-render) validated as above, and the render with the default values
+  (--chart-default) the same objects as the manifests in substance: Helm's own labels
+  (app.kubernetes.io/instance, managed-by, version, helm.sh/chart) and checksum/* annotations aside,
+  JSON in a ConfigMap compared as data. A changed copy of the render must be told apart.
 
 Run through scripts/k8s-validate.sh (npm run k8s:validate), which installs the pinned validator.
 """
@@ -21,6 +26,7 @@ import argparse
 import copy
 import glob
 import hashlib
+import json
 import os
 import sys
 from typing import Any, Callable
@@ -291,8 +297,113 @@ def broken_copies(docs: dict[str, Doc]) -> list[tuple[str, Doc]]:
     return cases
 
 
+# What Helm adds to the objects kustomize has, and what a comparison in substance leaves out.
+HELM_LABELS = {"app.kubernetes.io/instance", "app.kubernetes.io/managed-by", "app.kubernetes.io/version", "helm.sh/chart"}
+
+
+def _strip_labels(labels: Any) -> None:
+    if isinstance(labels, dict):
+        for key in HELM_LABELS:
+            labels.pop(key, None)
+
+
+def substance(doc: Doc) -> Doc:
+    """The object without what only tells who rendered it (Helm's labels, checksum annotations)."""
+    doc = copy.deepcopy(doc)
+    for meta in (doc.get("metadata", {}), doc.get("spec", {}).get("template", {}).get("metadata", {})):
+        _strip_labels(meta.get("labels"))
+        annotations = meta.get("annotations")
+        if isinstance(annotations, dict):
+            for key in [k for k in annotations if k.startswith("checksum/")]:
+                del annotations[key]
+    spec = doc.get("spec", {})
+    if isinstance(spec, dict):
+        _strip_labels(spec.get("selector", {}).get("matchLabels") if isinstance(spec.get("selector"), dict) else None)
+        if doc.get("kind") == "Service":
+            _strip_labels(spec.get("selector"))
+    if doc.get("kind") == "ConfigMap":
+        for key, value in list(doc.get("data", {}).items()):
+            if key.endswith(".json"):
+                doc["data"][key] = json.loads(value)
+    return doc
+
+
+def differences(a: Any, b: Any, at: str = "") -> list[str]:
+    """Where two parsed objects differ, as paths (a few are enough to say what to fix)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        out: list[str] = []
+        for key in sorted(set(a) | set(b), key=str):
+            where = f"{at}.{key}" if at else str(key)
+            if key not in a:
+                out.append(f"{where}: only in the chart")
+            elif key not in b:
+                out.append(f"{where}: only in the manifests")
+            else:
+                out.extend(differences(a[key], b[key], where))
+        return out
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        return [d for i, (x, y) in enumerate(zip(a, b)) for d in differences(x, y, f"{at}[{i}]")]
+    return [] if a == b else [f"{at}: manifests {a!r}, chart {b!r}"]
+
+
+def compare_with_manifests(manifests: list[Doc], chart: list[Doc]) -> list[str]:
+    def key(doc: Doc) -> tuple[str, str]:
+        return (doc.get("kind", "?"), doc.get("metadata", {}).get("name", "?"))
+
+    ours = {key(d): substance(d) for d in manifests}
+    theirs = {key(d): substance(d) for d in chart}
+    out = [f"{k[0]}/{k[1]}: only in the manifests" for k in sorted(ours.keys() - theirs.keys())]
+    out += [f"{k[0]}/{k[1]}: only in the chart" for k in sorted(theirs.keys() - ours.keys())]
+    for k in sorted(ours.keys() & theirs.keys()):
+        out += [f"{k[0]}/{k[1]}: {d}" for d in differences(ours[k], theirs[k])]
+    return out
+
+
+def check_chart(args: argparse.Namespace, crds: "CrdSchemas", versions: list[str], manifests: list[Doc]) -> int:
+    failures = 0
+    for path in args.chart_render + ([args.chart_default] if args.chart_default else []):
+        docs = load_yaml(path)
+        if not docs:
+            failures += 1
+            print(f"FAIL chart {path}: no object rendered")
+        for doc in docs:
+            label = f"{doc.get('kind')}/{doc.get('metadata', {}).get('name')}"
+            try:
+                validate_doc(doc, crds, versions)
+                print(f"ok   chart {os.path.basename(path)}  {label}")
+            except Invalid as e:
+                failures += 1
+                print(f"FAIL chart {os.path.basename(path)}  {label}  {e}")
+    if args.chart_default:
+        chart = load_yaml(args.chart_default)
+        diffs = compare_with_manifests(manifests, chart)
+        for d in diffs:
+            print(f"FAIL chart default render differs from deploy/kubernetes: {d}")
+        failures += len(diffs)
+        if not diffs:
+            print(f"ok   chart default render = deploy/kubernetes in substance ({len(chart)} objects)")
+        # Self-test of the comparison: a changed copy must differ.
+        changed = copy.deepcopy(chart)
+        deployment = next((d for d in changed if d.get("kind") == "Deployment"), None)
+        if deployment is None:
+            failures += 1
+            print("FAIL self-test: no Deployment in the chart's default render")
+        else:
+            deployment["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] = 44
+            if compare_with_manifests(manifests, changed):
+                print("ok   self-test: a chart render with another grace period differs from the manifests")
+            else:
+                failures += 1
+                print("FAIL self-test: a changed chart render compared equal to the manifests")
+    return failures
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--chart-render", action="append", default=[], help="a rendered chart (helm template) to validate")
+    parser.add_argument(
+        "--chart-default", help="the chart rendered with its default values: validated, and compared with the manifests"
+    )
     parser.add_argument(
         "--kubernetes-versions",
         default="1.30.0,1.37.0",
@@ -347,6 +458,10 @@ def main() -> int:
             except Invalid as e:
                 failures += 1
                 print(f"FAIL {rel}  {label}  {e}")
+
+    if args.chart_render or args.chart_default:
+        all_manifests = [d for p in manifests for d in load_yaml(p)]
+        failures += check_chart(args, crds, versions, all_manifests)
 
     refused = 0
     needed = {"Deployment", "ScaledObject", "TriggerAuthentication"}

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Checks the Helm chart deploy/helm/docstream offline (npm run helm:check): `helm lint --strict`, then
+# renders it with `helm template` (no cluster) with its default values and with the variants a user
+# picks (KEDA off, Secrets made by the chart, an image digest) and hands the renders to
+# scripts/k8s_validate.py, which validates every object like the kustomize manifests and checks that
+# the default render is the same objects as deploy/kubernetes in substance (so the two cannot drift).
+#
+# Helm is built once from the Go module proxy (`go install helm.sh/helm/v3/cmd/helm@<version>`, about
+# a minute and a half) into the cache; $HELM names another helm binary instead.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+HELM_VERSION=3.22.0
+chart=deploy/helm/docstream
+if [[ -z ${HELM:-} ]]; then
+  bin="${XDG_CACHE_HOME:-$HOME/.cache}/docstream/helm-$HELM_VERSION"
+  HELM="$bin/helm"
+  # The module version the binary was built from (go install stamps it; `helm version` says v3.22).
+  if ! go version -m "$HELM" 2>/dev/null | grep -qE "^\s+mod\s+helm.sh/helm/v3\s+v$HELM_VERSION\s"; then
+    command -v go >/dev/null || { echo "helm-check: needs Go (to build helm $HELM_VERSION) or \$HELM" >&2; exit 1; }
+    echo "helm-check: building helm $HELM_VERSION into $bin (go install, once)"
+    mkdir -p "$bin"
+    GOBIN="$bin" GOFLAGS=-mod=mod go install "helm.sh/helm/v3/cmd/helm@v$HELM_VERSION"
+  fi
+fi
+echo "helm-check: helm $HELM_VERSION ($HELM)"
+
+out=$(mktemp -d "${TMPDIR:-/tmp}/docstream-helm-check.XXXXXX")
+trap 'rm -rf "$out"' EXIT
+
+"$HELM" lint --strict "$chart"
+"$HELM" lint --strict "$chart" --set keda.enabled=false --set replicaCount=3
+
+render() {
+  local name=$1
+  shift
+  "$HELM" template docstream "$chart" --namespace docstream --kube-version 1.37.0 "$@" >"$out/$name.yaml"
+  echo "helm-check: rendered $name ($(grep -c '^kind:' "$out/$name.yaml") objects)"
+}
+render default
+render no-keda --set keda.enabled=false --set replicaCount=3 --set podDisruptionBudget.enabled=false
+render secrets --set secrets.create=true \
+  --set-string 'secrets.kafka.data.ca\.crt=-----BEGIN CERTIFICATE-----' \
+  --set-string secrets.kafka.data.username=docstream --set-string secrets.kafka.data.password=example \
+  --set-string secrets.credentials.data.api-client-secret=example
+render digest --set image.digest=sha256:0000000000000000000000000000000000000000000000000000000000000000 \
+  --set config.connector.maxInFlight=1000 --set config.connector.shutdownTimeoutMs=60000
+
+# The variants render what they say.
+grep -q '^kind: ScaledObject' "$out/no-keda.yaml" && { echo "helm-check: keda.enabled=false still renders a ScaledObject" >&2; exit 1; }
+grep -q '^  replicas: 3$' "$out/no-keda.yaml" || { echo "helm-check: keda.enabled=false renders no replicas: 3" >&2; exit 1; }
+[[ $(grep -c '^kind: Secret$' "$out/secrets.yaml") -eq 2 ]] || { echo "helm-check: secrets.create=true does not render two Secrets" >&2; exit 1; }
+grep -q "threshold: \"800\"" "$out/digest.yaml" || { echo "helm-check: the in-flight threshold is not 80 % of maxInFlight 1000" >&2; exit 1; }
+grep -q 'terminationGracePeriodSeconds: 75$' "$out/digest.yaml" || { echo "helm-check: the grace period does not follow shutdownTimeoutMs" >&2; exit 1; }
+# A mistake the chart refuses: more replicas than input partitions.
+if "$HELM" template docstream "$chart" --kube-version 1.37.0 --set keda.maxReplicaCount=13 >/dev/null 2>&1; then
+  echo "helm-check: keda.maxReplicaCount above keda.inputPartitions was rendered" >&2
+  exit 1
+fi
+
+bash scripts/k8s-validate.sh --chart-default "$out/default.yaml" \
+  --chart-render "$out/no-keda.yaml" --chart-render "$out/secrets.yaml" --chart-render "$out/digest.yaml"
