@@ -119,3 +119,14 @@ export class KafkaUnavailableError extends KafkaError {
     this.name = 'KafkaUnavailableError';
   }
 }
+
+/**
+ * True when Kafka did not take a write for a transient reason: the client's "retriable" verdict on
+ * the error or any of its causes (a connection failure that kafkajs retried until it gave up counts,
+ * though kafkajs marks the giving-up itself non-retriable). A record too large, a fenced or closed
+ * transactional writer are not transient.
+ */
+export function isTransientKafkaFailure(error: unknown): boolean {
+  if (!(error instanceof KafkaError) || isMessageTooLarge(error)) return false;
+  return errorChain(error).some((e) => e.retriable === true);
+}

@@ -29,7 +29,7 @@
  * engine's decision (`engine.ts`); the ports the steps reach out through (the API over HTTP, Kafka)
  * are in `ports.ts`.
  */
-import { isMessageTooLarge, KafkaError, KafkaUnavailableError } from '../../kafka/errors.js';
+import { isMessageTooLarge, isTransientKafkaFailure, KafkaUnavailableError } from '../../kafka/errors.js';
 import { CreateGate, RevocationInProgressError } from './create-gate.js';
 import {
   deadLetterOf,
@@ -186,8 +186,8 @@ export class DocumentLife {
     try {
       await this.ports.states.writeState(state);
     } catch (err) {
-      if (err instanceof KafkaError && err.retriable)
-        this.gate.kafkaUnavailable(`the state topic did not take a write: ${err.message}`);
+      if (isTransientKafkaFailure(err))
+        this.gate.kafkaUnavailable(`the state topic did not take a write: ${(err as Error).message}`);
       throw err;
     }
     this.unrecorded.delete(state.event_id);
@@ -214,7 +214,7 @@ export class DocumentLife {
         Promise.all(
           pending.map((s) =>
             this.recordCreated(s).catch((err: unknown) => {
-              if (!(err instanceof KafkaError && err.retriable)) refused.add(s.event_id);
+              if (!isTransientKafkaFailure(err)) refused.add(s.event_id);
             }),
           ),
         ),
