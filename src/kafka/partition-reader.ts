@@ -20,6 +20,9 @@ import type { Logger } from '../observability/logger.js';
 import type { KafkaClient } from './client.js';
 import type { IncomingMessage, KafkaConsumer } from './consumer.js';
 
+/** The session timeout of a reader's private group (Kafka's group.min.session.timeout.ms is 6 s). */
+const PRIVATE_SESSION_TIMEOUT_MS = 10_000;
+
 export interface PartitionReaderSettings {
   /** Prefix of the private group id (a random suffix is added). */
   groupPrefix?: string;
@@ -60,9 +63,10 @@ export class PartitionReader {
       groupId: `${this.settings.groupPrefix ?? 'docstream-reader'}-${randomUUID()}`,
       maxBytesPerPartition: this.settings.maxBytesPerPartition ?? 4 * 1024 * 1024,
       maxWaitTimeMs: this.settings.maxWaitTimeMs ?? 100,
-      ...(this.settings.sessionTimeoutMs !== undefined
-        ? { sessionTimeoutMs: this.settings.sessionTimeoutMs }
-        : {}),
+      // The group's only member: after a crash (the broker away) its restart rejoins as a new member,
+      // and the group waits for the old one's session to expire first. A short session keeps that
+      // wait, the delay of a restore after Kafka comes back, short.
+      sessionTimeoutMs: this.settings.sessionTimeoutMs ?? PRIVATE_SESSION_TIMEOUT_MS,
     });
     this.consumer = consumer;
     consumer.onGroupJoin((join) => {
