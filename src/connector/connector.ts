@@ -223,14 +223,17 @@ export class Connector {
     this.consumer = consumer;
     this.loop.attach(consumer);
     consumer.onGroupJoin((join) => this.loop.onGroupJoin(join));
-    consumer.onRebalancing(() => void this.commit());
-    // Before the consumer gives its partitions up, the submissions created for them are recorded.
+    // Before the consumer gives its partitions up, the submissions created for them are recorded and
+    // the offsets that made durable committed. Without the barrier (another kafkajs version) a
+    // rebalance's notice is the last moment to commit.
     consumer.onBeforeRejoin(() => this.loop.beforeRejoin(config.connector.revocationTimeoutMs));
-    if (!rejoinBarrierInstalled())
+    if (!rejoinBarrierInstalled()) {
+      consumer.onRebalancing(() => void this.commit());
       this.log.warn(
         { kafkajs: installedKafkajsVersion(), written_for: REJOIN_BARRIER_KAFKAJS },
         'kafkajs is not the version the rejoin barrier was written for: a rebalance may release a partition before the submissions created for it are recorded (its next owner then submits them again)',
       );
+    }
     consumer.onCrash((crash) =>
       this.log.error({ err: crash.error.message, restart: crash.restart }, 'consumer crashed'),
     );
