@@ -1,64 +1,73 @@
 /**
- * The group moves while creates are slow, in both delivery modes: every API call takes longer than
- * `connector.admissionWaitMs`, so admissions are still under way in the background when a second
- * instance joins (as an autoscaler adds one when the API is slow), and again when that instance is
- * stopped with SIGTERM. Checked: every document gets its result, none is submitted twice (the
- * sandbox counts creates per query id, which the connector sets to the event id), no dead letter,
- * and neither process exits on its own.
+ * The group moves while creates are slow, in both delivery modes, slowed two ways: every API call
+ * takes longer than `connector.admissionWaitMs` (a slow API), or creates queue behind a saturated
+ * rate limit for longer than that (the API grants 15 calls a second). Admissions are then still under
+ * way in the background when a second instance joins (as an autoscaler adds one when the API is slow
+ * or saturated), and again when that instance is stopped with SIGTERM. Checked: every document gets
+ * its result, none is submitted twice (the sandbox counts creates per query id, which the connector
+ * sets to the event id), no dead letter, and neither process exits on its own.
  */
 import { sampleBytes } from '../../src/demo/corpus.js';
 import { E2E, arrival, exitOf, waitFor } from '../harness/e2e.js';
 
 const PARTITIONS = 4;
 
-describe.each(['at-least-once', 'exactly-once'])(
-  'scale-out and scale-in while creates are slow (%s)',
-  (delivery) => {
-    const env = new E2E(PARTITIONS);
-    beforeAll(async () => {
-      await env.start({ processing: { distribution: 'fixed', meanMs: 300 } });
-    });
-    afterAll(() => env.stop(), 60_000);
+const SLOW = {
+  'a slow API': { faults: { extraLatencyMs: 2000 } },
+  'a saturated rate limit': { rateLimit: { ratePerSecond: 15, burst: 5 } },
+} as const;
 
-    it('submits no document twice', async () => {
-      const file = await env.writeFile('doc.pdf', await sampleBytes('clean-pdf'));
-      const overrides = {
-        connector: { delivery, transactionLingerMs: 20, admissionWaitMs: 300, maxInFlight: 500 },
-      };
-      const first = env.spawnConnector(overrides);
-      await env.collect();
-      const quality = () => new Set(env.on('quality').map((o) => o.headers.event_id));
-      // The first instance is in its group and working before the API slows down.
-      await env.produce([arrival('evt-scale-warm', file, { pipeline_configuration: 'QUALITY_ONLY' })]);
-      await waitFor('the warm-up result', () => quality().has('evt-scale-warm'), 60_000);
-      // Every call now takes 2 s: longer than the admission wait, so creates run on in the background.
-      env.sandbox.configure({ faults: { extraLatencyMs: 2000 } });
-      const wave1 = Array.from({ length: 100 }, (_, i) => `evt-scale-a${i}`);
-      await env.produce(
-        wave1.map((id) => arrival(id, file, { pipeline_configuration: 'QUALITY_ONLY' })),
-        (i) => `k${i}`,
-      );
-      // The second instance joins while the first one's creates are out (each takes 2 s to answer).
-      await new Promise((r) => setTimeout(r, 1000));
-      const second = env.spawnConnector(overrides);
-      await waitFor('results of the first wave', () => wave1.every((id) => quality().has(id)), 120_000);
+describe.each([
+  ['at-least-once', 'a slow API'],
+  ['exactly-once', 'a slow API'],
+  ['at-least-once', 'a saturated rate limit'],
+  ['exactly-once', 'a saturated rate limit'],
+] as const)('scale-out and scale-in while creates are slow (%s, %s)', (delivery, slowness) => {
+  const env = new E2E(PARTITIONS);
+  beforeAll(async () => {
+    await env.start({ processing: { distribution: 'fixed', meanMs: 300 } });
+  });
+  afterAll(() => env.stop(), 60_000);
 
-      // Scale-in in the same conditions: the second instance stops while creates are out.
-      const wave2 = Array.from({ length: 60 }, (_, i) => `evt-scale-b${i}`);
-      await env.produce(
-        wave2.map((id) => arrival(id, file, { pipeline_configuration: 'QUALITY_ONLY' })),
-        (i) => `j${i}`,
-      );
-      await new Promise((r) => setTimeout(r, 1000));
-      second.kill('SIGTERM');
-      expect(await exitOf(second, 60_000)).toBe(0);
-      await waitFor('results of the second wave', () => wave2.every((id) => quality().has(id)), 120_000);
+  it('submits no document twice', async () => {
+    const file = await env.writeFile('doc.pdf', await sampleBytes('clean-pdf'));
+    const overrides = {
+      connector: { delivery, transactionLingerMs: 20, admissionWaitMs: 300, maxInFlight: 500 },
+    };
+    const first = env.spawnConnector(overrides);
+    await env.collect();
+    const quality = () => new Set(env.on('quality').map((o) => o.headers.event_id));
+    // The first instance is in its group and working before the API slows down.
+    await env.produce([arrival('evt-scale-warm', file, { pipeline_configuration: 'QUALITY_ONLY' })]);
+    await waitFor('the warm-up result', () => quality().has('evt-scale-warm'), 60_000);
+    // Creates now take longer than the admission wait: they go on in the background.
+    env.sandbox.configure(SLOW[slowness]);
+    const slowApi = slowness === 'a slow API';
+    const wave1 = Array.from({ length: slowApi ? 100 : 60 }, (_, i) => `evt-scale-a${i}`);
+    await env.produce(
+      wave1.map((id) => arrival(id, file, { pipeline_configuration: 'QUALITY_ONLY' })),
+      (i) => `k${i}`,
+    );
+    // The second instance joins while the first one's creates are out or queued.
+    await new Promise((r) => setTimeout(r, 1000));
+    const second = env.spawnConnector(overrides);
+    await waitFor('results of the first wave', () => wave1.every((id) => quality().has(id)), 150_000);
 
-      expect(first.exitCode).toBeNull();
-      expect(env.on('dlq')).toEqual([]);
-      const counts = env.sandbox.stats().submissionsByQueryId;
-      expect(Object.keys(counts).sort()).toEqual(['evt-scale-warm', ...wave1, ...wave2].sort());
-      expect(Object.entries(counts).filter(([, n]) => n !== 1)).toEqual([]);
-    }, 300_000);
-  },
-);
+    // Scale-in in the same conditions: the second instance stops while creates are out.
+    const wave2 = Array.from({ length: slowApi ? 60 : 30 }, (_, i) => `evt-scale-b${i}`);
+    await env.produce(
+      wave2.map((id) => arrival(id, file, { pipeline_configuration: 'QUALITY_ONLY' })),
+      (i) => `j${i}`,
+    );
+    await new Promise((r) => setTimeout(r, 1000));
+    second.kill('SIGTERM');
+    expect(await exitOf(second, 60_000)).toBe(0);
+    await waitFor('results of the second wave', () => wave2.every((id) => quality().has(id)), 150_000);
+
+    expect(first.exitCode).toBeNull();
+    expect(env.on('dlq')).toEqual([]);
+    const counts = env.sandbox.stats().submissionsByQueryId;
+    expect(Object.keys(counts).sort()).toEqual(['evt-scale-warm', ...wave1, ...wave2].sort());
+    expect(Object.entries(counts).filter(([, n]) => n !== 1)).toEqual([]);
+  }, 400_000);
+});
