@@ -13,6 +13,17 @@ import { registerSandboxCommand } from './commands/sandbox.js';
 import { registerSendCommand } from './commands/send.js';
 import { registerStackCommand } from './commands/stack.js';
 import { registerTenants } from './commands/tenants.js';
+import { EXIT_INVALID_INPUT } from './exit-codes.js';
+import { examples, exitCodesHelp } from './help.js';
+
+/** The top-level help lists the commands by what the user is doing, in this order. */
+const GROUPS: ReadonlyArray<[heading: string, commands: string[]]> = [
+  ['Run it:', ['run', 'webhooks']],
+  ['Operate it:', ['status', 'inspect', 'dlq', 'replay', 'config']],
+  ['Try it:', ['demo', 'sandbox', 'send', 'analyze']],
+  ['Call the API, one request at a time:', ['feedback', 'delete', 'report', 'tenants']],
+  ['The local stack:', ['stack']],
+];
 
 export function buildProgram(): Command {
   const program = new Command('docstream')
@@ -20,21 +31,35 @@ export function buildProgram(): Command {
     .version('0.1.0')
     .showHelpAfterError()
     .exitOverride((err) => {
-      process.exit(err.exitCode === 0 ? 0 : 2);
+      process.exit(err.exitCode === 0 ? 0 : EXIT_INVALID_INPUT);
     });
-  registerConfigCommand(program);
-  registerStackCommand(program);
-  registerSandboxCommand(program);
   registerRunCommand(program);
-  registerSendCommand(program);
-  registerDemoCommand(program);
-  registerReplayCommand(program);
-  registerDlqCommand(program);
   registerOperateCommands(program);
+  registerDlqCommand(program);
+  registerReplayCommand(program);
+  registerConfigCommand(program);
+  registerDemoCommand(program);
+  registerSandboxCommand(program);
+  registerSendCommand(program);
   registerAnalyze(program);
   registerFeedback(program);
   registerDelete(program);
   registerReport(program);
   registerTenants(program);
+  registerStackCommand(program);
+  for (const [heading, names] of GROUPS) {
+    for (const name of names) {
+      const command = program.commands.find((c) => c.name() === name);
+      if (!command) throw new Error(`help group ${heading} names an unknown command ${name}`);
+      command.helpGroup(heading);
+    }
+  }
+  examples(
+    program,
+    'docstream demo',
+    'docstream run -c config/production.json -c config/production.env',
+    'docstream analyze -c config/production.json --client-secret-stdin invoice.pdf < secret.txt',
+  );
+  program.addHelpText('after', exitCodesHelp());
   return program;
 }

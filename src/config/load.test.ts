@@ -195,6 +195,50 @@ describe('loadConfig', () => {
     ).not.toThrow();
   });
 
+  it('reads .env files among the files, in order, secrets from their …_FILE paths', () => {
+    const secret = tmpFile('api-secret', 'from-the-file\n');
+    const json = tmpFile(
+      'c.json',
+      JSON.stringify({ api: { clientId: 'json-client' }, kafka: { groupId: 'g1' } }),
+    );
+    const env = tmpFile(
+      'prod.env',
+      [
+        '# settings of the environment',
+        `export DOCSTREAM_API_CLIENT_SECRET_FILE=${secret}`,
+        'DOCSTREAM_KAFKA_GROUP_ID="g2"',
+        'DOCSTREAM_CONFIG=/ignored.json',
+        'NODE_EXTRA_CA_CERTS=/passes/through.pem',
+      ].join('\n'),
+    );
+    const later = tmpFile('later.json', JSON.stringify({ kafka: { groupId: 'g3' } }));
+    const config = loadConfig({ env: {}, files: [json, env] });
+    expect([config.api.clientId, config.api.clientSecret, config.kafka.groupId]).toEqual([
+      'json-client',
+      'from-the-file',
+      'g2',
+    ]);
+    // Later files win; the environment wins over every file.
+    expect(loadConfig({ env: {}, files: [json, env, later] }).kafka.groupId).toBe('g3');
+    expect(
+      loadConfig({ env: { DOCSTREAM_KAFKA_GROUP_ID: 'g4' }, files: [json, env, later] }).kafka.groupId,
+    ).toBe('g4');
+    expect(redactConfig(config).api!.clientSecret).not.toContain('from-the-file');
+  });
+
+  it('names the line of a wrong .env variable, and of a secret file it cannot read', () => {
+    const typo = tmpFile('typo.env', '\nDOCSTREAM_KAFKA_BROKER=x\n');
+    expect(() => loadConfig({ env: {}, files: [typo] })).toThrow(
+      new RegExp(`unknown configuration variable ${typo}:2: DOCSTREAM_KAFKA_BROKER`),
+    );
+    const missing = tmpFile('missing.env', 'DOCSTREAM_API_CLIENT_SECRET_FILE=/nonexistent/secret');
+    expect(() => loadConfig({ env: {}, files: [missing] })).toThrow(
+      /missing\.env:1: .*cannot read the secret file \(ENOENT\)/,
+    );
+    const garbage = tmpFile('garbage.env', 'not a variable');
+    expect(() => loadConfig({ env: {}, files: [garbage] })).toThrow(/garbage\.env:1: expected NAME=value/);
+  });
+
   it('ignores reserved tooling variables', () => {
     expect(() =>
       loadConfig({ env: { DOCSTREAM_TEST_STACK: 'reuse', DOCSTREAM_CONFIG: '' }, files: [] }),

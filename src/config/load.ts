@@ -1,7 +1,9 @@
 /**
- * Loads the configuration: defaults from the spec, then config files, then `DOCSTREAM_*`
- * environment variables, then explicit overrides (CLI flags). Anything unknown or malformed
- * stops the program with a message naming the key and where it came from.
+ * Loads the configuration: defaults from the spec, then config files (later files winning), then
+ * `DOCSTREAM_*` environment variables, then explicit overrides (CLI flags). A file is JSON sections,
+ * or, named `*.env` / `.env*`, `DOCSTREAM_*` lines as `docker run --env-file` takes them (secrets as
+ * `…_FILE` paths). Anything unknown or malformed stops the program with a message naming the key
+ * and where it came from.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -15,7 +17,7 @@ export class ConfigError extends Error {
 
 interface LoadOptions {
   env?: NodeJS.ProcessEnv;
-  /** Config files (JSON) applied in order; default: $DOCSTREAM_CONFIG (comma-separated) or ./config/docstream.json if present. */
+  /** Config files (JSON or .env) applied in order; default: $DOCSTREAM_CONFIG (comma-separated) or ./config/docstream.json if present. */
   files?: string[];
   /** Values from CLI flags, applied last: { section: { key: value } }. */
   overrides?: Record<string, Record<string, unknown>>;
@@ -125,7 +127,8 @@ function readSecretFile(file: string, variable: string): string {
   }
 }
 
-function applyEnv(target: Raw, env: NodeJS.ProcessEnv): void {
+/** Every variable a configuration key answers to, with its key (and whether it names a secret file). */
+function knownVariables(): Map<string, [string, string, FieldSpec]> {
   const known = new Map<string, [string, string, FieldSpec]>();
   for (const [section, fields] of Object.entries(sections)) {
     for (const [key, spec] of Object.entries(fields)) {
@@ -133,15 +136,56 @@ function applyEnv(target: Raw, env: NodeJS.ProcessEnv): void {
       if (spec.secret) known.set(`${envName(section, key)}_FILE`, [section, key, spec]);
     }
   }
-  for (const [variable, value] of Object.entries(env)) {
+  return known;
+}
+
+/**
+ * Applies `DOCSTREAM_*` variables: the environment (`origin` undefined), or the lines of a .env
+ * file (`origin` is the file, each variable named with its line). Variables of other tools pass.
+ */
+function applyEnv(
+  target: Raw,
+  env: NodeJS.ProcessEnv | Array<[variable: string, value: string, line: number]>,
+  cwd: string,
+  origin?: string,
+): void {
+  const known = knownVariables();
+  const entries = Array.isArray(env)
+    ? env
+    : Object.entries(env).map(([variable, value]) => [variable, value, 0] as const);
+  for (const [variable, value, line] of entries) {
     if (!variable.startsWith('DOCSTREAM_') || value === undefined) continue;
     if (RESERVED_ENV.some((r) => variable === r || (r.endsWith('_') && variable.startsWith(r)))) continue;
+    const where = origin === undefined ? variable : `${origin}:${line}: ${variable}`;
     const entry = known.get(variable);
-    if (!entry) throw new ConfigError(`unknown configuration variable ${variable}`);
+    if (!entry) throw new ConfigError(`unknown configuration variable ${where}`);
     const [section, key, spec] = entry;
-    const raw = variable.endsWith('_FILE') && spec.secret ? readSecretFile(value, variable) : value;
-    target[section]![key] = coerce(spec, raw, variable);
+    const raw =
+      variable.endsWith('_FILE') && spec.secret ? readSecretFile(path.resolve(cwd, value), where) : value;
+    target[section]![key] = coerce(spec, raw, where);
   }
+}
+
+/** Whether a configuration file holds `NAME=value` lines rather than JSON. */
+export function isEnvFile(file: string): boolean {
+  const base = path.basename(file);
+  return base.endsWith('.env') || base.startsWith('.env');
+}
+
+/** The `NAME=value` lines of a .env file (comments, blank lines, `export` and quotes allowed). */
+export function parseEnvFile(
+  text: string,
+  origin: string,
+): Array<[variable: string, value: string, line: number]> {
+  const out: Array<[string, string, number]> = [];
+  text.split(/\r?\n/).forEach((raw, index) => {
+    const line = raw.trim();
+    if (line === '' || line.startsWith('#')) return;
+    const match = /^(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=(.*)$/.exec(line);
+    if (!match) throw new ConfigError(`${origin}:${index + 1}: expected NAME=value`);
+    out.push([match[1]!, match[2]!.replace(/^(['"])(.*)\1$/, '$2'), index + 1]);
+  });
+  return out;
 }
 
 function defaultFiles(env: NodeJS.ProcessEnv, cwd: string): string[] {
@@ -166,16 +210,25 @@ export function loadConfig(options: LoadOptions = {}): Config {
     }
   }
   for (const file of options.files ?? defaultFiles(env, cwd)) {
+    let text: string;
+    try {
+      text = fs.readFileSync(path.resolve(cwd, file), 'utf8');
+    } catch (err) {
+      throw new ConfigError(`config file ${file}: ${(err as Error).message}`);
+    }
+    if (isEnvFile(file)) {
+      applyEnv(raw, parseEnvFile(text, file), cwd, file);
+      continue;
+    }
     let parsed: unknown;
     try {
-      parsed = JSON.parse(fs.readFileSync(path.resolve(cwd, file), 'utf8'));
+      parsed = JSON.parse(text);
     } catch (err) {
-      const reason = err instanceof SyntaxError ? `invalid JSON (${err.message})` : (err as Error).message;
-      throw new ConfigError(`config file ${file}: ${reason}`);
+      throw new ConfigError(`config file ${file}: invalid JSON (${(err as Error).message})`);
     }
     applyObject(raw, parsed, file);
   }
-  applyEnv(raw, env);
+  applyEnv(raw, env, cwd);
   if (options.overrides) applyObject(raw, options.overrides, 'command line');
   const config = raw as unknown as Config;
   rememberSecrets(secretValues(config));

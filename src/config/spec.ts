@@ -226,6 +226,17 @@ export const CONFIG_SPEC = {
     ),
     timeoutMs: f.int(30000, 'Timeout of one HTTP request.', 100),
   },
+  tenant: {
+    clientId: f.string(
+      '',
+      'OAuth client id of the tenant-admin client that `docstream tenants` authenticates with (private-key JWT).',
+    ),
+    privateKey: f.secret(
+      '',
+      'PKCS#8 PEM private key of tenant.clientId; usually DOCSTREAM_TENANT_PRIVATE_KEY_FILE naming the PEM file.',
+    ),
+    kid: f.string('', 'Key id registered with the API for tenant.privateKey.'),
+  },
   connector: {
     maxInFlight: f.int(
       500,

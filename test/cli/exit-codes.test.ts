@@ -52,8 +52,39 @@ const CASES: Record<string, Case[]> = {
   feedback: [{ args: ['sub_0123456789abcdefghijkl', '--outcome', 'MAYBE'], message: /--outcome/ }],
   delete: [{ args: ['x'], message: /submission_id must be a string of 24\.\.36 characters/ }],
   report: [{ args: ['x'], message: /submission_id must be a string of 24\.\.36 characters/ }],
-  'tenants create': [{ args: ['--name', 'acme', '--cell', 'mars-1'], message: /--cell/ }],
-  'tenants apps': [{ args: ['tenant-1'], message: /--client-id/ }],
+  'tenants create': [{ args: ['--name', 'acme', '--tenant-cell', 'mars-1'], message: /--tenant-cell/ }],
+  'tenants apps': [
+    { args: ['tenant-1'], message: /tenant\.clientId \(--client-id\)/ },
+    { args: ['tenant-1', '--cell', 'eu-1', '--client-id', 'a', '--kid', 'k'], message: /tenant\.privateKey/ },
+  ],
+};
+
+/**
+ * Every command that takes a secret, given one as a flag value: refused before anything runs, with
+ * the ways to pass it, and the value never echoed.
+ */
+const SECRET_FLAGS: Record<string, { args: string[]; flag: string; ways: RegExp }> = {
+  analyze: {
+    args: ['invoice.pdf'],
+    flag: '--client-secret',
+    ways: /--client-secret-file.*--client-secret-stdin.*DOCSTREAM_API_CLIENT_SECRET_FILE/,
+  },
+  feedback: {
+    args: ['sub_0123456789abcdefghijkl'],
+    flag: '--client-secret',
+    ways: /--client-secret-file.*--client-secret-stdin.*DOCSTREAM_API_CLIENT_SECRET_FILE/,
+  },
+  delete: {
+    args: ['sub_0123456789abcdefghijkl'],
+    flag: '--client-secret',
+    ways: /--client-secret-file.*--client-secret-stdin.*DOCSTREAM_API_CLIENT_SECRET_FILE/,
+  },
+  report: {
+    args: ['sub_0123456789abcdefghijkl'],
+    flag: '--client-secret',
+    ways: /--client-secret-file.*--client-secret-stdin.*DOCSTREAM_API_CLIENT_SECRET_FILE/,
+  },
+  sandbox: { args: ['--port', '0'], flag: '--webhook-secret', ways: /--webhook-secret-file/ },
 };
 
 /** The paths of the commands that do something (not the groups that only hold others). */
@@ -69,6 +100,39 @@ function environment(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('DOCSTREAM_')));
   return { ...env, ...extra };
 }
+
+/** Paths of the commands with an option that refuses a secret as its value (hidden from the help). */
+function commandsTakingSecrets(command: Command, prefix: string[] = []): string[] {
+  return command.commands.flatMap((c) => {
+    const at = [...prefix, c.name()];
+    const takes = c.options.some((o) => o.hidden && o.description.startsWith('refused: a secret'));
+    return [...(takes ? [at.join(' ')] : []), ...commandsTakingSecrets(c, at)];
+  });
+}
+
+describe('a secret given as a flag value', () => {
+  it('has a case for every command that takes a secret', () => {
+    expect(commandsTakingSecrets(buildProgram()).sort()).toEqual(Object.keys(SECRET_FLAGS).sort());
+  });
+
+  const secret = 'whsec_c2VjcmV0LW9uLXRoZS1jb21tYW5kLWxpbmU=';
+  it.each(Object.entries(SECRET_FLAGS))(
+    'docstream %s: exit 2 naming the ways to pass it, the value not echoed',
+    (command, c) => {
+      for (const form of [[c.flag, secret], [`${c.flag}=${secret}`]]) {
+        const out = spawnSync(process.execPath, [CLI, command, ...c.args, ...form], {
+          encoding: 'utf8',
+          env: environment(),
+          timeout: 30_000,
+        });
+        expect({ status: out.status, stdout: out.stdout }).toEqual({ status: 2, stdout: '' });
+        expect(out.stderr).toContain(`${c.flag} takes no value on the command line`);
+        expect(out.stderr.replace(/\n/g, ' ')).toMatch(c.ways);
+        expect(out.stderr).not.toContain(secret);
+      }
+    },
+  );
+});
 
 describe('the CLI exits 2 on invalid input to any command', () => {
   it('has a case for every command of the program', () => {

@@ -6,6 +6,13 @@ import { join } from 'node:path';
 
 const CLI = join(process.cwd(), 'dist', 'cli', 'index.js');
 
+/** A file holding `content`, as a secret is given to the sandbox (never as a flag value). */
+function secretFile(name: string, content: string): string {
+  const file = join(tmpdir(), `sandbox-${name}-${process.pid}`);
+  writeFileSync(file, `${content}\n`);
+  return file;
+}
+
 describe('docstream sandbox CLI', () => {
   test('--help documents every knob', () => {
     const out = spawnSync(process.execPath, [CLI, 'sandbox', '--help'], { encoding: 'utf8' });
@@ -27,7 +34,7 @@ describe('docstream sandbox CLI', () => {
       '--storm-429-ms',
       '--pipeline-fail-rate',
       '--webhook-url',
-      '--webhook-secret',
+      '--webhook-secret-file',
       '--webhook-duplicate-rate',
       '--webhook-out-of-order',
       '--webhook-max-attempts',
@@ -49,18 +56,31 @@ describe('docstream sandbox CLI', () => {
     [['--processing', 'normal'], /--processing/],
     [['--decision-rule', 'GOOD=YES'], /--decision-rule/],
     [['--max-upload-bytes', '12 parsecs'], /--max-upload-bytes/],
-    [['--webhook-secret', 'not-a-secret'], /webhook\.secret: must be whsec_/],
+    [['--webhook-secret-file', secretFile('bad-secret', 'not-a-secret')], /webhook\.secret: must be whsec_/],
+    [
+      ['--webhook-secret-file', '/nonexistent/whsec'],
+      /--webhook-secret-file \/nonexistent\/whsec: cannot read it/,
+    ],
   ])('bad value %j exits 2 with a clear message', (args, pattern) => {
     const out = spawnSync(process.execPath, [CLI, 'sandbox', ...args], { encoding: 'utf8', timeout: 20_000 });
     expect(out.status).toBe(2);
     expect(out.stderr).toMatch(pattern);
   });
 
-  test('--webhook-secret takes one secret (a placeholder ending in ... made it a list, always refused)', async () => {
+  test('--webhook-secret-file gives the signing secret from a file', async () => {
     const secret = 'whsec_c2FuZGJveC1jbGktdGVzdC1zZWNyZXQ=';
     const child = spawn(
       process.execPath,
-      [CLI, 'sandbox', '--port', '0', '--log-level', 'silent', '--webhook-secret', secret],
+      [
+        CLI,
+        'sandbox',
+        '--port',
+        '0',
+        '--log-level',
+        'silent',
+        '--webhook-secret-file',
+        secretFile('secret', secret),
+      ],
       { stdio: ['ignore', 'pipe', 'pipe'] },
     );
     let out = '';

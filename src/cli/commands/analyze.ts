@@ -28,10 +28,12 @@ import {
 } from '../../api/schemas.js';
 import type { DocumentAnalysisClient } from '../../client/client.js';
 import { pollUntilReady } from '../../client/poll.js';
+import { examples } from '../help.js';
 import {
   addApiOptions,
+  apiConfig,
   type ApiFlags,
-  clientFromFlags,
+  clientOf,
   positiveNumber,
   run,
   UsageError,
@@ -69,21 +71,28 @@ export function registerAnalyze(program: Command): void {
     .option('--characteristics <file.json>', 'submission characteristics to attach (JSON file)')
     .option('--with-metadata', 'include indicator metadata in the fraud result')
     .option('--query-id <id>', 'your id for the document (no personal data)')
-    .option('--json', 'print the raw results as JSON')
+    .option('--json', 'print the results as JSON (for scripts)')
     .addOption(
       new Option('--timeout <seconds>', 'how long to wait for the results')
         .argParser(positiveNumber)
         .default(120),
     );
   addApiOptions(command).action((input: string, flags: AnalyzeFlags) => run(() => analyze(input, flags)));
+  examples(
+    command,
+    'docstream analyze invoice.pdf',
+    'docstream analyze -c prod.json --cell eu-1 --decision --json invoice.pdf',
+    'pass show docstream/api | docstream analyze --client-secret-stdin https://example.com/invoice.pdf',
+  );
 }
 
 async function analyze(input: string, flags: AnalyzeFlags): Promise<void> {
+  // The configuration first: a bad file or flag exits 2 before any download or submission.
+  const client = clientOf(await apiConfig(flags));
   const characteristics = flags.characteristics
     ? await readCharacteristics(flags.characteristics)
     : undefined;
   const source = await openSource(input);
-  const client = clientFromFlags(flags);
   const progress = new Progress(!flags.json || process.stderr.isTTY === true);
 
   progress.step('creating submission');

@@ -1,17 +1,20 @@
 /** `docstream delete <id>`: delete a submission permanently. */
 import type { Command } from 'commander';
 import { ConflictError } from '../../client/errors.js';
-import { addApiOptions, type ApiFlags, clientFromFlags, run } from './api-options.js';
+import { examples } from '../help.js';
+import { addApiOptions, apiConfig, type ApiFlags, clientOf, printResult, run } from './api-options.js';
 
 export function registerDelete(program: Command): void {
   const command = program
     .command('delete')
     .description('Delete a submission permanently.')
-    .argument('<submission-id>');
-  addApiOptions(command).action((id: string, flags: ApiFlags) =>
+    .argument('<submission-id>')
+    .option('--json', 'print the result as JSON (for scripts)');
+  addApiOptions(command).action((id: string, flags: ApiFlags & { json?: boolean }) =>
     run(async () => {
+      const client = clientOf(await apiConfig(flags));
       try {
-        await clientFromFlags(flags).deleteSubmission(id);
+        await client.deleteSubmission(id);
       } catch (error) {
         if (error instanceof ConflictError) {
           throw new Error(`submission ${id} is still being processed; delete it again later`, {
@@ -20,7 +23,12 @@ export function registerDelete(program: Command): void {
         }
         throw error;
       }
-      process.stdout.write(`deleted ${id}\n`);
+      printResult(flags.json, { submission_id: id, deleted: true }, () => `deleted ${id}\n`);
     }),
+  );
+  examples(
+    command,
+    'docstream delete -c prod.json sub_0123456789abcdefghijkl',
+    'DOCSTREAM_API_CLIENT_SECRET_FILE=/run/secrets/api docstream delete -c prod.json --json sub_0123456789abcdefghijkl',
   );
 }

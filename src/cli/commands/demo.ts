@@ -1,8 +1,9 @@
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import { runDemo } from '../../demo/demo.js';
+import { examples } from '../help.js';
 
 export function registerDemoCommand(program: Command): void {
-  program
+  const command = program
     .command('demo')
     .summary('Run the whole thing on this machine: stack, sandbox, connector and generated documents.')
     .description(
@@ -27,4 +28,5 @@ export function registerDemoCommand(program: Command): void {
       });
       process.exit(code);
     });
+  examples(command, 'docstream demo', 'docstream demo --keep-stack --timeout 300');
 }

@@ -3,7 +3,9 @@
  * and the re-drive of selected letters' originals to their input topic (`src/operator/redrive.ts`).
  */
 import { InvalidArgumentError, type Command } from 'commander';
-import { loadConfig, type Config } from '../../config/index.js';
+import type { Config } from '../../config/index.js';
+import { addConfigOption, configOf, type ConfigFlags } from '../config-option.js';
+import { examples } from '../help.js';
 import { exitCodeOf, UsageError } from '../exit-codes.js';
 import { kafkaClientOf } from '../../kafka/client-from-config.js';
 import { registryOf } from '../../serde/registry-from-config.js';
@@ -24,8 +26,7 @@ import type { Registry } from '../../serde/registry.js';
 import { Progress } from '../../util/progress.js';
 import { errorText } from '../../observability/redact.js';
 
-interface FilterFlags {
-  config?: string;
+interface FilterFlags extends ConfigFlags {
   stage?: string[];
   code?: string[];
   eventId?: string[];
@@ -60,8 +61,7 @@ function filterOf(flags: FilterFlags): LetterFilter {
 }
 
 function withFilters(command: Command): Command {
-  return command
-    .option('-c, --config <files>', 'comma-separated configuration files (instead of $DOCSTREAM_CONFIG)')
+  return addConfigOption(command)
     .option('--stage <stages>', 'only letters of these stages (comma-separated, repeatable)', list)
     .option('--code <codes>', 'only letters with these error codes, e.g. api_503 (comma-separated)', list)
     .option('--event-id <ids>', 'only letters of these event ids (comma-separated)', list)
@@ -106,7 +106,7 @@ async function selectLetters(
 }
 
 async function listCommand(flags: FilterFlags & { summary?: boolean }): Promise<void> {
-  const config = loadConfig(flags.config ? { files: flags.config.split(',') } : {});
+  const config = configOf(flags);
   const { selected, total, unreadable } = await withAdmin(config, (kafka, admin) =>
     selectLetters(kafka, admin, registryOf(config, silentLogger), config, flags),
   );
@@ -150,7 +150,7 @@ function formatRedrive(result: RedriveResult): string {
 async function redriveCommand(
   flags: FilterFlags & { dryRun?: boolean; reprocess?: boolean; all?: boolean },
 ): Promise<void> {
-  const config = loadConfig(flags.config ? { files: flags.config.split(',') } : {});
+  const config = configOf(flags);
   const filter = filterOf(flags);
   if (Object.keys(filter).length === 0 && !flags.all)
     throw new UsageError(
@@ -189,11 +189,21 @@ export function registerDlqCommand(program: Command): void {
   const dlq = program
     .command('dlq')
     .description('List the dead-letter topic by reason, and re-drive letters once their cause is fixed.');
-  withFilters(dlq.command('list'))
+  examples(
+    dlq,
+    'docstream dlq list -c prod.json --summary',
+    'docstream dlq redrive -c prod.json --code api_503 --dry-run',
+  );
+  const listing = withFilters(dlq.command('list'))
     .description('Print the counts of the selected dead letters by stage and code, then the letters.')
     .option('--summary', 'print only the counts by reason')
     .action((flags: FilterFlags & { summary?: boolean }) => listCommand(flags).catch(fail));
-  withFilters(dlq.command('redrive'))
+  examples(
+    listing,
+    'docstream dlq list -c prod.json --summary',
+    'docstream dlq list -c prod.json --stage upload --since 2026-11-25 --json',
+  );
+  const redriving = withFilters(dlq.command('redrive'))
     .summary('Re-publish the original records of the selected letters, each at most once.')
     .description(
       'Re-publish the original records of the selected letters to their input topic (same key, same partition), ' +
@@ -209,4 +219,9 @@ export function registerDlqCommand(program: Command): void {
     .action((flags: FilterFlags & { dryRun?: boolean; reprocess?: boolean; all?: boolean }) =>
       redriveCommand(flags).catch(fail),
     );
+  examples(
+    redriving,
+    'docstream dlq redrive -c prod.json --code api_503 --dry-run',
+    'docstream dlq redrive -c prod.json --event-id evt-1,evt-2 --reprocess',
+  );
 }

@@ -1,12 +1,33 @@
 /** `docstream feedback <id>`: store feedback on a submission's results, or show the stored one. */
 import { type Command, Option } from 'commander';
-import { FEEDBACK_OUTCOMES, type FeedbackRequest } from '../../api/schemas.js';
-import { addApiOptions, type ApiFlags, clientFromFlags, run, UsageError } from './api-options.js';
+import { FEEDBACK_OUTCOMES, type FeedbackRequest, type FeedbackResponse } from '../../api/schemas.js';
+import { examples } from '../help.js';
+import {
+  addApiOptions,
+  apiConfig,
+  type ApiFlags,
+  clientOf,
+  printResult,
+  run,
+  UsageError,
+} from './api-options.js';
 
 interface FeedbackFlags extends ApiFlags {
   outcome?: FeedbackRequest['outcome'];
   comment?: string;
   label?: string[];
+  json?: boolean;
+}
+
+function human(feedback: FeedbackResponse): string {
+  const lines = [
+    `submission  ${feedback.submission_id}`,
+    `outcome     ${feedback.outcome}`,
+    `comment     ${feedback.comment ?? '-'}`,
+    `labels      ${feedback.labels?.join(', ') || '-'}`,
+    `updated     ${feedback.updated}`,
+  ];
+  return `${lines.join('\n')}\n`;
 }
 
 export function registerFeedback(program: Command): void {
@@ -18,13 +39,14 @@ export function registerFeedback(program: Command): void {
       new Option('--outcome <outcome>', 'what the document turned out to be').choices(FEEDBACK_OUTCOMES),
     )
     .option('--comment <text>', 'free text (no personal data: feedback is kept indefinitely)')
-    .option('--label <label...>', 'labels to attach');
+    .option('--label <label...>', 'labels to attach')
+    .option('--json', 'print the feedback as JSON (for scripts)');
   addApiOptions(command).action((id: string, flags: FeedbackFlags) =>
     run(async () => {
       if (flags.outcome === undefined && (flags.comment !== undefined || flags.label !== undefined)) {
         throw new UsageError('--comment and --label need --outcome');
       }
-      const client = clientFromFlags(flags);
+      const client = clientOf(await apiConfig(flags));
       const feedback =
         flags.outcome === undefined
           ? await client.getFeedback(id)
@@ -33,7 +55,12 @@ export function registerFeedback(program: Command): void {
               ...(flags.comment === undefined ? {} : { comment: flags.comment }),
               ...(flags.label === undefined ? {} : { labels: flags.label }),
             });
-      process.stdout.write(`${JSON.stringify(feedback, null, 2)}\n`);
+      printResult(flags.json, feedback, () => human(feedback));
     }),
+  );
+  examples(
+    command,
+    'docstream feedback -c prod.json sub_0123456789abcdefghijkl --outcome FRAUD --label forged-date',
+    'docstream feedback -c prod.json sub_0123456789abcdefghijkl --json',
   );
 }

@@ -11,7 +11,6 @@
  * retention window: those documents left the state and will be submitted again.
  */
 import { InvalidArgumentError, type Command } from 'commander';
-import { loadConfig } from '../../config/index.js';
 import {
   nextGeneration,
   readReplayMarkers,
@@ -25,10 +24,11 @@ import type { KafkaClient } from '../../kafka/client.js';
 import { RecordReader } from '../../kafka/record-reader.js';
 import { silentLogger } from '../../observability/logger.js';
 import { errorText } from '../../observability/redact.js';
+import { addConfigOption, configOf, type ConfigFlags } from '../config-option.js';
 import { exitCodeOf, UsageError } from '../exit-codes.js';
+import { examples } from '../help.js';
 
-interface ReplayFlags {
-  config?: string;
+interface ReplayFlags extends ConfigFlags {
   topic?: string;
   group?: string;
   toDatetime?: number;
@@ -37,6 +37,7 @@ interface ReplayFlags {
   toOffset?: Record<number, string>;
   dryRun?: boolean;
   watch?: boolean;
+  json?: boolean;
 }
 
 /** A refusal the user can act on (exit code 1, no stack trace). */
@@ -165,7 +166,7 @@ async function replay(
   out: (line: string) => void,
   warn: (line: string) => void = out,
 ): Promise<OffsetResetPlan> {
-  const config = loadConfig(flags.config ? { files: flags.config.split(',') } : {});
+  const config = configOf(flags);
   const target = targetOf(flags);
   const topic = flags.topic ?? config.topics.arrived;
   const group = flags.group ?? config.kafka.groupId;
@@ -209,7 +210,7 @@ async function replay(
       plan = await admin.resetOffsets(group, topic, target);
     }
     out(`group ${group}, topic ${topic}${plan.applied ? '' : ' (dry run: nothing changed)'}`);
-    out(formatPlan(plan));
+    if (!flags.json) out(formatPlan(plan));
     if (active) out(`note: group ${group} has active members; it must be stopped before a real replay`);
     if (plan.applied) out('offsets reset; the next `docstream run` re-reads from the targets');
     if (flags.watch && !plan.applied)
@@ -229,7 +230,7 @@ async function replay(
 }
 
 export function registerReplayCommand(program: Command): void {
-  program
+  const command = program
     .command('replay')
     .summary("Move the connector's group back (or forward) on the input topic.")
     .description(
@@ -237,7 +238,6 @@ export function registerReplayCommand(program: Command): void {
         'Re-read documents reuse their submissions (results are re-emitted) unless their events set reprocess. ' +
         'Refused while the group has active members.',
     )
-    .option('-c, --config <files>', 'comma-separated configuration files (instead of $DOCSTREAM_CONFIG)')
     .option('--topic <topic>', 'input topic (default: topics.arrived)')
     .option('--group <group>', 'consumer group (default: kafka.groupId)')
     .option('--to-datetime <iso>', 'move to the first record at or after this time', parseDatetime)
@@ -249,16 +249,25 @@ export function registerReplayCommand(program: Command): void {
       '--watch',
       'after the reset, follow the group re-reading up to the end (records, rate, time left on a terminal)',
     )
-    .action(async (flags: ReplayFlags) => {
-      try {
-        await replay(
-          flags,
-          (line) => process.stdout.write(`${line}\n`),
-          (line) => process.stderr.write(`${line}\n`),
-        );
-      } catch (err) {
-        process.stderr.write(`docstream replay: ${errorText(err)}\n`);
-        process.exit(exitCodeOf(err));
-      }
-    });
+    .option('--json', 'print the plan as JSON (for scripts); the other lines go to standard error');
+  addConfigOption(command).action(async (flags: ReplayFlags) => {
+    try {
+      const toStderr = (line: string) => process.stderr.write(`${line}\n`);
+      const plan = await replay(
+        flags,
+        flags.json ? toStderr : (line) => process.stdout.write(`${line}\n`),
+        toStderr,
+      );
+      if (flags.json) process.stdout.write(`${JSON.stringify(plan, null, 2)}\n`);
+    } catch (err) {
+      process.stderr.write(`docstream replay: ${errorText(err)}\n`);
+      process.exit(exitCodeOf(err));
+    }
+  });
+  examples(
+    command,
+    'docstream replay -c prod.json --to-datetime 2026-11-25T12:00:00Z --dry-run',
+    'docstream replay -c prod.json --to-earliest --watch',
+    'docstream replay -c prod.json --to-offset 0=1200,1=1180 --json',
+  );
 }

@@ -1,6 +1,7 @@
 /** `docstream report <id>`: print the download address of the fraud report (a preview feature). */
 import type { Command } from 'commander';
-import { addApiOptions, type ApiFlags, clientFromFlags, run } from './api-options.js';
+import { examples } from '../help.js';
+import { addApiOptions, apiConfig, type ApiFlags, clientOf, printResult, run } from './api-options.js';
 
 interface ReportFlags extends ApiFlags {
   includeDecision?: boolean;
@@ -13,18 +14,23 @@ export function registerReport(program: Command): void {
     .description('Print the download URL of the fraud report of a submission.')
     .argument('<submission-id>')
     .option('--include-decision', 'add the Adaptive Decision result to the report')
-    .option('--json', 'print the raw response');
+    .option('--json', 'print the response as JSON (for scripts)');
   addApiOptions(command).action((id: string, flags: ReportFlags) =>
     run(async () => {
-      const report = await clientFromFlags(flags).getReport(
+      const report = await clientOf(await apiConfig(flags)).getReport(
         id,
         flags.includeDecision ? { includeDecision: true } : {},
       );
-      process.stdout.write(
-        flags.json
-          ? `${JSON.stringify(report, null, 2)}\n`
-          : `${report.report_url}\n${report.expires_at ? `expires ${report.expires_at}\n` : ''}`,
+      printResult(
+        flags.json,
+        report,
+        () => `${report.report_url}\n${report.expires_at ? `expires ${report.expires_at}\n` : ''}`,
       );
     }),
+  );
+  examples(
+    command,
+    'docstream report -c prod.json sub_0123456789abcdefghijkl',
+    'docstream report -c prod.json --include-decision --json sub_0123456789abcdefghijkl',
   );
 }

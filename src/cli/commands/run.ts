@@ -1,12 +1,13 @@
 import type { Command } from 'commander';
-import { loadConfig } from '../../config/index.js';
 import { Connector } from '../../connector/connector.js';
 import { createLogger } from '../../observability/logger.js';
 import { startOpsServer, type OpsServer } from '../../observability/server.js';
+import { addConfigOption, configOf, type ConfigFlags } from '../config-option.js';
+import { examples } from '../help.js';
 
 /** Runs a connector (or only its webhook receiver) until SIGTERM/SIGINT, then stops it cleanly. */
-async function serve(opts: { config?: string }, consume: boolean): Promise<void> {
-  const config = loadConfig(opts.config ? { files: opts.config.split(',') } : {});
+async function serve(opts: ConfigFlags, consume: boolean): Promise<void> {
+  const config = configOf(opts);
   const logger = createLogger({ level: config.log.level, format: config.log.format });
   let fatal: ((error: Error) => void) | null = null;
   let connector: Connector;
@@ -84,22 +85,27 @@ async function serve(opts: { config?: string }, consume: boolean): Promise<void>
 }
 
 const CONFIG_HELP =
-  'Configuration comes from config/docstream.json (or $DOCSTREAM_CONFIG) and DOCSTREAM_* variables; ' +
-  'see `docstream config docs`. With no configuration it uses the local stack and the sandbox.';
+  'Configuration comes from the -c files (default: $DOCSTREAM_CONFIG or config/docstream.json), then DOCSTREAM_* ' +
+  'variables (secrets from …_FILE); see `docstream config docs`. With no configuration it uses the local stack and the sandbox.';
 
 export function registerRunCommand(program: Command): void {
-  program
+  const run = program
     .command('run')
     .summary('Run the connector.')
     .description(
       'Run the connector: consume documents.arrived, drive each document through the API, publish results. ' +
         'With webhooks.enabled it also serves the Adaptive Decision webhook receiver. ' +
         CONFIG_HELP,
-    )
-    .option('-c, --config <files>', 'comma-separated configuration files (instead of $DOCSTREAM_CONFIG)')
-    .action((opts: { config?: string }) => serve(opts, true));
+    );
+  addConfigOption(run).action((opts: ConfigFlags) => serve(opts, true));
+  examples(
+    run,
+    'docstream run',
+    'docstream run -c config/production.json -c config/production.env',
+    'DOCSTREAM_API_CLIENT_SECRET_FILE=/run/secrets/api docstream run -c prod.json',
+  );
 
-  program
+  const webhooks = program
     .command('webhooks')
     .summary('Serve only the Adaptive Decision webhook receiver.')
     .description(
@@ -107,7 +113,11 @@ export function registerRunCommand(program: Command): void {
         'webhooks topic (topics.webhooks), answering 2xx once Kafka has it; the connector instance running the ' +
         'document reads that record, fetches the decision and publishes it. ' +
         CONFIG_HELP,
-    )
-    .option('-c, --config <files>', 'comma-separated configuration files (instead of $DOCSTREAM_CONFIG)')
-    .action((opts: { config?: string }) => serve(opts, false));
+    );
+  addConfigOption(webhooks).action((opts: ConfigFlags) => serve(opts, false));
+  examples(
+    webhooks,
+    'docstream webhooks -c prod.json',
+    'DOCSTREAM_WEBHOOKS_SECRETS_FILE=/run/secrets/whsec docstream webhooks -c prod.json',
+  );
 }

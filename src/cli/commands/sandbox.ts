@@ -6,6 +6,9 @@ import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { InvalidArgumentError, Option } from 'commander';
 import { createLogger } from '../../observability/logger.js';
+import { readSecret, refusedSecretFlag } from '../config-option.js';
+import { UsageError } from '../exit-codes.js';
+import { examples } from '../help.js';
 import {
   applyConfigPatch,
   DEFAULT_CLIENT,
@@ -89,6 +92,7 @@ interface Flags {
   pipelineFailRate?: number;
   webhookUrl?: string;
   webhookSecret?: string;
+  webhookSecretFile?: string;
   webhookDuplicateRate?: number;
   webhookOutOfOrder?: boolean;
   webhookOutOfOrderWindowMs?: number;
@@ -267,9 +271,14 @@ export function registerSandboxCommand(program: Command): void {
     )
     .addOption(
       new Option(
-        // Not `<whsec_...>`: a placeholder ending in `...` makes commander take a list of values.
-        '--webhook-secret <secret>',
-        'Standard Webhooks signing secret, whsec_<base64 key> (default: a fixed sandbox secret)',
+        '--webhook-secret-file <file>',
+        'file holding the Standard Webhooks signing secret, whsec_<base64 key> (default: a fixed sandbox secret)',
+      ),
+    )
+    .addOption(
+      refusedSecretFlag(
+        '--webhook-secret',
+        'in a file with --webhook-secret-file <file>, or as webhook.secret in the --config file',
       ),
     )
     .addOption(
@@ -338,11 +347,16 @@ GET|POST /_sandbox/config, POST /_sandbox/reset. See docs/sandbox.md.`,
     .action(async (flags: Flags & { logLevel: string }) => {
       let config: SandboxConfig;
       try {
+        flags.webhookSecret = await readSecret({ file: flags.webhookSecretFile }, '--webhook-secret');
         let base = defaultConfig();
         if (flags.config) base = applyConfigPatch(base, loadConfigFile(flags.config));
         config = applyConfigPatch(base, flagsToPatch(flags, base));
       } catch (err) {
-        if (err instanceof SandboxConfigError || err instanceof InvalidArgumentError) {
+        if (
+          err instanceof SandboxConfigError ||
+          err instanceof InvalidArgumentError ||
+          err instanceof UsageError
+        ) {
           cmd.error(`docstream sandbox: ${err.message}`, { exitCode: 2, code: 'docstream.invalidConfig' });
         }
         throw err;
@@ -375,4 +389,10 @@ GET|POST /_sandbox/config, POST /_sandbox/reset. See docs/sandbox.md.`,
       process.once('SIGINT', () => stop('SIGINT'));
       process.once('SIGTERM', () => stop('SIGTERM'));
     });
+  examples(
+    cmd,
+    'docstream sandbox',
+    'docstream sandbox --port 8080 --rate-limit 20 --error-rate 0.05',
+    'docstream sandbox --webhook-url http://127.0.0.1:8090/webhooks/document-analysis --webhook-secret-file whsec.txt',
+  );
 }

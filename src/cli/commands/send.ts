@@ -1,6 +1,6 @@
 /**
  * `docstream send <file|url>`: publishes one arrival event for a blob to the input topic, Avro in the
- * Confluent wire format through the registry as a producer would (or JSON with --json), so that a
+ * Confluent wire format through the registry as a producer would (or JSON with --format json), so that a
  * running connector can be tried without writing a producer. The event is checked against the event
  * contract exactly as the connector reads it before anything is sent; a local file also gets its
  * size, sha256 and type as hints, and a warning when the configuration's `blobs.*` would refuse it.
@@ -15,16 +15,17 @@ import { type Command, InvalidArgumentError, Option } from 'commander';
 import { fileTypeFromFile } from 'file-type';
 import { PIPELINES, type PipelineConfiguration } from '../../api/schemas.js';
 import { BlobError, createBlobSource } from '../../blobs/index.js';
-import { loadConfig, type Config } from '../../config/index.js';
+import type { Config } from '../../config/index.js';
 import { kafkaClientOf } from '../../kafka/client-from-config.js';
 import { registryOf } from '../../serde/registry-from-config.js';
 import { silentLogger } from '../../observability/logger.js';
 import { decodeDocumentArrived, type DocumentArrived } from '../../serde/input.js';
 import { readCharacteristics } from './analyze.js';
-import { run, UsageError } from './api-options.js';
+import { addConfigOption, configArgs, configOf, type ConfigFlags } from '../config-option.js';
+import { examples } from '../help.js';
+import { printResult, run, UsageError } from './api-options.js';
 
-interface SendFlags {
-  config?: string;
+interface SendFlags extends ConfigFlags {
   topic?: string;
   eventId?: string;
   key?: string;
@@ -34,6 +35,7 @@ interface SendFlags {
   characteristics?: string;
   attribute: Record<string, string>;
   reprocess?: boolean;
+  format: 'avro' | 'json';
   json?: boolean;
 }
 
@@ -44,7 +46,7 @@ function attribute(value: string, previous: Record<string, string>): Record<stri
 }
 
 export function registerSendCommand(program: Command): void {
-  program
+  const command = program
     .command('send')
     .summary('Publish one arrival event for a document, to try a running connector.')
     .description(
@@ -53,7 +55,6 @@ export function registerSendCommand(program: Command): void {
         'which the connector reads only under blobs.fileRoots.',
     )
     .argument('<file|url>', 'a local file, or a file://, http(s):// or s3://bucket/key URL')
-    .option('-c, --config <files>', 'comma-separated configuration files (instead of $DOCSTREAM_CONFIG)')
     .option('--topic <topic>', 'the input topic (default: topics.arrived of the configuration)')
     .option('--event-id <id>', 'the idempotency key (default: a new one, send-<time>-<random>)')
     .option('--key <key>', 'the record key (default: the event id)')
@@ -69,12 +70,23 @@ export function registerSendCommand(program: Command): void {
         .default({}, 'none'),
     )
     .option('--reprocess', 'submit again even if this event id was analysed before')
-    .option('--json', 'send the event as UTF-8 JSON instead of Avro')
-    .action((target: string, flags: SendFlags) => run(() => send(target, flags)));
+    .addOption(
+      new Option('--format <format>', 'how the event is encoded: Avro through the registry, or UTF-8 JSON')
+        .choices(['avro', 'json'])
+        .default('avro'),
+    )
+    .option('--json', 'print what was sent as JSON (for scripts)');
+  addConfigOption(command).action((target: string, flags: SendFlags) => run(() => send(target, flags)));
+  examples(
+    command,
+    'docstream send -c config/sandbox.json invoice.pdf',
+    'docstream send -c prod.json s3://inbox/2026/invoice-17.pdf --pipeline QUALITY_ONLY --attribute tenant=acme',
+    'docstream send -c prod.json --format json --json invoice.pdf',
+  );
 }
 
 async function send(target: string, flags: SendFlags): Promise<void> {
-  const config = loadConfig(flags.config ? { files: flags.config.split(',') } : {});
+  const config = configOf(flags);
   const topic = flags.topic ?? config.topics.arrived;
   const blob = await blobOf(target);
   const eventId =
@@ -113,12 +125,13 @@ async function send(target: string, flags: SendFlags): Promise<void> {
   }
   let value: Buffer;
   let format: string;
-  if (flags.json) {
+  let schemaId: number | null = null;
+  if (flags.format === 'json') {
     value = Buffer.from(JSON.stringify(candidate));
     format = 'JSON';
   } else {
     const registry = registryOf(config, silentLogger);
-    const schemaId = config.registry.autoRegister
+    schemaId = config.registry.autoRegister
       ? await registry.registerValueSchema(topic, 'DocumentArrived')
       : await registry.useRegisteredValueSchema(topic, 'DocumentArrived');
     value = registry.encode(topic, avroShape(checked.event));
@@ -128,9 +141,20 @@ async function send(target: string, flags: SendFlags): Promise<void> {
   await producer.connect();
   try {
     const [sent] = await producer.send(topic, [{ key: flags.key ?? eventId, value }]);
-    process.stdout.write(
-      `sent ${eventId} to ${topic} partition ${sent?.partition} offset ${sent?.baseOffset} (${format})\n` +
-        `follow it: docstream inspect ${eventId}${flags.config ? ` --config ${flags.config}` : ''}\n`,
+    const result = {
+      event_id: eventId,
+      topic,
+      partition: sent?.partition ?? null,
+      offset: sent?.baseOffset ?? null,
+      format: flags.format,
+      schema_id: schemaId,
+    };
+    printResult(
+      flags.json,
+      result,
+      () =>
+        `sent ${eventId} to ${topic} partition ${result.partition} offset ${result.offset} (${format})\n` +
+        `follow it: docstream inspect ${eventId}${configArgs(flags)}\n`,
     );
   } finally {
     await producer.disconnect();

@@ -15,6 +15,8 @@ import {
   type ServiceName,
   type StackOptions,
 } from '../../stack/index.js';
+import { EXIT_NOT_FOUND } from '../exit-codes.js';
+import { examples } from '../help.js';
 
 interface CommonFlags {
   cacheDir?: string;
@@ -72,7 +74,8 @@ function port(what: string, key: keyof StackOptions['ports']): string {
   return `${what} (env: ${PORT_ENV[key]})`;
 }
 
-function withCommonOptions(cmd: Command): Command {
+/** What `stack install` takes as well: where artifacts go, which services, how long to wait. */
+function withInstallOptions(cmd: Command): Command {
   const d = helpDefaults();
   return cmd
     .option(
@@ -80,6 +83,22 @@ function withCommonOptions(cmd: Command): Command {
       'where downloaded artifacts are kept (env: DOCSTREAM_STACK_CACHE_DIR)',
       d.cacheDir,
     )
+    .option(
+      '--services <list>',
+      `only these services (comma-separated, of ${SERVICE_NAMES.join(',')})`,
+      parseServices,
+    )
+    .option(
+      '--timeout <seconds>',
+      'wait at most this long for each service',
+      parseSeconds,
+      d.timeoutMs / 1000,
+    );
+}
+
+function withCommonOptions(cmd: Command): Command {
+  const d = helpDefaults();
+  return withInstallOptions(cmd)
     .option(
       '--run-dir <dir>',
       'where pid files, logs, data and configs are kept (env: DOCSTREAM_STACK_RUN_DIR)',
@@ -127,18 +146,7 @@ function withCommonOptions(cmd: Command): Command {
       parsePort,
       d.ports.registryManagement,
     )
-    .option('--s3-port <port>', port('port of the S3-compatible server', 's3'), parsePort, d.ports.s3)
-    .option(
-      '--services <list>',
-      `only these services (comma-separated, of ${SERVICE_NAMES.join(',')})`,
-      parseServices,
-    )
-    .option(
-      '--timeout <seconds>',
-      'wait at most this long for each service',
-      parseSeconds,
-      d.timeoutMs / 1000,
-    );
+    .option('--s3-port <port>', port('port of the S3-compatible server', 's3'), parsePort, d.ports.s3);
 }
 
 function toOptions(
@@ -189,8 +197,9 @@ export function registerStackCommand(program: Command): void {
   const stack = program
     .command('stack')
     .description('Run a local Kafka, schema registry and S3-compatible store (no Docker needed).');
+  examples(stack, 'docstream stack up', 'eval "$(docstream stack env)"', 'docstream stack down --wipe');
 
-  withCommonOptions(stack.command('up'))
+  const up = withCommonOptions(stack.command('up'))
     .description('Start the stack (idempotent), detached, and wait until it is healthy.')
     .option('--fresh', 'stop the selected services and wipe their data first')
     .action(async (flags: CommonFlags) => {
@@ -203,8 +212,14 @@ export function registerStackCommand(program: Command): void {
       );
       o.log(`stack: logs and data in ${o.runDir}; \`docstream stack env\` prints the environment to use`);
     });
+  examples(
+    up,
+    'docstream stack up',
+    'docstream stack up --services kafka,registry --kafka-port 19092',
+    'docstream stack up --fresh',
+  );
 
-  withCommonOptions(stack.command('down'))
+  const down = withCommonOptions(stack.command('down'))
     .description('Stop what `stack up` started.')
     .option(
       '--wipe',
@@ -215,15 +230,21 @@ export function registerStackCommand(program: Command): void {
       await stackDown(o);
       if (o.wipe) o.log('stack: wiped; the next `docstream stack up` starts afresh');
     });
+  examples(down, 'docstream stack down', 'docstream stack down --services s3 --wipe');
 
-  withCommonOptions(stack.command('status'))
+  const status = withCommonOptions(stack.command('status'))
     .description("Show each service's pid, port and health (exit code 3 when not all are healthy).")
-    .action(async (flags: CommonFlags) => {
-      const { ok } = await stackStatus(toOptions(flags));
-      if (!ok) process.exitCode = 3;
+    .option('--json', 'print the services as JSON (for scripts)')
+    .action(async (flags: CommonFlags & { json?: boolean }) => {
+      const { ok, services } = await stackStatus(
+        toOptions(flags, flags.json ? (l) => process.stderr.write(`${l}\n`) : undefined),
+      );
+      if (flags.json) process.stdout.write(`${JSON.stringify({ ok, services }, null, 2)}\n`);
+      if (!ok) process.exitCode = EXIT_NOT_FOUND;
     });
+  examples(status, 'docstream stack status', 'docstream stack status --json || docstream stack up');
 
-  withCommonOptions(stack.command('env'))
+  const env = withCommonOptions(stack.command('env'))
     .description('Print exports that point docstream at the stack: eval "$(docstream stack env)".')
     .option(
       '--secure',
@@ -245,10 +266,16 @@ export function registerStackCommand(program: Command): void {
       }
       process.stdout.write(lines.join('\n') + '\n');
     });
+  examples(env, 'eval "$(docstream stack env)"', 'docstream stack env --secure > stack.env');
 
-  withCommonOptions(stack.command('install'))
+  const install = withInstallOptions(stack.command('install'))
     .description('Download and install the artifacts only (for CI caches).')
     .action(async (flags: CommonFlags) => {
       await stackInstall(toOptions(flags));
     });
+  examples(
+    install,
+    'docstream stack install',
+    'docstream stack install --cache-dir ~/.cache/docstream --services kafka',
+  );
 }

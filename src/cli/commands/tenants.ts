@@ -1,88 +1,161 @@
 /**
  * `docstream tenants create|apps`: the tenant-management API, authenticated with a private-key
- * JWT. `--cell` here is the new tenant's cell; the API address is `--base-url` or `--api-cell`.
+ * JWT (tenant.clientId, tenant.privateKey, tenant.kid). The API's address is the configuration's,
+ * as for every API command (`--base-url`, `--cell`); the new tenant's cell is `--tenant-cell`.
  */
 import { readFile } from 'node:fs/promises';
 import { type Command, Option } from 'commander';
-import { CELLS, type Cell, SCOPES } from '../../api/schemas.js';
+import { type ApplicationList, CELLS, type Cell, SCOPES, type Tenant } from '../../api/schemas.js';
 import { TenantClient } from '../../client/tenant-client.js';
-import { addAddressOptions, address, type AddressFlags, run, UsageError } from './api-options.js';
+import { configOf } from '../config-option.js';
+import { examples } from '../help.js';
+import {
+  addAddressOptions,
+  addressOverrides,
+  apiAddress,
+  type AddressFlags,
+  printResult,
+  run,
+  UsageError,
+} from './api-options.js';
 
 interface TenantFlags extends AddressFlags {
   apiCell?: string;
-  clientId: string;
-  privateKey: string;
-  kid: string;
+  clientId?: string;
+  privateKey?: string;
+  kid?: string;
+  json?: boolean;
 }
 
-function addTenantAuthOptions(command: Command): Command {
-  return addAddressOptions(command, '--api-cell <cell>')
+function addTenantOptions(command: Command): Command {
+  return addAddressOptions(command)
+    .addOption(new Option('--client-id <id>', 'tenant-admin OAuth client id (tenant.clientId)'))
     .addOption(
-      new Option('--client-id <id>', 'tenant-admin OAuth client id')
-        .env('DOCSTREAM_TENANT_CLIENT_ID')
-        .makeOptionMandatory(),
+      new Option(
+        '--private-key <file>',
+        'PKCS#8 PEM private key file of the client (tenant.privateKey, or DOCSTREAM_TENANT_PRIVATE_KEY_FILE)',
+      ),
     )
-    .addOption(
-      new Option('--private-key <file>', 'PKCS#8 PEM private key of the client')
-        .env('DOCSTREAM_TENANT_PRIVATE_KEY_FILE')
-        .makeOptionMandatory(),
-    )
-    .addOption(
-      new Option('--kid <kid>', 'key id registered for the key')
-        .env('DOCSTREAM_TENANT_KID')
-        .makeOptionMandatory(),
-    );
+    .addOption(new Option('--kid <kid>', 'key id registered for the key (tenant.kid)'))
+    .addOption(new Option('--api-cell <cell>', 'deprecated: --cell').hideHelp().conflicts('baseUrl'))
+    .option('--json', 'print the result as JSON (for scripts)');
 }
 
 async function tenantClient(flags: TenantFlags, scopes: string[]): Promise<TenantClient> {
-  let privateKey: string;
-  try {
-    privateKey = await readFile(flags.privateKey, 'utf8');
-  } catch (error) {
+  if (flags.apiCell !== undefined) {
+    process.stderr.write(
+      'docstream: warning: --api-cell is deprecated; use --cell (the API cell, as in every command)\n',
+    );
+    flags.cell ??= flags.apiCell;
+  }
+  let privateKey: string | undefined;
+  if (flags.privateKey !== undefined) {
+    try {
+      privateKey = await readFile(flags.privateKey, 'utf8');
+    } catch (error) {
+      throw new UsageError(
+        `--private-key ${flags.privateKey}: ${error instanceof Error ? error.message : String(error)}`,
+      );
+    }
+  }
+  const config = configOf(flags, {
+    api: addressOverrides(flags),
+    tenant: { clientId: flags.clientId, privateKey, kid: flags.kid },
+  });
+  const missing = [
+    ['tenant.clientId', '--client-id', config.tenant.clientId],
+    [
+      'tenant.privateKey',
+      '--private-key <file> or DOCSTREAM_TENANT_PRIVATE_KEY_FILE',
+      config.tenant.privateKey,
+    ],
+    ['tenant.kid', '--kid', config.tenant.kid],
+  ].filter(([, , value]) => value === '');
+  if (missing.length > 0) {
     throw new UsageError(
-      `--private-key ${flags.privateKey}: ${error instanceof Error ? error.message : String(error)}`,
+      `the tenant API needs a private-key JWT client: set ${missing.map(([key, flag]) => `${key} (${flag})`).join(', ')}`,
     );
   }
+  const address = apiAddress(config.api);
   try {
     return new TenantClient({
-      ...address({ baseUrl: flags.baseUrl, cell: flags.apiCell, tokenUrl: flags.tokenUrl }),
-      clientId: flags.clientId,
-      privateKey,
-      kid: flags.kid,
+      ...address,
+      clientId: config.tenant.clientId,
+      privateKey: config.tenant.privateKey,
+      kid: config.tenant.kid,
       scopes,
+      timeoutMs: config.api.timeoutMs,
     });
   } catch (error) {
     throw new UsageError(error instanceof Error ? error.message : String(error));
   }
 }
 
+function humanTenant(tenant: Tenant): string {
+  return `created tenant ${tenant.id} (${tenant.name}) in ${tenant.cells.join(', ')}\n`;
+}
+
+function humanApplications(list: ApplicationList): string {
+  if (list.items.length === 0) return 'no applications\n';
+  const rows = [
+    ['client id', 'cell', 'scopes', 'kid'],
+    ...list.items.map((a) => [a.client_id, a.cell, a.scopes.join(' '), a.credentials.kid]),
+  ];
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
+  return `${rows
+    .map((r) =>
+      r
+        .map((c, i) => c.padEnd(widths[i]!))
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n')}\n`;
+}
+
 export function registerTenants(program: Command): void {
   const tenants = program
     .command('tenants')
     .description('Manage the tenants of the organisation (tenant API).');
+  examples(
+    tenants,
+    'docstream tenants create -c prod.json --name acme --tenant-cell eu-1',
+    'docstream tenants apps -c prod.json --json tenant-1',
+  );
 
   const create = tenants
     .command('create')
     .description('Create a tenant in one cell.')
     .requiredOption('--name <name>', 'unique name: 1..61 of a-z and 0-9')
-    .addOption(new Option('--cell <cell>', 'the cell of the tenant').choices(CELLS).makeOptionMandatory());
-  addTenantAuthOptions(create).action((flags: TenantFlags & { name: string; cell: Cell }) =>
+    .addOption(
+      new Option('--tenant-cell <cell>', 'the cell of the new tenant').choices(CELLS).makeOptionMandatory(),
+    );
+  addTenantOptions(create).action((flags: TenantFlags & { name: string; tenantCell: Cell }) =>
     run(async () => {
       const client = await tenantClient(flags, [SCOPES.tenantsWrite]);
-      const tenant = await client.createTenant({ name: flags.name, cells: [flags.cell] });
-      process.stdout.write(`${JSON.stringify(tenant, null, 2)}\n`);
+      const tenant = await client.createTenant({ name: flags.name, cells: [flags.tenantCell] });
+      printResult(flags.json, tenant, () => humanTenant(tenant));
     }),
+  );
+  examples(
+    create,
+    'docstream tenants create -c prod.json --name acme --tenant-cell eu-1',
+    'DOCSTREAM_TENANT_PRIVATE_KEY_FILE=admin.pem docstream tenants create --client-id admin --kid key-1 --name acme --tenant-cell us-1 --json',
   );
 
   const apps = tenants
     .command('apps')
     .description("List a tenant's applications (OAuth clients).")
     .argument('<tenant-id>');
-  addTenantAuthOptions(apps).action((tenantId: string, flags: TenantFlags) =>
+  addTenantOptions(apps).action((tenantId: string, flags: TenantFlags) =>
     run(async () => {
       const client = await tenantClient(flags, [SCOPES.tenantApplicationsRead]);
       const list = await client.listApplications(tenantId);
-      process.stdout.write(`${JSON.stringify(list, null, 2)}\n`);
+      printResult(flags.json, list, () => humanApplications(list));
     }),
+  );
+  examples(
+    apps,
+    'docstream tenants apps -c prod.json tenant-1',
+    'docstream tenants apps -c prod.json --json tenant-1',
   );
 }
