@@ -1,6 +1,6 @@
 /**
  * Blobs kept from admission to upload, so that each is read or fetched once: in memory when small
- * (`blobs.inMemoryBytes`) and the process's memory budget has room, else (remote blobs) in a private
+ * (`blobs.inMemoryBytes`) and the process's memory budget has space, else (remote blobs) in a private
  * temp file (`spool.ts`). Every `open()` (a retried upload included) reads what was kept; nothing is
  * fetched a second time. The digest, when one is to be verified, is computed from the bytes kept.
  *

@@ -65,7 +65,7 @@ export class Connector {
     const { config, logger } = options;
     this.log = logger;
     this.metrics = options.metrics ?? new ConnectorMetrics();
-    this.parts = buildParts(config, logger, this.metrics, () => this.loop.onRoom());
+    this.parts = buildParts(config, logger, this.metrics, () => this.loop.onCapacityFreed());
     this.engine = this.parts.engine;
     this.client = this.parts.client;
     this.metrics.observeApi(this.client.limiter, this.client.health);

@@ -100,7 +100,7 @@ export function buildParts(
   config: Config,
   logger: Logger,
   metrics: ConnectorMetrics,
-  onRoom: () => void,
+  onCapacityFreed: () => void,
 ): ConnectorParts {
   const kafka = kafkaClientOf(config, { logger });
   const registry = registryOf(config, logger);
@@ -203,7 +203,7 @@ export function buildParts(
       },
       onDeadLetter: (stage, code) => metrics.failed.inc({ stage, reason: code }),
       onStage: (stage, ms) => metrics.stageDuration.observe({ stage }, ms / 1000),
-      onRoom,
+      onCapacityFreed,
       onSubmissionsLeftEmpty: (count) => metrics.submissionsLeftEmpty.inc(count),
     },
   );

@@ -142,47 +142,47 @@ describe('CoalescingSender with lazy messages', () => {
     await Promise.all([a, b, c]);
   });
 
-  it('is sent at once when hurried', async () => {
+  it('is sent at once when asked to send what lingers now', async () => {
     const r = recording();
     const sender = new CoalescingSender(r.producer, 500, { lazyLingerMs: 60_000 });
     const lazy = sender.send('s', { key: '1', value: 'x' }, { lazy: true });
     await tick();
     expect(r.requests).toHaveLength(0);
-    sender.hurry();
+    sender.sendLingeringNow();
     await tick();
     expect(r.requests).toHaveLength(1);
     r.releases[0]!();
     await lazy;
-    // Nothing queued: hurrying starts no request.
-    sender.hurry();
+    // Nothing queued: sending what lingers starts no request.
+    sender.sendLingeringNow();
     await tick();
     expect(r.requests).toHaveLength(1);
   });
 
-  it('when hurried while a request is out, follows that request as soon as it is acknowledged', async () => {
+  it('when asked to send what lingers now while a request is out, follows that request as soon as it is acknowledged', async () => {
     const r = recording();
     const sender = new CoalescingSender(r.producer, 500, { lazyLingerMs: 60_000 });
     const first = sender.send('r', { key: '1', value: 'x' });
     await tick();
     expect(r.requests).toHaveLength(1);
     const lazy = sender.send('s', { key: '2', value: 'x' }, { lazy: true });
-    sender.hurry();
+    sender.sendLingeringNow();
     await tick();
-    // One request at a time: the hurried message waits for the first one's answer, not its linger.
+    // One request at a time: the message sent at once waits for the first one's answer, not its linger.
     expect(r.requests).toHaveLength(1);
     r.releases[0]!();
     await first;
     await tick();
     expect(r.requests).toHaveLength(2);
     expect(r.keys(1)).toEqual(['s:2']);
-    // Queued after the hurry: lazy again, it waits for its linger or the next request.
+    // Queued after the sendLingeringNow: lazy again, it waits for its linger or the next request.
     const later = sender.send('s', { key: '3', value: 'x' }, { lazy: true });
     r.releases[1]!();
     await lazy;
     await tick();
     await tick();
     expect(r.requests).toHaveLength(2);
-    sender.hurry();
+    sender.sendLingeringNow();
     await tick();
     expect(r.requests).toHaveLength(3);
     r.releases[2]!();

@@ -23,7 +23,7 @@
  * first state): it starts no request of its own until `lazyLingerMs` have passed, and goes with the
  * next request anything else starts meanwhile. At a trickle a document's later states thus ride on
  * the next document's first state or results instead of costing a request each, and a later state
- * of the same document that arrives meanwhile replaces it; a flood gathers them anyway. `hurry`
+ * of the same document that arrives meanwhile replaces it; a flood gathers them anyway. `sendLingeringNow`
  * sends what lingers at once, or right after the request that is out (a stop or a revoke should not
  * wait for it).
  */
@@ -138,7 +138,7 @@ export class CoalescingSender {
    * eager, so that while a request is out they follow it as soon as it is acknowledged rather than
    * wait out their linger behind it.
    */
-  hurry(): void {
+  sendLingeringNow(): void {
     for (const item of this.queue) {
       if (!item.lazy) continue;
       item.lazy = false;

@@ -13,7 +13,7 @@ interface FittedDeadLetter {
   cut: { valueBytes: number; keyBytes: number } | null;
 }
 
-/** Room left for the varint lengths that shrink with the cut. */
+/** Space left for the varint lengths that shrink with the cut. */
 const MARGIN = 16;
 const MESSAGE_KEEP = 2000;
 

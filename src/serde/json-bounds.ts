@@ -6,7 +6,7 @@
  * stack size exceeded" past the record's own letter. So a JSON text is scanned first, in one loop
  * with a counter (no recursion, no values built), and a decoded value (Avro) is walked with an
  * explicit stack. The contract's deepest path is a handful of levels; `MAX_INPUT_DEPTH` leaves
- * ample room for producers' extra fields while keeping every later recursion shallow.
+ * ample space for producers' extra fields while keeping every later recursion shallow.
  */
 
 /** Deepest nesting of arrays and objects accepted in an input value (the top level is depth 1). */

@@ -11,10 +11,23 @@ import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { sampleBytes } from '../../src/demo/corpus.js';
+import { createServer } from 'node:net';
 import { E2E, arrival, waitFor } from '../harness/e2e.js';
 
 const run = promisify(execFile);
 const CLI = path.resolve('dist/cli/index.js');
+
+/** A port free on loopback now (for the connector's /readyz and /metrics). */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
 
 function stack(action: 'up' | 'down'): Promise<unknown> {
   return run(process.execPath, [CLI, 'stack', action, '--services', 'kafka'], { timeout: 150_000 });
@@ -34,17 +47,38 @@ describe.each(['at-least-once', 'exactly-once'])('Kafka restarted mid-run (%s)',
     const file = await env.writeFile('doc.pdf', await sampleBytes('clean-pdf'));
     const before = Array.from({ length: 60 }, (_, i) => `evt-restart-a${i}`);
     const after = Array.from({ length: 20 }, (_, i) => `evt-restart-b${i}`);
+    const port = await freePort();
     const child = env.spawnConnector({
       connector: { delivery, transactionLingerMs: 20, admissionWaitMs: 500 },
+      http: { host: '127.0.0.1', port },
     });
+    const kafkaCheck = async (): Promise<{ ok: boolean; available: string | undefined } | null> => {
+      try {
+        const ready = (await (await fetch(`http://127.0.0.1:${port}/readyz`)).json()) as {
+          checks: { kafka: { ok: boolean } };
+        };
+        const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+        const available = /^docstream_kafka_available (\d)/m.exec(metrics)?.[1];
+        return { ok: ready.checks.kafka.ok, available };
+      } catch {
+        return null;
+      }
+    };
     await env.produce(before.map((id) => arrival(id, file, { pipeline_configuration: 'QUALITY_ONLY' })));
     await waitFor('the first submissions', () => env.sandbox.stats().submissionsCreated >= 10, 30_000);
     await env.collect();
     // Creates answered while the broker is away: their documents wait between create and record.
     env.sandbox.configure({ faults: { extraLatencyMs: 1500 } });
     await stack('down');
+    // While the broker is away, /readyz's kafka check fails and the gauge says so.
+    let seenDown: { ok: boolean; available: string | undefined } | null = null;
+    for (const until = Date.now() + 30_000; Date.now() < until && seenDown === null;) {
+      const check = await kafkaCheck();
+      if (check && !check.ok) seenDown = check;
+      else await new Promise((r) => setTimeout(r, 250));
+    }
+    expect(seenDown).toEqual({ ok: false, available: '0' });
     // Analyses finish while the broker is away: their results wait for it.
-    await new Promise((r) => setTimeout(r, 3000));
     env.sandbox.configure({ faults: { extraLatencyMs: 0 } });
     await stack('up');
     await env.produce(after.map((id) => arrival(id, file, { pipeline_configuration: 'QUALITY_ONLY' })));
@@ -53,6 +87,7 @@ describe.each(['at-least-once', 'exactly-once'])('Kafka restarted mid-run (%s)',
     const done = () => new Set(env.on('quality').map((o) => o.headers.event_id)).size;
     await waitFor(`results of all ${ids.length} documents`, () => done() === ids.length, 120_000);
     expect(child.exitCode).toBeNull();
+    expect(await kafkaCheck()).toEqual({ ok: true, available: '1' });
     expect(env.on('dlq')).toEqual([]);
     const counts = env.sandbox.stats().submissionsByQueryId;
     expect(Object.keys(counts).sort()).toEqual([...ids].sort());

@@ -50,9 +50,9 @@ class FakeEngine implements LoopEngine {
     this.revoked.push([...partitions]);
   }
   /** How often the loop said it waits for a slot. */
-  roomWanted = 0;
-  wantRoom(): void {
-    this.roomWanted += 1;
+  capacityWanted = 0;
+  wantCapacity(): void {
+    this.capacityWanted += 1;
   }
   /** What the loop told the engine about the group's moves, in order. */
   moves: string[] = [];
@@ -133,7 +133,7 @@ class FakeLimiter {
   }
 }
 
-function setup(maxInFlight = 3, totalPartitions = 4, roomWaitMs = 30) {
+function setup(maxInFlight = 3, totalPartitions = 4, capacityWaitMs = 30) {
   const consumer = new FakeConsumer();
   const limiter = new FakeLimiter();
   const engine = new FakeEngine();
@@ -169,7 +169,7 @@ function setup(maxInFlight = 3, totalPartitions = 4, roomWaitMs = 30) {
     onInFlight: (n) => inFlightSeen.push(n),
     groupShare: new GroupShare(limiter, () => totalPartitions),
     committedOffsets: async () => committed,
-    roomWaitMs,
+    capacityWaitMs,
     admissionWaitMs: 50,
   });
   loop.attach(consumer);
@@ -204,7 +204,7 @@ describe('ConsumerLoop', () => {
     await loop.onBatch(batch('in', 0, [10, 11, 12, 13, 14]), control);
     expect(handled).toEqual(['0:10', '0:11', '0:12']);
     // While full it told the engine so (documents ending then record their end at once).
-    expect(engine.roomWanted).toBeGreaterThan(0);
+    expect(engine.capacityWanted).toBeGreaterThan(0);
     expect(control.resolved).toEqual(['12']);
     expect(consumer.calls).toEqual(['pause in 0,1']);
     expect(loop.paused).toBe(true);
@@ -216,7 +216,7 @@ describe('ConsumerLoop', () => {
     const finishOne = setInterval(() => {
       if (engine.inFlight === 0) return;
       engine.inFlight -= 1;
-      loop.onRoom();
+      loop.onCapacityFreed();
     }, 20);
     try {
       await loop.onBatch(batch('in', 0, [1, 2, 3, 4, 5]), control);
@@ -246,7 +246,7 @@ describe('ConsumerLoop', () => {
       feedback: async () => undefined,
       logger: silentLogger,
       heartbeatMs: 10,
-      roomWaitMs: 60_000,
+      capacityWaitMs: 60_000,
     });
     loop.attach(consumerLoop.consumer);
     const started = Date.now();
@@ -262,10 +262,10 @@ describe('ConsumerLoop', () => {
     await loop.onBatch(batch('in', 0, [1]), new FakeControl());
     expect(consumer.calls).toEqual(['pause in 0,1']);
     engine.inFlight = 19;
-    loop.onRoom();
+    loop.onCapacityFreed();
     expect(loop.paused).toBe(true);
     engine.inFlight = 18;
-    loop.onRoom();
+    loop.onCapacityFreed();
     expect(consumer.calls).toEqual(['pause in 0,1', 'resume in 0,1']);
     expect(loop.paused).toBe(false);
   });
@@ -276,7 +276,7 @@ describe('ConsumerLoop', () => {
     await loop.onBatch(batch('in', 0, [1]), new FakeControl());
     loop.stop();
     engine.inFlight = 0;
-    loop.onRoom();
+    loop.onCapacityFreed();
     expect(consumer.calls).toEqual(['pause in 0,1']);
   });
 
@@ -461,7 +461,7 @@ describe('ConsumerLoop', () => {
     await loop.commit();
     expect(consumer.commits).toEqual([[{ topic: 'in', partition: 2, offset: '40', metadata: UNFINISHED }]]);
     engine.running.delete(2);
-    loop.onRoom();
+    loop.onCapacityFreed();
     await new Promise((r) => setTimeout(r, 5));
     expect(consumer.commits[1]).toEqual([{ topic: 'in', partition: 2, offset: '40', metadata: DONE }]);
   });
@@ -472,11 +472,11 @@ describe('ConsumerLoop', () => {
     await loop.onBatch(batch('in', 0, [0]), new FakeControl());
     await loop.commit();
     // A document of another partition finishing changes nothing for partition 0.
-    loop.onRoom();
+    loop.onCapacityFreed();
     await new Promise((r) => setTimeout(r, 5));
     expect(consumer.commits).toHaveLength(1);
     engine.running.delete(0);
-    loop.onRoom();
+    loop.onCapacityFreed();
     await new Promise((r) => setTimeout(r, 5));
     expect(consumer.commits).toEqual([
       [{ topic: 'in', partition: 0, offset: '1', metadata: UNFINISHED }],

@@ -25,12 +25,12 @@ export class ConsumerLoop {
   private readonly preparation: PartitionPreparation;
   private admitting = 0;
   /** Batch handlers waiting for a free slot: woken whenever one may have freed. */
-  private readonly roomWaiters = new Set<() => void>();
+  private readonly capacityWaiters = new Set<() => void>();
   private inputPaused = false;
   /** Set while the input is paused for an outage; resolves when the probe succeeded. */
   private outage: Promise<void> | null = null;
   /** Set by stop: no record is taken, and batch handlers hold until `released`. */
-  private parking: { released: Promise<void>; release: () => void } | null = null;
+  private holding: { released: Promise<void>; release: () => void } | null = null;
   /** Batch handlers running now, feedback records being handled, and who waits for none (`idle`). */
   private handling = 0;
   /** Batches handed to this loop so far (the lag timer's sign of activity). */
@@ -64,26 +64,26 @@ export class ConsumerLoop {
 
   /**
    * No record is taken after this; running admissions finish (`idle`). The instance stays in its
-   * group, a batch fetched meanwhile held (`park`), until the caller made its final commit and calls
+   * group, a batch fetched meanwhile held (`hold`), until the caller made its final commit and calls
    * `release`.
    */
   stop(): void {
     this.commits.stop();
     this.preparation.stop();
-    this.wakeRoomWaiters();
+    this.wakeCapacityWaiters();
     for (const wake of [...this.sleepers]) wake();
     let release: () => void = () => undefined;
     const released = new Promise<void>((resolve) => (release = resolve));
-    this.parking = { released, release };
+    this.holding = { released, release };
   }
 
   private get stopping(): boolean {
-    return this.parking !== null;
+    return this.holding !== null;
   }
 
   /** The final commit is made: held batch handlers return, so the consumer can stop and leave. */
   release(): void {
-    this.parking?.release();
+    this.holding?.release();
   }
 
   /**
@@ -173,7 +173,7 @@ export class ConsumerLoop {
   /** The batch handler to give the Kafka consumer (`autoResolve: false`). */
   readonly onBatch = async (batch: IncomingBatch, control: BatchControl): Promise<void> => {
     this.batchesSeen += 1;
-    if (this.parking) return this.park(this.parking.released, control);
+    if (this.holding) return this.hold(this.holding.released, control);
     this.handling += 1;
     try {
       await this.handleBatch(batch, control);
@@ -189,7 +189,7 @@ export class ConsumerLoop {
    * held, heartbeating so the group keeps this member while its documents settle, until `release` or
    * a failed heartbeat (a rebalance, which must not wait for it).
    */
-  private park(released: Promise<void>, control: BatchControl): Promise<void> {
+  private hold(released: Promise<void>, control: BatchControl): Promise<void> {
     return new Promise<void>((resolve) => {
       const stopBeating = this.heartbeatEvery(control, resolve);
       void released.then(() => {
@@ -219,11 +219,11 @@ export class ConsumerLoop {
     const offsets = this.commits.tracker(batch.topic).partition(batch.partition);
     const admissions: Array<Promise<boolean>> = [];
     let last: string | null = null;
-    // A failed heartbeat (a rebalance under way) ends any wait for room: the group must not wait.
+    // A failed heartbeat (a rebalance under way) ends any wait for capacity: the group must not wait.
     let heartbeatFailed = false;
     const stopBeating = this.heartbeatEvery(control, () => {
       heartbeatFailed = true;
-      this.wakeRoomWaiters();
+      this.wakeCapacityWaiters();
     });
     const taking = () =>
       control.isRunning() && !control.isStale() && !this.stopping && !this.outage && !heartbeatFailed;
@@ -233,12 +233,12 @@ export class ConsumerLoop {
       for (const message of batch.messages) {
         if (!taking()) break;
         // Checked again after every wait: the slot is taken in the same turn as the check.
-        const roomUntil = Date.now() + (this.o.roomWaitMs ?? 2000);
-        while (!this.hasRoom()) {
-          this.o.engine.wantRoom?.();
-          if (!taking() || !(await this.roomFreed(roomUntil))) break;
+        const capacityUntil = Date.now() + (this.o.capacityWaitMs ?? 2000);
+        while (!this.hasCapacity()) {
+          this.o.engine.wantCapacity?.();
+          if (!taking() || !(await this.slotFreed(capacityUntil))) break;
         }
-        if (!this.hasRoom()) {
+        if (!this.hasCapacity()) {
           if (taking()) this.pauseInput();
           break;
         }
@@ -248,7 +248,7 @@ export class ConsumerLoop {
         admissions.push(
           this.settle(message, offsets, () => this.o.arrivals(message)).finally(() => {
             this.admitting -= 1;
-            this.wakeRoomWaiters();
+            this.wakeCapacityWaiters();
             this.wakeIdle();
           }),
         );
@@ -263,8 +263,8 @@ export class ConsumerLoop {
   }
 
   /** A document finished or was dropped: resume the input once a tenth of the slots are free. */
-  onRoom(): void {
-    this.wakeRoomWaiters();
+  onCapacityFreed(): void {
+    this.wakeCapacityWaiters();
     this.commits.commitIfDrained();
     const inFlight = this.o.engine.inFlight;
     this.o.onInFlight?.(inFlight);
@@ -399,7 +399,7 @@ export class ConsumerLoop {
         this.o.logger.info('input resumed: the dependency answers again');
         this.consumer.resume(feedback, this.assigned(feedback));
         if (!this.inputPaused) this.consumer.resume(arrived, this.assigned(arrived));
-        else this.onRoom();
+        else this.onCapacityFreed();
       });
   }
 
@@ -407,26 +407,26 @@ export class ConsumerLoop {
    * Resolves true when a slot may have freed (the caller checks again), false once `until` passed.
    * Also re-checks every 100 ms, so that a stop, a seek or an outage is noticed while waiting.
    */
-  private roomFreed(until: number): Promise<boolean> {
+  private slotFreed(until: number): Promise<boolean> {
     const left = until - Date.now();
     if (left <= 0) return Promise.resolve(false);
     return new Promise((resolve) => {
       const wake = () => {
         clearTimeout(timer);
-        this.roomWaiters.delete(wake);
+        this.capacityWaiters.delete(wake);
         resolve(true);
       };
       const timer = setTimeout(wake, Math.min(left, 100));
-      this.roomWaiters.add(wake);
+      this.capacityWaiters.add(wake);
     });
   }
 
-  private hasRoom(): boolean {
+  private hasCapacity(): boolean {
     return this.o.engine.inFlight + this.admitting < this.o.maxInFlight;
   }
 
-  private wakeRoomWaiters(): void {
-    for (const wake of [...this.roomWaiters]) wake();
+  private wakeCapacityWaiters(): void {
+    for (const wake of [...this.capacityWaiters]) wake();
   }
 
   private pauseInput(): void {

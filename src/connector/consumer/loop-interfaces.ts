@@ -24,7 +24,7 @@ export interface LoopEngine {
   /** Stops the documents of `partitions`; returns how many were running (when it counts them). */
   revoke(partitions: Iterable<number>): number | void;
   /** The loop waits for a slot: nothing that would hold one should wait for company now. */
-  wantRoom?(): void;
+  wantCapacity?(): void;
   /**
    * Before this member releases its partitions: no create is sent from now on, and those already
    * sent are recorded within `timeoutMs`. Resolves with how many could not be recorded.
@@ -77,7 +77,7 @@ export interface ConsumerLoopOptions {
    * waves (return, pause, resume at a tenth free, fetch again); the bound keeps the feedback topic and
    * rebalances from waiting behind a full instance.
    */
-  roomWaitMs?: number;
+  capacityWaitMs?: number;
   /** How an outage of a dependency (the schema registry) pauses the input instead of crashing. */
   outage?: OutageHandling;
   /**

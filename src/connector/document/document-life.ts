@@ -73,8 +73,8 @@ export class DocumentLife {
   private readonly blobWeather = new Map<string, { since: number; tries: number; partition: number }>();
   private readonly timing: PollTiming;
   readonly now: () => number;
-  /** The consumer waits for a slot (`wantRoom`): no record lingers. */
-  private roomWanted = false;
+  /** The consumer waits for a slot (`wantCapacity`): no record lingers. */
+  private capacityWanted = false;
 
   constructor(
     private readonly ports: EnginePorts,
@@ -290,18 +290,18 @@ export class DocumentLife {
   }
 
   /** Sends the lazy state records still waiting, now: a stop or a revoke does not wait for them. */
-  hurry(): void {
-    this.ports.states.hurry?.();
+  sendLingeringNow(): void {
+    this.ports.states.sendLingeringNow?.();
   }
 
   /** A slot is wanted: ends are recorded at once (a lazy one would hold its slot) until one frees. */
-  wantRoom(): void {
-    this.roomWanted = true;
-    this.hurry();
+  wantCapacity(): void {
+    this.capacityWanted = true;
+    this.sendLingeringNow();
   }
 
-  roomGiven(): void {
-    this.roomWanted = false;
+  capacityFreed(): void {
+    this.capacityWanted = false;
   }
 
   // ---- from here on in the background: admitted, resumed and replayed documents ----
@@ -725,7 +725,7 @@ export class DocumentLife {
    * or revoked run's record never waits, nor one made while the consumer waits for a slot.
    */
   private async record(run: Run, pace: 'now' | 'lazy' = 'now'): Promise<void> {
-    const lazy = () => pace === 'lazy' && !run.cancelled && !this.roomWanted;
+    const lazy = () => pace === 'lazy' && !run.cancelled && !this.capacityWanted;
     await retry(() => this.ports.states.writeState(run.state, { lazy: lazy() }), {
       backoff: { initialMs: this.options.pollInitialMs, maxMs: this.options.pollMaxMs },
       random: this.ports.random,

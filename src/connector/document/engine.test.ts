@@ -91,7 +91,7 @@ class FakeOut implements OutputPort, StatePort {
   /** While set, a write with this status waits for `releaseHeld` (Kafka slow to acknowledge it). */
   holdStatus: string | null = null;
   releaseHeld: () => void = () => undefined;
-  hurries = 0;
+  lingeringSent = 0;
   async writeState(state: DocumentStateV2, options: { lazy?: boolean } = {}): Promise<void> {
     this.paces.push([state.status, options.lazy === true]);
     if (this.holdStatus === state.status) {
@@ -102,8 +102,8 @@ class FakeOut implements OutputPort, StatePort {
     if (this.failAll) throw this.failAll;
     this.states.push(state);
   }
-  hurry(): void {
-    this.hurries += 1;
+  sendLingeringNow(): void {
+    this.lingeringSent += 1;
   }
 }
 
@@ -352,10 +352,10 @@ describe('DocumentEngine', () => {
     out.releaseHeld();
   });
 
-  it('records an end at once while the consumer waits for a slot, and hurries what lingers', async () => {
+  it('records an end at once while the consumer waits for a slot, and lingeringSent what lingers', async () => {
     const { out, engine, until } = setup();
-    engine.wantRoom();
-    expect(out.hurries).toBe(1);
+    engine.wantCapacity();
+    expect(out.lingeringSent).toBe(1);
     await engine.admit(source, event({ pipeline_configuration: 'QUALITY_ONLY' }));
     await until(1);
     expect(out.paces.find(([s]) => s === 'DONE')).toEqual(['DONE', false]);
@@ -375,7 +375,7 @@ describe('DocumentEngine', () => {
     const { out, engine } = setup();
     if (how === 'stop') await engine.stop(100);
     else engine.revoke([0]);
-    expect(out.hurries).toBe(1);
+    expect(out.lingeringSent).toBe(1);
   });
 
   it('publishes the results of a document fetched together in one turn, after the last of them arrives', async () => {

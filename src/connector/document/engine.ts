@@ -49,8 +49,8 @@ export class DocumentEngine {
     private readonly events: EngineEvents = {},
   ) {
     this.inFlightRuns = new InFlight(ports.scheduler, ports.logger, () => {
-      this.life.roomGiven();
-      events.onRoom?.();
+      this.life.capacityFreed();
+      events.onCapacityFreed?.();
     });
     this.life = new DocumentLife(ports, options, events, this.inFlightRuns);
   }
@@ -59,8 +59,8 @@ export class DocumentEngine {
    * The consumer waits for a slot: a document ending now records its end at once instead of letting
    * it linger for company, and what lingers goes now, until a slot frees.
    */
-  wantRoom(): void {
-    this.life.wantRoom();
+  wantCapacity(): void {
+    this.life.wantCapacity();
   }
 
   get inFlight(): number {
@@ -179,7 +179,7 @@ export class DocumentEngine {
     const runs = this.inFlightRuns.runs(set);
     for (const run of runs) this.inFlightRuns.remove(run, 'revoked');
     this.life.forget(set);
-    this.life.hurry();
+    this.life.sendLingeringNow();
     return runs.length;
   }
 
@@ -219,7 +219,7 @@ export class DocumentEngine {
   /** Stops everything; resolves when no step is half-way (an upload or a publish in progress). */
   async stop(timeoutMs: number): Promise<void> {
     for (const run of this.inFlightRuns.runs()) this.inFlightRuns.remove(run, 'stopped');
-    this.life.hurry();
+    this.life.sendLingeringNow();
     await this.inFlightRuns.settle(timeoutMs);
   }
 

@@ -19,7 +19,7 @@ export class InFlight {
     private readonly scheduler: PollScheduler,
     private readonly logger: Logger,
     /** A document left: the consumer may resume paused partitions. */
-    private readonly onRoom: () => void,
+    private readonly onCapacityFreed: () => void,
   ) {}
 
   get size(): number {
@@ -70,7 +70,7 @@ export class InFlight {
     if (this.bySubmission.get(run.state.submission_id) === run)
       this.bySubmission.delete(run.state.submission_id);
     if (cancelled) void run.blob?.cleanup();
-    this.onRoom();
+    this.onCapacityFreed();
   }
 
   /** Runs a background step; its unexpected failure is logged, and `settle` waits for it. */

@@ -106,7 +106,7 @@ export interface EngineEvents {
   onDeadLetter?(stage: DeadLetterStage, code: string): void;
   onStage?(stage: string, durationMs: number): void;
   /** A slot was released: the consumer may resume paused partitions. */
-  onRoom?(): void;
+  onCapacityFreed?(): void;
   /** Submissions created but not recorded before their partition was released: left empty. */
   onSubmissionsLeftEmpty?(count: number): void;
 }

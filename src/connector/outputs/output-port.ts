@@ -1,7 +1,7 @@
 /**
  * What a document's life (`../document/ports.ts`) needs of the outputs: results published and letters
  * written, each resolved once Kafka acknowledged it. Declared here, beside what implements it
- * (`output.ts`), so that the outputs need nothing of the document room.
+ * (`output.ts`), so that the outputs need nothing of the document folder.
  */
 import type { Awaitable, DeadLetter, DocumentIdentity } from '../types.js';
 

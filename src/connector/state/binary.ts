@@ -22,7 +22,7 @@ export class Writer {
   private b = Buffer.allocUnsafe(256);
   private at = 0;
   /** Reserves `n` bytes and returns where they start (call before reading `this.b`: it may grow). */
-  private room(n: number): number {
+  private reserve(n: number): number {
     if (this.at + n > this.b.length) {
       const grown = Buffer.allocUnsafe(Math.max(this.b.length * 2, this.at + n));
       this.b.copy(grown, 0, 0, this.at);
@@ -33,27 +33,27 @@ export class Writer {
     return at;
   }
   u8(n: number): this {
-    const at = this.room(1);
+    const at = this.reserve(1);
     this.b[at] = n & 0xff;
     return this;
   }
   u16(n: number): this {
-    const at = this.room(2);
+    const at = this.reserve(2);
     this.b.writeUInt16BE(n, at);
     return this;
   }
   u32(n: number): this {
-    const at = this.room(4);
+    const at = this.reserve(4);
     this.b.writeUInt32BE(n, at);
     return this;
   }
   u64(decimal: string): this {
-    const at = this.room(8);
+    const at = this.reserve(8);
     this.b.writeBigUInt64BE(BigInt(decimal), at);
     return this;
   }
   f64(n: number): this {
-    const at = this.room(8);
+    const at = this.reserve(8);
     this.b.writeDoubleBE(n, at);
     return this;
   }
@@ -61,14 +61,14 @@ export class Writer {
     const length = Buffer.byteLength(s, 'utf8');
     if (length > 0xffff) throw new StateRecordError(`a state field is ${length} bytes (max 65535)`);
     this.u16(length);
-    const at = this.room(length);
+    const at = this.reserve(length);
     this.b.write(s, at, length, 'utf8');
     return this;
   }
   id(s: string): this {
     if (!UUID.test(s)) return this.u8(1).str(s);
     this.u8(0);
-    const at = this.room(16);
+    const at = this.reserve(16);
     this.b.write(s.replaceAll('-', ''), at, 16, 'hex');
     return this;
   }

@@ -14,12 +14,13 @@ export interface StatePort {
   /** `lazy`: no caller needs it acknowledged soon; it may wait a moment for other records to go with. */
   writeState(state: DocumentStateV2, options?: { lazy?: boolean }): Promise<void>;
   /** Sends the lazy records still waiting, now (a stop or a revoke). */
-  hurry?(): void;
+  sendLingeringNow?(): void;
 }
 
 export class StateWriter implements StatePort {
   constructor(
-    private readonly sender: Pick<CoalescingSender, 'send'> & Partial<Pick<CoalescingSender, 'hurry'>>,
+    private readonly sender: Pick<CoalescingSender, 'send'> &
+      Partial<Pick<CoalescingSender, 'sendLingeringNow'>>,
     private readonly topic: string,
     private readonly store: { put(state: DocumentStateV2): void },
   ) {}
@@ -34,8 +35,8 @@ export class StateWriter implements StatePort {
     this.store.put(state);
   }
 
-  hurry(): void {
-    this.sender.hurry?.();
+  sendLingeringNow(): void {
+    this.sender.sendLingeringNow?.();
   }
 
   /** Removes a finished document from the topic (retention). */
