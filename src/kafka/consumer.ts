@@ -205,6 +205,8 @@ export class KafkaConsumer {
   private restartCount = 0;
   private lastJoinAt: number | undefined;
   private restartTimer: NodeJS.Timeout | undefined;
+  /** A restart after a crash, while it connects and joins. */
+  private restarting: Promise<void> | null = null;
 
   constructor(kafka: Kafka, settings: ConsumerSettings) {
     this.groupId = settings.groupId;
@@ -324,15 +326,27 @@ export class KafkaConsumer {
     }
   }
 
-  private async restartRun(): Promise<void> {
+  private restartRun(): Promise<void> {
     this.restartTimer = undefined;
-    if (this.stopping || this.runConfig === undefined) return;
-    try {
-      // A failure to start is reported by kafkajs as another crash, which schedules the next try.
-      await this.consumer.run(this.runConfig);
-    } catch (error) {
-      this.crashed(kafkaError(error, `restarting consumer of group ${this.groupId}`));
-    }
+    const config = this.runConfig;
+    if (this.stopping || config === undefined) return Promise.resolve();
+    this.restarting = (async () => {
+      try {
+        // A failure to start is reported by kafkajs as another crash, which schedules the next try.
+        await this.consumer.run(config);
+      } catch (error) {
+        this.crashed(kafkaError(error, `restarting consumer of group ${this.groupId}`));
+      }
+    })().finally(() => (this.restarting = null));
+    return this.restarting;
+  }
+
+  /**
+   * A stop or disconnect asked while a restart is connecting waits for that restart first: kafkajs
+   * would otherwise finish connecting after the disconnect and keep the connections open.
+   */
+  private async afterRestart(): Promise<void> {
+    if (this.restarting) await this.restarting;
   }
 
   /** False from a crash until the restarted consumer joined its group again; false for good after giving up. */
@@ -368,14 +382,16 @@ export class KafkaConsumer {
   }
 
   /** Leaves the group (its partitions move to other members at once) and closes connections. */
-  disconnect(): Promise<void> {
+  async disconnect(): Promise<void> {
     this.halt();
+    await this.afterRestart();
     return wrapKafka(`disconnecting consumer of group ${this.groupId}`, () => this.consumer.disconnect());
   }
 
   /** Stops fetching and waits for running handlers, staying connected (e.g. before a final commit). */
-  stop(): Promise<void> {
+  async stop(): Promise<void> {
     this.halt();
+    await this.afterRestart();
     return wrapKafka(`stopping consumer of group ${this.groupId}`, () => this.consumer.stop());
   }
 
