@@ -13,6 +13,8 @@ const common = {
 export default {
   // A global option: jest ignores it inside a project.
   testTimeout: 120000,
+  // Every file's wall time after each run (test/harness/file-times-reporter.js), for CI's log.
+  reporters: ['default', '<rootDir>/test/harness/file-times-reporter.js'],
   projects: [
     {
       ...common,
