@@ -14,7 +14,13 @@ describe('resilience, short form: SIGKILLs, sandbox storms and malformed input o
     // A resent create (lost answer) or a kill before the state record leaves an empty submission,
     // never a second analysis: no event's file is uploaded to two submissions.
     expect(report.analysedTwiceQueryIds).toEqual([]);
-    expect(report.duplicatesInCrashWindow).toBeLessThanOrEqual(report.duplicateSubmissions);
+    // The chaos reached the connector: the crash-point kill fell between a publication and its state
+    // record (not back on a plain kill), and each storm met requests it failed.
+    expect(report.crashPointKills).toBe(SHORT.crashPointKills);
+    expect(report.crashPointFallbacks).toBe(0);
+    expect(report.sandbox.serverErrors).toBeGreaterThan(0);
+    expect(report.sandbox.droppedConnections).toBeGreaterThan(0);
+    expect(report.sandbox.rateLimited).toBeGreaterThan(0);
     // Every malformed record became a dead letter; every good one has its results or a dead letter.
     expect(report.deadLetters.expected).toBe(SHORT.malformed);
     expect(report.resultsOut + report.deadLetters.unexpected).toBeGreaterThanOrEqual(SHORT.docs);

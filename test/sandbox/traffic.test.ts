@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import { WebhookEvent } from '../../src/api/schemas.js';
 import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
-import { api, call, expectSchema, pdf, token, upload, waitFor } from './helpers.js';
+import { api, basic, call, expectSchema, pdf, token, upload, waitFor } from './helpers.js';
 
 const SECRET = 'whsec_dGVzdC13ZWJob29rLXNlY3JldC0xMjM0NQ==';
 
@@ -35,7 +35,28 @@ describe('rate limit and 429', () => {
   });
 
   test('the token endpoint is not rate-limited', async () => {
-    for (let i = 0; i < 5; i++) await token(sb);
+    // The client's API bucket is empty (0.1 per second, burst 2): its API calls are answered 429...
+    const c = api(sb, await token(sb));
+    let status = 0;
+    for (let i = 0; i < 5 && status !== 429; i++) status = (await c.get('/v2/submission/x/fraud')).status;
+    expect(status).toBe(429);
+    const limited = sb.stats().rateLimited;
+    // ...while the same client's token requests, more than the burst, are all answered.
+    const form = new URLSearchParams({ grant_type: 'client_credentials' }).toString();
+    const statuses: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      const res = await call(sb.tokenUrl, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/x-www-form-urlencoded',
+          authorization: basic('sandbox-client', 'sandbox-secret'),
+        },
+        body: form,
+      });
+      statuses.push(res.status);
+    }
+    expect(statuses).toEqual([200, 200, 200, 200, 200]);
+    expect(sb.stats().rateLimited).toBe(limited);
   });
 
   test('a 429 storm answers every API request 429 for its duration', async () => {

@@ -6,7 +6,8 @@ import { RevocationInProgressError } from './create-gate.js';
 import { KafkaError, KafkaUnavailableError } from '../../kafka/errors.js';
 import { PollScheduler } from '../../util/scheduler.js';
 import type { FinishedDoc } from './ports.js';
-import { isFinished, type DocumentStateV2, type InputPointer } from '../state/document-state.js';
+import type { DocumentStateV2, InputPointer } from '../state/document-state.js';
+import { PartitionState } from '../state/partition-state.js';
 import type { ReplayMarker } from '../state/replay-marker.js';
 import type { Recorded } from '../state/store.js';
 import { createdState } from './run.js';
@@ -155,27 +156,17 @@ class FakeInputs implements InputPort {
   }
 }
 
-/** What the state store would answer for a recorded state. */
+/** What the state store answers for a recorded state: the state put in the partition's state and read back. */
 function recorded(
   state: DocumentStateV2,
   marker?: ReplayMarker,
 ): { recorded: Recorded; marker: ReplayMarker | undefined } {
-  if (!isFinished(state)) return { recorded: { unfinished: state }, marker };
-  return {
-    recorded: {
-      finished: {
-        event_id: state.event_id,
-        submission_id: state.submission_id,
-        status: state.status,
-        awaited: state.awaited,
-        published: state.published,
-        finished_at: state.finished_at,
-        generation: state.generation ?? 0,
-        blob: state.blob ?? 0,
-      },
-    },
-    marker,
-  };
+  // A clock at 0: no finished state of these tests is past the retention window.
+  const partitionState = new PartitionState({ inputTopic: 'arrivals', now: () => 0 });
+  partitionState.put(0, state);
+  const found = partitionState.get(0, state.event_id);
+  if (!found) throw new Error(`state of ${state.event_id} not found after put`);
+  return { recorded: found, marker };
 }
 
 function setup(
