@@ -17,12 +17,17 @@ import { fixPausedFetchLoops } from './paused-fetch.js';
 import { releaseEmptyRemainders } from './response-remainder.js';
 import { installRejoinBarrier } from './rejoin-barrier.js';
 import { adminWithCluster, GroupOffsetReader } from './group-readings.js';
+import { unpatchedNotice } from './kafkajs-internals.js';
 
 const { Kafka: KafkaJs, logLevel: LogLevel } = kafkajs;
+// Each applies itself only on the kafkajs version it was written for (kafkajs-internals.ts).
 fixIdleRequestQueues();
 fixPausedFetchLoops();
 releaseEmptyRemainders();
 installRejoinBarrier();
+
+/** Whether this process has said that the corrections of kafkajs internals are not applied. */
+let unpatchedSaid = false;
 
 const DEFAULT_BROKERS = ['localhost:9092'];
 
@@ -105,6 +110,12 @@ export class KafkaClient {
     if (settings.connectionTimeoutMs !== undefined) config.connectionTimeout = settings.connectionTimeoutMs;
     if (settings.requestTimeoutMs !== undefined) config.requestTimeout = settings.requestTimeoutMs;
     this.kafka = new KafkaJs(config);
+    // Said once per process, by the first client that has somewhere to say it.
+    const notice = unpatchedSaid || this.logger === silentLogger ? undefined : unpatchedNotice();
+    if (notice !== undefined) {
+      unpatchedSaid = true;
+      this.logger.warn({ component: 'kafka' }, notice);
+    }
   }
 
   admin(): KafkaAdmin {

@@ -1,7 +1,7 @@
 /**
  * A reading of a consumer group on its input topic (the topic's end offsets and the group's
  * committed offsets) in two Kafka requests, for the lag timer that reads twice a second while the
- * group has work (issue 31: at a trickle every request is kafkajs CPU a document pays for).
+ * group has work (at a trickle, every request is kafkajs CPU a document pays for).
  *
  * Why kafkajs internals: through kafkajs's public admin the same reading costs five requests, and
  * no option changes it. The admin's client is built with `metadataMaxAge` 0, so every call
@@ -9,21 +9,12 @@
  * `fetchOffsets` asks for the group's coordinator on every call (FindCoordinator) before OffsetFetch.
  * Here the admin's own Cluster object (the one its calls use, captured in `adminWithCluster`) is
  * asked for what a reading needs: ListOffsets latest to the partitions' leaders and OffsetFetch to
- * the coordinator found last time, with the metadata and brokers the cluster already holds.
- *
- * What kafkajs would redo on each call is redone on the answers that call for it: the coordinator
- * is asked for again after NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE or its broker gone or
- * unreachable; metadata is refreshed after a leader change, an unknown partition, a broker gone or
- * a connection error, when the cluster has none (a reconnected admin) and at least every five
- * minutes (kafkajs's default for its consumers). Then the reading is tried again; the coordinator
- * lookup keeps kafkajs's own retries.
- *
- * The log start offsets (`low`) change only when retention or a deletion removes records; a reading
- * lists them (a third request) when the last list is a minute old, not every time. They are for
- * telling whether a partition without a commit, or committed below its log start, has records left.
+ * the coordinator found last time, with the metadata and brokers the cluster already holds. When
+ * and how it asks again is told at `GroupOffsetReader`.
  */
 import type { Admin, Kafka } from 'kafkajs';
 import { errorChain } from './errors.js';
+import { internalsPatchable } from './kafkajs-internals.js';
 import { retry } from '../util/retry.js';
 
 /** A group's committed next offset on one partition (null: none), with the metadata committed beside it. */
@@ -128,6 +119,18 @@ export function commitsOf(fetched: CommittedOffsets, topic: string): Map<number,
   return out;
 }
 
+/**
+ * What kafkajs would redo on each call is redone on the answers that call for it: the coordinator
+ * is asked for again after NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE or its broker gone or
+ * unreachable; metadata is refreshed after a leader change, an unknown partition, a broker gone or
+ * a connection error, when the cluster has none (a reconnected admin) and at least every five
+ * minutes (kafkajs's default for its consumers). Then the reading is tried again; the coordinator
+ * lookup keeps kafkajs's own retries.
+ *
+ * The log start offsets (`low`) change only when retention or a deletion removes records; a reading
+ * lists them (a third request) when the last list is a minute old, not every time. They are for
+ * telling whether a partition without a commit, or committed below its log start, has records left.
+ */
 export class GroupOffsetReader {
   private readonly coordinators = new Map<string, number>();
   /** When this reader last refreshed metadata (its first reading, if the cluster had some then). */
@@ -234,10 +237,11 @@ const CREATE_CLUSTER = 'private:Kafka:createCluster';
 
 /**
  * `kafka.admin()`, and the Cluster object the admin is built on (kafkajs keeps it private: the
- * client's cluster factory is wrapped for the one call). No cluster when kafkajs no longer has that
- * factory: readings then go through the public admin.
+ * client's cluster factory is wrapped for the one call). No cluster when kafkajs is not the version
+ * this was written for, or no longer has that factory: readings then go through the public admin.
  */
 export function adminWithCluster(kafka: Kafka): { admin: Admin; cluster: ReadingCluster | undefined } {
+  if (!internalsPatchable()) return { admin: kafka.admin(), cluster: undefined };
   const holder = kafka as unknown as Record<symbol, unknown>;
   const key = Object.getOwnPropertySymbols(holder).find((symbol) => symbol.description === CREATE_CLUSTER);
   const create = key === undefined ? undefined : holder[key];

@@ -3,40 +3,16 @@
  * of waking every `maxWaitTime`.
  *
  * Why: when no partition a consumer holds is active, kafkajs's `ConsumerGroup.fetch`
- * (src/consumer/consumerGroup.js, lines 490–493 of 2.2.4: `if (!requests.length) { await
- * sleep(this.maxWaitTime); return [] }`) sleeps `maxWaitTime` and returns nothing; its Runner
- * heartbeats if one is due and calls it again. The state and input readers (`partition-reader.ts`,
- * maxWaitTime 100 ms) keep every partition paused while idle: 20 timer callbacks a second on an idle
- * `docstream run`, its most frequent wake-up once `request-queue.ts` was in (docs/performance.md,
- * issue 31). A longer maxWaitTime would delay every resume (a restore's start, a resumed document's
- * read) by as much.
+ * (src/consumer/consumerGroup.js: `if (!requests.length) { await sleep(this.maxWaitTime); return [] }`)
+ * sleeps `maxWaitTime` and returns nothing; its Runner heartbeats if one is due and calls it again.
+ * The state and input readers (`partition-reader.ts`, with a short maxWaitTime so that a resume is
+ * fetched at once) keep every partition paused while idle, so an idle `docstream run` would wake many
+ * times a second for nothing (docs/performance.md). A longer maxWaitTime would delay every resume (a
+ * restore's start, a resumed document's read) by as much.
  *
- * The replacement, only while no partition of the consumer is active (all paused, or none assigned):
- * `fetch` does what kafkajs's does before it looks for work (the metadata refresh when due, the check
- * for partitions added to a subscribed topic, which rejoins; pending seeks and the group's offsets,
- * so a resumed partition is fetched at once), then naps until the next heartbeat is due (never less
- * than maxWaitTime, as before) and returns nothing. A resume, the Runner's stop (stop, disconnect, a
- * crash) and a failed fetch of another broker's fetcher end the nap at once. What is kept:
- * - heartbeats on time (the nap ends when one is due), so the session holds and a rebalance is
- *   noticed at the next heartbeat, as before (then within maxWaitTime after it was due);
- * - no wait added to a resume, nor to a stop (the `ConsumerGroup.resume` and `Runner.stop` of
- *   kafkajs wake the nap);
- * - everything else: while any partition is active, kafkajs's own `fetch` runs unchanged.
- * It applies to every kafkajs consumer of the process: the main consumer pauses all it holds during
- * an outage of the API (it then heartbeats as before and resumes without its 5 s maxWaitTime), and a
- * member holding no partition naps until its heartbeat, which is where it learns of a rebalance.
- * Not kept: a change of the cluster's brokers while nothing is active is acted on at the next
- * heartbeat rather than within maxWaitTime (kafkajs rebuilds its per-broker fetchers on it).
- *
- * The first fetch of a broker's fetcher that finds nothing active after one that fetched returns at
- * once, empty, and only the next one naps. kafkajs's fetcher loop (src/consumer/fetcher.js) keeps
- * the batches of its last fetch in its suspended frame while it awaits the next fetch: V8 leaves a
- * finished loop iteration's registers as they were. A nap right after the last batches of a restore
- * kept them (tens of thousands of decoded records and their fetch buffers, 7–15 MB) reachable until
- * the next heartbeat, past the full collection `restore-garbage.ts` asks for, and then as garbage in
- * the old generation of an idle process for good (issue 31). The empty lap overwrites them first.
+ * What the replacement does, keeps and does not keep is told at `fixPausedFetchLoops`.
  */
-import { kafkajsInternal } from './kafkajs-internals.js';
+import { internalsPatchable, kafkajsInternal } from './kafkajs-internals.js';
 
 interface TopicPartitions {
   topic: string;
@@ -152,10 +128,38 @@ export function runnerClass(): { prototype: RunnerLike } {
 
 let fixed = false;
 
-/** Puts the replacements on kafkajs's ConsumerGroup and Runner, once per process. */
+/**
+ * Puts the replacements on kafkajs's ConsumerGroup and Runner, once per process, on kafkajs 2.2.4 only.
+ *
+ * Only while no partition of the consumer is active (all paused, or none assigned): `fetch` does what
+ * kafkajs's does before it looks for work (the metadata refresh when due, the check for partitions
+ * added to a subscribed topic, which rejoins; pending seeks and the group's offsets, so a resumed
+ * partition is fetched at once), then naps until the next heartbeat is due (never less than
+ * maxWaitTime, as before) and returns nothing. A resume, the Runner's stop (stop, disconnect, a
+ * crash) and a failed fetch of another broker's fetcher end the nap at once. What is kept:
+ * - heartbeats on time (the nap ends when one is due), so the session holds and a rebalance is
+ *   noticed at the next heartbeat, as before (then within maxWaitTime after it was due);
+ * - no wait added to a resume, nor to a stop (the `ConsumerGroup.resume` and `Runner.stop` of
+ *   kafkajs wake the nap);
+ * - everything else: while any partition is active, kafkajs's own `fetch` runs unchanged.
+ * It applies to every kafkajs consumer of the process: the main consumer pauses all it holds during
+ * an outage of the API (it then heartbeats as before and resumes without waiting out its
+ * maxWaitTime), and a member holding no partition naps until its heartbeat, which is where it learns
+ * of a rebalance. Not kept: a change of the cluster's brokers while nothing is active is acted on at
+ * the next heartbeat rather than within maxWaitTime (kafkajs rebuilds its per-broker fetchers on it).
+ *
+ * The first fetch of a broker's fetcher that finds nothing active after one that fetched returns at
+ * once, empty, and only the next one naps. kafkajs's fetcher loop (src/consumer/fetcher.js) keeps
+ * the batches of its last fetch in its suspended frame while it awaits the next fetch: V8 leaves a
+ * finished loop iteration's registers as they were. A nap right after the last batches of a restore
+ * would keep them (decoded records and their fetch buffers) reachable until the next heartbeat, past
+ * the full collection `restore-garbage.ts` asks for, and then as garbage in the old generation of an
+ * idle process for good. The empty lap overwrites them first.
+ */
 export function fixPausedFetchLoops(): void {
   if (fixed) return;
   fixed = true;
+  if (!internalsPatchable()) return;
   const group = consumerGroupClass().prototype;
   const fetch = group.fetch;
   group.fetch = async function (this: ConsumerGroupLike, nodeId: number) {

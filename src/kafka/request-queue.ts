@@ -1,24 +1,18 @@
 /**
- * Stops the busy loop of kafkajs 2.2.4's request queue (unmaintained; tulios/kafkajs#1556, #1704):
- * after every response, each broker connection re-checks its pending requests after
- * `throttledUntil - Date.now()` ms, which is about minus the epoch when the broker never throttled;
- * Node clamps that to 1 ms (Node ≥ 23 also prints a TimeoutNegativeWarning), the check schedules the
- * next one the same way, and so every connection of every client runs a timer each millisecond for
- * as long as it lives. Measured on an idle `docstream run`: half of its CPU (docs/performance.md).
- *
+ * Stops the busy loop of kafkajs 2.2.4's request queue (unmaintained; tulios/kafkajs#1556 and
+ * tulios/kafkajs#1704): after every response, each broker connection re-checks its pending requests
+ * after `throttledUntil - Date.now()` ms, which is about minus the epoch when the broker never
+ * throttled; Node clamps that to 1 ms (and Node 23 and later print a TimeoutNegativeWarning), the check
+ * schedules the next one the same way, and so every connection of every client runs a timer each
+ * millisecond for as long as it lives: most of an idle `docstream run`'s CPU (docs/performance.md).
  * The replacement keeps each case the library meant: a request waiting for a slot or for a throttle
  * to end is checked again (every 10 ms, or when the throttle ends), and a queue throttled with
  * nothing waiting is checked once at the throttle's end; a queue with nothing waiting and no
  * throttle schedules nothing (a response frees a slot and checks the queue by itself).
  *
- * The same queue checks its requests for a timeout with an interval of 100 ms from the moment its
- * connection opens until it closes, whether anything is in flight or not: 80 timer callbacks a
- * second on an idle `docstream run` (eight connections), most of what its idle CPU was after the fix
- * above. The replacement sets one timer at the earliest deadline of what is in flight (sent at +
- * its timeout, as kafkajs computes it) and none while nothing is: a request is timed out at its
- * deadline, as before (then within 100 ms of it), and an idle connection wakes nobody.
+ * The request-timeout check is replaced too (see `scheduleRequestTimeoutCheck`).
  */
-import { kafkajsInternal } from './kafkajs-internals.js';
+import { internalsPatchable, kafkajsInternal } from './kafkajs-internals.js';
 
 /** The fields of kafkajs's RequestQueue that its scheduler uses. */
 export interface RequestQueueLike {
@@ -91,7 +85,14 @@ export function checkRequestTimeouts(q: TimeoutCheckedQueue): void {
   if (earliest !== Number.POSITIVE_INFINITY) armTimeoutCheck(q, earliest);
 }
 
-/** kafkajs calls this when its connection opens. */
+/**
+ * kafkajs calls this when its connection opens. kafkajs's own checks the queue's requests for a
+ * timeout every 100 ms from the moment its connection opens until it closes, whether anything is in
+ * flight or not: an idle `docstream run` (several connections) woke for it many times a second. This
+ * one sets one timer at the earliest deadline of what is in flight (sent at + its timeout, as kafkajs
+ * computes it) and none while nothing is: a request is timed out at its deadline, as before (then
+ * within 100 ms of it), and an idle connection wakes nobody.
+ */
 export function scheduleRequestTimeoutCheck(this: TimeoutCheckedQueue & { destroy(): void }): void {
   this.destroy();
   if (!this.enforceRequestTimeout) return;
@@ -112,10 +113,11 @@ export function requestQueueClass(): { prototype: RequestQueuePrototype } {
 
 let fixed = false;
 
-/** Puts the replacements on kafkajs's RequestQueue, once per process. */
+/** Puts the replacements on kafkajs's RequestQueue, once per process (on kafkajs 2.2.4 only). */
 export function fixIdleRequestQueues(): void {
   if (fixed) return;
   fixed = true;
+  if (!internalsPatchable()) return;
   const proto = requestQueueClass().prototype;
   proto.scheduleCheckPendingRequests = scheduleCheckPendingRequests;
   proto.scheduleRequestTimeoutCheck = scheduleRequestTimeoutCheck;

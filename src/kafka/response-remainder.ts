@@ -3,14 +3,13 @@
  * `Connection.processData` (src/network/connection.js) keeps the bytes that follow each response as
  * a slice of the buffer they were read into (`this.chunks = [decoder.readAll()]`). When nothing
  * follows, the slice is empty but still holds that whole buffer, for as long as the connection reads
- * nothing more. After a restore, that is the state reader's last fetch response: 3–4 MB of external
- * memory per instance, kept while its partitions stay paused (issue 31, docs/performance.md: a
- * good part of what an instance holding finished documents kept beyond their index).
+ * nothing more. After a restore, that is the state reader's last fetch response, a whole fetch's worth
+ * of external memory per instance, kept while its partitions stay paused (docs/performance.md).
  *
  * The replacement runs the library's own `processData` and then drops an empty remainder; a
  * remainder with bytes in it (the start of the next response) stays as the library left it.
  */
-import { kafkajsInternal } from './kafkajs-internals.js';
+import { internalsPatchable, kafkajsInternal } from './kafkajs-internals.js';
 
 /** The fields of kafkajs's Connection that its response framing uses. */
 export interface FramingConnection {
@@ -26,10 +25,11 @@ export function connectionClass(): { prototype: FramingConnection } {
 
 let fixed = false;
 
-/** Puts the replacement on kafkajs's Connection, once per process. */
+/** Puts the replacement on kafkajs's Connection, once per process (on kafkajs 2.2.4 only). */
 export function releaseEmptyRemainders(): void {
   if (fixed) return;
   fixed = true;
+  if (!internalsPatchable()) return;
   const proto = connectionClass().prototype;
   const processData = proto.processData;
   proto.processData = function (this: FramingConnection, rawData: Buffer) {

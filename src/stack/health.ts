@@ -1,9 +1,6 @@
 import { Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Kafka, logLevel } from 'kafkajs';
-import { fixIdleRequestQueues } from '../kafka/request-queue.js';
-
-fixIdleRequestQueues();
+import { brokerAnswers } from '../kafka/broker-check.js';
 
 /** Resolves true when a TCP connection to host:port succeeds within `timeoutMs`. */
 function tcpOpen(host: string, port: number, timeoutMs = 1000): Promise<boolean> {
@@ -34,24 +31,7 @@ export async function httpStatus(url: string, timeoutMs = 2000): Promise<number 
 export async function kafkaHealthy(broker: string, timeoutMs = 3000): Promise<boolean> {
   const [host, portText] = splitHostPort(broker);
   if (!(await tcpOpen(host, Number(portText), Math.min(timeoutMs, 1000)))) return false;
-  const kafka = new Kafka({
-    clientId: 'docstream-stack-health',
-    brokers: [broker],
-    connectionTimeout: timeoutMs,
-    requestTimeout: timeoutMs,
-    retry: { retries: 0 },
-    logLevel: logLevel.NOTHING,
-  });
-  const admin = kafka.admin();
-  try {
-    await admin.connect();
-    const cluster = await admin.describeCluster();
-    return cluster.brokers.length > 0;
-  } catch {
-    return false;
-  } finally {
-    await admin.disconnect().catch(() => undefined);
-  }
+  return brokerAnswers(broker, timeoutMs);
 }
 
 function splitHostPort(hostPort: string): [string, string] {

@@ -1,5 +1,5 @@
 /**
- * The shape of the house (issue 30): no import cycle between files of src/, none between its folders
+ * The shape of the code: no import cycle between files of src/, none between its folders
  * (a folder imports another only if that one does not import it back, through any path), and nothing
  * in util/ imports a feature folder (util/ is the ground floor). Type-only imports count: a cycle of
  * types is a cycle of meaning. Test files are left out (a test may reach anywhere). A folder and one
@@ -91,6 +91,21 @@ function folderGraph(graph: Map<string, Set<string>>): Map<string, Set<string>> 
 const files = sources(root).map((path) => relative(root, path));
 const fileGraph = new Map(files.map((f) => [f, new Set(importsOf(f))]));
 
+/** Every .ts file under `dir`, tests included. */
+function allTypeScript(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) return allTypeScript(path);
+    return entry.name.endsWith('.ts') ? [path] : [];
+  });
+}
+
+/** True when `text` imports, re-exports or requires kafkajs or one of its files (type-only imports too). */
+function importsKafkajs(text: string): boolean {
+  const { importedFiles } = ts.preProcessFile(text, true, true);
+  return importedFiles.some((f) => f.fileName === 'kafkajs' || f.fileName.startsWith('kafkajs/'));
+}
+
 describe('the import graph of src/', () => {
   it('has no cycle between files', () => {
     expect(cycles(fileGraph)).toEqual([]);
@@ -107,6 +122,25 @@ describe('the import graph of src/', () => {
         [...imports].filter((t) => folderOf(t) !== 'util').map((t) => `${file} → ${t}`),
       );
     expect(upward).toEqual([]);
+  });
+
+  it('has only kafka/ import kafkajs (tests included), so that another client replaces it there alone', () => {
+    const outside = allTypeScript(root)
+      .map((path) => relative(root, path).split(sep).join('/'))
+      .filter((file) => !file.startsWith('kafka/'))
+      .filter((file) => importsKafkajs(readFileSync(join(root, file), 'utf8')));
+    expect(outside).toEqual([]);
+  });
+
+  it('tells an import of kafkajs, of any kind, from other imports', () => {
+    expect(importsKafkajs("import kafkajs from 'kafkajs';")).toBe(true);
+    expect(importsKafkajs("import type { Kafka } from 'kafkajs';")).toBe(true);
+    expect(importsKafkajs("export { logLevel } from 'kafkajs';")).toBe(true);
+    expect(importsKafkajs("const c = require('kafkajs/src/network/connection.js');")).toBe(true);
+    expect(importsKafkajs("const k = await import('kafkajs');")).toBe(true);
+    expect(importsKafkajs("import { KafkaClient } from '../kafka/index.js';")).toBe(false);
+    expect(importsKafkajs("import x from 'kafkajs-extra';")).toBe(false);
+    expect(importsKafkajs("// kafkajs is imported only by src/kafka/\nconst a = 'kafkajs';")).toBe(false);
   });
 
   it('finds a cycle and a folder cycle when there is one', () => {

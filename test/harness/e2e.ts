@@ -139,8 +139,14 @@ export class E2E {
     return connector;
   }
 
-  /** Starts `docstream run` of the built CLI as a child process with this test's configuration. */
-  spawnConnector(overrides: Record<string, Record<string, unknown>> = {}): ChildProcess {
+  /**
+   * Starts `docstream run` of the built CLI as a child process with this test's configuration;
+   * `extraEnv` is added to the environment it inherits (which drops every DOCSTREAM_ variable).
+   */
+  spawnConnector(
+    overrides: Record<string, Record<string, unknown>> = {},
+    extraEnv: Record<string, string> = {},
+  ): ChildProcess {
     const file = this.writeConfig(overrides);
     const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('DOCSTREAM_')));
     // With its runtime defaults already given, `run` does not start itself again as a grandchild:
@@ -148,7 +154,7 @@ export class E2E {
     const runtime = missingRuntimeDefaults(env, []);
     const child = spawn(process.execPath, [...runtime.flags, CLI, 'run', '--config', file], {
       stdio: ['ignore', 'ignore', 'pipe'],
-      env: { ...env, ...runtime.env },
+      env: { ...env, ...runtime.env, ...extraEnv },
     });
     // Kept (bounded) so that a failing test can show why a child connector stopped.
     const log: string[] = [];

@@ -4,11 +4,13 @@
  * state record its caller writes next share one transaction; records of no input partition go
  * through the plain producer; a revoked or fenced partition refuses them.
  */
-import type { Kafka } from 'kafkajs';
 import type { OutgoingMessage } from '../../kafka/producer.js';
 import { NotOwnedError, TransactionalWriters } from '../../kafka/transactions.js';
 import { silentLogger } from '../../observability/logger.js';
 import { transactionalOutputs, transactionalStates } from './delivery-modes.js';
+
+/** What TransactionalWriters is built on (the Kafka client library's client). */
+type Kafka = ConstructorParameters<typeof TransactionalWriters>[0];
 
 interface Txn {
   records: Array<[string, string]>;
