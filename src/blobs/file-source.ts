@@ -1,21 +1,17 @@
 /**
- * `file://` blobs, confined to the configured roots. The check is made on the real path
- * (symlinks followed), and again on the file actually opened, so neither `..`, a symlink
- * pointing out of a root, nor a symlink swapped in after the check can make docstream read
- * a file outside the roots.
+ * `file://` blobs, confined to the configured roots. The check is made on the real path (symlinks
+ * followed), and again on the file actually opened, so neither `..`, a symlink pointing out of a
+ * root, nor a symlink swapped in after the check can make docstream read a file outside the roots.
  *
  * A small file (at most `blobs.inMemoryBytes`) is read once, at admission, into one buffer: hashed
- * from it, uploaded from it and closed at once, so an upload costs no second read and no file
- * stream (profiled at ~15 % of the connector's CPU per document: opening, streaming and closing
- * each file). The buffers held at once are bounded (the source's MemoryBudget); past that, and for a
- * larger file, the file stays open until cleanup and every `open()` streams the same file that
- * was checked and hashed, so memory stays flat with file size.
- *
- * A small file is checked and read with synchronous system calls unless `blobs.fileSyncReads` is
- * false: the same checks in the same order, at a fraction of the CPU of six asynchronous calls.
- *
- * The roots and the temp directory are resolved once, not per document; a root that did not
- * exist yet is resolved again on each use until it does.
+ * from it, uploaded from it and closed at once, so an upload costs no second read and no file stream
+ * (opening, streaming and closing each file is a large part of a document's CPU: docs/performance.md).
+ * The buffers held at once are bounded (the source's MemoryBudget); past that, and for a larger file,
+ * the file stays open until cleanup and every `open()` streams the same file that was checked and
+ * hashed, so memory stays flat with file size. A small file is checked and read with synchronous
+ * system calls unless `blobs.fileSyncReads` is false: the same checks in the same order, cheaper than
+ * six asynchronous calls. The roots and the temp directory are resolved once, not per document; a
+ * root that did not exist yet is resolved again on each use until it does.
  */
 import fs from 'node:fs';
 import fsp, { type FileHandle } from 'node:fs/promises';

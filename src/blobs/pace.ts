@@ -2,7 +2,7 @@
  * The bounds of one remote blob transfer (http(s), s3), checked while its bytes go by: a total time
  * (`blobs.transferTimeoutMs`, from the request to the last byte) and a minimum rate
  * (`blobs.minBytesPerSecond`, over each window of `RATE_WINDOW_MS`). Connect, response and idle
- * timeouts alone let a server that trickles a byte a second hold an admission for ever (issue 29).
+ * timeouts alone let a server that trickles a byte a second hold an admission for ever.
  *
  * Time during which the reader does not take the bytes (its side of the stream is full: an upload
  * waiting for the API) is not the source's doing: it counts against neither bound.

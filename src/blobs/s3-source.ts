@@ -7,8 +7,8 @@
  * The AWS SDK's S3Client is kept for what it resolves once: the endpoint of each bucket (its own
  * rules: endpoint override, path or virtual-hosted style, partitions, FIPS and dual-stack settings)
  * and the default credential chain with its caching and refresh. Its send() is not used per blob:
- * its middleware stack cost ~0.8 ms of CPU per GetObject (docs/performance.md, issue 31). What its
- * retry did is kept: a GET that fails as weather (5xx, throttling, a reset) is tried again, at most
+ * its middleware stack costs more CPU per GetObject than the rest of a blob (docs/performance.md). What
+ * its retry did is kept: a GET that fails as weather (5xx, throttling, a reset) is tried again, at most
  * the SDK's 3 attempts with its back-off base, within `blobs.transferTimeoutMs`. Buckets whose
  * endpoint wants another signature than SigV4 (S3 Express directory buckets) still go through
  * send().
@@ -258,7 +258,7 @@ export class S3BlobReader {
     deadline: RequestDeadline,
   ): Promise<Answer> {
     const credentials = await route.credentials();
-    // aws4 (not @smithy/signature-v4, which cost ~45 µs of CPU a signature against ~22: issue 31).
+    // aws4, not @smithy/signature-v4: the cheaper of the two per signature (docs/performance.md).
     // S3 takes the path as sent: the key is encoded once, as the SDK encodes it, and aws4 signs
     // an s3 path segment by segment in that same encoding.
     const signed = aws4.sign(

@@ -2,20 +2,16 @@
  * The runtime settings `docstream run` wants, which must be in place when the process starts.
  *
  * A restore reads a partition's whole changelog at a high allocation rate. With Node's defaults two
- * things stay behind when it is over (docs/performance.md, issue 22): V8's young generation, grown to
- * its maximum (2 x 16 MB semi-spaces, never shrunk while the process idles), and glibc's main arena,
- * grown by the fetch buffers and not trimmed back. Together ~280 B per finished document held, over
- * the 62.5 B of the index. A 2 MB semi-space and a fixed malloc trim threshold with two arenas keep
- * that at the index's own size; neither can be changed once the process runs (V8 sizes its heap
- * and glibc reads its tunables at start-up), so the CLI starts `run` again, once, with them.
- *
- * "Again" is in place where Node can (`process.execve`, Node ≥ 22.15 on POSIX): the same process,
- * pid, stdio and signals, one process as `ps` and a container's limit see it. A second process
- * waiting beside the connector cost ~45 MB RSS, as much as 450,000 finished documents' index
- * (docs/performance.md, issue 31); it is left only where execve is missing (Windows, older Node).
- *
- * Settings already present win: a variable set (to anything) or a semi-space flag given is kept.
- * The image and the Kubernetes manifests set them, so nothing is started again there.
+ * things stay behind when it is over: V8's young generation, grown to its maximum (never shrunk while
+ * the process idles), and glibc's main arena, grown by the fetch buffers and not trimmed back; both
+ * several times the index's own size per finished document held (docs/performance.md). A small
+ * semi-space and a fixed malloc trim threshold with two arenas keep that at the index's size; neither
+ * can be changed once the process runs (V8 sizes its heap and glibc reads its tunables at start-up),
+ * so the CLI starts `run` again, once, with them: in place where Node can (`process.execve`, POSIX),
+ * the same process, pid, stdio and signals; as a second process waiting beside it (which costs
+ * memory of its own) only where execve is missing (Windows, older Node). Settings already present
+ * win: a variable set (to anything) or a semi-space flag given is kept. The image and the Kubernetes
+ * manifests set them, so nothing is started again there.
  */
 import { spawn } from 'node:child_process';
 
@@ -23,9 +19,8 @@ import { spawn } from 'node:child_process';
  * glibc malloc: at most two arenas, free memory at the top of a heap returned above 128 KiB, and
  * blocks of 64 KiB and more mapped on their own rather than carved from an arena. The last is for
  * the socket reads (64 KiB buffers each): during a restore thousands of them, freed in the middle of
- * the main arena, kept it grown by 13–34 MB for good, since glibc trims an arena only from its top
- * (issue 31, docs/performance.md: 150.8 → 114 B per finished document held; its CPU cost measured
- * there too).
+ * the main arena, kept it grown for good, since glibc trims an arena only from its top (its gain and
+ * its CPU cost: docs/performance.md).
  */
 export const RUNTIME_ENV: Readonly<Record<string, string>> = {
   MALLOC_ARENA_MAX: '2',

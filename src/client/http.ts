@@ -2,21 +2,7 @@
  * The one request sender. Every call of the client goes through `send`, which alone does
  * rate limiting, authentication (bearer token, one refresh on 401), retries, error mapping,
  * response validation and instrumentation. The resource methods in client.ts only say what to
- * send and what to expect.
- *
- * Retry rule (also in docs/client.md): the API's weather is not the call's fault.
- * - 429, 5xx, timeouts, refused or dropped connections, and the same failures of the token endpoint
- *   are retried, using up no attempt, until the call's time budget (`retry.maxTotalMs`; the connector
- *   sets it to a document's deadline) is spent. A 429's Retry-After is the earliest time for that call
- *   to go again (spread with jitter); the limiter lowers everyone's rate (limiter.ts).
- * - A create (POST /v2/submission) is retried like the rest: a resend after the server did work (a
- *   5xx other than 503, or a connection cut once the request was on the wire) may leave an empty
- *   submission behind (never analysed: nobody has its upload URL), which is better than a good
- *   document in the dead-letter topic. Creates wait behind calls for documents already submitted.
- * - While the API is unavailable (health.ts), calls wait at one gate and one probe at a time goes.
- * - Nothing else is retried: 4xx answers are final (401 aside: one token refresh and one resend,
- *   since the request was refused before any work). Uploads whose body cannot be made again are
- *   never resent.
+ * send and what to expect. Its retry rule is told at `HttpSender` (and in docs/client.md).
  */
 import type { Readable } from 'node:stream';
 import { ZodUnion, type z } from 'zod';
@@ -123,6 +109,21 @@ function isWeather(error: unknown): boolean {
   return error instanceof RateLimitError || error instanceof ServerError || error instanceof ConnectionError;
 }
 
+/**
+ * Retry rule (also in docs/client.md): the API's weather is not the call's fault.
+ * - 429, 5xx, timeouts, refused or dropped connections, and the same failures of the token endpoint
+ *   are retried, using up no attempt, until the call's time budget (`retry.maxTotalMs`; the connector
+ *   sets it to a document's deadline) is spent. A 429's Retry-After is the earliest time for that call
+ *   to go again (spread with jitter); the limiter lowers everyone's rate (limiter.ts).
+ * - A create (POST /v2/submission) is retried like the rest: a resend after the server did work (a
+ *   5xx other than 503, or a connection cut once the request was on the wire) may leave an empty
+ *   submission behind (never analysed: nobody has its upload URL), which is better than a good
+ *   document in the dead-letter topic. Creates wait behind calls for documents already submitted.
+ * - While the API is unavailable (health.ts), calls wait at one gate and one probe at a time goes.
+ * - Nothing else is retried: 4xx answers are final (401 aside: one token refresh and one resend,
+ *   since the request was refused before any work). Uploads whose body cannot be made again are
+ *   never resent.
+ */
 export class HttpSender {
   private readonly logger: Logger;
   private readonly clock: Clock;

@@ -165,7 +165,7 @@ describe('AdaptiveRateLimiter', () => {
     expect(() => new AdaptiveRateLimiter({ ratePerSecond: 10, initialRatePerSecond: 0 })).toThrow(RangeError);
   });
 
-  // The four causes found on 2026-11-26 with the old limiter; each test fails on it.
+  // Four causes of bursts and waves found in an earlier limiter; each test fails on it.
   describe('what the old limiter got wrong', () => {
     it('sizes the burst from the current rate, not the ceiling: no wave after a decrease', async () => {
       const clock = new FakeClock();

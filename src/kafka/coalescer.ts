@@ -7,25 +7,7 @@
  * request is bounded in bytes as well as in count (kafkajs puts all messages of a partition in one
  * record batch, which the broker measures against the topic's limit), and when the broker still
  * refuses a gathered request as too large, its messages are sent again one by one so that only the
- * culprit fails.
- *
- * The first send to an idle sender goes out once the current turn of the event loop is over
- * (`setImmediate`), not at once: what the same turn sends meets it in one request. At a trickle
- * that is a document's results fetched together, and the states recorded after them (one record,
- * see below); a flood gathers while a request is out anyway.
- *
- * A message sent with `replace` supersedes the one still queued under the same topic and key (a
- * compacted topic keeps only the latest value of a key anyway): the queued entry takes the newer
- * value in its place, and every caller's promise resolves once that newer value is acknowledged.
- * Several steps of one document recorded while a request is out thus cost one record.
- *
- * A message sent `lazy` is one nobody needs acknowledged soon (a document's progress past its
- * first state): it starts no request of its own until `lazyLingerMs` have passed, and goes with the
- * next request anything else starts meanwhile. At a trickle a document's later states thus ride on
- * the next document's first state or results instead of costing a request each, and a later state
- * of the same document that arrives meanwhile replaces it; a flood gathers them anyway. `sendLingeringNow`
- * sends what lingers at once, or right after the request that is out (a stop or a revoke should not
- * wait for it).
+ * culprit fails. When a send goes out, and what `replace` and `lazy` do, is told at `CoalescingSender`.
  */
 import { isMessageTooLarge, MessageTooLargeError } from './errors.js';
 import { DEFAULT_MAX_MESSAGE_BYTES, messageSize } from './message-size.js';
@@ -70,6 +52,25 @@ export interface SendOptions {
   lazy?: boolean;
 }
 
+/**
+ * The first send to an idle sender goes out once the current turn of the event loop is over
+ * (`setImmediate`), not at once: what the same turn sends meets it in one request. At a trickle
+ * that is a document's results fetched together, and the states recorded after them (one record,
+ * see below); a flood gathers while a request is out anyway.
+ *
+ * A message sent with `replace` supersedes the one still queued under the same topic and key (a
+ * compacted topic keeps only the latest value of a key anyway): the queued entry takes the newer
+ * value in its place, and every caller's promise resolves once that newer value is acknowledged.
+ * Several steps of one document recorded while a request is out thus cost one record.
+ *
+ * A message sent `lazy` is one nobody needs acknowledged soon (a document's progress past its
+ * first state): it starts no request of its own until `lazyLingerMs` have passed, and goes with the
+ * next request anything else starts meanwhile. At a trickle a document's later states thus ride on
+ * the next document's first state or results instead of costing a request each, and a later state
+ * of the same document that arrives meanwhile replaces it; a flood gathers them anyway.
+ * `sendLingeringNow` sends what lingers at once, or right after the request that is out (a stop or
+ * a revoke should not wait for it).
+ */
 export class CoalescingSender {
   private queue: Pending[] = [];
   /** Queued (not yet taken) entries that may be superseded, by topic and key. */

@@ -6,14 +6,8 @@
  * only member and is given every partition. Partitions nobody asked for are paused; `open` seeks a
  * partition and resumes it, `close` pauses it again. Why not kafkajs' lower-level fetch: it is not
  * public API (the cluster and broker objects are internals), whereas pause/seek/isStale are, and the
- * group machinery gives reconnects, leader moves and retries for free.
- *
- * Two guards keep delivery exact even across seeks and rejoins:
- * - a batch fetched before a seek or a rejoin is stale (kafkajs says so) and is dropped;
- * - per open partition the next expected offset is kept, and any record below it is dropped, so a
- *   record is never delivered twice, nor out of order, to a partition's handler. After a rejoin
- *   (e.g. the session expired during a long handler) the member seeks back to those positions
- *   instead of letting the group restart from the beginning.
+ * group machinery gives reconnects, leader moves and retries for free. Delivery stays exact across
+ * seeks and rejoins: see `PartitionReader`.
  */
 import { randomUUID } from 'node:crypto';
 import type { Logger } from '../observability/logger.js';
@@ -45,6 +39,14 @@ interface OpenPartition {
   took?: boolean;
 }
 
+/**
+ * Two guards keep delivery exact even across seeks and rejoins:
+ * - a batch fetched before a seek or a rejoin is stale (kafkajs says so) and is dropped;
+ * - per open partition the next expected offset is kept, and any record below it is dropped, so a
+ *   record is never delivered twice, nor out of order, to a partition's handler. After a rejoin
+ *   (e.g. the session expired during a long handler) the member seeks back to those positions
+ *   instead of letting the group restart from the beginning.
+ */
 export class PartitionReader {
   private consumer: KafkaConsumer | null = null;
   private readonly open = new Map<number, OpenPartition>();

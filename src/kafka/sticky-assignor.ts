@@ -1,35 +1,14 @@
 /**
  * A sticky, co-partitioned partition assignor for kafkajs' (eager) group protocol.
  *
- * kafkajs 2.2.4 ships only round-robin, which is not sticky: one member more moves most partitions
- * (3 → 4 members on 12 partitions moved 9 where 3 must move), and every partition that moves stops
- * its documents and drops its state, and its new owner restores the state and resumes them. Here
- * every member says, in its join's user data, which partitions it holds and when it got them; the
- * leader keeps each partition with its previous owner as far as balance allows and hands out only
- * the rest. The eager protocol stays (every member rejoins on every rebalance), but a member that
- * gets back what it held keeps its running documents and state: the consumer's join diff
- * (`consumer.ts`) tells the connector only what was added and removed.
- *
- * Co-partitioning: the unit of assignment is a partition *number*. Partition p of every subscribed
- * topic goes to one member, so that input partition p, the state partition p its changelog reader
- * restores, and feedback partition p stay together (topics with fewer partitions simply have no p).
- * Round-robin gave that only when the partition count was a multiple of the member count.
- *
- * Balance: with U partition numbers and M members, every member gets ⌊U/M⌋ or ⌈U/M⌉ (exactly U mod M
- * of them the larger). A previous owner keeps up to its quota; the members allowed ⌈U/M⌉ are first
- * those that held more than ⌊U/M⌋, so the number of partitions that change owner is the least any
- * balanced assignment allows (a member joining N → N+1 moves ⌊U/(N+1)⌋ or ⌈U/(N+1)⌉; a member leaving
- * moves only its own partitions). Everything is ordered (member ids, partition numbers), so every
- * leader computes the same result from the same claims.
- *
- * Stale claims: a member that was dropped from the group (a session timeout) may still claim what a
- * newer generation gave another member. The claim that wins is the most recent one (`assignedAt`,
- * the member's clock when the assignment reached it; ties by member id). kafkajs does not hand its
- * group generation id to a member (its join event drops it, and the assignment's user data), so the
- * member's clock stands in for it: members of one generation receive it within milliseconds, and a
- * newer generation comes at least a rebalance later. Clocks further apart than that could let a stale
- * claim win one partition, which costs one move, never correctness: the leader gives every partition
- * to exactly one member whatever the claims say.
+ * kafkajs 2.2.4 ships only round-robin, which is not sticky: one member more moves most partitions,
+ * and every partition that moves stops its documents and drops its state, and its new owner restores
+ * the state and resumes them. Here every member says, in its join's user data, which partitions it
+ * holds and when it got them; the leader keeps each partition with its previous owner as far as
+ * balance allows and hands out only the rest (`assignSticky` tells how). The eager protocol stays
+ * (every member rejoins on every rebalance), but a member that gets back what it held keeps its
+ * running documents and state: the consumer's join diff (`consumer.ts`) tells the connector only
+ * what was added and removed.
  */
 import { BEFORE_REJOIN, type HasRejoinHook } from './rejoin-barrier.js';
 import kafkajs from 'kafkajs';
@@ -47,7 +26,7 @@ export type TopicPartitions = Record<string, number[]>;
 
 /** What a member held when it joined: its assignment and when that assignment reached it. */
 export interface StickyClaim {
-  /** Milliseconds since the epoch, on the member's clock (stands for the generation, see above). */
+  /** Milliseconds since the epoch, on the member's clock (stands for the generation: `assignSticky`). */
   assignedAt: number;
   assignment: TopicPartitions;
 }
@@ -110,6 +89,27 @@ const byId = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
  * The assignment of `partitionsOf` (partition numbers per topic) to `members`: balanced within one
  * partition number per member, co-partitioned, keeping valid previous owners. Every member appears
  * in the result (possibly with nothing).
+ *
+ * Co-partitioning: the unit of assignment is a partition *number*. Partition p of every subscribed
+ * topic goes to one member, so that input partition p, the state partition p its changelog reader
+ * restores, and feedback partition p stay together (topics with fewer partitions simply have no p).
+ * Round-robin gave that only when the partition count was a multiple of the member count.
+ *
+ * Balance: with U partition numbers and M members, every member gets ⌊U/M⌋ or ⌈U/M⌉ (exactly U mod M
+ * of them the larger). A previous owner keeps up to its quota; the members allowed ⌈U/M⌉ are first
+ * those that held more than ⌊U/M⌋, so the number of partitions that change owner is the least any
+ * balanced assignment allows (a member joining N → N+1 moves ⌊U/(N+1)⌋ or ⌈U/(N+1)⌉; a member leaving
+ * moves only its own partitions). Everything is ordered (member ids, partition numbers), so every
+ * leader computes the same result from the same claims.
+ *
+ * Stale claims: a member that was dropped from the group (a session timeout) may still claim what a
+ * newer generation gave another member. The claim that wins is the most recent one (`assignedAt`,
+ * the member's clock when the assignment reached it; ties by member id). kafkajs does not hand its
+ * group generation id to a member (its join event drops it, and the assignment's user data), so the
+ * member's clock stands in for it: members of one generation receive it within milliseconds, and a
+ * newer generation comes at least a rebalance later. Clocks further apart than that could let a stale
+ * claim win one partition, which costs one move, never correctness: the leader gives every partition
+ * to exactly one member whatever the claims say.
  */
 export function assignSticky(
   members: readonly StickyMember[],

@@ -5,7 +5,6 @@
  * is bumped, the previous owner's open transaction is aborted, and any later commit of the previous
  * owner (a zombie: paused past its session, cut off) fails as fenced, so nothing it wrote for the
  * partition becomes visible to a `read_committed` reader.
- *
  * Records of a partition gather in a batch and go out as one transaction after `lingerMs` (one
  * transaction in flight per partition; records gather meanwhile). A batch is taken only in a timer
  * callback, never in a promise continuation: a caller that stages a record (`stage`) and then, in

@@ -2,16 +2,6 @@
  * `docstream dlq redrive`: re-publishes the original input records that dead letters point to, to
  * the topic they came from, so they go through the connector's normal path again.
  *
- * What is sent, per selected letter:
- * - the original record, read by its pointer (source topic, partition, offset), with its key, value
- *   and headers, to the same partition (the state topic is co-partitioned with the input: the
- *   document's state, if any, lies in that partition), plus a `docstream-redrive` header naming
- *   the letter. A letter whose original is gone (retention) is refused and named;
- * - nothing for a document the state topic shows as finished (DONE: analysed, results published;
- *   FAILED: it has a submission and its letter stands; the connector would skip it anyway),
- *   unless `reprocess` is asked for: the event is then re-sent with `reprocess: true`, a new
- *   submission. A document still running (CREATED/UPLOADED) is never re-sent.
- *
  * Why the markers live in a compacted topic of their own (`topics.redrives`, key = the letter id,
  * `<dlq topic>/<partition>/<offset>`): "never twice" must hold across runs, machines and operators,
  * so the record of what was sent lives in Kafka, not in a local file; a topic of its own keeps the
@@ -162,6 +152,17 @@ async function alreadySent(
   return records.find((r) => r.headers[REDRIVE_HEADER]?.toString('utf8') === marker.letter) ?? null;
 }
 
+/**
+ * What is sent, per selected letter:
+ * - the original record, read by its pointer (source topic, partition, offset), with its key, value
+ *   and headers, to the same partition (the state topic is co-partitioned with the input: the
+ *   document's state, if any, lies in that partition), plus a `docstream-redrive` header naming
+ *   the letter. A letter whose original is gone (retention) is refused and named;
+ * - nothing for a document the state topic shows as finished (DONE: analysed, results published;
+ *   FAILED: it has a submission and its letter stands; the connector would skip it anyway),
+ *   unless `reprocess` is asked for: the event is then re-sent with `reprocess: true`, a new
+ *   submission. A document still running (CREATED/UPLOADED) is never re-sent.
+ */
 export async function redrive(
   letters: readonly Letter[],
   deps: { kafka: KafkaClient; admin: KafkaAdmin; registry: Registry; config: Config; logger: Logger },

@@ -2,18 +2,16 @@
  * A bounded pre-check of Avro binary data against its writer schema, run before avsc decodes it.
  *
  * avsc trusts the length prefixes of the data: an array or map block says how many items follow and
- * avsc loops that many times, reading past the end of the buffer as zeros. A 32-byte record whose
- * writer schema is `array<null>` with a block count of 10^12 keeps the event loop busy for hours.
- * avsc has no hook for this, so this walker reads the same bytes first, without building values,
- * and refuses any prefix that the remaining bytes cannot hold:
- * - a block of n items whose type needs at least w > 0 bytes each needs n × w bytes left;
- * - items that take no bytes at all (null, fixed(0), records made only of those) carry nothing but
- *   their count, so they are charged against a budget of one item per byte of the whole payload:
- *   decoding work and memory stay proportional to the record's size, and the only values refused
- *   are arrays or maps of more such items than the record has bytes, which no real writer needs;
- * - bytes/string/fixed lengths must fit in the bytes left; union and enum indexes must exist;
- * - nesting is limited (recursive schemas), so neither this walker nor avsc can overflow the stack.
- * The walk is O(payload bytes): every step consumes at least one byte or one unit of the budget.
+ * avsc loops that many times, reading past the end of the buffer as zeros (a tiny `array<null>`
+ * record with a huge block count keeps the event loop busy for hours). avsc has no hook for this, so
+ * this walker reads the same bytes first, without building values, and refuses any prefix that the
+ * remaining bytes cannot hold: a block of n items whose type needs at least w > 0 bytes each needs
+ * n × w bytes left; items that take no bytes at all (null, fixed(0), records made only of those) are
+ * charged against a budget of one item per byte of the whole payload, so decoding work and memory
+ * stay proportional to the record's size (no real writer needs more such items than bytes);
+ * bytes/string/fixed lengths must fit in the bytes left; union and enum indexes must exist; nesting
+ * is limited (recursive schemas), so neither this walker nor avsc can overflow the stack. The walk is
+ * O(payload bytes): every step consumes at least one byte or one unit of the budget.
  */
 import type avro from 'avsc';
 

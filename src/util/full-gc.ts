@@ -6,7 +6,7 @@
  *
  * Why a process would ask: garbage that reached the old generation stays resident until the next
  * major collection, and an idle process may not have one for a long time. A restore of the state
- * topic is such a case (docs/performance.md, issue 31). A Node built without the inspector gets
+ * topic is such a case (docs/performance.md). A Node built without the inspector gets
  * `false` and nothing happens.
  */
 import type { Session } from 'node:inspector';

@@ -1,7 +1,8 @@
 /**
  * Runs tasks one at a time per key, in the order they were given, while tasks of different keys run
  * at once. The connector admits the records of one `event_id` this way: a second copy waits for the
- * first admission, then sees what it recorded (issue 29). A key is forgotten once its last task ends.
+ * first admission, then sees what it recorded (one admission per `event_id` at a time). A key is
+ * forgotten once its last task ends.
  */
 export class KeyedSerial {
   private readonly tails = new Map<string, Promise<void>>();

@@ -1,5 +1,5 @@
 /**
- * Every retry goes through `retry()` (issue 30): this test reads every source file of src/ and fails
+ * Every retry goes through `retry()`, the one retry primitive: this test reads every source file of src/ and fails
  * on a hand-written sleep-and-retry loop elsewhere. Such a loop is a `for`/`while`/`do` whose body both
  * catches a failure (a try with a catch) and waits (an awaited `sleep(...)`, `setTimeout(...)` or a
  * `new Promise` around one) before going round again. Timers that are not retries pass: the scheduler

@@ -10,12 +10,7 @@
  * owner committed it saying no document of it still runs) needs no API calls, so the limit is
  * divided among the partitions that still have work. The member whose partitions drew more of the
  * keys then gets the rate the drained ones left, instead of finishing last at its partition share.
- *
- * Members read at different moments, so their shares would add up to more than the whole if one
- * took more before another gave back. So a share that falls applies at once, and one that rises only
- * when two readings in a row give it: by the second, every member reading as often has read the
- * first and given back what it must. The cost is one reading interval before a drained partition's
- * part is used by the others.
+ * How shares that rise and fall stay within the whole is told at `GroupShare`.
  */
 import type { GroupCommit, PartitionOffsets } from '../../kafka/admin.js';
 
@@ -53,6 +48,13 @@ export function busyPartitions(
 
 type Share = { owned: number; total: number };
 
+/**
+ * Members read at different moments, so their shares would add up to more than the whole if one
+ * took more before another gave back. So a share that falls applies at once, and one that rises only
+ * when two readings in a row give it: by the second, every member reading as often has read the
+ * first and given back what it must. The cost is one reading interval before a drained partition's
+ * part is used by the others.
+ */
 export class GroupShare {
   /** The input partitions this member holds. */
   private owned: readonly number[] = [];

@@ -1,5 +1,5 @@
 /**
- * How one input record's handling ends, whatever its handler throws (issue 29): the consumer loop runs
+ * How one input record's handling ends, whatever its handler throws: the consumer loop runs
  * every record through `settleRecord`, so that no record stops the loop, its partition or the others.
  *
  * - resolved: the record's outcome is durable (recorded, or dead-lettered by the handler);

@@ -64,7 +64,7 @@ export function sizeProblem(
 }
 
 /**
- * The letter of a record whose handling threw something no rule expected (issue 29: a bug, or a
+ * The letter of a record whose handling threw something no rule expected (a bug, or a
  * value its decoder could not take): it ends the record instead of stopping the loop. It carries the
  * record's pointer only, not its bytes, which may be what made the handling fail.
  */

@@ -6,15 +6,8 @@
  * partition's replay marker), then its results are re-emitted, once per replay. After an assignment
  * `resume` continues the partition's unfinished documents; `revoke` and `stop` let them go (their
  * state is durable, the next owner resumes them). How many documents may be in flight is the
- * consumer loop's limit (`consumer-loop.ts`), read from `inFlight`.
- *
- * Guarantees to the consumer loop:
- * - `admit` resolves only once the record's outcome is durable: its state (with the submission id)
- *   acknowledged by Kafka, or a dead letter produced. Its offset may then be committed.
- * - A document whose state exists is never submitted again (unless the event says `reprocess`); a
- *   copy of its event pointing at another blob ends in a letter (`event_id_reused`), never silently.
- * - Every failure ends in a dead letter (`dead-letters.ts`) with stage, code, message, HTTP status
- *   and attempts.
+ * consumer loop's limit (`consumer-loop.ts`), read from `inFlight`. What it guarantees the consumer
+ * loop is told at `DocumentEngine`.
  */
 import { deadLetterOf } from '../outputs/dead-letters.js';
 import type { CreateGate } from './create-gate.js';
@@ -39,6 +32,15 @@ export interface Existing {
   marker: ReplayMarker | undefined;
 }
 
+/**
+ * Guarantees to the consumer loop:
+ * - `admit` resolves only once the record's outcome is durable: its state (with the submission id)
+ *   acknowledged by Kafka, or a dead letter produced. Its offset may then be committed.
+ * - A document whose state exists is never submitted again (unless the event says `reprocess`); a
+ *   copy of its event pointing at another blob ends in a letter (`event_id_reused`), never silently.
+ * - Every failure ends in a dead letter (`dead-letters.ts`) with stage, code, message, HTTP status
+ *   and attempts.
+ */
 export class DocumentEngine {
   private readonly inFlightRuns: InFlight;
   private readonly life: DocumentLife;

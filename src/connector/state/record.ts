@@ -6,15 +6,7 @@
  * upload URL only while the upload is pending. A finished document keeps even less.
  *
  * Binary, because the state topic is restored record by record on every assignment: a finished
- * record is 59 bytes (17-character input topic) against ~1 KB for v1's JSON. Layout (big-endian):
- *   u8 format (2) · u8 status · u8 awaited bits | published bits << 4 · id submission_id ·
- *   str input topic · u32 input partition · u64 input offset ·
- *   finished: f64 finished_at · [u16 emitted generation, when not 0 or a blob follows] · [u32 blob]
- *   unfinished: f64 created_at · f64 updated_at · u8 flags · [str upload_url] · [str characteristics_url] ·
- *               [str stage · str code · str message] · [u32 blob]
- * where `blob` is the fingerprint of the event's blob (`blob-fingerprint.ts`; absent in records written
- * before it, which read as unknown);
- * `id` is u8 0 + 16 bytes for a lower-case UUID, else u8 1 + str; `str` is u16 length + UTF-8.
+ * record is a few tens of bytes against about a kilobyte for v1's JSON (layout at `encodeState`).
  *
  * Version 1 (JSON, written by docstream up to 0.1) starts with `{` and is still read: it is turned
  * into version 2 at once, so its input bytes and characteristics never stay in memory.
@@ -40,6 +32,17 @@ const FLAG_ERROR = 8;
 const FLAG_PENDING = 16;
 const FLAG_BLOB = 32;
 
+/**
+ * The record's bytes. Layout (big-endian):
+ *   u8 format (2) · u8 status · u8 awaited bits | published bits << 4 · id submission_id ·
+ *   str input topic · u32 input partition · u64 input offset ·
+ *   finished: f64 finished_at · [u16 emitted generation, when not 0 or a blob follows] · [u32 blob]
+ *   unfinished: f64 created_at · f64 updated_at · u8 flags · [str upload_url] · [str characteristics_url] ·
+ *               [str stage · str code · str message] · [u32 blob]
+ * where `blob` is the fingerprint of the event's blob (`blob-fingerprint.ts`; absent in records written
+ * before it, which read as unknown);
+ * `id` is u8 0 + 16 bytes for a lower-case UUID, else u8 1 + str; `str` is u16 length + UTF-8.
+ */
 export function encodeState(state: DocumentStateV2): Buffer {
   const w = new Writer()
     .u8(FORMAT_V2)

@@ -4,13 +4,13 @@
  * of a fetch of up to megabytes, and with docstream's small young generation most of them outlive it
  * and land in the old generation as garbage, with the fetch buffers they point at. Nothing collects
  * that generation in an idle process, so it stayed resident at several times the index's own size
- * (docs/performance.md, issue 31). A revoked partition's index is garbage in the same place.
+ * (docs/performance.md). A revoked partition's index is garbage in the same place.
  *
  * One collection, once no restore is under way and the store has been quiet a moment, and only after
  * enough records that it is worth a pause of tens of milliseconds; a rebalance that moves several
  * partitions pays one, not one per partition. The first restore's end is collected whatever it read:
  * starting (loading modules, compiling, connecting) leaves garbage of its own in the old generation,
- * ~10 MB that an idle instance otherwise kept resident for good.
+ * which an idle instance otherwise kept resident for good.
  */
 export interface RestoreGarbageOptions {
   /** Records read (or documents dropped) since the last collection that make one worth it. */
