@@ -8,11 +8,7 @@
 import type { Config } from '../config/index.js';
 import type { DocumentAnalysisClient } from '../client/client.js';
 import type { KafkaConsumer } from '../kafka/consumer.js';
-import {
-  installedKafkajsVersion,
-  REJOIN_BARRIER_KAFKAJS,
-  rejoinBarrierInstalled,
-} from '../kafka/rejoin-barrier.js';
+import { rejoinBarrierInstalled } from '../kafka/rejoin-barrier.js';
 import { TopicView } from '../kafka/view.js';
 import type { Logger } from '../observability/logger.js';
 import { ConnectorMetrics } from '../observability/metrics.js';
@@ -227,13 +223,7 @@ export class Connector {
     // the offsets that made durable committed. Without the barrier (another kafkajs version) a
     // rebalance's notice is the last moment to commit.
     consumer.onBeforeRejoin(() => this.loop.beforeRejoin(config.connector.revocationTimeoutMs));
-    if (!rejoinBarrierInstalled()) {
-      consumer.onRebalancing(() => void this.commit());
-      this.log.warn(
-        { kafkajs: installedKafkajsVersion(), written_for: REJOIN_BARRIER_KAFKAJS },
-        'kafkajs is not the version the rejoin barrier was written for: a rebalance may release a partition before the submissions created for it are recorded (its next owner then submits them again)',
-      );
-    }
+    if (!rejoinBarrierInstalled()) consumer.onRebalancing(() => void this.commit());
     consumer.onCrash((crash) =>
       this.log.error({ err: crash.error.message, restart: crash.restart }, 'consumer crashed'),
     );

@@ -1,6 +1,7 @@
 /**
  * kafkajs 2.2.4's internal modules, for the corrections docstream puts on them (`request-queue.ts`,
- * `paused-fetch.ts`, `response-remainder.ts`, and the admin's cluster in `group-readings.ts`): loaded
+ * `paused-fetch.ts`, `response-remainder.ts`, `rejoin-barrier.ts`, and the admin's cluster in
+ * `group-readings.ts`): loaded
  * by their path in kafkajs's own package, so each is the very module the library's clients load
  * (same path, same module, same prototype).
  *
@@ -42,7 +43,7 @@ export function internalsPatchable(): boolean {
 export function unpatchedNotice(): string | undefined {
   const installed = installedKafkajsVersion();
   if (installed === PATCHED_KAFKAJS_VERSION) return undefined;
-  return `kafkajs ${installed} is installed, not ${PATCHED_KAFKAJS_VERSION}: docstream's corrections of kafkajs internals (idle request queues, paused fetch loops, response remainders, group readings) are not applied, and kafkajs runs its own code`;
+  return `kafkajs ${installed} is installed, not ${PATCHED_KAFKAJS_VERSION}: docstream's corrections of kafkajs internals (idle request queues, paused fetch loops, response remainders, group readings, the rejoin barrier) are not applied, and kafkajs runs its own code; without the rejoin barrier a rebalance may release a partition before the submissions created for it are recorded (its next owner then submits them again)`;
 }
 
 /** The module at `path` under kafkajs/src (e.g. `network/connection.js`). */

@@ -77,7 +77,8 @@ describe('the installed kafkajs version', () => {
     ])
       expect([name, ownMethod(queue, name)]).toEqual([name, true]);
     const group = consumerGroupClass().prototype;
-    for (const name of ['fetch', 'resume']) expect([name, ownMethod(group, name)]).toEqual([name, true]);
+    for (const name of ['fetch', 'resume', 'joinAndSync'])
+      expect([name, ownMethod(group, name)]).toEqual([name, true]);
     const runner = runnerClass().prototype;
     for (const name of ['fetch', 'stop']) expect([name, ownMethod(runner, name)]).toEqual([name, true]);
     expect(ownMethod(connectionClass().prototype, 'processData')).toBe(true);

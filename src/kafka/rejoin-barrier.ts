@@ -10,16 +10,18 @@
  * unknown member, stale metadata), awaits the hook that the member's own partition assigner carries
  * under `BEFORE_REJOIN` before it joins. The hook bounds its own wait; the join then goes on as
  * kafkajs wrote it. Applied only to the kafkajs version it was written against; on any other the
- * consumer joins without the barrier and `installRejoinBarrier` says so.
+ * consumer joins without the barrier, `installRejoinBarrier` says so, and the Kafka client's one
+ * start-up line (`unpatchedNotice`) names it.
  */
-import { createRequire } from 'node:module';
-import { kafkajsInternal } from './kafkajs-internals.js';
+import { installedKafkajsVersion, kafkajsInternal, PATCHED_KAFKAJS_VERSION } from './kafkajs-internals.js';
+
+export { installedKafkajsVersion };
 
 /** The property of a partition assigner that holds its member's hook. */
 export const BEFORE_REJOIN = Symbol.for('docstream.beforeRejoin');
 
 /** The kafkajs version whose `ConsumerGroup.joinAndSync` this wraps. */
-export const REJOIN_BARRIER_KAFKAJS = '2.2.4';
+export const REJOIN_BARRIER_KAFKAJS = PATCHED_KAFKAJS_VERSION;
 
 export interface HasRejoinHook {
   [BEFORE_REJOIN]?: () => Promise<void>;
@@ -31,12 +33,6 @@ interface ConsumerGroupLike {
 }
 
 let installed: boolean | undefined;
-
-/** The installed kafkajs version, read from its package.json. */
-export function installedKafkajsVersion(): string {
-  const require = createRequire(import.meta.url);
-  return (require('kafkajs/package.json') as { version: string }).version;
-}
 
 /**
  * Wraps kafkajs's `joinAndSync` once per process. Returns false (and wraps nothing) when the installed
