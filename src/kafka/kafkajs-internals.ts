@@ -20,7 +20,7 @@ export const PATCHED_KAFKAJS_VERSION = '2.2.4';
  * Overrides the installed kafkajs version as the corrections see it (a test starts the connector as if
  * on another kafkajs, to check that it runs without them).
  */
-export const KAFKAJS_VERSION_ENV = 'DOCSTREAM_KAFKAJS_VERSION';
+export const KAFKAJS_VERSION_ENV = 'DOCSTREAM_TEST_KAFKAJS_VERSION';
 
 /** The installed kafkajs's version (its package.json), or `unknown` when it cannot be read. */
 export function installedKafkajsVersion(): string {

@@ -1,6 +1,6 @@
 /**
  * The corrections of kafkajs internals apply only on the kafkajs version they were written for: with
- * another version installed (faked through DOCSTREAM_KAFKAJS_VERSION, set before the client module
+ * another version installed (faked through DOCSTREAM_TEST_KAFKAJS_VERSION, set before the client module
  * loads), kafkajs keeps its own methods, the admin reads groups through its public API, and the first
  * client with a logger says so in one line.
  */

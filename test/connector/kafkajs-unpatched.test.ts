@@ -1,6 +1,6 @@
 /**
  * `docstream run` on a kafkajs version its corrections of kafkajs internals were not written for
- * (faked with DOCSTREAM_KAFKAJS_VERSION): none is applied, the process says so in one log line, and
+ * (faked with DOCSTREAM_TEST_KAFKAJS_VERSION): none is applied, the process says so in one log line, and
  * documents go through kafkajs's own code end to end, each with one submission and all its results,
  * up to a graceful stop.
  */
@@ -20,7 +20,10 @@ describe('the connector on a kafkajs version it was not written for', () => {
     const file = await env.writeFile('doc.pdf', await sampleBytes('clean-pdf'));
     const ids = Array.from({ length: 6 }, (_, i) => `evt-unpatched-${i}`);
     // Warnings only, so that the bounded log the harness keeps holds the whole run.
-    const child = env.spawnConnector({ log: { level: 'warn' } }, { DOCSTREAM_KAFKAJS_VERSION: '2.3.0-test' });
+    const child = env.spawnConnector(
+      { log: { level: 'warn' } },
+      { DOCSTREAM_TEST_KAFKAJS_VERSION: '2.3.0-test' },
+    );
     await env.collect();
     await env.produce(
       ids.map((id) => arrival(id, file)),
