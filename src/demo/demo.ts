@@ -17,6 +17,7 @@ import { startSandbox, type Sandbox } from '../sandbox/index.js';
 import { Registry } from '../serde/registry.js';
 import { defaultStackOptions, stackDown, stackUp, type ServiceName } from '../stack/index.js';
 import { registryUrl } from '../stack/services.js';
+import { colourWanted } from '../util/progress.js';
 import { retry } from '../util/retry.js';
 import { writeCorpus, type Sample } from './corpus.js';
 import { fitTable, type Cell } from './table.js';
@@ -42,7 +43,9 @@ export interface Row {
   got: number;
 }
 
-const color = (code: number) => (s: string) => (process.stdout.isTTY ? `\u001b[${code}m${s}\u001b[0m` : s);
+// Colour only on a terminal, and never with NO_COLOR set.
+const color = (code: number) => (s: string) =>
+  colourWanted(process.stdout, process.env) ? `\u001b[${code}m${s}\u001b[0m` : s;
 const green = color(32);
 const red = color(31);
 const yellow = color(33);

@@ -7,6 +7,7 @@
  */
 import { pino, type DestinationStream, type Logger, type LoggerOptions } from 'pino';
 import { redactText, redactValue } from './redact.js';
+import { colourWanted } from '../util/progress.js';
 
 export type { Logger } from 'pino';
 
@@ -82,7 +83,11 @@ export function createLogger(settings: LoggerSettings = {}): Logger {
       ...options,
       transport: {
         target: 'pino-pretty',
-        options: { destination, colorize: true, translateTime: 'SYS:HH:MM:ss.l' },
+        options: {
+          destination,
+          colorize: colourWanted(process.stderr, process.env),
+          translateTime: 'SYS:HH:MM:ss.l',
+        },
       },
     });
   }

@@ -1,4 +1,4 @@
-import { Progress, formatDuration, progressLine, progressWanted } from './progress.js';
+import { Progress, colourWanted, formatDuration, progressLine, progressWanted } from './progress.js';
 
 function terminal(isTTY = true) {
   const writes: string[] = [];
@@ -48,6 +48,16 @@ describe('Progress', () => {
     expect(progressWanted({ isTTY: true, write: () => true }, { CI: 'true' })).toBe(false);
     expect(progressWanted({ isTTY: true, write: () => true }, { TERM: 'dumb' })).toBe(false);
     expect(progressWanted({ isTTY: true, write: () => true }, { CI: 'false' })).toBe(true);
+    expect(progressWanted({ isTTY: true, write: () => true }, { NO_COLOR: '1' })).toBe(false);
+    expect(progressWanted({ isTTY: true, write: () => true }, { NO_COLOR: '' })).toBe(true);
+  });
+
+  it('wants colour only on a terminal, never with NO_COLOR set (to anything but empty)', () => {
+    expect(colourWanted({ isTTY: true }, {})).toBe(true);
+    expect(colourWanted({ isTTY: false }, {})).toBe(false);
+    expect(colourWanted({ isTTY: true }, { NO_COLOR: '1' })).toBe(false);
+    expect(colourWanted({ isTTY: true }, { NO_COLOR: '' })).toBe(true);
+    expect(colourWanted({ isTTY: true }, { TERM: 'dumb' })).toBe(false);
     for (const [stream, env] of [
       [terminal(false), {}],
       [terminal(true), { CI: '1' }],

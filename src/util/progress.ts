@@ -70,10 +70,20 @@ export function progressLine(state: {
   return parts.join('  ');
 }
 
-/** True where a progress line helps a person: a terminal, and not CI. */
+/** NO_COLOR set to anything but the empty string (no-color.org): no colour, no redrawn lines. */
+function noColor(env: NodeJS.ProcessEnv): boolean {
+  return env.NO_COLOR !== undefined && env.NO_COLOR !== '';
+}
+
+/** True where colour helps a person: a terminal that can show it, unless NO_COLOR says otherwise. */
+export function colourWanted(stream: { isTTY?: boolean }, env: NodeJS.ProcessEnv): boolean {
+  return stream.isTTY === true && env.TERM !== 'dumb' && !noColor(env);
+}
+
+/** True where a progress line helps a person: a terminal, not CI, and no NO_COLOR. */
 export function progressWanted(stream: ProgressStream, env: NodeJS.ProcessEnv): boolean {
   const ci = env.CI !== undefined && env.CI !== '' && env.CI !== 'false' && env.CI !== '0';
-  return stream.isTTY === true && !ci && env.TERM !== 'dumb';
+  return stream.isTTY === true && !ci && env.TERM !== 'dumb' && !noColor(env);
 }
 
 export class Progress {

@@ -28,6 +28,7 @@ import {
 } from '../../api/schemas.js';
 import type { DocumentAnalysisClient } from '../../client/client.js';
 import { pollUntilReady } from '../../client/poll.js';
+import { progressWanted } from '../../util/progress.js';
 import { examples } from '../help.js';
 import {
   addApiOptions,
@@ -198,9 +199,9 @@ async function openSource(input: string): Promise<Source> {
   }
 }
 
-/** A progress line on stderr: rewritten in place on a terminal, one line per step otherwise. */
+/** A progress line on stderr: rewritten in place on a terminal (not with NO_COLOR), one line per step otherwise. */
 class Progress {
-  private readonly tty = process.stderr.isTTY === true;
+  private readonly tty = progressWanted(process.stderr, process.env);
   private label = '';
   private started = Date.now();
   private frame = 0;
