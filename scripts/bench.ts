@@ -46,6 +46,11 @@
  *   npm run bench -- --mode limit                   an API limit the client is not told: 40/s told 5000,
  *     10/s told 20, 40/s told 40, two instances told 5000 each, a limit moving 40 → 20 → 60/s
  *     (--limit-scenarios all | 1,3,5)
+ *   npm run bench -- --mode freshness               delay after ready (p50/p90/p99, from the sandbox's ready_at)
+ *     and GETs per result, results 1-4 s uniform, 20 documents/s against API limits from 5000/s down
+ *     to 40/s (below the load), docstream and a naive poller (first GET 200 ms after the upload, then
+ *     100 ms doubling to 1 s) one after the other (--freshness-scenarios all | 1,5; --pollers
+ *     docstream,naive; with --before-cli <other build's dist/cli/index.js>, `before` runs that build)
  *   npm run bench -- --mode quiet                   quiet hours and memory of `docstream run` as users start it
  *     (its whole process tree): idle CPU (--idle-s 60), CPU per document at --trickle-rate 10/s for
  *     --trickle-s 60, RSS per finished document held (--held-docs 300000, two instances, --held-wait-s 90;
@@ -67,6 +72,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { printBlobs, runBlobs, type BlobScheme } from './lib/bench-blobs.js';
 import { FLOOR_NAMES, parseFloors, type FloorKind } from './lib/bench-floor.js';
+import { FRESHNESS_SCENARIOS, printFreshness, runFreshness, type Poller } from './lib/bench-freshness.js';
 import { printInflight, runInflight } from './lib/bench-inflight.js';
 import { LIMIT_SCENARIOS, printLimit, runLimit } from './lib/bench-limit.js';
 import { printScaleEvents, runScaleEvents } from './lib/bench-scale-events.js';
@@ -87,6 +93,11 @@ import type { Delivery } from '../src/connector/outputs/delivery-modes.js';
 const flags = parseFlags(process.argv.slice(2), {
   mode: 'throughput',
   limitScenarios: 'all',
+  freshnessScenarios: 'all',
+  /** --mode freshness: a comma list of docstream, before (--before-cli) and naive, run in that order. */
+  pollers: 'docstream,naive',
+  /** --mode freshness: the CLI of another build (dist/cli/index.js), measured as the poller `before`. */
+  beforeCli: '',
   schemes: 'file,http,s3',
   /** --mode blobs: documents produced per second in every scheme; 0: each phase at once. */
   blobRate: 0,
@@ -152,6 +163,16 @@ function bounded(n: number, min: number, max: number, name: string): number {
 function parseInstanceList(text: string): number[] {
   if (text === 'none' || text === '') return [];
   return text.split(',').map((part) => bounded(Number(part), 1, 8, 'scale-out'));
+}
+
+/** `all`, or a comma list of 1-based scenario numbers. */
+function pickScenarios<T>(pick: string, all: T[], flag: string): T[] {
+  if (pick === 'all') return all;
+  return pick.split(',').map((n) => {
+    const s = all[Number(n) - 1];
+    if (!s) throw new Error(`--${flag}: no scenario ${n} (1-${all.length} or all)`);
+    return s;
+  });
 }
 
 function row(cells: Array<string | number | null>, widths: number[]): string {
@@ -490,19 +511,33 @@ async function main(): Promise<void> {
     printQuiet(quiet);
     result = { mode: 'quiet', ...quiet };
   } else if (flags.mode === 'limit') {
-    const pick = String(flags.limitScenarios);
-    const scenarios =
-      pick === 'all'
-        ? LIMIT_SCENARIOS
-        : pick.split(',').map((n) => {
-            const s = LIMIT_SCENARIOS[Number(n) - 1];
-            if (!s)
-              throw new Error(`--limit-scenarios: no scenario ${n} (1-${LIMIT_SCENARIOS.length} or all)`);
-            return s;
-          });
+    const scenarios = pickScenarios(String(flags.limitScenarios), LIMIT_SCENARIOS, 'limit-scenarios');
     const measures = await runLimit({ scenarios, deadline, log });
     printLimit(measures);
     result = { mode: 'limit', measures };
+  } else if (flags.mode === 'freshness') {
+    const scenarios = pickScenarios(
+      String(flags.freshnessScenarios),
+      FRESHNESS_SCENARIOS,
+      'freshness-scenarios',
+    );
+    const pollers = String(flags.pollers).split(',');
+    for (const p of pollers) {
+      if (p !== 'docstream' && p !== 'naive' && p !== 'before')
+        throw new Error(`--pollers: a comma list of docstream, before and naive, got ${p}`);
+    }
+    const beforeCli = String(flags.beforeCli);
+    if (pollers.includes('before') && !beforeCli)
+      throw new Error('--pollers before needs --before-cli <dist/cli/index.js of the other build>');
+    const measures = await runFreshness({
+      scenarios,
+      pollers: pollers as Poller[],
+      ...(beforeCli ? { beforeCli: path.resolve(beforeCli) } : {}),
+      deadline,
+      log,
+    });
+    printFreshness(measures);
+    result = { mode: 'freshness', measures };
   } else if (flags.mode === 'blobs') {
     const docs = bounded(Number(flags.docs), 1, 5000, 'docs');
     const schemes = String(flags.schemes).split(',') as BlobScheme[];
@@ -536,7 +571,7 @@ async function main(): Promise<void> {
     result = { mode: 'inflight', ...inflight };
   } else {
     throw new Error(
-      `--mode must be throughput, stream, state, quiet, inflight, limit or blobs, got ${String(flags.mode)}`,
+      `--mode must be throughput, stream, state, quiet, inflight, limit, freshness or blobs, got ${String(flags.mode)}`,
     );
   }
 

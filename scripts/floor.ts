@@ -60,6 +60,13 @@ export interface FloorSettings {
    * scripts/lib/rdkafka-floor.ts) whose KafkaJS API replaces kafkajs; absent: kafkajs.
    */
   rdkafkaModule?: string;
+  /**
+   * The naive poller of the freshness benchmark instead of the learned delay: each result's first
+   * GET `firstMs` after the upload, then `initialMs` doubling to `maxMs` between GETs.
+   */
+  naivePoll?: { firstMs: number; initialMs: number; maxMs: number };
+  /** Answers 429 are sent again after their Retry-After (default 100 ms): a limit below the load. */
+  retryRateLimited?: boolean;
 }
 
 export interface FloorReport {
@@ -79,6 +86,7 @@ export interface FloorReport {
 interface Reply {
   status: number;
   body: Buffer;
+  headers: http.IncomingHttpHeaders;
 }
 
 const settings = JSON.parse(fs.readFileSync(process.argv[2] as string, 'utf8')) as FloorSettings;
@@ -89,13 +97,33 @@ let sockets = 0;
 let httpCalls = 0;
 let notReady = 0;
 
-function call(method: string, url: string, headers: http.OutgoingHttpHeaders, body?: Buffer): Promise<Reply> {
+async function call(
+  method: string,
+  url: string,
+  headers: http.OutgoingHttpHeaders,
+  body?: Buffer,
+): Promise<Reply> {
+  for (;;) {
+    const reply = await callOnce(method, url, headers, body);
+    if (reply.status !== 429 || !settings.retryRateLimited) return reply;
+    await sleep(Math.max(100, Number(reply.headers['retry-after'] ?? 0) * 1000));
+  }
+}
+
+function callOnce(
+  method: string,
+  url: string,
+  headers: http.OutgoingHttpHeaders,
+  body?: Buffer,
+): Promise<Reply> {
   httpCalls += 1;
   return new Promise((resolve, reject) => {
     const req = http.request(url, { method, headers, agent }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks) }));
+      res.on('end', () =>
+        resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks), headers: res.headers }),
+      );
       res.on('error', reject);
     });
     req.on('socket', (s) => {
@@ -263,7 +291,8 @@ async function main(): Promise<void> {
     // When results are usually ready, learned like the connector's readiness estimate (later after
     // an early GET, a little sooner after a timely one), so that nearly every result needs one GET,
     // as in the connector; the GETs that still came early are reported (notReady).
-    await sleep(readyAfter);
+    const naive = settings.naivePoll;
+    await sleep(naive ? naive.firstMs : readyAfter);
     await Promise.all(
       (['fraud', 'quality', 'classification'] as const).map(async (kind) => {
         for (let attempt = 0; ; attempt++) {
@@ -273,6 +302,10 @@ async function main(): Promise<void> {
             return write(settings.resultTopics[kind], id, reply.body);
           }
           notReady += 1;
+          if (naive) {
+            await sleep(Math.min(naive.maxMs, naive.initialMs * 2 ** Math.min(attempt, 20)));
+            continue;
+          }
           if (attempt === 0) readyAfter = Math.min(5000, readyAfter + 25);
           await sleep(100);
         }

@@ -116,11 +116,15 @@ export interface LimitMeasure {
   durationS: number;
   /** 429s by endpoint ("METHOD route 429"). */
   refusedBy: Record<string, number>;
+  /** GETs of the three result endpoints answered 200 or 404, per result published. */
+  getsPerResult: number;
   /** Per second from the start: [accepted, refused] calls. */
   perSecond: Array<[number, number]>;
 }
 
 const RATE_LIMITED_CALLS_PER_DOC = 4;
+/** FRAUD_ONLY: fraud, quality and classification. */
+const RESULTS_PER_DOC = 3;
 
 export async function runLimit(o: {
   scenarios: LimitScenario[];
@@ -210,10 +214,15 @@ async function runScenario(
     if (!ok) o.log(`${s.name}: time limit reached before every document settled`);
     for (const t of timers) clearInterval(t);
     samples.push(read());
-    const refusedBy = Object.fromEntries(
-      Object.entries(sandbox.stats().requests).filter(([key]) => key.endsWith(' 429')),
+    const requests = sandbox.stats().requests;
+    const refusedBy = Object.fromEntries(Object.entries(requests).filter(([key]) => key.endsWith(' 429')));
+    const c = apiCalls(sandbox.stats());
+    const measured = measureScenario(s, ids, collector, samples, start);
+    const getsPerResult = round(
+      (c.resultsReady + c.resultsNotReady) / Math.max(1, measured.done * RESULTS_PER_DOC),
+      2,
     );
-    return { ...measureScenario(s, ids, collector, samples, start), refusedBy };
+    return { ...measured, refusedBy, getsPerResult };
   } finally {
     for (const t of timers) clearInterval(t);
     await Promise.all(connectors.map((c) => c.stop()));
@@ -231,7 +240,7 @@ function measureScenario(
   collector: OutputCollector,
   samples: Sample[],
   start: number,
-): Omit<LimitMeasure, 'refusedBy'> {
+): Omit<LimitMeasure, 'refusedBy' | 'getsPerResult'> {
   const completions = ids
     .filter((e) => collector.complete(e))
     .map((e) => collector.byEvent.get(e)!.lastResultAt)
@@ -320,7 +329,16 @@ function measureScenario(
 
 export function printLimit(measures: LimitMeasure[]): void {
   const rows = [
-    ['scenario', 'done', 'letters', 'steady % of bound', '429 % of calls', 'longest silence', 'per phase'],
+    [
+      'scenario',
+      'done',
+      'letters',
+      'steady % of bound',
+      '429 % of calls',
+      'GETs / result',
+      'longest silence',
+      'per phase',
+    ],
   ];
   for (const m of measures) {
     rows.push([
@@ -329,6 +347,7 @@ export function printLimit(measures: LimitMeasure[]): void {
       String(m.deadLettered),
       m.steadyShareOfBoundPercent === null ? '-' : `${m.steadyShareOfBoundPercent} %`,
       `${m.callsRefusedPercent} %`,
+      String(m.getsPerResult),
       `${m.longestSilenceMs} ms`,
       m.phases
         .map(

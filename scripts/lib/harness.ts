@@ -242,6 +242,8 @@ interface SpawnOptions {
    * then whatever `docstream run` does about them itself. Default: given here, one process.
    */
   asUserRuns?: boolean;
+  /** Another build's CLI (e.g. the code before a change, measured side by side); default `CLI`. */
+  cli?: string;
 }
 
 /** `docstream run` as a child process: readiness from /readyz, peak memory from /proc. */
@@ -262,7 +264,7 @@ export class ConnectorProcess {
     const missing = spawnOptions.asUserRuns ? { flags: [], env: {} } : missingRuntimeDefaults(env, nodeArgs);
     this.child = spawn(
       process.execPath,
-      [...missing.flags, ...nodeArgs, CLI, 'run', '--config', configFile],
+      [...missing.flags, ...nodeArgs, spawnOptions.cli ?? CLI, 'run', '--config', configFile],
       {
         stdio: spawnOptions.ipc ? ['ignore', 'ignore', 'pipe', 'ipc'] : ['ignore', 'ignore', 'pipe'],
         env: { ...env, ...missing.env, ...(spawnOptions.env ?? {}) },

@@ -62,6 +62,11 @@ const ROUTES = {
 
 const CHARACTERISTICS_PATH = /\/v2\/submission\/([^/]+)\/characteristics\/?$/;
 
+/** How a result GET takes its turn: `spare`, behind creates (a poll placed early for freshness). */
+export interface ResultCallOptions {
+  spare?: boolean;
+}
+
 export class DocumentAnalysisClient {
   private readonly transport: Transport;
 
@@ -160,21 +165,22 @@ export class DocumentAnalysisClient {
     });
   }
 
-  getFraud(id: string, options: { withMetadata?: boolean } = {}): Promise<FraudResult> {
+  getFraud(id: string, options: { withMetadata?: boolean } & ResultCallOptions = {}): Promise<FraudResult> {
     return this.getResult(
       'fraud',
       id,
       FraudResult,
       options.withMetadata ? { with_metadata: 'true' } : undefined,
+      options.spare,
     );
   }
 
-  getQuality(id: string): Promise<QualityResult> {
-    return this.getResult('quality', id, QualityResult);
+  getQuality(id: string, options: ResultCallOptions = {}): Promise<QualityResult> {
+    return this.getResult('quality', id, QualityResult, undefined, options.spare);
   }
 
-  getClassification(id: string): Promise<ClassificationResult> {
-    return this.getResult('classification', id, ClassificationResult);
+  getClassification(id: string, options: ResultCallOptions = {}): Promise<ClassificationResult> {
+    return this.getResult('classification', id, ClassificationResult, undefined, options.spare);
   }
 
   getContent(id: string): Promise<ContentResult> {
@@ -185,9 +191,12 @@ export class DocumentAnalysisClient {
    * GET .../decision. 404 throws NotReadyError: the spec uses 404 both for "no such submission"
    * and "verdict not ready" (see errors.ts); 400 means decision was not enabled.
    */
-  getDecision(id: string, options: { embed?: string | readonly string[] } = {}): Promise<DecisionResult> {
+  getDecision(
+    id: string,
+    options: { embed?: string | readonly string[] } & ResultCallOptions = {},
+  ): Promise<DecisionResult> {
     const embed = typeof options.embed === 'string' ? options.embed : options.embed?.join(',');
-    return this.getResult('decision', id, DecisionResult, embed ? { embed } : undefined);
+    return this.getResult('decision', id, DecisionResult, embed ? { embed } : undefined, options.spare);
   }
 
   getReport(id: string, options: { includeDecision?: boolean } = {}): Promise<ReportResponse> {
@@ -230,6 +239,7 @@ export class DocumentAnalysisClient {
     id: string,
     schema: z.ZodType<T>,
     searchParams?: Record<string, string>,
+    spare?: boolean,
   ): Promise<T> {
     const route = ROUTES.result(kind);
     validateSubmissionId(id, this.context('GET', route, id));
@@ -237,6 +247,7 @@ export class DocumentAnalysisClient {
       ...this.base('GET', route, PATHS.result(id, kind), 'idempotent', id),
       searchParams,
       schema,
+      ...(spare ? { priority: 'spare' as const } : {}),
     });
   }
 

@@ -19,7 +19,7 @@ import {
   ResponseValidationError,
   ServerError,
 } from './errors.js';
-import type { AdaptiveRateLimiter, Clock } from './limiter.js';
+import type { AdaptiveRateLimiter, CallPriority, Clock } from './limiter.js';
 import { systemClock } from './limiter.js';
 import { Wire, WireError, type WireResponse } from './wire.js';
 import { parseRetryAfter, type RetryPolicy } from './retry.js';
@@ -86,6 +86,8 @@ export interface SendRequest<T> {
   probe?: boolean;
   /** Runs right before each attempt is sent (after the limiter); what it throws ends the call unsent. */
   beforeSend?: () => void;
+  /** Its turn at the limiter (default: `new` for a create, `submitted` for the rest). */
+  priority?: CallPriority;
 }
 
 export interface SenderOptions {
@@ -238,7 +240,8 @@ export class HttpSender {
         }
       }
       const releasedAt = request.limited
-        ? (limiter.tryAcquire() ?? (await limiter.acquire(request.retry === 'create' ? 'new' : 'submitted')))
+        ? (limiter.tryAcquire() ??
+          (await limiter.acquire(request.priority ?? (request.retry === 'create' ? 'new' : 'submitted'))))
         : 0;
       request.beforeSend?.();
       let response: WireResponse;

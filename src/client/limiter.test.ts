@@ -129,6 +129,36 @@ describe('AdaptiveRateLimiter', () => {
     expect(order).toEqual(['new 1', 'poll', 'new 2']);
   });
 
+  it('lets spare calls go only after creates and calls of submitted documents', async () => {
+    const clock = new FakeClock();
+    const limiter = fixed(10, clock);
+    const order: string[] = [];
+    void limiter.acquire('spare').then(() => order.push('spare 1'));
+    void limiter.acquire('spare').then(() => order.push('spare 2'));
+    void limiter.acquire('new').then(() => order.push('new'));
+    void limiter.acquire('submitted').then(() => order.push('poll'));
+    await clock.advance(1000);
+    expect(order).toEqual(['spare 1', 'poll', 'new', 'spare 2']);
+  });
+
+  it('tells how much of the capacity is used and who waits (the poll schedule spends the rest)', async () => {
+    const clock = new FakeClock();
+    const limiter = fixed(20, clock);
+    expect(limiter.headroom()).toEqual({ capacityPerSecond: 20, usedPerSecond: 0, waiting: 0 });
+    for (let i = 0; i < 15; i++) void limiter.acquire();
+    expect(limiter.headroom().waiting).toBeGreaterThan(0);
+    await clock.advance(1000);
+    const h = limiter.headroom();
+    expect(h.waiting).toBe(0);
+    // 15 released over the last second, counted in 100 ms slots (the oldest may have rolled off).
+    expect(h.usedPerSecond).toBeGreaterThanOrEqual(12);
+    expect(h.usedPerSecond).toBeLessThanOrEqual(15);
+    // A 429 found the limit: the capacity is what the API accepted, not the ceiling.
+    for (let i = 0; i < 10; i++) limiter.onSuccess();
+    limiter.onRateLimited(clock.now());
+    expect(limiter.headroom().capacityPerSecond).toBeLessThan(20);
+  });
+
   it('remembers what the API accepted when it refused, and drops just below it, once per round', async () => {
     const clock = new FakeClock();
     const limiter = fixed(100, clock);

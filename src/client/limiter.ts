@@ -6,7 +6,8 @@
  * release moves the theoretical arrival time `tat` by 1/rate; `burst` releases, 20 ms worth of the
  * current rate, may go back to back). When the rate changes, the schedule already promised is rescaled
  * to the new rate, so a rise is felt at once and a fall does not release a burst sized for the old rate.
- * Calls for documents already submitted (`priority: 'submitted'`) go before new creates.
+ * Calls for documents already submitted (`priority: 'submitted'`) go before new creates, and creates
+ * before spare calls (`'spare'`: polls placed early for freshness, see `headroom`).
  *
  * Discovery (a rate with a memory, in the manner of TCP CUBIC and the AWS SDK's adaptive mode):
  * - slow start: from 10/s, each accepted call adds one call per second (the rate doubles per second
@@ -57,8 +58,11 @@ export interface RateLimiterOptions {
   clock?: Clock;
 }
 
-/** Who waits for a slot: calls of documents already submitted go before new creates. */
-export type CallPriority = 'submitted' | 'new';
+/**
+ * Who waits for a slot: calls of documents already submitted go before new creates, and both before
+ * spare calls (polls placed early for freshness, which only use what nobody else wants).
+ */
+export type CallPriority = 'submitted' | 'new' | 'spare';
 
 interface Waiter {
   resolve: (releasedAt: number) => void;
@@ -129,6 +133,7 @@ export class AdaptiveRateLimiter {
   private readonly released = new LastSecond();
   private readonly urgent: Waiter[] = [];
   private readonly later: Waiter[] = [];
+  private readonly spare: Waiter[] = [];
   private pumping = false;
   /** When the first call was released: a young limiter's last second is shorter than a second. */
   private firstReleaseAt: number | undefined;
@@ -166,6 +171,21 @@ export class AdaptiveRateLimiter {
     return this.limit;
   }
 
+  /**
+   * What is free for calls that may wait or be skipped (spare polls): the calls per second the API is
+   * believed to grant (the limit found, else the ceiling), those released over the last second, and
+   * the calls waiting for a slot now.
+   */
+  headroom(): { capacityPerSecond: number; usedPerSecond: number; waiting: number } {
+    const now = this.clock.now();
+    const span = Math.min(1000, Math.max(100, now - (this.firstReleaseAt ?? now))) / 1000;
+    return {
+      capacityPerSecond: Math.min(this.ceiling, this.limit ?? this.ceiling),
+      usedPerSecond: this.released.total(now) / span,
+      waiting: this.urgent.length + this.later.length + this.spare.length,
+    };
+  }
+
   /** The share last set: `owned` of `total` (1 of 1 until `setShare` is called). */
   share(): { owned: number; total: number } {
     return { owned: this.shareOwned, total: this.shareTotal };
@@ -201,7 +221,8 @@ export class AdaptiveRateLimiter {
    * this path, without a promise or a turn of the pump.
    */
   tryAcquire(): number | undefined {
-    if (this.pumping || this.urgent.length > 0 || this.later.length > 0) return undefined;
+    if (this.pumping || this.urgent.length > 0 || this.later.length > 0 || this.spare.length > 0)
+      return undefined;
     const now = this.clock.now();
     if (this.slotAt() > now) return undefined;
     return this.take(now);
@@ -210,7 +231,7 @@ export class AdaptiveRateLimiter {
   /** Waits for a slot. Resolves with the release time, to hand back to `onRateLimited`. */
   acquire(priority: CallPriority = 'submitted'): Promise<number> {
     return new Promise<number>((resolve) => {
-      (priority === 'new' ? this.later : this.urgent).push({ resolve });
+      (priority === 'new' ? this.later : priority === 'spare' ? this.spare : this.urgent).push({ resolve });
       void this.pump();
     });
   }
@@ -279,7 +300,7 @@ export class AdaptiveRateLimiter {
     if (this.pumping) return;
     this.pumping = true;
     try {
-      while (this.urgent.length > 0 || this.later.length > 0) {
+      while (this.urgent.length > 0 || this.later.length > 0 || this.spare.length > 0) {
         const now = this.clock.now();
         const at = this.slotAt();
         if (at > now) {
@@ -287,7 +308,7 @@ export class AdaptiveRateLimiter {
           await this.clock.sleep(at - now);
           continue;
         }
-        const waiter = this.urgent.shift() ?? this.later.shift();
+        const waiter = this.urgent.shift() ?? this.later.shift() ?? this.spare.shift();
         waiter?.resolve(this.take(now));
       }
     } finally {

@@ -178,6 +178,7 @@ export function buildParts(
       scheduler,
       logger,
       deliveries,
+      budget: client.limiter,
     },
     {
       pollInitialMs: c.pollInitialMs,

@@ -10,11 +10,11 @@ import { ResultNotReady, type ApiPort } from './ports.js';
 import type { Awaitable, OpenedBlob } from '../types.js';
 
 export function apiPort(client: DocumentAnalysisClient, options: { withMetadata: boolean }): ApiPort {
-  const getters: Record<Awaitable, (id: string) => Promise<unknown>> = {
-    fraud: (id) => client.getFraud(id, { withMetadata: options.withMetadata }),
-    quality: (id) => client.getQuality(id),
-    classification: (id) => client.getClassification(id),
-    decision: (id) => client.getDecision(id),
+  const getters: Record<Awaitable, (id: string, spare: boolean) => Promise<unknown>> = {
+    fraud: (id, spare) => client.getFraud(id, { withMetadata: options.withMetadata, spare }),
+    quality: (id, spare) => client.getQuality(id, { spare }),
+    classification: (id, spare) => client.getClassification(id, { spare }),
+    decision: (id, spare) => client.getDecision(id, { spare }),
   };
   return {
     createSubmission: (req, options) => client.createSubmission(req, options),
@@ -41,9 +41,9 @@ export function apiPort(client: DocumentAnalysisClient, options: { withMetadata:
     async putCharacteristics(submissionId, url, body) {
       await client.putCharacteristics(url ?? submissionId, body);
     },
-    async getResult(kind, submissionId) {
+    async getResult(kind, submissionId, call) {
       try {
-        return (await getters[kind](submissionId)) as Record<string, unknown>;
+        return (await getters[kind](submissionId, call?.spare ?? false)) as Record<string, unknown>;
       } catch (err) {
         // The result endpoints answer 404 until processing has finished (decision: until the verdict).
         if (err instanceof NotFoundError) throw new ResultNotReady(`${kind} of ${submissionId} not ready`);

@@ -7,9 +7,10 @@
  *   record   its first state, with the submission id, acknowledged by Kafka: from here the input
  *            offset may be committed and the document is never submitted again
  *   upload   its characteristics, then the file; state UPLOADED
- *   poll     each awaited result: first when that kind of result is usually ready, at once when a
- *            decision webhook delivery says it is; the document's other results due within 50 ms
- *            are fetched with it
+ *   poll     each awaited result: on a schedule from the learned distribution of that kind's
+ *            processing time, as dense as the API's free capacity allows (`poll-timing.ts`); at
+ *            once when a decision webhook delivery or the decision says it is final; the
+ *            document's other results due within 50 ms are fetched with it
  *   publish  each result to its topic, those fetched together in one Kafka request; the state
  *            records it published
  *   finish   every result published: state DONE; the submission deleted when configured
@@ -83,7 +84,7 @@ export class DocumentLife {
     private readonly inFlight: InFlight,
   ) {
     this.now = ports.now ?? Date.now;
-    this.timing = new PollTiming(options, ports.random ?? Math.random);
+    this.timing = new PollTiming(options, ports.random ?? Math.random, ports.budget);
   }
 
   // ---- admit → create → record: while the consumer holds the input record ----
@@ -385,6 +386,7 @@ export class DocumentLife {
     this.events.onStage?.('upload', this.now() - started);
     if (!run.running) return false;
     run.uploadedAt = this.now();
+    run.uploadedHere = true;
     run.input = null;
     run.state = { ...s, status: 'UPLOADED', pending: undefined, updated_at: this.now() };
     // The polls do not wait for it: the record rides on the next request (or is replaced by the
@@ -410,26 +412,60 @@ export class DocumentLife {
 
   // ---- poll ----
 
-  /** Schedules poll number `attempt` of one result (`PollTiming` says when). */
-  private awaitResult(run: Run, kind: Awaitable, attempt: number): void {
-    const prompted = run.mode === 'replay' || (kind === 'decision' && run.decisionDelivered);
-    const delay = this.timing.delay(kind, attempt, prompted, run.uploadedAt, this.now());
+  /**
+   * Schedules poll number `attempt` of one result (`PollTiming` says when). `skipped`: a spare poll
+   * found no room and is placed again.
+   */
+  private awaitResult(run: Run, kind: Awaitable, attempt: number, skipped = false): void {
+    const now = this.now();
+    const plan = this.timing.plan(kind, attempt, this.prompted(run, kind), run.uploadedAt, now, skipped);
     run.attempts.set(kind, attempt);
-    this.ports.scheduler.schedule(run.key(kind), this.now() + delay, () =>
+    if (plan.spare) (run.spare ??= new Set()).add(kind);
+    else run.spare?.delete(kind);
+    this.ports.scheduler.schedule(run.key(kind), now + plan.delayMs, () =>
       this.inFlight.track(this.poll(run, kind, attempt)),
     );
   }
 
   /**
+   * The result is known to be final: a replay's; the decision once a webhook delivery says so, and the
+   * fraud result then too (the decision is made from it).
+   */
+  private prompted(run: Run, kind: Awaitable): boolean {
+    return run.mode === 'replay' || ((kind === 'decision' || kind === 'fraud') && run.decisionDelivered);
+  }
+
+  /**
    * A webhook delivery says the document's decision is ready: fetch it now (then publish it like a
-   * polled one, `source: webhook`). Retries after a failed fetch are the poll loop's, polling or not.
+   * polled one, `source: webhook`), and the fraud result it was made from. Retries after a failed
+   * fetch are the poll loop's, polling or not.
    */
   decisionDelivered(run: Run): void {
     if (!this.awaitsDecision(run) || run.decisionDelivered) return;
     run.decisionDelivered = true;
-    // Not uploaded yet: `live` schedules the fetch once it is.
+    // Not uploaded yet: `live` schedules the fetches once it is.
     if (run.state.status === 'CREATED') return;
     this.awaitResult(run, 'decision', 0);
+    this.pollNow(run, 'fraud');
+  }
+
+  /**
+   * Polls a result now that another answer says it is final (unless it is out or being fetched); should
+   * it not be, its schedule goes on from there.
+   */
+  private pollNow(run: Run, kind: Awaitable): void {
+    if (
+      !run.running ||
+      !run.state.awaited.includes(kind) ||
+      run.published.has(kind) ||
+      run.fetching.has(kind)
+    )
+      return;
+    const attempt = run.attempts.get(kind) ?? 0;
+    run.spare?.delete(kind);
+    this.ports.scheduler.schedule(run.key(kind), this.now(), () =>
+      this.inFlight.track(this.poll(run, kind, attempt)),
+    );
   }
 
   private async poll(run: Run, kind: Awaitable, attempt: number, pulled = false): Promise<void> {
@@ -438,11 +474,20 @@ export class DocumentLife {
       await this.expire(run);
       return;
     }
-    // A fetch prompted by a webhook says nothing of when this kind of result is usually ready.
-    const timed =
-      attempt === 0 && !pulled && run.mode === 'process' && !(kind === 'decision' && run.decisionDelivered);
+    // A spare poll goes only while nobody waits at the limiter (then behind creates); else it is
+    // placed again, a gap later.
+    const spare = !pulled && (run.spare?.has(kind) ?? false);
+    if (spare && !this.timing.roomNow()) {
+      this.awaitResult(run, kind, attempt, true);
+      return;
+    }
+    run.spare?.delete(kind);
+    // What the poll finds says when this kind of result is ready, counted from an upload made here
+    // (a resumed document's was earlier, a replay's results were final long ago).
+    const learns = run.mode === 'process' && run.uploadedHere;
+    const askedAt = this.now() - run.uploadedAt;
     let body: Record<string, unknown>;
-    const fetching = this.ports.api.getResult(kind, run.state.submission_id);
+    const fetching = this.ports.api.getResult(kind, run.state.submission_id, spare ? { spare } : undefined);
     run.fetching.set(kind, fetching);
     this.pullSiblings(run);
     try {
@@ -451,7 +496,7 @@ export class DocumentLife {
       run.fetching.delete(kind);
       if (!run.running) return;
       if (err instanceof ResultNotReady) {
-        if (timed) this.timing.observe(kind, false, this.now());
+        if (learns) (run.notReadyAt ??= new Map()).set(kind, askedAt);
         this.awaitResult(run, kind, attempt + 1);
         return;
       }
@@ -468,7 +513,9 @@ export class DocumentLife {
       return;
     }
     run.fetching.delete(kind);
-    if (timed) this.timing.observe(kind, true, this.now());
+    if (learns) this.timing.observe(kind, run.notReadyAt?.get(kind) ?? 0, this.now() - run.uploadedAt);
+    // The decision is made from the fraud result: that is final too.
+    if (kind === 'decision') this.pollNow(run, 'fraud');
     await this.alongsideSiblings(run);
     if (!run.running) return;
     await this.publish(run, kind, body, kind === 'decision' && run.decisionDelivered ? 'webhook' : 'poll');

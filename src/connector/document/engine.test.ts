@@ -708,6 +708,25 @@ describe('DocumentEngine', () => {
     expect(out.results.filter((r) => r.kind === 'decision')).toHaveLength(1);
   });
 
+  it('fetches the fraud result at once when a webhook delivery says the decision made from it is out', async () => {
+    // Polls far apart: only the delivery can bring the fraud result within the test.
+    const { api, out, engine, scheduler } = setup({
+      decisionPolling: false,
+      pollInitialMs: 10_000,
+      pollMaxMs: 60_000,
+    });
+    await engine.admit(source, event({ enable_decision: true }), undefined);
+    await new Promise((r) => setTimeout(r, 20));
+    expect(api.calls.filter((c) => c.startsWith('get:'))).toEqual([]);
+    engine.decisionReady(out.states[0]!.submission_id);
+    for (let i = 0; i < 200 && out.results.length < 2; i++) await new Promise((r) => setTimeout(r, 5));
+    expect(out.results.map((r) => r.kind).sort()).toEqual(['decision', 'fraud']);
+    // The other results wait for their own polls.
+    expect(api.calls).not.toContain('get:quality');
+    await engine.stop(100);
+    scheduler.stop();
+  });
+
   it('keeps fetching a delivered decision that is not there yet, polling off or not', async () => {
     const { api, out, engine, until } = setup({ decisionPolling: false });
     api.notReadyPolls.set('decision', 2);

@@ -1,34 +1,253 @@
-import { ReadinessEstimator } from './poll-timing.js';
+import { jest } from '@jest/globals';
+import {
+  CHEAPEST_MS,
+  ECONOMY_MS,
+  PollPrice,
+  PollTiming,
+  ReadyTimes,
+  type PollBudget,
+} from './poll-timing.js';
 
-describe('ReadinessEstimator', () => {
-  it('settles where about the chosen quantile of first polls find the result ready', () => {
-    const e = new ReadinessEstimator(100, 10, 60000);
-    // Processing takes 1000..2000 ms uniformly; the 90th percentile is 1900 ms.
-    let t = 0;
-    let seed = 7;
-    const random = () => (seed = (seed * 16807) % 2147483647) / 2147483647;
-    let hits = 0;
-    for (let i = 0; i < 5000; i++) {
-      t += 1000;
-      const ready = 1000 + random() * 1000 <= e.value;
-      if (i >= 1000 && ready) hits += 1;
-      e.observe(ready, t);
+/** A seeded uniform random source (Park–Miller), so every run of a test draws the same numbers. */
+function seeded(seed: number): () => number {
+  let s = seed;
+  return () => (s = (s * 16807) % 2147483647) / 2147483647;
+}
+
+/**
+ * Polls `n` results whose processing takes `draw()` ms, as the connector does (each poll at the time
+ * `plan` says, the outcome fed back), in simulated time. Returns the mean and 99th percentile delay
+ * after ready and the polls per result.
+ */
+function simulate(
+  timing: PollTiming,
+  n: number,
+  draw: () => number,
+): { meanDelay: number; p99Delay: number; pollsPerResult: number } {
+  const delays: number[] = [];
+  let polls = 0;
+  let clock = 1_000_000;
+  for (let i = 0; i < n; i++) {
+    const uploadedAt = clock;
+    const readyAfter = draw();
+    let now = uploadedAt;
+    let lastMiss = 0;
+    for (let attempt = 0; ; attempt++) {
+      now += timing.plan('fraud', attempt, false, uploadedAt, now).delayMs;
+      polls += 1;
+      const waited = now - uploadedAt;
+      if (waited >= readyAfter) {
+        timing.observe('fraud', lastMiss, waited);
+        delays.push(waited - readyAfter);
+        break;
+      }
+      lastMiss = waited;
     }
-    expect(hits / 4000).toBeGreaterThan(0.8);
-    expect(hits / 4000).toBeLessThan(0.96);
+    clock += 50;
+  }
+  delays.sort((a, b) => a - b);
+  return {
+    meanDelay: delays.reduce((a, b) => a + b, 0) / delays.length,
+    p99Delay: delays[Math.floor(delays.length * 0.99)]!,
+    pollsPerResult: polls / n,
+  };
+}
+
+/** A limiter reading the test sets. */
+function budget(reading: { capacityPerSecond: number; usedPerSecond: number; waiting: number }): PollBudget {
+  return { headroom: () => reading };
+}
+
+const uniform = (random: () => number, from: number, to: number) => () => from + random() * (to - from);
+
+describe('ReadyTimes', () => {
+  it('learns a distribution from the intervals polls find', () => {
+    const t = new ReadyTimes(50, 15000);
+    const random = seeded(11);
+    for (let i = 0; i < 2000; i++) {
+      const ready = 1000 + random() * 3000;
+      // Polled every 100 ms: not ready at the poll before, ready at the poll that found it.
+      const by = Math.ceil(ready / 100) * 100;
+      t.observe(by - 100, by);
+    }
+    expect(t.quantile(0.5)).toBeGreaterThan(2300);
+    expect(t.quantile(0.5)).toBeLessThan(2700);
+    expect(t.quantile(0.05)).toBeGreaterThan(900);
+    expect(t.quantile(0.99)).toBeLessThan(4200);
+    expect(t.survivalAt(800)).toBeGreaterThan(0.98);
   });
 
-  it('counts a burst of simultaneous outcomes once', () => {
-    const e = new ReadinessEstimator(250, 10, 4000);
-    for (let i = 0; i < 100; i++) e.observe(false, 1000);
-    expect(e.value).toBeLessThan(300);
-    for (let i = 0; i < 100; i++) e.observe(true, 1001);
-    expect(e.value).toBeGreaterThan(250);
+  it('keeps the shape it learned when later polls only say "ready by then"', () => {
+    const t = new ReadyTimes(50, 15000);
+    const random = seeded(5);
+    for (let i = 0; i < 1000; i++) {
+      const by = Math.ceil((1000 + random() * 3000) / 100) * 100;
+      t.observe(by - 100, by);
+    }
+    const median = t.quantile(0.5);
+    // One economical poll at 4.2 s for each result: no lower bound.
+    for (let i = 0; i < 1000; i++) t.observe(0, 4200);
+    expect(Math.abs(t.quantile(0.5) - median)).toBeLessThan(150);
   });
 
-  it('stays within its bounds', () => {
-    const e = new ReadinessEstimator(50, 10, 100);
-    for (let t = 0; t < 100000; t += 100) e.observe(false, t);
-    expect(e.value).toBe(100);
+  it('follows a kind that grows slower, as the old observations fade', () => {
+    const t = new ReadyTimes(50, 15000);
+    for (let i = 0; i < 500; i++) t.observe(180, 200);
+    expect(t.quantile(0.5)).toBeLessThan(220);
+    for (let i = 0; i < 2000; i++) t.observe(1900, 2000);
+    expect(t.quantile(0.5)).toBeGreaterThan(1800);
+  });
+
+  it('polls a result slower than anything seen with gaps within half the time waited', () => {
+    const t = new ReadyTimes(50, 15000);
+    for (let i = 0; i < 500; i++) t.observe(980, 1000);
+    let at = 1100;
+    for (let i = 0; i < 20; i++) {
+      const next = t.nextPoll(at, ECONOMY_MS, 20, 15000);
+      expect(next).toBeGreaterThan(at);
+      expect(next - at).toBeLessThanOrEqual(Math.max(20, at / 2) + 1e-6);
+      expect(next - at).toBeLessThanOrEqual(15000);
+      at = next;
+    }
+    expect(at).toBeGreaterThan(20_000);
+  });
+});
+
+describe('PollTiming', () => {
+  it('with room to spare, results uniform 1-4 s are out within a fraction of a second of ready', () => {
+    const random = seeded(3);
+    const timing = new PollTiming({ pollInitialMs: 500, pollMaxMs: 15000 }, random);
+    simulate(timing, 500, uniform(random, 1000, 4000)); // learning
+    const r = simulate(timing, 2000, uniform(random, 1000, 4000));
+    expect(r.meanDelay).toBeLessThan(150);
+    expect(r.p99Delay).toBeLessThan(400);
+    expect(r.pollsPerResult).toBeLessThan(10);
+  });
+
+  it('at the economy price a result costs little more than one GET', () => {
+    const random = seeded(4);
+    const busy = budget({ capacityPerSecond: 40, usedPerSecond: 40, waiting: 0 });
+    const timing = new PollTiming({ pollInitialMs: 500, pollMaxMs: 15000 }, random, busy);
+    // The price doubles every quarter second of simulated time spent at the limit.
+    simulate(timing, 1000, uniform(random, 1000, 4000));
+    const uniformRun = simulate(timing, 2000, uniform(random, 1000, 4000));
+    expect(uniformRun.pollsPerResult).toBeLessThan(1.2);
+    const fixed = simulate(timing, 2000, () => 200);
+    expect(fixed.pollsPerResult).toBeLessThan(1.1);
+  });
+
+  it('spends fewer polls and waits longer as the price rises, step by step', () => {
+    const random = seeded(9);
+    const learned = new ReadyTimes(50, 15000);
+    for (let i = 0; i < 2000; i++) {
+      const by = Math.ceil((1000 + random() * 3000) / 50) * 50;
+      learned.observe(by - 50, by);
+    }
+    const curve = [CHEAPEST_MS, 100, 500, ECONOMY_MS].map((price) => {
+      let delay = 0;
+      let polls = 0;
+      for (let i = 0; i < 1000; i++) {
+        const ready = 1000 + random() * 3000;
+        let at = 0;
+        for (let attempt = 0; at < ready; attempt++) {
+          at = learned.nextPoll(at, price, attempt === 0 ? 0 : 20, 15000);
+          polls += 1;
+        }
+        delay += at - ready;
+      }
+      return { meanDelay: delay / 1000, pollsPerResult: polls / 1000 };
+    });
+    for (let i = 1; i < curve.length; i++) {
+      expect(curve[i]!.pollsPerResult).toBeLessThan(curve[i - 1]!.pollsPerResult);
+      expect(curve[i]!.meanDelay).toBeGreaterThan(curve[i - 1]!.meanDelay);
+    }
+    // No cliff: each step at most a few times the delay of the one before.
+    for (let i = 1; i < curve.length; i++)
+      expect(curve[i]!.meanDelay).toBeLessThan(curve[i - 1]!.meanDelay * 5);
+    expect(curve[curve.length - 1]!.pollsPerResult).toBeLessThan(1.1);
+  });
+
+  it('marks polls earlier than the economy schedule as spare', () => {
+    const random = seeded(8);
+    const reading = { capacityPerSecond: 100, usedPerSecond: 10, waiting: 0 };
+    const timing = new PollTiming({ pollInitialMs: 500, pollMaxMs: 15000 }, random, budget(reading));
+    simulate(timing, 500, uniform(random, 1000, 4000));
+    const fresh = timing.plan('fraud', 0, false, 0, 0);
+    expect(fresh.spare).toBe(true);
+    // Calls near the capacity for a while: the price reaches the economy price, nothing is spare.
+    reading.usedPerSecond = 95;
+    let economy = fresh;
+    for (let t = 2e6; t < 2e6 + 4000; t += 250) economy = timing.plan('fraud', 0, false, t, t);
+    expect(economy.spare).toBe(false);
+    expect(economy.delayMs).toBeGreaterThan(fresh.delayMs);
+    // The economy schedule's first poll comes late in the distribution: most results are ready.
+    expect(economy.delayMs).toBeGreaterThan(3500);
+    // A spare poll that found no room is placed again a gap later, never at once.
+    expect(timing.plan('fraud', 0, false, 0, 0, true).delayMs).toBeGreaterThanOrEqual(19);
+  });
+
+  it('learns from the first few results, before the long tail of the prior matters', () => {
+    const random = seeded(12);
+    const timing = new PollTiming({ pollInitialMs: 500, pollMaxMs: 15000 }, random);
+    simulate(timing, 20, uniform(random, 1000, 4000));
+    const r = simulate(timing, 200, uniform(random, 1000, 4000));
+    expect(r.p99Delay).toBeLessThan(1000);
+  });
+
+  it('polls at once when prompted, then backs off from pollInitialMs', () => {
+    const timing = new PollTiming({ pollInitialMs: 500, pollMaxMs: 15000 }, () => 0.5);
+    expect(timing.plan('decision', 0, true, 0, 0)).toEqual({ delayMs: 0, spare: false });
+    const next = timing.plan('decision', 1, true, 0, 0).delayMs;
+    expect(next).toBeGreaterThanOrEqual(250);
+    expect(next).toBeLessThanOrEqual(500);
+  });
+
+  it('never waits longer than pollMaxMs between two polls', () => {
+    const timing = new PollTiming({ pollInitialMs: 5, pollMaxMs: 20 }, seeded(1));
+    for (let attempt = 0; attempt < 50; attempt++) {
+      expect(timing.plan('quality', attempt, false, 0, attempt * 20).delayMs).toBeLessThanOrEqual(21);
+    }
+  });
+});
+
+describe('PollPrice', () => {
+  beforeEach(() => jest.useFakeTimers());
+  afterEach(() => jest.useRealTimers());
+
+  it('rises to the economy price while calls use the capacity, falls back to the cheapest once they do not', () => {
+    const reading = { capacityPerSecond: 100, usedPerSecond: 90, waiting: 3 };
+    const price = new PollPrice(budget(reading));
+    let now = Date.now();
+    const step = () => {
+      jest.advanceTimersByTime(250);
+      now = Date.now();
+      return price.at(now);
+    };
+    let p = price.at(now);
+    for (let i = 0; i < 20; i++) p = step();
+    expect(p).toBe(ECONOMY_MS);
+    expect(price.roomNow()).toBe(false);
+    reading.waiting = 0;
+    reading.usedPerSecond = 20;
+    const falling: number[] = [];
+    for (let i = 0; i < 60; i++) falling.push(step());
+    // Down by a fifth per step: gradual, not a jump.
+    for (let i = 1; i < falling.length; i++)
+      expect(falling[i]!).toBeGreaterThanOrEqual(falling[i - 1]! * 0.8 - 1e-9);
+    expect(falling[falling.length - 1]).toBe(CHEAPEST_MS);
+    expect(price.roomNow()).toBe(true);
+  });
+
+  it('holds its price between calls used at 60 % and 80 % of the capacity, rises above', () => {
+    const reading = { capacityPerSecond: 100, usedPerSecond: 70, waiting: 0 };
+    const price = new PollPrice(budget(reading));
+    const first = price.at(0);
+    expect(price.at(1000)).toBe(first);
+    reading.usedPerSecond = 85;
+    expect(price.at(2000)).toBe(first * 2);
+    // A spare poll goes only below 90 % of the capacity.
+    expect(price.roomNow()).toBe(true);
+    reading.usedPerSecond = 95;
+    expect(price.roomNow()).toBe(false);
   });
 });

@@ -2,68 +2,339 @@ import { backoffDelay } from '../../util/backoff.js';
 import type { Awaitable } from '../types.js';
 
 /**
- * Learns how long each kind of result takes to become final, so that the first poll lands just after
- * it is ready instead of spending calls on early 404s. The estimate tracks a high quantile of the
- * processing time: a first poll that finds the result not ready moves it up a lot, one that finds it
- * ready moves it down a little, and at equilibrium about `quantile` of first polls succeed.
+ * When to poll each result, from what polls have taught about how long that kind of result takes,
+ * and from how much of the API's capacity is free.
  *
- * Documents admitted together are polled together, so their outcomes say the same thing: updates are
- * spaced by a quarter of the estimate, or a burst of simultaneous misses would compound the estimate
- * straight to its maximum (and a burst of hits to its minimum).
+ * The distribution (`ReadyTimes`): each result fetched says it became ready after the last poll that
+ * found it not ready and before the poll that found it (an interval, counted from the upload). The
+ * intervals are folded into a histogram the way Turnbull's self-consistent estimator does it, one EM
+ * step per observation: a result's weight goes to the bins of its interval in proportion to what the
+ * histogram already holds there. Wide intervals (one economical poll late in the distribution) then
+ * keep the shape that narrow ones taught; older observations fade, so a kind that grows slower is
+ * followed.
+ *
+ * The schedule: polls of a result are placed with a density of sqrt(h(t) / 2c) per millisecond, where
+ * h is the hazard (how likely a result still pending at t becomes ready in the next millisecond) and c
+ * the price of one poll in milliseconds of delay. That density minimises expected delay after ready
+ * plus c times expected polls (for a density n, the delay costs f/2n and the polls c·n·S per unit of
+ * time; pointwise optimum n = sqrt(f / 2cS)). Where the distribution is flat polls are even; near its
+ * end they crowd; a poll is never later than the point where 98 % of the results still pending are
+ * ready, so a cheap schedule still catches the slow end of the usual spread with its first poll.
+ * Beyond what was ever seen (a result slower than usual) the hazard is taken as 1/t, so gaps grow with
+ * the square root of the time waited and stay within half of it.
+ *
+ * The price (`PollPrice`) follows the limiter: while the API has room (calls used well below the
+ * capacity found) it falls to `CHEAPEST_MS`, the freshest schedule; as the calls near the capacity it
+ * doubles, up to `ECONOMY_MS`, where a result costs little more than one GET. A poll placed earlier
+ * than the economy schedule would place it is spare: it goes only if nobody waits at the limiter at
+ * that moment (else it is placed again, a gap later), and then waits behind creates (priority
+ * `spare`), so the creates' share of the limit does not fall.
  */
-export class ReadinessEstimator {
-  private estimateMs: number;
-  private lastUpdateAt = Number.NEGATIVE_INFINITY;
 
-  constructor(
-    initialMs: number,
-    private readonly minMs: number,
-    private readonly maxMs: number,
-    private readonly quantile = 0.9,
-    private readonly gain = 0.2,
-  ) {
-    this.estimateMs = Math.min(maxMs, Math.max(minMs, initialMs));
+/** What the poll schedule needs of the API's rate limiter. */
+export interface PollBudget {
+  /**
+   * Calls per second the API is believed to grant this instance, calls released over the last second,
+   * and calls waiting for a slot now.
+   */
+  headroom(): { capacityPerSecond: number; usedPerSecond: number; waiting: number };
+}
+
+/** The price of a poll, in milliseconds of expected delay, when the API has room to spare. */
+export const CHEAPEST_MS = 20;
+/** The price at the limit: about one GET per result, first poll late in the distribution. */
+export const ECONOMY_MS = 5000;
+/** Calls used, as a share of the capacity, above which polls get dearer. */
+const BUSY_SHARE = 0.8;
+/** Calls used, as a share of the capacity, below which polls get cheaper. */
+const ROOMY_SHARE = 0.6;
+/** A spare poll goes only while the calls used stay below this share of the capacity. */
+const SPARE_SHARE = 0.9;
+/** How often the price follows the limiter. */
+const PRICE_EVERY_MS = 250;
+/** The longest a poll waits: where this share of the results still pending are ready. */
+const CATCH_SHARE = 0.98;
+/** A result still pending where fewer than this share are is slower than usual (`beyond`). */
+const BEYOND_SHARE = 0.005;
+/** The shortest gap between two polls of one result. */
+const MIN_GAP_MS = 20;
+
+/** Bin edges in ms from the upload: 20 ms wide up to 400 ms, then 5 % wider each, up to 30 minutes. */
+function binEdges(): Float64Array {
+  const edges = [0];
+  while (edges[edges.length - 1]! < 1_800_000) {
+    const last = edges[edges.length - 1]!;
+    edges.push(last + Math.max(20, Math.round(last * 0.05)));
+  }
+  return Float64Array.from(edges);
+}
+
+const EDGES = binEdges();
+const BINS = EDGES.length - 1;
+
+/** The bin holding `t` (ms), the last bin for anything beyond. */
+function binOf(t: number): number {
+  let lo = 0;
+  let hi = BINS - 1;
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >> 1;
+    if (EDGES[mid]! <= t) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
+}
+
+/**
+ * A learned distribution of the time from upload to ready, for one kind of result: a histogram over
+ * `EDGES` fed with censoring intervals (see the header).
+ */
+export class ReadyTimes {
+  private readonly mass = new Float64Array(BINS);
+  /** Weight of a new observation; grows so that older ones fade (rescaled before it overflows). */
+  private weight = 1;
+  private readonly fade: number;
+  /** survival[i]: share of the mass at EDGES[i] and beyond; recomputed when stale. */
+  private readonly survival = new Float64Array(BINS + 1);
+  private stale = true;
+  private observations = 0;
+  /**
+   * What is assumed before anything is known: even in log time between two bounds, worth one
+   * observation at first and half as much after each one (gone after a dozen, so that its long tail
+   * does not hold the economy schedule's first poll back).
+   */
+  private readonly prior = new Float64Array(BINS);
+  private priorFactor = 1;
+
+  /** `memory`: about how many recent observations the shape stands for. */
+  constructor(priorFromMs: number, priorToMs: number, memory = 400) {
+    this.fade = 1 / (1 - 1 / memory);
+    const a = binOf(Math.max(1, priorFromMs));
+    const b = Math.max(a, binOf(Math.max(priorFromMs, priorToMs)));
+    for (let i = a; i <= b; i++) this.prior[i] = 1 / (b - a + 1);
   }
 
-  get value(): number {
-    return this.estimateMs;
+  /** What bin `i` holds, the prior's part included. */
+  private held(i: number): number {
+    return this.mass[i]! + this.prior[i]! * this.weight * this.priorFactor;
   }
 
-  /** Records the outcome of a first poll made at `now` (epoch ms). */
-  observe(ready: boolean, now: number): void {
-    if (now - this.lastUpdateAt < this.estimateMs / 4) return;
-    this.lastUpdateAt = now;
-    const factor = ready ? 1 - this.gain * (1 - this.quantile) : 1 + this.gain * this.quantile;
-    this.estimateMs = Math.min(this.maxMs, Math.max(this.minMs, this.estimateMs * factor));
+  /** Observations folded in so far. */
+  get count(): number {
+    return this.observations;
+  }
+
+  /** A result was not ready at `afterMs` and ready at `byMs` (both from its upload). */
+  observe(afterMs: number, byMs: number): void {
+    const a = Math.max(0, afterMs);
+    const b = Math.max(a + 1, byMs);
+    const first = binOf(a);
+    const last = binOf(b);
+    // The overlap of each bin with (a, b], times what the bin holds: where this result likely was.
+    let held = 0;
+    for (let i = first; i <= last; i++) held += this.held(i) * this.overlap(i, a, b);
+    let width = 0;
+    for (let i = first; i <= last; i++) width += this.overlap(i, a, b) * (EDGES[i + 1]! - EDGES[i]!);
+    for (let i = first; i <= last; i++) {
+      const o = this.overlap(i, a, b);
+      if (o === 0) continue;
+      // Nothing known there yet: spread by width (evenly over the interval).
+      const share = held > 1e-12 ? (this.held(i) * o) / held : (o * (EDGES[i + 1]! - EDGES[i]!)) / width;
+      this.mass[i] = this.mass[i]! + this.weight * share;
+    }
+    this.weight *= this.fade;
+    this.priorFactor /= 2;
+    if (this.weight > 1e9) {
+      for (let i = 0; i < BINS; i++) this.mass[i] = this.mass[i]! / this.weight;
+      this.weight = 1;
+    }
+    this.observations += 1;
+    this.stale = true;
+  }
+
+  /** The share of bin `i` that lies within (a, b]. */
+  private overlap(i: number, a: number, b: number): number {
+    const lo = EDGES[i]!;
+    const hi = EDGES[i + 1]!;
+    const covered = Math.min(hi, b) - Math.max(lo, a);
+    return covered <= 0 ? 0 : covered / (hi - lo);
+  }
+
+  /** Share of results not ready at `t` (ms from upload). */
+  survivalAt(t: number): number {
+    this.refresh();
+    if (t >= EDGES[BINS]!) return 0;
+    const i = binOf(t);
+    const lo = EDGES[i]!;
+    const hi = EDGES[i + 1]!;
+    const s0 = this.survival[i]!;
+    const s1 = this.survival[i + 1]!;
+    return s0 - ((s0 - s1) * (Math.max(lo, t) - lo)) / (hi - lo);
+  }
+
+  /** The time (ms from upload) by which share `q` of the results are ready. */
+  quantile(q: number): number {
+    this.refresh();
+    const target = 1 - q;
+    for (let i = 0; i < BINS; i++) {
+      const s1 = this.survival[i + 1]!;
+      if (s1 <= target) {
+        const s0 = this.survival[i]!;
+        const lo = EDGES[i]!;
+        return s0 === s1 ? lo : lo + ((s0 - target) / (s0 - s1)) * (EDGES[i + 1]! - lo);
+      }
+    }
+    return EDGES[BINS]!;
+  }
+
+  /**
+   * The time (ms from upload) of the next poll of a result still pending at `fromMs`, at a price of
+   * `priceMs` per poll (see the header), within `minGapMs`..`maxGapMs` after `fromMs`.
+   */
+  nextPoll(fromMs: number, priceMs: number, minGapMs: number, maxGapMs: number): number {
+    this.refresh();
+    const from = Math.max(0, fromMs);
+    const earliest = from + minGapMs;
+    const latest = from + Math.max(minGapMs, maxGapMs);
+    const pending = this.survivalAt(from);
+    // Beyond what was ever seen: hazard 1/t, so a gap of sqrt(2ct), at most half the time waited.
+    const beyond = () => {
+      const gap = Math.min(Math.sqrt(2 * priceMs * Math.max(from, 1)), Math.max(from / 2, minGapMs));
+      return Math.min(latest, Math.max(earliest, from + gap));
+    };
+    if (pending < BEYOND_SHARE) return beyond();
+    const catchAt = pending * (1 - CATCH_SHARE);
+    let need = 1;
+    let t = from;
+    for (let i = binOf(from); i < BINS; i++) {
+      const lo = EDGES[i]!;
+      const hi = EDGES[i + 1]!;
+      const s0 = this.survival[i]!;
+      const s1 = this.survival[i + 1]!;
+      const width = hi - lo;
+      const start = Math.max(t, lo);
+      // The survival falls linearly within a bin; the poll that catches 98 % of what is pending is due there.
+      if (s1 <= catchAt) {
+        const at = s0 === s1 ? start : lo + ((s0 - catchAt) / (s0 - s1)) * width;
+        const hazard = s0 > 0 ? (s0 - s1) / (s0 * width) : 0;
+        const density = Math.sqrt(hazard / (2 * priceMs));
+        const byDensity = start + need / Math.max(density, 1e-12);
+        return Math.min(latest, Math.max(earliest, Math.min(Math.max(at, start), byDensity)));
+      }
+      const hazard = s0 > 0 ? (s0 - s1) / (s0 * width) : 0;
+      const density = Math.sqrt(hazard / (2 * priceMs));
+      const span = hi - start;
+      if (density * span >= need) return Math.min(latest, Math.max(earliest, start + need / density));
+      need -= density * span;
+      t = hi;
+      if (t >= latest) return latest;
+    }
+    return beyond();
+  }
+
+  private refresh(): void {
+    if (!this.stale) return;
+    this.stale = false;
+    let total = 0;
+    for (let i = 0; i < BINS; i++) total += this.held(i);
+    let left = total;
+    for (let i = 0; i < BINS; i++) {
+      this.survival[i] = total > 0 ? left / total : 0;
+      left -= this.held(i);
+    }
+    this.survival[BINS] = 0;
   }
 }
 
 /**
- * When to poll a result: the first poll when this kind of result is usually ready (counted from the
- * upload, one estimator per kind), then retries backing off from a quarter of that estimate. A poll
- * prompted by a webhook delivery or a replay (the result is final already) goes at once, then backs
- * off from `pollInitialMs`.
+ * The price of one poll in milliseconds of delay, following the limiter every `PRICE_EVERY_MS`:
+ * doubled while calls use more than `BUSY_SHARE` of the capacity, lowered by a fifth while they use
+ * less than `ROOMY_SHARE`, within `CHEAPEST_MS`..`ECONOMY_MS`. Calls queued at the limiter do not
+ * raise it by themselves: in slow start they wait for the rate, not for the API's capacity; spare
+ * polls then wait for their turn behind creates, or are placed again (`roomNow`).
+ */
+export class PollPrice {
+  private price = CHEAPEST_MS;
+  private updatedAt = Number.NEGATIVE_INFINITY;
+
+  constructor(private readonly budget: PollBudget | undefined) {}
+
+  at(now: number): number {
+    if (!this.budget || now - this.updatedAt < PRICE_EVERY_MS) return this.price;
+    this.updatedAt = now;
+    const { capacityPerSecond, usedPerSecond } = this.budget.headroom();
+    const used = usedPerSecond / Math.max(capacityPerSecond, 1e-9);
+    if (used > BUSY_SHARE) this.price = Math.min(ECONOMY_MS, this.price * 2);
+    else if (used < ROOMY_SHARE) this.price = Math.max(CHEAPEST_MS, this.price * 0.8);
+    return this.price;
+  }
+
+  /** The limiter has room for a spare poll now: nobody waits and calls stay below `SPARE_SHARE`. */
+  roomNow(): boolean {
+    if (!this.budget) return true;
+    const { capacityPerSecond, usedPerSecond, waiting } = this.budget.headroom();
+    return waiting === 0 && usedPerSecond < SPARE_SHARE * capacityPerSecond;
+  }
+}
+
+/** When a result's next poll goes, and whether it is spare (earlier than the economy schedule's). */
+export interface PollPlan {
+  delayMs: number;
+  spare: boolean;
+}
+
+/**
+ * When to poll a result: by its kind's learned distribution at the current price (see the header). A
+ * poll prompted by a webhook delivery, by another result that says this one is final, or by a replay
+ * (the result is final already) goes at once, then backs off from `pollInitialMs`. Every gap is at
+ * most `pollMaxMs`.
  */
 export class PollTiming {
-  private readonly estimators = new Map<Awaitable, ReadinessEstimator>();
+  private readonly times = new Map<Awaitable, ReadyTimes>();
+  private readonly price: PollPrice;
 
   constructor(
     private readonly options: { pollInitialMs: number; pollMaxMs: number },
     private readonly random: () => number,
-  ) {}
-
-  /** Delay before poll `attempt` (0 = the first) of a `kind` result uploaded at `uploadedAt`. */
-  delay(kind: Awaitable, attempt: number, prompted: boolean, uploadedAt: number, now: number): number {
-    const { pollInitialMs } = this.options;
-    if (prompted) return attempt === 0 ? 0 : this.backoff(attempt - 1, pollInitialMs);
-    const estimate = this.estimator(kind).value;
-    if (attempt === 0) return Math.max(0, uploadedAt + estimate - now);
-    return this.backoff(attempt - 1, Math.max(pollInitialMs, estimate / 4));
+    budget?: PollBudget,
+  ) {
+    this.price = new PollPrice(budget);
   }
 
-  /** What a timed first poll found (ready or not) at `now`. */
-  observe(kind: Awaitable, ready: boolean, now: number): void {
-    this.estimator(kind).observe(ready, now);
+  /**
+   * The next poll of a `kind` result uploaded at `uploadedAt`: poll number `attempt` (0 = the first),
+   * at `now` (epoch ms). `skipped`: a spare poll found no room and is placed again.
+   */
+  plan(
+    kind: Awaitable,
+    attempt: number,
+    prompted: boolean,
+    uploadedAt: number,
+    now: number,
+    skipped = false,
+  ): PollPlan {
+    const { pollInitialMs, pollMaxMs } = this.options;
+    if (prompted)
+      return { delayMs: attempt === 0 ? 0 : this.backoff(attempt - 1, pollInitialMs), spare: false };
+    const times = this.timesOf(kind);
+    const waited = Math.max(0, now - uploadedAt);
+    const price = this.price.at(now);
+    const minGap = attempt === 0 && !skipped ? 0 : Math.min(MIN_GAP_MS, pollMaxMs);
+    const at = times.nextPoll(waited, price, minGap, pollMaxMs);
+    const spare = price < ECONOMY_MS && at < times.nextPoll(waited, ECONOMY_MS, minGap, pollMaxMs);
+    // A little jitter, later only (an earlier poll than placed would find more results not ready):
+    // documents uploaded together do not poll in the same millisecond.
+    const gap = at - waited;
+    return { delayMs: Math.max(0, Math.round(gap * (1 + 0.05 * this.random()))), spare };
+  }
+
+  /** A spare poll may go now (the limiter has room). */
+  roomNow(): boolean {
+    return this.price.roomNow();
+  }
+
+  /** A `kind` result was not ready `afterMs` after its upload and ready `byMs` after it. */
+  observe(kind: Awaitable, afterMs: number, byMs: number): void {
+    this.timesOf(kind).observe(afterMs, byMs);
   }
 
   /** Exponential back-off with jitter, capped at `pollMaxMs`. */
@@ -71,12 +342,14 @@ export class PollTiming {
     return backoffDelay(attempt, { initialMs, maxMs: this.options.pollMaxMs }, this.random);
   }
 
-  private estimator(kind: Awaitable): ReadinessEstimator {
-    let e = this.estimators.get(kind);
-    if (!e) {
-      e = new ReadinessEstimator(this.options.pollInitialMs, 10, this.options.pollMaxMs);
-      this.estimators.set(kind, e);
+  private timesOf(kind: Awaitable): ReadyTimes {
+    let t = this.times.get(kind);
+    if (!t) {
+      // Before anything is known: results ready somewhere between a tenth of the first delay and
+      // the longest gap, evenly in log time.
+      t = new ReadyTimes(this.options.pollInitialMs / 10, this.options.pollMaxMs);
+      this.times.set(kind, t);
     }
-    return e;
+    return t;
   }
 }

@@ -13,6 +13,7 @@ import type { Logger } from '../../observability/logger.js';
 import type { PollScheduler } from '../../util/scheduler.js';
 import type { DeadLetterStage } from '../outputs/dead-letters.js';
 import type { AwaitedOverride } from './awaited-results.js';
+import type { PollBudget } from './poll-timing.js';
 import type { OutputPort } from '../outputs/output-port.js';
 import type { StatePort } from '../state/writer.js';
 import type { InputPointer } from '../state/document-state.js';
@@ -43,7 +44,12 @@ export interface ApiPort {
     url: string | null,
     body: SubmissionCharacteristics,
   ): Promise<void>;
-  getResult(kind: Awaitable, submissionId: string): Promise<Record<string, unknown>>;
+  /** `spare`: a poll placed early for freshness, which waits behind creates at the limiter. */
+  getResult(
+    kind: Awaitable,
+    submissionId: string,
+    call?: { spare?: boolean },
+  ): Promise<Record<string, unknown>>;
   getReportUrl(submissionId: string): Promise<string>;
   deleteSubmission(submissionId: string): Promise<void>;
 }
@@ -83,6 +89,8 @@ export interface EnginePorts {
   inputs: InputPort;
   scheduler: PollScheduler;
   logger: Logger;
+  /** What the API's rate limiter has free: polls spend it for freshness (`poll-timing.ts`). */
+  budget?: PollBudget;
   /** Decision webhook deliveries recorded recently (any instance's receiver): their decision is ready. */
   deliveries?: { has(submissionId: string): boolean };
   now?: () => number;

@@ -65,11 +65,20 @@ export class Run {
   readonly publishing = new Set<Awaitable>();
   /** Results being fetched now: one fetched waits for these before it is published (`document-life`). */
   readonly fetching = new Map<Awaitable, Promise<unknown>>();
+  /**
+   * When each result was last found not ready (ms after the upload; made on the first such poll):
+   * with the poll that finds it, the interval the poll schedule learns from.
+   */
+  notReadyAt: Map<Awaitable, number> | undefined;
+  /** Polls placed early for freshness (spare): they go only while the API has room. */
+  spare: Set<Awaitable> | undefined;
   /** A webhook delivery said the decision is ready: it is fetched now, polling or not. */
   decisionDelivered = false;
   /** When the document fails if its results are not all published (epoch ms). */
   deadlineAt = Infinity;
   uploadedAt = 0;
+  /** The upload was made by this run (`uploadedAt` is its time): its polls teach the schedule. */
+  uploadedHere = false;
   /** A resumed document's blob store answered with weather: how often, and its last error (for the letter). */
   blobWeather: { tries: number; last: string } | null = null;
   /** A replay's generation (its marker's), recorded once every result was re-emitted. */
