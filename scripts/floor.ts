@@ -12,6 +12,9 @@
  * through @confluentinc/kafka-javascript's KafkaJS-compatible API (the rdkafka floor, issue 31):
  * the same flow and the same calls, so that the two differ by the client alone.
  *
+ * With FloorSettings.naivePoll it is the naive poller of the freshness benchmark instead
+ * (scripts/lib/bench-freshness.ts): a fixed poll schedule, 429s sent again.
+ *
  * Started by scripts/lib/bench-floor.ts with one argument, a JSON file of FloorSettings; reports
  * { type: 'floor', ... } over IPC and exits (with holdAfterReport, once its stdin ends).
  */
