@@ -144,7 +144,12 @@ describe('AdaptiveRateLimiter', () => {
   it('tells how much of the capacity is used and who waits (the poll schedule spends the rest)', async () => {
     const clock = new FakeClock();
     const limiter = fixed(20, clock);
-    expect(limiter.headroom()).toEqual({ capacityPerSecond: 20, usedPerSecond: 0, waiting: 0 });
+    expect(limiter.headroom()).toEqual({
+      capacityPerSecond: 20,
+      usedPerSecond: 0,
+      waiting: 0,
+      ratePerSecond: 20,
+    });
     for (let i = 0; i < 15; i++) void limiter.acquire();
     expect(limiter.headroom().waiting).toBeGreaterThan(0);
     await clock.advance(1000);

@@ -173,16 +173,17 @@ export class AdaptiveRateLimiter {
 
   /**
    * What is free for calls that may wait or be skipped (spare polls): the calls per second the API is
-   * believed to grant (the limit found, else the ceiling), those released over the last second, and
-   * the calls waiting for a slot now.
+   * believed to grant (the limit found, else the ceiling), those released over the last second, the
+   * calls waiting for a slot now, and the current rate.
    */
-  headroom(): { capacityPerSecond: number; usedPerSecond: number; waiting: number } {
+  headroom(): { capacityPerSecond: number; usedPerSecond: number; waiting: number; ratePerSecond: number } {
     const now = this.clock.now();
     const span = Math.min(1000, Math.max(100, now - (this.firstReleaseAt ?? now))) / 1000;
     return {
       capacityPerSecond: Math.min(this.ceiling, this.limit ?? this.ceiling),
       usedPerSecond: this.released.total(now) / span,
       waiting: this.urgent.length + this.later.length + this.spare.length,
+      ratePerSecond: this.rate,
     };
   }
 

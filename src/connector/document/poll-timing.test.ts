@@ -55,7 +55,7 @@ function simulate(
 
 /** A limiter reading the test sets. */
 function budget(reading: { capacityPerSecond: number; usedPerSecond: number; waiting: number }): PollBudget {
-  return { headroom: () => reading };
+  return { headroom: () => ({ ratePerSecond: reading.capacityPerSecond, ...reading }) };
 }
 
 const uniform = (random: () => number, from: number, to: number) => () => from + random() * (to - from);
@@ -245,9 +245,15 @@ describe('PollPrice', () => {
     expect(price.at(1000)).toBe(first);
     reading.usedPerSecond = 85;
     expect(price.at(2000)).toBe(first * 2);
-    // A spare poll goes only below 90 % of the capacity.
+    // A spare poll goes only below 90 % of the capacity, and while the queue is short (a quarter
+    // second of the rate: 25 calls here).
     expect(price.roomNow()).toBe(true);
     reading.usedPerSecond = 95;
+    expect(price.roomNow()).toBe(false);
+    reading.usedPerSecond = 50;
+    reading.waiting = 25;
+    expect(price.roomNow()).toBe(true);
+    reading.waiting = 26;
     expect(price.roomNow()).toBe(false);
   });
 });

@@ -26,30 +26,38 @@ import type { Awaitable } from '../types.js';
  * The price (`PollPrice`) follows the limiter: while the API has room (calls used well below the
  * capacity found) it falls to `CHEAPEST_MS`, the freshest schedule; as the calls near the capacity it
  * doubles, up to `ECONOMY_MS`, where a result costs little more than one GET. A poll placed earlier
- * than the economy schedule would place it is spare: it goes only if nobody waits at the limiter at
+ * than the economy schedule would place it is spare: it goes only if the limiter's queue is short at
  * that moment (else it is placed again, a gap later), and then waits behind creates (priority
- * `spare`), so the creates' share of the limit does not fall.
+ * `spare`), so the creates' share of the limit does not fall. The first results of a kind are polled
+ * at the cheapest price, none spare, until the distribution has been learned.
  */
 
 /** What the poll schedule needs of the API's rate limiter. */
 export interface PollBudget {
   /**
    * Calls per second the API is believed to grant this instance, calls released over the last second,
-   * and calls waiting for a slot now.
+   * calls waiting for a slot now, and the rate they are released at.
    */
-  headroom(): { capacityPerSecond: number; usedPerSecond: number; waiting: number };
+  headroom(): { capacityPerSecond: number; usedPerSecond: number; waiting: number; ratePerSecond: number };
 }
 
 /** The price of a poll, in milliseconds of expected delay, when the API has room to spare. */
 export const CHEAPEST_MS = 20;
-/** The price at the limit: about one GET per result, first poll late in the distribution. */
-export const ECONOMY_MS = 5000;
+/** The price at the limit: little more than one GET per result, first poll late in the distribution. */
+export const ECONOMY_MS = 2500;
 /** Calls used, as a share of the capacity, above which polls get dearer. */
 const BUSY_SHARE = 0.8;
 /** Calls used, as a share of the capacity, below which polls get cheaper. */
 const ROOMY_SHARE = 0.6;
 /** A spare poll goes only while the calls used stay below this share of the capacity. */
 const SPARE_SHARE = 0.9;
+/** ... and while the calls waiting at the limiter are fewer than this many seconds of its rate. */
+const SPARE_QUEUE_S = 0.25;
+/**
+ * Results of a kind seen before its distribution is trusted: until then every poll is placed at the
+ * cheapest price and none is spare (the prior's long tail would put an economy poll at seconds).
+ */
+const LEARNING_RESULTS = 30;
 /** How often the price follows the limiter. */
 const PRICE_EVERY_MS = 250;
 /** The longest a poll waits: where this share of the results still pending are ready. */
@@ -268,11 +276,17 @@ export class PollPrice {
     return this.price;
   }
 
-  /** The limiter has room for a spare poll now: nobody waits and calls stay below `SPARE_SHARE`. */
+  /**
+   * The limiter has room for a spare poll now: calls stay below `SPARE_SHARE` of the capacity and the
+   * queue is short (in slow start calls queue for the rate, not for the API; spare ones wait behind
+   * creates there, and their use makes the rate grow).
+   */
   roomNow(): boolean {
     if (!this.budget) return true;
-    const { capacityPerSecond, usedPerSecond, waiting } = this.budget.headroom();
-    return waiting === 0 && usedPerSecond < SPARE_SHARE * capacityPerSecond;
+    const { capacityPerSecond, usedPerSecond, waiting, ratePerSecond } = this.budget.headroom();
+    return (
+      waiting <= Math.max(1, ratePerSecond * SPARE_QUEUE_S) && usedPerSecond < SPARE_SHARE * capacityPerSecond
+    );
   }
 }
 
@@ -317,10 +331,12 @@ export class PollTiming {
       return { delayMs: attempt === 0 ? 0 : this.backoff(attempt - 1, pollInitialMs), spare: false };
     const times = this.timesOf(kind);
     const waited = Math.max(0, now - uploadedAt);
-    const price = this.price.at(now);
+    const learning = times.count < LEARNING_RESULTS;
+    const price = learning ? CHEAPEST_MS : this.price.at(now);
     const minGap = attempt === 0 && !skipped ? 0 : Math.min(MIN_GAP_MS, pollMaxMs);
     const at = times.nextPoll(waited, price, minGap, pollMaxMs);
-    const spare = price < ECONOMY_MS && at < times.nextPoll(waited, ECONOMY_MS, minGap, pollMaxMs);
+    const spare =
+      !learning && price < ECONOMY_MS && at < times.nextPoll(waited, ECONOMY_MS, minGap, pollMaxMs);
     // A little jitter, later only (an earlier poll than placed would find more results not ready):
     // documents uploaded together do not poll in the same millisecond.
     const gap = at - waited;
