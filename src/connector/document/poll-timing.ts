@@ -44,7 +44,7 @@ export interface PollBudget {
 /** The price of a poll, in milliseconds of expected delay, when the API has room to spare. */
 export const CHEAPEST_MS = 20;
 /** The price at the limit: little more than one GET per result, first poll late in the distribution. */
-export const ECONOMY_MS = 2500;
+export const ECONOMY_MS = 1000;
 /** Calls used, as a share of the capacity, above which polls get dearer. */
 const BUSY_SHARE = 0.8;
 /** Calls used, as a share of the capacity, below which polls get cheaper. */
@@ -52,12 +52,12 @@ const ROOMY_SHARE = 0.6;
 /** A spare poll goes only while the calls used stay below this share of the capacity. */
 const SPARE_SHARE = 0.9;
 /** ... and while the calls waiting at the limiter are fewer than this many seconds of its rate. */
-const SPARE_QUEUE_S = 0.25;
+const SPARE_QUEUE_S = 1;
 /**
  * Results of a kind seen before its distribution is trusted: until then every poll is placed at the
  * cheapest price and none is spare (the prior's long tail would put an economy poll at seconds).
  */
-const LEARNING_RESULTS = 30;
+const LEARNING_RESULTS = 20;
 /** How often the price follows the limiter. */
 const PRICE_EVERY_MS = 250;
 /** The longest a poll waits: where this share of the results still pending are ready. */
