@@ -9,26 +9,7 @@
  * Calls for documents already submitted (`priority: 'submitted'`) go before new creates, and creates
  * before spare calls (`'spare'`: polls placed early for freshness, see `headroom`).
  *
- * Discovery (a rate with a memory, in the manner of TCP CUBIC and the AWS SDK's adaptive mode):
- * - slow start: from 10/s, each accepted call adds one call per second (the rate doubles per second
- *   of use) until the first 429, so a limit far below the ceiling costs a few 429s, not a wave of
- *   them (a limit of thousands per second is reached in about ten seconds);
- * - a 429 (once per round: a 429 for a call released before the last decrease is the same signal)
- *   remembers the rate the API actually accepted over the last second as `limit` (lowering it by a
- *   tenth at most per round), and sets the rate to `decreaseFactor` (0.9) of it;
- * - below `limit` each accepted call closes part of the gap (half of it per second of use): back
- *   near the limit within a few seconds; above it, probing is slow at first and speeds up the longer
- *   no 429 comes (a limit that rose is followed within seconds);
- * - the rate grows only with accepted calls, and only while the calls use at least half of it (an
- *   idle hour regains nothing, and the rate never races ahead of the demand);
- * - a Retry-After is not applied here: it is the earliest time for the refused call to go again
- *   (the sender waits it, with jitter); everyone else keeps the lowered rate.
- *
- * Share of a group (`setShare`): instances of one consumer group spend one API limit. An instance that
- * holds `owned` of the group's `total` input partitions lowers its ceiling to that share of the
- * configured rate, so the group's ceilings add up to the configured rate; discovery works below that
- * ceiling, unchanged, for what nobody knows (other clients of the account, a limit lower than
- * configured). See docs/performance.md, "A group shares one limit".
+ * How it finds the limit, and its share of it in a group, is told at `AdaptiveRateLimiter`.
  */
 
 export interface Clock {
@@ -105,6 +86,28 @@ const MIN_STEP = 0.02;
 /** First probing step above the limit per second of use, as a fraction of it (at least 1/s); it grows each second. */
 const PROBE_STEP = 0.06;
 
+/**
+ * Discovery (a rate with a memory, in the manner of TCP CUBIC and the AWS SDK's adaptive mode):
+ * - slow start: from 10/s, each accepted call adds one call per second (the rate doubles per second
+ *   of use) until the first 429, so a limit far below the ceiling costs a few 429s, not a wave of
+ *   them (a limit of thousands per second is reached in about ten seconds);
+ * - a 429 (once per round: a 429 for a call released before the last decrease is the same signal)
+ *   remembers the rate the API actually accepted over the last second as `limit` (lowering it by a
+ *   tenth at most per round), and sets the rate to `decreaseFactor` (0.9) of it;
+ * - below `limit` each accepted call closes part of the gap (half of it per second of use): back
+ *   near the limit within a few seconds; above it, probing is slow at first and speeds up the longer
+ *   no 429 comes (a limit that rose is followed within seconds);
+ * - the rate grows only with accepted calls, and only while the calls use at least half of it (an
+ *   idle hour regains nothing, and the rate never races ahead of the demand);
+ * - a Retry-After is not applied here: it is the earliest time for the refused call to go again
+ *   (the sender waits it, with jitter); everyone else keeps the lowered rate.
+ *
+ * Share of a group (`setShare`): instances of one consumer group spend one API limit. An instance that
+ * holds `owned` of the group's `total` input partitions lowers its ceiling to that share of the
+ * configured rate, so the group's ceilings add up to the configured rate; discovery works below that
+ * ceiling, unchanged, for what nobody knows (other clients of the account, a limit lower than
+ * configured). See docs/performance.md, "A group shares one limit".
+ */
 export class AdaptiveRateLimiter {
   /** The configured rate: the ceiling of an instance that holds the whole share. */
   private readonly configured: number;

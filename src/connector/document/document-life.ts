@@ -1,6 +1,5 @@
 /**
- * One document's life on this instance, in the order it happens:
- *
+ * One document's life on this instance, in order (what may end it early, and where: `DocumentLife`):
  *   admit    its file is opened from the blob store (unreadable: the event's fault, a dead letter;
  *            the blob store's weather: the record is tried again until the deadline)
  *   create   the API creates a submission
@@ -11,24 +10,8 @@
  *            processing time, as dense as the API's free capacity allows (`poll-timing.ts`); at
  *            once when a decision webhook delivery or the decision says it is final; the
  *            document's other results due within 50 ms are fetched with it
- *   publish  each result to its topic, those fetched together in one Kafka request; the state
- *            records it published
+ *   publish  each result to its topic (fetched together: one Kafka request); its state records it
  *   finish   every result published: state DONE; the submission deleted when configured
- *
- * A failure the document or its request is at fault for ends the document instead (`fail`): a dead
- * letter naming stage, code, HTTP status and attempts, and state FAILED; so does its deadline
- * (`expire`). The API's weather (429, 5xx, no answer, token endpoint down) is never such a failure:
- * the client retries it until the document's deadline (`connector.deadlineMs`: from admission for the
- * create, from creation after it), so it ends a document only as a deadline letter. Nor is the blob
- * store's (a retriable `BlobError`): at admission the consumer tries the record again until the
- * deadline (from the first admission attempt); a resumed document's upload is scheduled again. A revoked or
- * stopped document just stops: its next owner resumes it from its last recorded state.
- *
- * admit, create and record run while the consumer holds the input record (`admit` resolves once the
- * outcome is durable); from upload on, the steps run in the background as scheduled jobs, tracked by
- * `InFlight`. Resumed and replayed documents join at `start`. Which documents run at all is the
- * engine's decision (`engine.ts`); the ports the steps reach out through (the API over HTTP, Kafka)
- * are in `ports.ts`.
  */
 import { isMessageTooLarge, isTransientKafkaFailure, KafkaUnavailableError } from '../../kafka/errors.js';
 import { CreateGate, RevocationInProgressError } from './create-gate.js';
@@ -62,6 +45,22 @@ const SIBLING_WAIT_MS = 200;
 /** How far ahead of its time a result's poll is started with a sibling's (not learned from: early). */
 const SIBLING_PULL_MS = 50;
 
+/**
+ * A failure the document or its request is at fault for ends the document instead (`fail`): a dead
+ * letter naming stage, code, HTTP status and attempts, and state FAILED; so does its deadline
+ * (`expire`). The API's weather (429, 5xx, no answer, token endpoint down) is never such a failure:
+ * the client retries it until the document's deadline (`connector.deadlineMs`: from admission for the
+ * create, from creation after it), so it ends a document only as a deadline letter. Nor is the blob
+ * store's (a retriable `BlobError`): at admission the consumer tries the record again until the
+ * deadline (from the first admission attempt); a resumed document's upload is scheduled again. A revoked or
+ * stopped document just stops: its next owner resumes it from its last recorded state.
+ *
+ * admit, create and record run while the consumer holds the input record (`admit` resolves once the
+ * outcome is durable); from upload on, the steps run in the background as scheduled jobs, tracked by
+ * `InFlight`. Resumed and replayed documents join at `start`. Which documents run at all is the
+ * engine's decision (`engine.ts`); the ports the steps reach out through (the API over HTTP, Kafka)
+ * are in `ports.ts`.
+ */
 export class DocumentLife {
   /**
    * Submissions created whose first state Kafka has not acknowledged yet: written when the record is
