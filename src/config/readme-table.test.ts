@@ -1,38 +1,44 @@
 /**
- * The README's configuration table is `docstream config docs` (the spec's own reference), so that a
- * key added to the spec cannot be missing from the documentation. When it fails, replace the table
- * in the README's "Configuration" with the output of `docstream config docs`.
+ * The configuration page's reference (docs/configuration.md) is `docstream config docs` (the spec's
+ * own reference) with each key's required mark and importance grade (grades.ts), so that a key added
+ * to the spec cannot be missing from the documentation. When it fails, run `npm run docs:config`.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { CONFIG_GRADES, gradedReference, specKeys } from './grades.js';
 import { configReference } from './load.js';
-import { CONFIG_SPEC } from './spec.js';
+import { referenceOf } from './reference-page.js';
 
-const README = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../README.md');
+const PAGE = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../docs/configuration.md');
 
-/** The table of the README's "Configuration" section (the one whose header is the reference's). */
-function readmeTable(): string {
-  const text = fs.readFileSync(README, 'utf8');
-  const section = text.indexOf('\n## Configuration\n');
-  expect(section).toBeGreaterThan(0);
-  const lines = text.slice(section).split('\n');
-  const header = configReference().split('\n')[0]!;
-  const start = lines.indexOf(header);
-  expect(start).toBeGreaterThan(0);
-  const end = lines.findIndex((l, i) => i > start && !l.startsWith('|'));
-  return lines.slice(start, end).join('\n');
-}
+describe("the configuration page's reference", () => {
+  const table = referenceOf(fs.readFileSync(PAGE, 'utf8'));
 
-describe("the README's configuration table", () => {
-  it('is the output of `docstream config docs`, row for row', () => {
-    expect(readmeTable()).toBe(configReference());
+  it('is the generated table, row for row (npm run docs:config writes it)', () => {
+    expect(table).toBe(gradedReference());
   });
 
-  it('has a row for every key of the spec', () => {
-    const table = readmeTable();
-    for (const [section, fields] of Object.entries(CONFIG_SPEC)) {
-      for (const key of Object.keys(fields)) expect(table).toContain(`| \`${section}.${key}\` |`);
+  it('has a row for every key of the spec, with what `docstream config docs` says of it', () => {
+    const rows = configReference().split('\n').slice(2);
+    expect(rows.length).toBe(specKeys().length);
+    for (const row of rows) {
+      const [keyCell, variable, type, def] = row.split(' | ');
+      const line = table!.split('\n').find((l) => l.startsWith(`${keyCell} | `));
+      expect(line).toContain(` | ${variable} | ${type} | ${def} | `);
     }
+  });
+
+  it('grades every key: a new key gets its importance (and required mark) in grades.ts', () => {
+    expect(specKeys().filter((key) => !(key in CONFIG_GRADES))).toEqual([]);
+  });
+
+  it('marks the keys a deployment must set as required, and flags the unsafe defaults', () => {
+    for (const key of ['kafka.brokers', 'registry.url', 'api.clientId', 'api.clientSecret'])
+      expect(table).toMatch(new RegExp(`^\\| \`${key.replace('.', '\\.')}\` \\| yes \\| high \\|`, 'm'));
+    for (const key of ['topics.replicationFactor', 'api.clientSecret', 'blobs.s3ForcePathStyle'])
+      expect(table).toMatch(
+        new RegExp(`^\\| \`${key.replace('.', '\\.')}\` \\|.*Default unsafe outside this machine`, 'm'),
+      );
   });
 });

@@ -141,6 +141,26 @@ describe('the documentation agrees with the code', () => {
     expect(missing).toEqual([]);
   });
 
+  it('documents every metric declared in src/ on docs/operating.md', () => {
+    const declared = new Set<string>();
+    const walk = (dir: string): void => {
+      for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+        const full = path.join(dir, entry.name);
+        if (entry.isDirectory()) walk(full);
+        else if (entry.name.endsWith('.ts') && !entry.name.endsWith('.test.ts')) {
+          const text = fs.readFileSync(full, 'utf8');
+          for (const m of text.matchAll(/name: '(docstream_[a-z_]+)'/g)) declared.add(m[1]!);
+        }
+      }
+    };
+    walk(path.join(ROOT, 'src'));
+    expect(declared.size).toBeGreaterThan(20);
+    const operating = docs.find((d) => d.file === path.join('docs', 'operating.md'))!.text;
+    const rows = new Set([...operating.matchAll(/^\| `(docstream_[a-z_]+)` \|/gm)].map((m) => m[1]!));
+    expect([...declared].filter((name) => !rows.has(name)).sort()).toEqual([]);
+    expect([...rows].filter((name) => !declared.has(name)).sort()).toEqual([]);
+  });
+
   it('offers no upgrade guide from a version that is not an earlier release', () => {
     const changelog = docs.find((d) => d.file === 'CHANGELOG.md')!.text;
     const released = [...changelog.matchAll(/^## (\d+\.\d+\.\d+)\b/gm)].map((m) => m[1]!);

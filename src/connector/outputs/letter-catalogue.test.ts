@@ -5,12 +5,15 @@ import { DEAD_LETTER_STAGES } from '../../serde/types.js';
 import { deadLetterOf } from './dead-letters.js';
 import { catalogueMarkdown, LETTER_CODES, LETTER_STAGES } from './letter-catalogue.js';
 
-const readme = readFileSync(join(dirname(fileURLToPath(import.meta.url)), '../../../README.md'), 'utf8');
+const page = readFileSync(
+  join(dirname(fileURLToPath(import.meta.url)), '../../../docs/consuming.md'),
+  'utf8',
+);
 const subject = { source: null, event_id: 'e', submission_id: null, attributes: {} };
 
 describe('the catalogue of letter stages and codes', () => {
-  it('is what the README lists', () => {
-    const section = /<!-- letter-catalogue:start -->\n([\s\S]*?)\n<!-- letter-catalogue:end -->/.exec(readme);
+  it('is what docs/consuming.md lists', () => {
+    const section = /<!-- letter-catalogue:start -->\n([\s\S]*?)\n<!-- letter-catalogue:end -->/.exec(page);
     expect(section?.[1]).toBe(catalogueMarkdown());
   });
 

@@ -2,7 +2,7 @@
  * Every stage and code a dead letter can carry, each declared once with its meaning (as fastify keeps
  * its error codes in one file). A letter's code comes from here and nowhere else: `deadLetterOf`
  * writes a failure's own code only when it is one of these, and callers name their fallback by these
- * names. The README's "Dead-letter stages and codes" section is this catalogue, checked by
+ * names. docs/consuming.md's "Every stage and code" section is this catalogue, checked by
  * `letter-catalogue.test.ts`; operators filter `docstream dlq list` by these names.
  */
 import type { BlobErrorCode } from '../../blobs/errors.js';
@@ -172,7 +172,7 @@ export const FAILED_AT = {
   upload: 'upload_failed',
 } as const satisfies Partial<Record<DeadLetterStage, CatalogueCode>>;
 
-/** The catalogue as the README's section shows it (two tables). */
+/** The catalogue as docs/consuming.md shows it (two tables). */
 export function catalogueMarkdown(): string {
   const stages = Object.entries(LETTER_STAGES).map(([stage, meaning]) => `| \`${stage}\` | ${meaning} |`);
   const codes = Object.entries(LETTER_CODES as Record<string, CodeEntry>).map(
