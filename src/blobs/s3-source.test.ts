@@ -101,7 +101,7 @@ describe('s3:// GET signed over the pooled client', () => {
     [503, 'SlowDown', 'blob_unreadable', true],
     [500, 'InternalError', 'blob_unreadable', true],
   ])(
-    'maps an answer %i <Code>%s</Code> to %s (retriable %s), weather after 3 GETs',
+    'maps an answer %i <Code>%s</Code> to %s (retriable %s), transient failure after 3 GETs',
     async (status, code, kind, retriable) => {
       server.reply(`/docs-in/${code}.pdf`, status, s3ErrorXml(code));
       const before = server.gets;
@@ -113,7 +113,7 @@ describe('s3:// GET signed over the pooled client', () => {
     },
   );
 
-  it('tries a GET that failed as weather again, as the SDK did: two 503 SlowDown, then the object', async () => {
+  it('tries a GET that failed as transient failure again, as the SDK did: two 503 SlowDown, then the object', async () => {
     server.put('/docs-in/flaky.pdf', bytes);
     server.reply('/docs-in/flaky.pdf', 503, s3ErrorXml('SlowDown'), {}, 2);
     const before = server.gets;

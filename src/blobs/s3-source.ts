@@ -8,7 +8,7 @@
  * rules: endpoint override, path or virtual-hosted style, partitions, FIPS and dual-stack settings)
  * and the default credential chain with its caching and refresh. Its send() is not used per blob:
  * its middleware stack costs more CPU per GetObject than the rest of a blob (docs/performance.md). What
- * its retry did is kept: a GET that fails as weather (5xx, throttling, a reset) is tried again, at most
+ * its retry did is kept: a GET that fails as transient failure (5xx, throttling, a reset) is tried again, at most
  * the SDK's 3 attempts with its back-off base, within `blobs.transferTimeoutMs`. Buckets whose
  * endpoint wants another signature than SigV4 (S3 Express directory buckets) still go through
  * send().
@@ -70,18 +70,18 @@ export function s3Error(error: unknown, display: string): BlobError {
   if (name === 'PreconditionFailed' || status === 412) {
     return new BlobError('blob_unreadable', `${display} changed after it was checked`, { retriable: true });
   }
-  const weather =
+  const transient =
     CLOCK_SKEW_NAMES.has(name) ||
     isThrottlingError(e as Classified) ||
     (status !== 403 && isTransientError(e as Classified));
-  if (!weather && (status === 403 || name === 'AccessDenied')) {
+  if (!transient && (status === 403 || name === 'AccessDenied')) {
     return new BlobError(
       'blob_unreadable',
       `${display} is not readable with these credentials (${name === 'Error' ? 'AccessDenied' : name})`,
     );
   }
   if (
-    !weather &&
+    !transient &&
     status !== undefined &&
     status >= 400 &&
     status < 500 &&

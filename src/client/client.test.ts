@@ -74,7 +74,7 @@ function client(overrides: Partial<ClientOptions> = {}): DocumentAnalysisClient 
     clientId: 'sandbox-client',
     clientSecret: 'sandbox-secret',
     rateLimit: { ratePerSecond: 1000 },
-    // Weather is retried until the time budget: 2 s of the jumping clock, a few dozen tries at most.
+    // Transient failure is retried until the time budget: 2 s of the jumping clock, a few dozen tries at most.
     retry: { minDelayMs: 10, maxDelayMs: 50, maxTotalMs: 2000 },
     // The gate's probes run on real timers; the gate has tests of its own (health.test.ts).
     health: { failuresToTrip: 1_000_000 },
@@ -324,7 +324,7 @@ describe('retries', () => {
     expect(server.requests.find((r) => r.path.endsWith('/fraud'))?.query.get('with_metadata')).toBe('true');
   });
 
-  it('retries weather until the time budget is spent, using up no attempt, then says how often it tried', async () => {
+  it('retries transient failure until the time budget is spent, using up no attempt, then says how often it tried', async () => {
     route((_req, res) => json(res, 500, { message: 'boom' }, { 'x-request-id': 'req-7' }));
     const error = await caught(client().getQuality(ID));
     expect(error).toBeInstanceOf(ServerError);
@@ -352,7 +352,7 @@ describe('retries', () => {
     expect(server.count('GET', /quality$/)).toBe(1);
   });
 
-  it('treats a token endpoint that cannot be reached as weather, and counts its tries', async () => {
+  it('treats a token endpoint that cannot be reached as transient failure, and counts its tries', async () => {
     const port = await closedPort();
     const events: CallEvent[] = [];
     const c = client({ baseUrl: `http://127.0.0.1:${port}`, onCall: (e) => events.push(e) });
@@ -393,7 +393,7 @@ describe('retries', () => {
     expect(events.filter((e) => e.endpoint === '/v2/submission').length).toBeGreaterThan(6);
   });
 
-  it("resends a create answered 5xx: weather, not the document's fault", async () => {
+  it("resends a create answered 5xx: transient failure, not the document's fault", async () => {
     let calls = 0;
     route((_req, res) =>
       ++calls <= 2

@@ -31,7 +31,7 @@ export class ApiError extends Error {
   readonly requestId?: string;
   /** How many times the call was sent before this error ended it (set by the retry loop). */
   attempts = 1;
-  /** The API's weather outlasted the call's time budget (for the connector: the document's deadline). */
+  /** A transient API failure outlasted the call's time budget (for the connector: the document's deadline). */
   budgetSpent = false;
 
   constructor(message: string, context: ApiErrorContext) {

@@ -9,17 +9,17 @@ function quickHealth(): ApiHealth {
 describe('ApiHealth', () => {
   it('lets calls through while the API answers, whatever a few failures say', async () => {
     const health = quickHealth();
-    health.onWeather();
-    health.onWeather();
+    health.onTransientFailure();
+    health.onTransientFailure();
     health.onAnswer();
-    health.onWeather();
+    health.onTransientFailure();
     expect(health.available).toBe(true);
     await expect(health.pass(Number.POSITIVE_INFINITY)).resolves.toBeUndefined();
   });
 
   it('needs the failures to span tripAfterMs: one burst of in-flight failures is no outage', () => {
     const health = new ApiHealth({ failuresToTrip: 3, tripAfterMs: 60_000 });
-    for (let i = 0; i < 50; i++) health.onWeather();
+    for (let i = 0; i < 50; i++) health.onTransientFailure();
     expect(health.available).toBe(true);
   });
 
@@ -27,7 +27,7 @@ describe('ApiHealth', () => {
     const health = quickHealth();
     const changes: boolean[] = [];
     health.onChange((available) => changes.push(available));
-    for (let i = 0; i < 3; i++) health.onWeather();
+    for (let i = 0; i < 3; i++) health.onTransientFailure();
     expect(health.available).toBe(false);
     health.onAnswer();
     expect(health.available).toBe(true);
@@ -37,7 +37,7 @@ describe('ApiHealth', () => {
 
   it('holds calls at the gate and lets one through at a time as the probe', async () => {
     const health = quickHealth();
-    for (let i = 0; i < 3; i++) health.onWeather();
+    for (let i = 0; i < 3; i++) health.onTransientFailure();
     const passed: number[] = [];
     for (let i = 0; i < 3; i++) void health.pass(Number.POSITIVE_INFINITY).then(() => passed.push(i));
     await sleep(5);
@@ -54,7 +54,7 @@ describe('ApiHealth', () => {
 
   it('refuses a call whose time runs out at the gate', async () => {
     const health = new ApiHealth({ failuresToTrip: 1, tripAfterMs: 0, probeMinMs: 10_000 });
-    health.onWeather();
+    health.onTransientFailure();
     await expect(health.pass(performance.now() + 20)).rejects.toBeInstanceOf(GateClosedError);
     health.close();
   });
@@ -64,10 +64,10 @@ describe('ApiHealth', () => {
     let probes = 0;
     health.probe = async () => {
       probes += 1;
-      if (probes < 3) health.onWeather();
+      if (probes < 3) health.onTransientFailure();
       else health.onAnswer();
     };
-    for (let i = 0; i < 3; i++) health.onWeather();
+    for (let i = 0; i < 3; i++) health.onTransientFailure();
     for (let i = 0; i < 50 && !health.available; i++) await sleep(10);
     expect(health.available).toBe(true);
     expect(probes).toBe(3);

@@ -1,9 +1,9 @@
 /**
- * Is the API there? A circuit breaker over the API's weather, shared by every call of a client.
+ * Is the API there? A circuit breaker over a transient API failure, shared by every call of a client.
  *
  * Calls report what happened: an answer (any status but 5xx, a 429 included: the API is up, only
- * busy) or weather (a 5xx, no answer at all, a token endpoint that failed the same way). Several
- * weather reports in a row over at least a second mark the API unavailable. Until it answers again:
+ * busy) or transient failure (a 5xx, no answer at all, a token endpoint that failed the same way). Several
+ * transient failure reports in a row over at least a second mark the API unavailable. Until it answers again:
  * - calls wait at the gate (`pass`) instead of each retrying on its own, and one of them at a time
  *   goes through as a probe, at a modest pace (1 s, doubling to 15 s, jittered);
  * - when nobody waits, the health probes by itself (`probe`, a cheap authenticated GET set by the
@@ -15,7 +15,7 @@ import { systemClock } from './limiter.js';
 import { backoffDelay } from '../util/backoff.js';
 
 export interface ApiHealthOptions {
-  /** Weather reports in a row, with no answer between, that mark the API unavailable (default 5). */
+  /** Transient failure reports in a row, with no answer between, that mark the API unavailable (default 5). */
   failuresToTrip?: number;
   /** ...spanning at least this long (default 1000 ms): one burst of in-flight failures is not an outage. */
   tripAfterMs?: number;
@@ -109,7 +109,7 @@ export class ApiHealth {
   }
 
   /** A call got no answer, or a 5xx (from the API or its token endpoint). */
-  onWeather(): void {
+  onTransientFailure(): void {
     const now = this.clock.now();
     if (this.downSince !== undefined) return;
     if (this.streak === 0) this.streakSince = now;
@@ -168,7 +168,7 @@ export class ApiHealth {
         clearTimeout(waiter.timer);
         waiter.resolve();
       } else {
-        // Its outcome reaches onAnswer or onWeather through the sender like any call's.
+        // Its outcome reaches onAnswer or onTransientFailure through the sender like any call's.
         this.probe?.().catch(() => undefined);
       }
       this.scheduleProbe();

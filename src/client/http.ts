@@ -106,13 +106,13 @@ export interface SenderOptions {
 /** Connection failures that happen before any request byte leaves this process. */
 const NOT_SENT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EAI_NONAME', 'EAI_FAIL']);
 
-/** The API's weather: a failure that says "not now", not "not this". */
-function isWeather(error: unknown): boolean {
+/** A transient API failure: a failure that says "not now", not "not this". */
+function isTransient(error: unknown): boolean {
   return error instanceof RateLimitError || error instanceof ServerError || error instanceof ConnectionError;
 }
 
 /**
- * Retry rule (also in docs/client.md): the API's weather is not the call's fault.
+ * Retry rule (also in docs/client.md): a transient API failure is not the call's fault.
  * - 429, 5xx, timeouts, refused or dropped connections, and the same failures of the token endpoint
  *   are retried, using up no attempt, until the call's time budget (`retry.maxTotalMs`; the connector
  *   sets it to a document's deadline) is spent. A 429's Retry-After is the earliest time for that call
@@ -155,14 +155,14 @@ export class HttpSender {
     const auth = { refreshed: false };
     const policy = this.options.retry;
     const until = this.clock.now() + policy.maxTotalMs;
-    let weather: ApiError | undefined;
+    let transient: ApiError | undefined;
     return retry(
       async (tries) => {
         // While the API is unavailable, wait for it (or for this call's turn as the probe).
         if (request.limited && !request.probe) {
           await this.options.health.pass(until).catch((err: unknown) => {
             if (!(err instanceof GateClosedError)) throw err;
-            throw weather ?? this.unavailable(request, err);
+            throw transient ?? this.unavailable(request, err);
           });
         }
         return this.attempt(request, tries, auth);
@@ -173,7 +173,7 @@ export class HttpSender {
         clock: this.clock,
         classify: (error) => {
           const verdict = this.decide(request, error);
-          if (verdict.retry) weather = error as ApiError;
+          if (verdict.retry) transient = error as ApiError;
           return verdict;
         },
         onRetry: (error, tries, delayMs) =>
@@ -211,7 +211,7 @@ export class HttpSender {
   }
 
   private decide(request: SendRequest<unknown>, error: unknown): RetryVerdict {
-    if (request.retry === 'never' || request.probe || !isWeather(error)) return { retry: false };
+    if (request.retry === 'never' || request.probe || !isTransient(error)) return { retry: false };
     const retryAfterMs = error instanceof RateLimitError ? error.retryAfterMs : undefined;
     return {
       retry: true,
@@ -234,8 +234,8 @@ export class HttpSender {
         try {
           token = await token;
         } catch (err) {
-          // A token endpoint that is down is the API's weather too.
-          if (isWeather(err)) this.options.health.onWeather();
+          // A token endpoint that is down is a transient API failure too.
+          if (isTransient(err)) this.options.health.onTransientFailure();
           throw err;
         }
       }
@@ -248,12 +248,12 @@ export class HttpSender {
       try {
         response = await this.exchange(request, attempt, token, auth.refreshed);
       } catch (err) {
-        if (request.limited) this.options.health.onWeather();
+        if (request.limited) this.options.health.onTransientFailure();
         throw err;
       }
       const status = response.statusCode;
       if (request.limited) {
-        if (status >= 500) this.options.health.onWeather();
+        if (status >= 500) this.options.health.onTransientFailure();
         else this.options.health.onAnswer();
       }
 

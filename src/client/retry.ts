@@ -5,7 +5,7 @@
 
 export interface RetryPolicy {
   /**
-   * Bound on one call, waits included: the API's weather (429, 5xx, no answer) is retried until then.
+   * Bound on one call, waits included: a transient API failure (429, 5xx, no answer) is retried until then.
    * The connector sets it to a document's deadline.
    */
   maxTotalMs: number;

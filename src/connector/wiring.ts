@@ -57,7 +57,7 @@ function apiClientOf(config: Config, logger: Logger, metrics: ConnectorMetrics):
     clientId: api.clientId,
     clientSecret: api.clientSecret,
     rateLimit: { ratePerSecond: api.ratePerSecond },
-    // The API's weather (429, 5xx, no answer, token endpoint down) is retried until a document's
+    // A transient API failure (429, 5xx, no answer, token endpoint down) is retried until a document's
     // deadline: only what the document got wrong, or its deadline, ends it in a letter.
     retry: { maxTotalMs: config.connector.deadlineMs },
     timeoutMs: api.timeoutMs,

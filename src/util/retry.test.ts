@@ -43,7 +43,7 @@ describe('retry', () => {
     expect([r.tries, r.ended]).toEqual([4, 'attempts']);
   });
 
-  it('does not count weather against the attempts: only the budget bounds it', async () => {
+  it('does not count transient failure against the attempts: only the budget bounds it', async () => {
     const r = await run(() => true, {
       attempts: 2,
       budgetMs: 10_000,

@@ -4,7 +4,7 @@
  * the other side named. The loop ends on success, on a failure classified final, when the counted
  * attempts are spent, or when the next wait would pass the time budget; it then throws the last error.
  *
- * Why "counts": the API's weather (429, 5xx, a refused connection) is nobody's fault and must not use
+ * Why "counts": a transient API failure (429, 5xx, a refused connection) is nobody's fault and must not use
  * up a budget of attempts meant for real failures; only time bounds it.
  */
 import { backoffDelay } from './backoff.js';
@@ -23,7 +23,7 @@ export type RetryVerdict =
   | { retry: false }
   | {
       retry: true;
-      /** False: the failure is weather and uses no attempt (default true). */
+      /** False: the failure is transient failure and uses no attempt (default true). */
       counts?: boolean;
       /** The other side's earliest time for the next try (Retry-After); spread with jitter. */
       notBeforeMs?: number;

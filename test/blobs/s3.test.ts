@@ -165,7 +165,7 @@ describe('s3:// blobs against the local S3 store', () => {
     }
   });
 
-  it('tries a GET answered 503 SlowDown again (as the SDK did), and takes lasting 503s as weather', async () => {
+  it('tries a GET answered 503 SlowDown again (as the SDK did), and takes lasting 503s as transient failure', async () => {
     const front = await new CountingBlobServer(new URL(endpoint)).start();
     const path = `/${bucket}/${keys[0]}`;
     const busy = createBlobSource({ ...basePolicy, s3Endpoint: front.origin });

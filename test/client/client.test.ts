@@ -332,7 +332,7 @@ describe('resilience', () => {
     await new Promise((r) => setTimeout(r, Math.max(0, stormEnds - Date.now())));
   });
 
-  it('retries reads and creates through 5xx faults (weather), until the time budget', async () => {
+  it('retries reads and creates through 5xx faults (transient failure), until the time budget', async () => {
     const c = client();
     const { submission_id: id } = await submitted(c);
     await ready(() => c.getFraud(id));
@@ -346,7 +346,7 @@ describe('resilience', () => {
       client({
         retry: { minDelayMs: 20, maxDelayMs: 100, maxTotalMs: 1500 },
         onCall: (e) => events.push(e),
-      }).createSubmission({ query_id: 'weather' }),
+      }).createSubmission({ query_id: 'transient failure' }),
     );
     expect(error).toBeInstanceOf(ServerError);
     expect(error.budgetSpent).toBe(true);

@@ -1,5 +1,5 @@
 /**
- * A blob server's weather is not a document's failure, on the real stack: an http blob answered 503
+ * A blob server's transient failure is not a document's failure, on the real stack: an http blob answered 503
  * twice, then served, is submitted once and finishes with no letter (the record is tried again);
  * one answered 503 for ever ends by the document's deadline as `blob/deadline`, naming the last
  * error and the tries, never the URL's query string.

@@ -39,7 +39,7 @@ describe('docstream dlq', () => {
   });
 
   it('lists letters by reason, re-drives them once the fault is off, and never twice', async () => {
-    // The API's weather is retried until a document's deadline: a short one makes the letters.
+    // A transient API failure is retried until a document's deadline: a short one makes the letters.
     const overrides = { connector: { deadlineMs: 4000 } };
     const config = e2e.writeConfig(overrides);
     e2e.sandbox.configure({ faults: { errorRate: 1 } });

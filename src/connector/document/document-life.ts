@@ -1,7 +1,7 @@
 /**
  * One document's life on this instance, in order (what may end it early, and where: `DocumentLife`):
  *   admit    its file is opened from the blob store (unreadable: the event's fault, a dead letter;
- *            the blob store's weather: the record is tried again until the deadline)
+ *            a transient blob store failure: the record is tried again until the deadline)
  *   create   the API creates a submission
  *   record   its first state, with the submission id, acknowledged by Kafka: from here the input
  *            offset may be committed and the document is never submitted again
@@ -48,7 +48,7 @@ const SIBLING_PULL_MS = 50;
 /**
  * A failure the document or its request is at fault for ends the document instead (`fail`): a dead
  * letter naming stage, code, HTTP status and attempts, and state FAILED; so does its deadline
- * (`expire`). The API's weather (429, 5xx, no answer, token endpoint down) is never such a failure:
+ * (`expire`). A transient API failure (429, 5xx, no answer, token endpoint down) is never such a failure:
  * the client retries it until the document's deadline (`connector.deadlineMs`: from admission for the
  * create, from creation after it), so it ends a document only as a deadline letter. Nor is the blob
  * store's (a retriable `BlobError`): at admission the consumer tries the record again until the
@@ -69,8 +69,8 @@ export class DocumentLife {
   private readonly unrecorded = new Map<string, UnfinishedState>();
   /** Whether a create may be sent now, and the creates out (`create-gate.ts`). */
   readonly gate = new CreateGate();
-  /** Events whose blob store answered with weather at admission: since when, how often, where. */
-  private readonly blobWeather = new Map<string, { since: number; tries: number; partition: number }>();
+  /** Events whose blob store answered with a transient failure at admission: since when, how often, where. */
+  private readonly blobRetries = new Map<string, { since: number; tries: number; partition: number }>();
   private readonly timing: PollTiming;
   readonly now: () => number;
   /** The consumer waits for a slot (`wantCapacity`): no record lingers. */
@@ -112,7 +112,7 @@ export class DocumentLife {
       this.events.onStage?.('blob', this.now() - blobStarted);
     } catch (err) {
       const outcome = this.blobFailure(event.event_id, source.partition, blobStarted, err);
-      // Weather before the deadline: thrown, the consumer tries the record again after a back-off.
+      // Transient failure before the deadline: thrown, the consumer tries the record again after a back-off.
       if (outcome === 'again') throw err;
       // A blob error's own code names the problem; its retry count is not the API's (a deadline
       // letter counts the admission attempts).
@@ -120,7 +120,7 @@ export class DocumentLife {
       await this.deadLetter(failure, subject, { stage: 'blob', fallbackCode: 'blob_unreadable', attempts });
       return 'dead-lettered';
     }
-    this.blobWeather.delete(event.event_id);
+    this.blobRetries.delete(event.event_id);
 
     // create: sent only while the gate is open (checked again right before the request leaves, after
     // the rate limiter's wait); once sent, the create is tracked until its state is recorded.
@@ -258,13 +258,13 @@ export class DocumentLife {
 
   /** Revoked partitions: their blob-retry bookkeeping goes (the new owner starts its own). */
   forget(partitions: Set<number>): void {
-    for (const [eventId, weather] of this.blobWeather) {
-      if (partitions.has(weather.partition)) this.blobWeather.delete(eventId);
+    for (const [eventId, transient] of this.blobRetries) {
+      if (partitions.has(transient.partition)) this.blobRetries.delete(eventId);
     }
   }
 
   /**
-   * What a blob error at admission means: `again` for the blob store's weather while the document's
+   * What a blob error at admission means: `again` for a transient blob store failure while the document's
    * deadline, counted from the event's first admission attempt, is ahead; else the letter's failure:
    * the error itself, or past the deadline a deadline failure naming the last error and the tries.
    */
@@ -274,19 +274,19 @@ export class DocumentLife {
     started: number,
     err: unknown,
   ): 'again' | { failure: unknown; attempts: number } {
-    const weather = this.blobWeather.get(eventId) ?? { since: started, tries: 0, partition };
-    this.blobWeather.delete(eventId);
+    const transient = this.blobRetries.get(eventId) ?? { since: started, tries: 0, partition };
+    this.blobRetries.delete(eventId);
     const f = failureOf(err);
     if (f.retriable !== true) return { failure: err, attempts: 1 };
-    weather.tries += 1;
-    if (this.now() - weather.since < this.options.deadlineMs) {
-      this.blobWeather.set(eventId, weather);
+    transient.tries += 1;
+    if (this.now() - transient.since < this.options.deadlineMs) {
+      this.blobRetries.set(eventId, transient);
       return 'again';
     }
     const what = `the file could not be read within ${this.options.deadlineMs} ms`;
     const code: CatalogueCode = 'deadline';
-    const message = `${what} (${weather.tries} tries; last: ${f.code ?? 'error'}: ${f.message})`;
-    return { failure: { code, message }, attempts: weather.tries };
+    const message = `${what} (${transient.tries} tries; last: ${f.code ?? 'error'}: ${f.message})`;
+    return { failure: { code, message }, attempts: transient.tries };
   }
 
   /** Sends the lazy state records still waiting, now: a stop or a revoke does not wait for them. */
@@ -365,7 +365,7 @@ export class DocumentLife {
       stage = 'upload';
       if (pending.upload_url) await this.ports.api.upload(pending.upload_url, run.blob, s.submission_id);
     } catch (err) {
-      // A resumed document's blob store answered with weather: tried again until its deadline timer
+      // A resumed document's blob store answered with a transient failure: tried again until its deadline timer
       // ends it (`upload/deadline_exceeded`, naming the last blob error).
       if (stage === 'blob' && failureOf(err).retriable === true) {
         this.uploadAgain(run, attempt, err);
@@ -374,7 +374,7 @@ export class DocumentLife {
       // A resumed upload that the server already has (409) is done, not failed.
       if (!(stage === 'upload' && failureOf(err).status === 409)) {
         await run.blob?.cleanup();
-        // The API's weather lasted until the deadline: a deadline letter (unless the timer wrote it).
+        // A transient API failure lasted until the deadline: a deadline letter (unless the timer wrote it).
         if (outlasted(err)) await this.expire(run);
         else await this.fail(run, err, stage, FAILED_AT[stage]);
         return false;
@@ -398,7 +398,7 @@ export class DocumentLife {
   private uploadAgain(run: Run, attempt: number, err: unknown): void {
     if (!run.running) return;
     const f = failureOf(err);
-    run.blobWeather = { tries: attempt + 1, last: `${f.code ?? 'error'}: ${f.message}` };
+    run.blobRetries = { tries: attempt + 1, last: `${f.code ?? 'error'}: ${f.message}` };
     const delay = this.timing.backoff(attempt, this.options.pollInitialMs);
     this.ports.logger.warn(
       { event_id: run.eventId, submission_id: run.state.submission_id, attempt: attempt + 1, err: f.message },
@@ -688,9 +688,9 @@ export class DocumentLife {
     const polls = Math.max(0, ...missing.map((k) => run.attempts.get(k) ?? 0));
     const after = `${this.options.deadlineMs} ms`;
     if (run.state.status === 'CREATED' && run.mode === 'process') {
-      const weather = run.blobWeather;
-      const why = weather
-        ? `its blob could not be read: ${weather.tries} tries; last: ${weather.last}`
+      const transient = run.blobRetries;
+      const why = transient
+        ? `its blob could not be read: ${transient.tries} tries; last: ${transient.last}`
         : 'the API or its upload host did not answer';
       const message = `file not uploaded within ${after} (${why})`;
       await this.fail(run, { code: 'deadline_exceeded', message }, 'upload', 'deadline_exceeded');
@@ -788,7 +788,7 @@ export class DocumentLife {
   }
 }
 
-/** The API's weather outlasted the call: the client gave up at the document's deadline. */
+/** A transient API failure outlasted the call: the client gave up at the document's deadline. */
 function outlasted(err: unknown): err is ApiError {
   return err instanceof ApiError && err.budgetSpent;
 }

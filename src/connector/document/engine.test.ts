@@ -180,7 +180,7 @@ function setup(
   const scheduler = new PollScheduler();
   const finished: Array<{ state: FinishedDoc; outcome: string }> = [];
   let notify: () => void = () => undefined;
-  // Tests may replace `resolve` (a blob store with weather).
+  // Tests may replace `resolve` (a blob store with transient failures).
   const blobs = {
     resolve: async (): Promise<OpenedBlob> => {
       if (blobError) throw blobError;
@@ -225,8 +225,8 @@ function setup(
   return { api, out, engine, finished, until, scheduler, inputs, blobs, leftEmpty };
 }
 
-/** A blob store that answers with weather (HTTP 503) `times` times, then serves the file. */
-function weatherFor(times: number): { resolve: () => Promise<OpenedBlob>; tries: () => number } {
+/** A blob store that answers with transient failures (HTTP 503) `times` times, then serves the file. */
+function transientFailuresFor(times: number): { resolve: () => Promise<OpenedBlob>; tries: () => number } {
   let tries = 0;
   return {
     resolve: async () => {
@@ -519,12 +519,12 @@ describe('DocumentEngine', () => {
     expect(out.states.filter((s) => s.event_id === 'evt-gone').at(-1)?.status).toBe('FAILED');
   });
 
-  it('uploads a resumed document again while its blob store has weather, until its deadline', async () => {
+  it('uploads a resumed document again while its blob store fails transiently, until its deadline', async () => {
     const { api, out, engine, until, inputs, blobs } = setup({ deadlineMs: 60 });
     const ev = event({ event_id: 'evt-w', pipeline_configuration: 'QUALITY_ONLY' });
     inputs.add({ ...source, offset: '13' }, ev);
     const state = pendingUpload('w', '13', 'quality', false);
-    const store = weatherFor(2);
+    const store = transientFailuresFor(2);
     blobs.resolve = store.resolve;
     await engine.resume([state]);
     await until(1);
@@ -533,8 +533,8 @@ describe('DocumentEngine', () => {
     expect(out.letters).toEqual([]);
     expect(out.states.at(-1)?.status).toBe('DONE');
 
-    // Weather to the end: the deadline timer ends it, naming the blob's last error.
-    blobs.resolve = weatherFor(Infinity).resolve;
+    // Transient failure to the end: the deadline timer ends it, naming the blob's last error.
+    blobs.resolve = transientFailuresFor(Infinity).resolve;
     inputs.add({ ...source, offset: '14' }, { ...ev, event_id: 'evt-w2' });
     const input = { ...state.input, offset: '14' };
     await engine.resume([
@@ -578,9 +578,9 @@ describe('DocumentEngine', () => {
     expect(out.letters[0]?.source?.offset).toBe('7');
   });
 
-  it('tries a record again while its blob store answers with weather, then submits it once', async () => {
+  it('tries a record again while its blob store answers with transient failures, then submits it once', async () => {
     const { api, out, engine, until, blobs } = setup();
-    const store = weatherFor(2);
+    const store = transientFailuresFor(2);
     blobs.resolve = store.resolve;
     await expect(engine.admit(source, event(), undefined)).rejects.toThrow('answered HTTP 503');
     await expect(engine.admit(source, event(), undefined)).rejects.toThrow('answered HTTP 503');
@@ -593,9 +593,9 @@ describe('DocumentEngine', () => {
     expect(out.states.at(-1)?.status).toBe('DONE');
   });
 
-  it('ends a record whose blob store has weather until the deadline in a deadline letter naming it', async () => {
+  it('ends a record whose blob store fails transiently until the deadline in a deadline letter naming it', async () => {
     const { api, out, engine, blobs } = setup({ deadlineMs: 40 });
-    const store = weatherFor(Infinity);
+    const store = transientFailuresFor(Infinity);
     blobs.resolve = store.resolve;
     let outcome: string | null = null;
     // The consumer's back-off between tries, shortened; bounded in count.
@@ -621,9 +621,9 @@ describe('DocumentEngine', () => {
     expect(out.letters).toHaveLength(1);
   });
 
-  it('dead-letters a blob error no retry can change at once, after weather too', async () => {
+  it('dead-letters a blob error no retry can change at once, after transient failure too', async () => {
     const { api, out, engine, blobs } = setup();
-    const store = weatherFor(1);
+    const store = transientFailuresFor(1);
     blobs.resolve = async () => {
       if (store.tries() === 0) return store.resolve();
       throw new BlobError('blob_not_found', 'https://blobs.example/a.pdf answered HTTP 404');
@@ -635,9 +635,9 @@ describe('DocumentEngine', () => {
     expect(out.letters[0]).toMatchObject({ stage: 'blob', error_code: 'blob_not_found', attempts: 1 });
   });
 
-  it('forgets the blob weather of a revoked partition: its next admission counts afresh', async () => {
+  it('forgets the transient blob failures of a revoked partition: its next admission counts afresh', async () => {
     const { out, engine, blobs } = setup({ deadlineMs: 30 });
-    blobs.resolve = weatherFor(Infinity).resolve;
+    blobs.resolve = transientFailuresFor(Infinity).resolve;
     await expect(engine.admit(source, event(), undefined)).rejects.toThrow('answered HTTP 503');
     await pause(40);
     engine.revoke([1]);

@@ -79,8 +79,8 @@ export class Run {
   uploadedAt = 0;
   /** The upload was made by this run (`uploadedAt` is its time): its polls teach the schedule. */
   uploadedHere = false;
-  /** A resumed document's blob store answered with weather: how often, and its last error (for the letter). */
-  blobWeather: { tries: number; last: string } | null = null;
+  /** A resumed document's blob store answered with a transient failure: how often, and its last error (for the letter). */
+  blobRetries: { tries: number; last: string } | null = null;
   /** A replay's generation (its marker's), recorded once every result was re-emitted. */
   replayGeneration = 0;
   /** When the document was created (replays: when the replay started); the deadline counts from it. */

@@ -104,7 +104,7 @@ export const LETTER_CODES = {
   deadline: {
     stages: ['blob', 'create', 'decision'],
     meaning:
-      'by `connector.deadlineMs`: the blob store’s weather outlasted it (the last error and the tries named), the API did not accept the submission, or the decision never came',
+      'by `connector.deadlineMs`: the blob store’s transient failure outlasted it (the last error and the tries named), the API did not accept the submission, or the decision never came',
   },
   deadline_exceeded: {
     stages: ['upload', 'poll'],
