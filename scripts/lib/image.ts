@@ -222,15 +222,17 @@ export async function ensureBaseImage(dockerfile: string, log: (line: string) =>
     fs.mkdirSync(path.join(local, 'lib/node_modules'), { recursive: true });
     fs.copyFileSync(process.execPath, path.join(local, 'bin/node'));
     fs.chmodSync(path.join(local, 'bin/node'), 0o755);
-    const npmRoot = (await must('npm root -g', 'npm', ['root', '-g'], { timeoutMs: 30_000 })).stdout.trim();
-    await must(
-      'copying npm',
-      'cp',
-      ['-a', path.join(npmRoot, 'npm'), path.join(local, 'lib/node_modules/')],
-      {
-        timeoutMs: 120_000,
-      },
-    );
+    // The npm that runs this (`npm run image:check` sets npm_execpath to its npm-cli.js): `npm root -g`
+    // names the global folder of the node on PATH, where the npm package's node has no npm.
+    const npmDir = process.env.npm_execpath
+      ? path.resolve(path.dirname(fs.realpathSync(process.env.npm_execpath)), '..')
+      : path.join(
+          (await must('npm root -g', 'npm', ['root', '-g'], { timeoutMs: 30_000 })).stdout.trim(),
+          'npm',
+        );
+    await must('copying npm', 'cp', ['-a', npmDir, path.join(local, 'lib/node_modules/')], {
+      timeoutMs: 120_000,
+    });
     fs.symlinkSync('../lib/node_modules/npm/bin/npm-cli.js', path.join(local, 'bin/npm'));
     fs.symlinkSync('../lib/node_modules/npm/bin/npx-cli.js', path.join(local, 'bin/npx'));
     const certs = path.join(staging, 'etc/ssl/certs');

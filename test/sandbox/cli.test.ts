@@ -6,12 +6,20 @@ import { join } from 'node:path';
 
 const CLI = join(process.cwd(), 'dist', 'cli', 'index.js');
 
+/** Secret files written by this file's tests, removed after them. */
+const written: string[] = [];
+
 /** A file holding `content`, as a secret is given to the sandbox (never as a flag value). */
 function secretFile(name: string, content: string): string {
   const file = join(tmpdir(), `sandbox-${name}-${process.pid}`);
   writeFileSync(file, `${content}\n`);
+  written.push(file);
   return file;
 }
+
+afterAll(() => {
+  for (const file of written) rmSync(file, { force: true });
+});
 
 describe('docstream sandbox CLI', () => {
   test('--help documents every knob', () => {
