@@ -194,7 +194,7 @@ describe("kafkajs's fetch loop with fixPausedFetchLoops", () => {
     expect(c.seen.fetches).toBe(0);
   });
 
-  it('fetches a resumed partition at once, not after the nap', async () => {
+  it('fetches a resumed partition at once, not after the idle wait', async () => {
     const c = pausedConsumer({ maxWaitTime: 60_000, heartbeatInterval: 60_000 });
     c.start();
     expect(await until(() => c.seen.loops === 1)).toBe(true);
@@ -204,7 +204,7 @@ describe("kafkajs's fetch loop with fixPausedFetchLoops", () => {
     expect(await within(c.runner.stop())).toBe('done');
   });
 
-  it('stops at once while napping, and leaves the group', async () => {
+  it('stops at once while waiting idle, and leaves the group', async () => {
     const c = pausedConsumer({ maxWaitTime: 60_000, heartbeatInterval: 60_000 });
     c.start();
     expect(await until(() => c.seen.loops === 1)).toBe(true);
@@ -214,7 +214,7 @@ describe("kafkajs's fetch loop with fixPausedFetchLoops", () => {
     expect(c.seen.loops).toBe(1);
   });
 
-  it('does not nap when stopped while getting ready to (the wake came first)', async () => {
+  it('does not idle wait when stopped while getting ready to (the wake came first)', async () => {
     const c = pausedConsumer({ maxWaitTime: 60_000, heartbeatInterval: 60_000 });
     const held = c.holdNextLoop();
     c.start();
@@ -224,7 +224,7 @@ describe("kafkajs's fetch loop with fixPausedFetchLoops", () => {
     expect(await within(stopped)).toBe('done');
   });
 
-  it('fetches a partition resumed while getting ready to nap', async () => {
+  it('fetches a partition resumed while getting ready to idle wait', async () => {
     const c = pausedConsumer({ maxWaitTime: 60_000, heartbeatInterval: 60_000 });
     const held = c.holdNextLoop();
     c.start();
@@ -235,7 +235,7 @@ describe("kafkajs's fetch loop with fixPausedFetchLoops", () => {
     expect(await within(c.runner.stop())).toBe('done');
   });
 
-  it('holds nothing of its last fetch while it naps: the fetcher lets go of it first (one empty lap)', async () => {
+  it('holds nothing of its last fetch while it waits idle: the fetcher lets go of it first (one empty round)', async () => {
     let fetched: WeakRef<object> | undefined;
     const c = pausedConsumer({
       maxWaitTime: 60_000,
@@ -251,7 +251,7 @@ describe("kafkajs's fetch loop with fixPausedFetchLoops", () => {
     expect(await until(() => c.seen.loops === 1)).toBe(true);
     c.group.resume([{ topic: TOPIC, partitions: [0] }]);
     expect(await until(() => fetched !== undefined)).toBe(true);
-    // kafkajs's fetcher kept the batch in its frame for as long as the nap that followed it (60 s).
+    // kafkajs's fetcher kept the batch in its frame for as long as the idle wait that followed it (60 s).
     let collected = false;
     for (let i = 0; i < 50 && !collected; i++) {
       await sleep(10);
@@ -259,7 +259,7 @@ describe("kafkajs's fetch loop with fixPausedFetchLoops", () => {
       collected = fetched!.deref() === undefined;
     }
     expect(collected).toBe(true);
-    // And it naps after that lap: nothing more is fetched, nor looped for.
+    // And it waits idle after that round: nothing more is fetched, nor looped for.
     const loops = c.seen.loops;
     await sleep(100);
     expect(c.seen.loops).toBe(loops);

@@ -42,25 +42,25 @@ export interface RunnerLike {
   stop(): Promise<void>;
 }
 
-interface Nap {
+interface IdleWait {
   timer: NodeJS.Timeout | undefined;
   /** The fetches sleeping in it. */
   sleepers: Array<() => void>;
 }
 
-/** Per consumer group: what may end a nap, and the nap its fetchers (one per broker) share. */
-interface NapState {
-  /** Counts the wakes, so that a fetch that was woken before its nap began does not nap. */
+/** Per consumer group: what may end a idle wait, and the idle wait its fetchers (one per broker) share. */
+interface IdleWaitState {
+  /** Counts the wakes, so that a fetch that was woken before its idle wait began does not idle wait. */
   wakes: number;
-  /** Brokers (node ids) whose fetcher's last fetch may have returned batches: one lap before a nap. */
+  /** Brokers (node ids) whose fetcher's last fetch may have returned batches: one round before a idle wait. */
   fetched: Set<number>;
   heartbeatIntervalMs?: number;
-  nap?: Nap;
+  idleWait?: IdleWait;
 }
 
-const states = new WeakMap<ConsumerGroupLike, NapState>();
+const states = new WeakMap<ConsumerGroupLike, IdleWaitState>();
 
-function stateOf(group: ConsumerGroupLike): NapState {
+function stateOf(group: ConsumerGroupLike): IdleWaitState {
   let state = states.get(group);
   if (!state) {
     state = { wakes: 0, fetched: new Set() };
@@ -69,26 +69,26 @@ function stateOf(group: ConsumerGroupLike): NapState {
   return state;
 }
 
-function endNap(state: NapState): void {
-  const current = state.nap;
+function endIdleWait(state: IdleWaitState): void {
+  const current = state.idleWait;
   if (!current) return;
-  state.nap = undefined;
+  state.idleWait = undefined;
   clearTimeout(current.timer);
   for (const sleeper of current.sleepers) sleeper();
 }
 
-/** Ends the group's nap, if any, and any nap about to begin in a fetch already under way. */
+/** Ends the group's idle wait, if any, and any idle wait about to begin in a fetch already under way. */
 function wake(group: ConsumerGroupLike): void {
   const state = stateOf(group);
   state.wakes += 1;
-  endNap(state);
+  endIdleWait(state);
 }
 
 function anyActive(group: ConsumerGroupLike): boolean {
   return group.subscriptionState.active().some(({ partitions }) => partitions.length > 0);
 }
 
-/** When the nap ends without a wake: the next heartbeat's due time, maxWaitTime from now at least. */
+/** When the idle wait ends without a wake: the next heartbeat's due time, maxWaitTime from now at least. */
 function napUntil(group: ConsumerGroupLike, heartbeatIntervalMs: number | undefined): number {
   const now = Date.now();
   const floor = now + group.maxWaitTime;
@@ -97,20 +97,20 @@ function napUntil(group: ConsumerGroupLike, heartbeatIntervalMs: number | undefi
   return Math.max(floor, group.lastRequest + heartbeatIntervalMs);
 }
 
-function nap(group: ConsumerGroupLike, state: NapState): Promise<void> {
+function waitIdle(group: ConsumerGroupLike, state: IdleWaitState): Promise<void> {
   return new Promise((resolve) => {
-    if (state.nap) {
-      state.nap.sleepers.push(resolve);
+    if (state.idleWait) {
+      state.idleWait.sleepers.push(resolve);
       return;
     }
     const until = napUntil(group, state.heartbeatIntervalMs);
-    const current: Nap = { timer: undefined, sleepers: [resolve] };
-    state.nap = current;
+    const current: IdleWait = { timer: undefined, sleepers: [resolve] };
+    state.idleWait = current;
     const check = (): void => {
       // A timer may fire a little before Date.now() reaches its time: the heartbeat would not be due.
       const left = until - Date.now();
       if (left > 0) current.timer = setTimeout(check, left);
-      else endNap(state);
+      else endIdleWait(state);
     };
     check();
   });
@@ -134,27 +134,27 @@ let fixed = false;
  * Only while no partition of the consumer is active (all paused, or none assigned): `fetch` does what
  * kafkajs's does before it looks for work (the metadata refresh when due, the check for partitions
  * added to a subscribed topic, which rejoins; pending seeks and the group's offsets, so a resumed
- * partition is fetched at once), then naps until the next heartbeat is due (never less than
+ * partition is fetched at once), then waits idle until the next heartbeat is due (never less than
  * maxWaitTime, as before) and returns nothing. A resume, the Runner's stop (stop, disconnect, a
- * crash) and a failed fetch of another broker's fetcher end the nap at once. What is kept:
- * - heartbeats on time (the nap ends when one is due), so the session holds and a rebalance is
+ * crash) and a failed fetch of another broker's fetcher end the idle wait at once. What is kept:
+ * - heartbeats on time (the idle wait ends when one is due), so the session holds and a rebalance is
  *   noticed at the next heartbeat, as before (then within maxWaitTime after it was due);
  * - no wait added to a resume, nor to a stop (the `ConsumerGroup.resume` and `Runner.stop` of
- *   kafkajs wake the nap);
+ *   kafkajs wake the idle wait);
  * - everything else: while any partition is active, kafkajs's own `fetch` runs unchanged.
  * It applies to every kafkajs consumer of the process: the main consumer pauses all it holds during
  * an outage of the API (it then heartbeats as before and resumes without waiting out its
- * maxWaitTime), and a member holding no partition naps until its heartbeat, which is where it learns
+ * maxWaitTime), and a member holding no partition waits idle until its heartbeat, which is where it learns
  * of a rebalance. Not kept: a change of the cluster's brokers while nothing is active is acted on at
  * the next heartbeat rather than within maxWaitTime (kafkajs rebuilds its per-broker fetchers on it).
  *
  * The first fetch of a broker's fetcher that finds nothing active after one that fetched returns at
- * once, empty, and only the next one naps. kafkajs's fetcher loop (src/consumer/fetcher.js) keeps
+ * once, empty, and only the next one waits idle. kafkajs's fetcher loop (src/consumer/fetcher.js) keeps
  * the batches of its last fetch in its suspended frame while it awaits the next fetch: V8 leaves a
- * finished loop iteration's registers as they were. A nap right after the last batches of a restore
+ * finished loop iteration's registers as they were. A idle wait right after the last batches of a restore
  * would keep them (decoded records and their fetch buffers) reachable until the next heartbeat, past
  * the full collection `restore-garbage.ts` asks for, and then as garbage in the old generation of an
- * idle process for good. The empty lap overwrites them first.
+ * idle process for good. The empty round overwrites them first.
  */
 export function fixPausedFetchLoops(): void {
   if (fixed) return;
@@ -183,9 +183,9 @@ export function fixPausedFetchLoops(): void {
       state.fetched.add(nodeId);
       return fetch.call(this, nodeId);
     }
-    // The fetcher still holds what its last fetch returned: an empty lap lets go of it before a nap.
+    // The fetcher still holds what its last fetch returned: an empty round lets go of it before a idle wait.
     if (state.fetched.delete(nodeId)) return [];
-    if (state.wakes === wakes) await nap(this, state);
+    if (state.wakes === wakes) await waitIdle(this, state);
     return [];
   };
   const resume = group.resume;

@@ -1,11 +1,10 @@
 import {
   BEFORE_REJOIN,
   installRejoinBarrier,
-  installedKafkajsVersion,
   REJOIN_BARRIER_KAFKAJS,
   rejoinBarrierInstalled,
 } from './rejoin-barrier.js';
-import { kafkajsInternal } from './kafkajs-internals.js';
+import { installedKafkajsVersion, kafkajsInternal } from './kafkajs-internals.js';
 
 interface GroupProto {
   joinAndSync(this: unknown): Promise<void>;

@@ -15,8 +15,6 @@
  */
 import { installedKafkajsVersion, kafkajsInternal, PATCHED_KAFKAJS_VERSION } from './kafkajs-internals.js';
 
-export { installedKafkajsVersion };
-
 /** The property of a partition assigner that holds its member's hook. */
 export const BEFORE_REJOIN = Symbol.for('docstream.beforeRejoin');
 

@@ -11,23 +11,11 @@ import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { sampleBytes } from '../../src/demo/corpus.js';
-import { createServer } from 'node:net';
+import { freePort } from '../../scripts/lib/harness.js';
 import { E2E, arrival, waitFor } from '../harness/e2e.js';
 
 const run = promisify(execFile);
 const CLI = path.resolve('dist/cli/index.js');
-
-/** A port free on loopback now (for the connector's /readyz and /metrics). */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 function stack(action: 'up' | 'down'): Promise<unknown> {
   return run(process.execPath, [CLI, 'stack', action, '--services', 'kafka'], { timeout: 150_000 });
