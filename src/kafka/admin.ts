@@ -1,6 +1,7 @@
 /**
- * Topic and consumer-group administration: idempotent topic creation, descriptions, and the
- * offset resets behind `replay` (planned first, so a dry run shows exactly what would change).
+ * Topic and consumer-group administration: idempotent topic creation, descriptions, a partition's
+ * offsets (ListOffsets, by timestamp too), and a group's committed offsets, read and written from
+ * outside the group. What `replay` makes of them is planned in `operator/replay-plan.ts`.
  */
 import kafkajs from 'kafkajs';
 import type { Admin } from 'kafkajs';
@@ -83,31 +84,6 @@ export interface GroupMembers {
   /** The assignor the group runs (e.g. docstream-sticky, RoundRobinAssigner). */
   protocol: string;
   members: GroupMember[];
-}
-
-export type OffsetResetTarget =
-  | { kind: 'earliest' }
-  | { kind: 'latest' }
-  /** The first record at or after this time (milliseconds since the epoch); the end when none. */
-  | { kind: 'timestamp'; timestamp: number }
-  /** Explicit next offsets per partition; partitions not named keep their offsets. */
-  | { kind: 'offsets'; offsets: Record<number, string> };
-
-export interface PartitionReset {
-  partition: number;
-  /** The committed next offset, or null when the group has none for this partition. */
-  current: string | null;
-  target: string;
-  low: string;
-  high: string;
-}
-
-export interface OffsetResetPlan {
-  groupId: string;
-  topic: string;
-  target: OffsetResetTarget;
-  partitions: PartitionReset[];
-  applied: boolean;
 }
 
 interface EnsureTopicsOptions {
@@ -477,58 +453,24 @@ export class KafkaAdmin {
     );
   }
 
-  /** What `resetOffsets` would commit, per partition, without changing anything. */
-  async planOffsetReset(groupId: string, topic: string, target: OffsetResetTarget): Promise<OffsetResetPlan> {
-    const [bounds, committed] = await Promise.all([
-      this.topicOffsets(topic),
-      this.groupOffsets(groupId, topic),
-    ]);
-    let targets: Map<number, string>;
-    switch (target.kind) {
-      case 'earliest':
-        targets = new Map(bounds.map((entry) => [entry.partition, entry.low]));
-        break;
-      case 'latest':
-        targets = new Map(bounds.map((entry) => [entry.partition, entry.high]));
-        break;
-      case 'timestamp': {
-        const found = await wrapKafka(`looking up offsets of ${topic} at ${target.timestamp}`, () =>
-          this.admin.fetchTopicOffsetsByTimestamp(topic, target.timestamp),
-        );
-        targets = new Map(found.map((entry) => [entry.partition, entry.offset]));
-        break;
-      }
-      case 'offsets':
-        targets = explicitTargets(topic, target.offsets, bounds);
-        break;
-    }
-    const partitions: PartitionReset[] = [];
-    for (const entry of bounds) {
-      const next = targets.get(entry.partition);
-      if (next === undefined) continue;
-      partitions.push({
-        partition: entry.partition,
-        current: committed.get(entry.partition) ?? null,
-        target: next,
-        low: entry.low,
-        high: entry.high,
-      });
-    }
-    return { groupId, topic, target, partitions, applied: false };
+  /**
+   * The first offset at or after `timestamp` (milliseconds since the epoch) of each partition of
+   * `topic`; a partition with no such record answers its end offset (ListOffsets by timestamp).
+   */
+  async offsetsForTimestamp(topic: string, timestamp: number): Promise<Map<number, string>> {
+    const found = await wrapKafka(`looking up offsets of ${topic} at ${timestamp}`, () =>
+      this.admin.fetchTopicOffsetsByTimestamp(topic, timestamp),
+    );
+    return new Map(found.map((entry) => [entry.partition, entry.offset]));
   }
 
   /**
-   * Commits the planned offsets for the group. The group must have no active member (stop the
-   * connector first): Kafka only lets the group's own members commit while it is active.
+   * Commits next offsets for a group from outside it. The group must have no active member:
+   * Kafka lets only a group's own members commit while it has any, so this refuses first, with a
+   * message that says what to do.
    */
-  async resetOffsets(
-    groupId: string,
-    topic: string,
-    target: OffsetResetTarget,
-    options: { dryRun?: boolean } = {},
-  ): Promise<OffsetResetPlan> {
-    const plan = await this.planOffsetReset(groupId, topic, target);
-    if (options.dryRun === true || plan.partitions.length === 0) return plan;
+  async commitGroupOffsets(groupId: string, topic: string, offsets: Map<number, string>): Promise<void> {
+    if (offsets.size === 0) return;
     const group = await this.describeGroup(groupId);
     if (!INACTIVE_GROUP_STATES.has(group.state)) {
       throw new KafkaError(
@@ -536,40 +478,12 @@ export class KafkaAdmin {
         { retriable: false },
       );
     }
-    await wrapKafka(`resetting offsets of group ${groupId} on ${topic}`, () =>
+    await wrapKafka(`committing offsets of group ${groupId} on ${topic}`, () =>
       this.admin.setOffsets({
         groupId,
         topic,
-        partitions: plan.partitions.map((entry) => ({ partition: entry.partition, offset: entry.target })),
+        partitions: [...offsets].map(([partition, offset]) => ({ partition, offset })),
       }),
     );
-    return { ...plan, applied: true };
   }
-}
-
-function explicitTargets(
-  topic: string,
-  offsets: Record<number, string>,
-  bounds: PartitionOffsets[],
-): Map<number, string> {
-  const byPartition = new Map(bounds.map((entry) => [entry.partition, entry]));
-  const out = new Map<number, string>();
-  for (const [key, offset] of Object.entries(offsets)) {
-    const partition = Number(key);
-    const range = byPartition.get(partition);
-    if (!range) throw new KafkaError(`topic ${topic} has no partition ${key}`, { retriable: false });
-    if (!/^\d+$/.test(offset)) {
-      throw new KafkaError(`offset ${offset} for partition ${partition} is not a non-negative integer`, {
-        retriable: false,
-      });
-    }
-    if (BigInt(offset) < BigInt(range.low) || BigInt(offset) > BigInt(range.high)) {
-      throw new KafkaError(
-        `offset ${offset} for partition ${partition} is outside ${range.low}..${range.high} of ${topic}`,
-        { retriable: false },
-      );
-    }
-    out.set(partition, offset);
-  }
-  return out;
 }

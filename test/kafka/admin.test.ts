@@ -1,8 +1,10 @@
 /**
- * Topic administration and offset resets against the real Kafka 4.1 broker, through kafkajs 2.2.4.
+ * Topic administration, group offsets and replay's offset plan (operator/replay-plan.ts) against the
+ * real Kafka 4.1 broker, through kafkajs 2.2.4.
  */
 import { jest } from '@jest/globals';
 import { KafkaError } from '../../src/kafka/index.js';
+import { planOffsetReset, resetOffsets } from '../../src/operator/replay-plan.js';
 import { collectingConsumer, adminAndProducer, kafkaClient, uniqueName, waitFor } from './helpers.js';
 
 // The integration project's testTimeout is not applied per project by jest; set it here.
@@ -89,7 +91,7 @@ describe('offset resets for replay', () => {
     const { topic, groupId, times } = await consumedTopic();
     const target = { kind: 'timestamp' as const, timestamp: times[1]! - 1000 };
 
-    const plan = await admin.resetOffsets(groupId, topic, target, { dryRun: true });
+    const plan = await resetOffsets(admin, groupId, topic, target, { dryRun: true });
     expect(plan).toEqual({
       groupId,
       topic,
@@ -102,14 +104,14 @@ describe('offset resets for replay', () => {
     });
     expect(Object.fromEntries(await admin.groupOffsets(groupId, topic))).toEqual({ 0: '3', 1: '3' });
 
-    const applied = await admin.resetOffsets(groupId, topic, target);
+    const applied = await resetOffsets(admin, groupId, topic, target);
     expect(applied.applied).toBe(true);
     expect(Object.fromEntries(await admin.groupOffsets(groupId, topic))).toEqual({ 0: '1', 1: '1' });
   });
 
   it('a timestamp after the last record moves to the end', async () => {
     const { topic, groupId } = await consumedTopic();
-    const plan = await admin.planOffsetReset(groupId, topic, {
+    const plan = await planOffsetReset(admin, groupId, topic, {
       kind: 'timestamp',
       timestamp: Date.now() + hour,
     });
@@ -118,11 +120,11 @@ describe('offset resets for replay', () => {
 
   it('resets to earliest, to latest and to explicit offsets', async () => {
     const { topic, groupId } = await consumedTopic();
-    await admin.resetOffsets(groupId, topic, { kind: 'earliest' });
+    await resetOffsets(admin, groupId, topic, { kind: 'earliest' });
     expect(Object.fromEntries(await admin.groupOffsets(groupId, topic))).toEqual({ 0: '0', 1: '0' });
-    await admin.resetOffsets(groupId, topic, { kind: 'latest' });
+    await resetOffsets(admin, groupId, topic, { kind: 'latest' });
     expect(Object.fromEntries(await admin.groupOffsets(groupId, topic))).toEqual({ 0: '3', 1: '3' });
-    const plan = await admin.resetOffsets(groupId, topic, { kind: 'offsets', offsets: { 1: '2' } });
+    const plan = await resetOffsets(admin, groupId, topic, { kind: 'offsets', offsets: { 1: '2' } });
     expect(plan.partitions).toEqual([{ partition: 1, current: '3', target: '2', low: '0', high: '3' }]);
     expect(Object.fromEntries(await admin.groupOffsets(groupId, topic))).toEqual({ 0: '3', 1: '2' });
   });
@@ -130,10 +132,10 @@ describe('offset resets for replay', () => {
   it('refuses explicit offsets outside the partition and an unknown partition', async () => {
     const { topic, groupId } = await consumedTopic();
     await expect(
-      admin.planOffsetReset(groupId, topic, { kind: 'offsets', offsets: { 0: '4' } }),
+      planOffsetReset(admin, groupId, topic, { kind: 'offsets', offsets: { 0: '4' } }),
     ).rejects.toThrow(/outside 0\.\.3/);
     await expect(
-      admin.planOffsetReset(groupId, topic, { kind: 'offsets', offsets: { 7: '0' } }),
+      planOffsetReset(admin, groupId, topic, { kind: 'offsets', offsets: { 7: '0' } }),
     ).rejects.toThrow(/no partition 7/);
   });
 
@@ -143,7 +145,7 @@ describe('offset resets for replay', () => {
     const { consumer } = await collectingConsumer(client, [topic]);
     try {
       await waitFor('the member to join', () => Object.keys(consumer.currentAssignment()).length > 0);
-      await expect(admin.resetOffsets(consumer.groupId, topic, { kind: 'earliest' })).rejects.toThrow(
+      await expect(resetOffsets(admin, consumer.groupId, topic, { kind: 'earliest' })).rejects.toThrow(
         /stop its consumers/,
       );
     } finally {

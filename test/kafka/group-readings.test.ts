@@ -22,7 +22,14 @@ async function committedGroup(): Promise<{ topic: string; groupId: string }> {
     ...Array.from({ length: 5 }, (_, i) => ({ key: `a${i}`, value: 'x', partition: 0 })),
     ...Array.from({ length: 3 }, (_, i) => ({ key: `b${i}`, value: 'x', partition: 1 })),
   ]);
-  await admin.resetOffsets(groupId, topic, { kind: 'offsets', offsets: { 0: '2', 1: '3' } });
+  await admin.commitGroupOffsets(
+    groupId,
+    topic,
+    new Map([
+      [0, '2'],
+      [1, '3'],
+    ]),
+  );
   return { topic, groupId };
 }
 
@@ -66,7 +73,14 @@ describe('a group reading', () => {
     const { topic, groupId } = await committedGroup();
     await admin.groupReading(groupId, topic);
     await producer.send(topic, [{ key: 'c0', value: 'x', partition: 2 }]);
-    await admin.resetOffsets(groupId, topic, { kind: 'offsets', offsets: { 0: '5', 2: '1' } });
+    await admin.commitGroupOffsets(
+      groupId,
+      topic,
+      new Map([
+        [0, '5'],
+        [2, '1'],
+      ]),
+    );
     const reading = await admin.groupReading(groupId, topic);
     expect(reading.ends.map((end) => end.high)).toEqual(['5', '3', '1']);
     expect([...reading.committed].map(([p, c]) => [p, c.offset])).toEqual([

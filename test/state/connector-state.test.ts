@@ -355,10 +355,7 @@ describe('upgrade: state written by docstream 0.1 (v1 JSON)', () => {
       // 0.1 had committed both input records: the new version resumes them from the state alone.
       const group = env.kafka.admin();
       await group.connect();
-      await group.resetOffsets(`${env.id}-group`, env.topics.arrived, {
-        kind: 'offsets',
-        offsets: { 0: '2' },
-      });
+      await group.commitGroupOffsets(`${env.id}-group`, env.topics.arrived, new Map([[0, '2']]));
       await group.disconnect();
 
       const connector = await env.startConnector();

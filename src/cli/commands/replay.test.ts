@@ -1,4 +1,4 @@
-import type { OffsetResetPlan } from '../../kafka/admin.js';
+import type { OffsetResetPlan } from '../../operator/replay-plan.js';
 import { Progress } from '../../util/progress.js';
 import { replayBacklog, watchReplay } from './replay.js';
 

@@ -18,11 +18,17 @@ import {
 } from '../../connector/state/replay-markers.js';
 import { replayWarning } from '../../connector/state/retention.js';
 import { kafkaClientOf } from '../../kafka/client-from-config.js';
-import type { KafkaAdmin, OffsetResetPlan, OffsetResetTarget } from '../../kafka/admin.js';
+import type { KafkaAdmin } from '../../kafka/admin.js';
 import { Progress, formatDuration } from '../../util/progress.js';
 import type { KafkaClient } from '../../kafka/client.js';
 import { RecordReader } from '../../kafka/record-reader.js';
 import { silentLogger } from '../../observability/logger.js';
+import {
+  planOffsetReset,
+  resetOffsets,
+  type OffsetResetPlan,
+  type OffsetResetTarget,
+} from '../../operator/replay-plan.js';
 import { errorText } from '../../observability/redact.js';
 import { addConfigOption, configOf, type ConfigFlags } from '../config-option.js';
 import { exitCodeOf, UsageError } from '../exit-codes.js';
@@ -181,7 +187,7 @@ async function replay(
         `group ${group} has ${state.members} active member(s) (${state.state}); stop its connectors, then replay`,
       );
     }
-    const planned = await admin.planOffsetReset(group, topic, target);
+    const planned = await planOffsetReset(admin, group, topic, target);
     const from = await replayedFrom(kafka, admin, topic, target, planned);
     const warning = from === null ? null : replayWarning(from, config.state.retentionMs, Date.now());
     if (warning) warn(`warning: ${warning}`);
@@ -207,7 +213,7 @@ async function replay(
         }
         out(`replay generation ${generation} marked on partitions ${[...back.keys()].join(',')}`);
       }
-      plan = await admin.resetOffsets(group, topic, target);
+      plan = await resetOffsets(admin, group, topic, target);
     }
     out(`group ${group}, topic ${topic}${plan.applied ? '' : ' (dry run: nothing changed)'}`);
     if (!flags.json) out(formatPlan(plan));
