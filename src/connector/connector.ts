@@ -45,7 +45,6 @@ export class Connector {
   private webhooks: DecisionWebhooks | null = null;
   private receiver: WebhookReceiver | null = null;
   private consumer: KafkaConsumer | null = null;
-  private commitTimer: NodeJS.Timeout | null = null;
   private lagTimer: NodeJS.Timeout | null = null;
   private readingOffsets = false;
   private ceilingWarnedAt = Number.NEGATIVE_INFINITY;
@@ -223,7 +222,7 @@ export class Connector {
     // the offsets that made durable committed. Without the barrier (another kafkajs version) a
     // rebalance's notice is the last moment to commit.
     consumer.onBeforeRejoin(() => this.loop.beforeRejoin(config.connector.revocationTimeoutMs));
-    if (!rejoinBarrierInstalled()) consumer.onRebalancing(() => void this.commit());
+    if (!rejoinBarrierInstalled()) consumer.onRebalancing(() => this.loop.onRebalanceNotice());
     consumer.onCrash((crash) =>
       this.log.error({ err: crash.error.message, restart: crash.restart }, 'consumer crashed'),
     );
@@ -247,7 +246,6 @@ export class Connector {
       autoResolve: false,
       partitionsConsumedConcurrently: Math.max(1, Math.min(4, inputPartitions)),
     });
-    this.commitTimer = setInterval(() => void this.commit(), config.connector.commitIntervalMs);
     // The group's offsets: the lag gauges, and (unless turned off) the group's API share by the
     // partitions that still have work, which wants a fresh reading.
     const shareEvery = config.connector.groupShareIntervalMs;
@@ -274,7 +272,6 @@ export class Connector {
         .then((groupIdle) => pace.read(now, seen, groupIdle))
         .finally(() => (this.readingOffsets = false));
     }, readEvery);
-    this.commitTimer.unref();
     this.lagTimer.unref();
     this.started = true;
   }
@@ -353,11 +350,6 @@ export class Connector {
     return this.loop.pausedForOutage;
   }
 
-  /** Commits the highest safe offset of every assigned partition that moved. */
-  commit(): Promise<void> {
-    return this.loop.commit();
-  }
-
   /**
    * Stops fetching, lets running steps settle, commits what is safe, and disconnects, all within
    * `connector.shutdownTimeoutMs`: what has not settled by then (a slow blob's admission, a step
@@ -366,7 +358,6 @@ export class Connector {
   stop(): Promise<void> {
     this.stopping ??= (async () => {
       this.loop.stop();
-      if (this.commitTimer) clearInterval(this.commitTimer);
       if (this.lagTimer) clearInterval(this.lagTimer);
       if (this.expiryTimer) clearInterval(this.expiryTimer);
       const timeout = this.options.config.connector.shutdownTimeoutMs;
@@ -389,7 +380,7 @@ export class Connector {
         await within(this.webhooks?.stop(), settleLeft());
         // exactly-once: what the settled steps gathered is committed before the offsets.
         await within(p.transactions?.stop(), left());
-        await within(this.commit(), left());
+        await within(this.loop.commit('stop'), left());
       } finally {
         // The consumer may leave the group now (its partitions move to the others).
         this.loop.release();

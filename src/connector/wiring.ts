@@ -295,6 +295,7 @@ export function buildLoop(
   const loop = new ConsumerLoop({
     topics: { arrived: config.topics.arrived, feedback: config.topics.feedback },
     maxInFlight: config.connector.maxInFlight,
+    commitIntervalMs: config.connector.commitIntervalMs,
     admissionWaitMs: config.connector.admissionWaitMs,
     engine: parts.engine,
     // exactly-once: a partition's transactional id is initialised (fencing its previous owner and

@@ -103,7 +103,7 @@ describe('ConsumerLoop during a registry outage', () => {
     expect(control.resolved).toEqual(['4']);
     expect(loop.pausedForOutage).toBe(true);
     expect(consumer.calls).toEqual(['pause in 0', 'pause fb 0']);
-    await loop.commit();
+    await loop.commit('interval');
     expect(consumer.commits).toEqual([
       [{ topic: 'in', partition: 0, offset: '3', metadata: 'docstream:done' }],
     ]);
@@ -120,7 +120,7 @@ describe('ConsumerLoop during a registry outage', () => {
     expect(consumer.calls.slice(2)).toEqual(['resume fb 0', 'resume in 0']);
     await loop.idle();
     expect(handled).toEqual(['3']);
-    await loop.commit();
+    await loop.commit('interval');
     expect(consumer.commits.at(-1)).toEqual([
       { topic: 'in', partition: 0, offset: '5', metadata: 'docstream:done' },
     ]);
@@ -134,7 +134,7 @@ describe('ConsumerLoop during a registry outage', () => {
     await until(() => !loop.pausedForOutage);
     await loop.idle();
     expect(handled).toEqual(['fb7', 'fb7']);
-    await loop.commit();
+    await loop.commit('interval');
     expect(consumer.commits).toEqual([[{ topic: 'fb', partition: 0, offset: '8' }]]);
   });
 
@@ -170,7 +170,7 @@ describe('ConsumerLoop during a registry outage', () => {
     expect(handled).toEqual(['1', '2']);
     expect(letters).toEqual(['in:1 Maximum call stack size exceeded', 'fb:3 a bug']);
     expect(loop.pausedForOutage).toBe(false);
-    await loop.commit();
+    await loop.commit('interval');
     expect(consumer.commits).toEqual([
       [{ topic: 'in', partition: 0, offset: '3', metadata: 'docstream:done' }],
       [{ topic: 'fb', partition: 0, offset: '4' }],

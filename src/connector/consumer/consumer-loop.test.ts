@@ -346,12 +346,12 @@ describe('ConsumerLoop', () => {
     // The fetch moves past every record taken.
     expect(control.resolved).toEqual(['3']);
     // Offset 1 is durable, 2 is not: the commit stops before 2 even though 3 completed.
-    await loop.commit();
+    await loop.commit('interval');
     expect(consumer.commits).toEqual([[{ topic: 'in', partition: 0, offset: '2', metadata: DONE }]]);
     reject.delete('2');
     await until(() => handled.filter((h) => h === '0:2').length >= 2);
     await loop.idle();
-    await loop.commit();
+    await loop.commit('interval');
     expect(consumer.commits.at(-1)).toEqual([{ topic: 'in', partition: 0, offset: '4', metadata: DONE }]);
   });
 
@@ -365,7 +365,7 @@ describe('ConsumerLoop', () => {
     const other = new FakeControl();
     await loop.onBatch(batch('in', 1, [7]), other);
     expect([other.resolved, handled]).toEqual([['7'], ['0:1', '0:2', '0:3', '1:7']]);
-    await loop.commit();
+    await loop.commit('interval');
     expect(consumer.commits).toEqual([
       [
         { topic: 'in', partition: 0, offset: '2', metadata: DONE },
@@ -378,7 +378,7 @@ describe('ConsumerLoop', () => {
     expect(idle).toBe(false);
     release();
     await idled;
-    await loop.commit();
+    await loop.commit('interval');
     expect(consumer.commits.at(-1)).toEqual([{ topic: 'in', partition: 0, offset: '4', metadata: DONE }]);
   });
 
@@ -404,17 +404,17 @@ describe('ConsumerLoop', () => {
     const { loop, consumer } = setup(10);
     await loop.onBatch(batch('in', 0, [5, 6]), new FakeControl());
     await loop.onBatch(batch('in', 1, [0]), new FakeControl());
-    await loop.commit();
+    await loop.commit('interval');
     expect(consumer.commits).toEqual([
       [
         { topic: 'in', partition: 0, offset: '7', metadata: DONE },
         { topic: 'in', partition: 1, offset: '1', metadata: DONE },
       ],
     ]);
-    await loop.commit();
+    await loop.commit('interval');
     expect(consumer.commits).toHaveLength(1);
     await loop.onBatch(batch('in', 0, [7]), new FakeControl());
-    await loop.commit();
+    await loop.commit('interval');
     expect(consumer.commits[1]).toEqual([{ topic: 'in', partition: 0, offset: '8', metadata: DONE }]);
   });
 
@@ -422,10 +422,10 @@ describe('ConsumerLoop', () => {
     const { loop, consumer } = setup(10);
     await loop.onBatch(batch('in', 0, [0]), new FakeControl());
     consumer.failCommit = true;
-    await loop.commit();
+    await loop.commit('interval');
     expect(consumer.commits).toEqual([]);
     consumer.failCommit = false;
-    await loop.commit();
+    await loop.commit('interval');
     expect(consumer.commits).toEqual([[{ topic: 'in', partition: 0, offset: '1', metadata: DONE }]]);
   });
 
@@ -434,7 +434,7 @@ describe('ConsumerLoop', () => {
     engine.running.set(0, 2);
     await loop.onBatch(batch('in', 0, [0, 1]), new FakeControl());
     await loop.onBatch(batch('in', 1, [0]), new FakeControl());
-    await loop.commit();
+    await loop.commit('interval');
     expect(consumer.commits).toEqual([
       [
         { topic: 'in', partition: 0, offset: '2', metadata: UNFINISHED },
@@ -442,11 +442,11 @@ describe('ConsumerLoop', () => {
       ],
     ]);
     // Nothing moved and nothing finished: no commit.
-    await loop.commit();
+    await loop.commit('interval');
     expect(consumer.commits).toHaveLength(1);
     // Partition 0's documents finished: the same offset again, now saying so.
     engine.running.delete(0);
-    await loop.commit();
+    await loop.commit('interval');
     expect(consumer.commits[1]).toEqual([{ topic: 'in', partition: 0, offset: '2', metadata: DONE }]);
   });
 
@@ -458,7 +458,7 @@ describe('ConsumerLoop', () => {
     consumer.assignment = { in: [2], fb: [] };
     loop.onGroupJoin(join({ in: [2] }, {}, consumer.assignment));
     await new Promise((r) => setTimeout(r, 5));
-    await loop.commit();
+    await loop.commit('interval');
     expect(consumer.commits).toEqual([[{ topic: 'in', partition: 2, offset: '40', metadata: UNFINISHED }]]);
     engine.running.delete(2);
     loop.onCapacityFreed();
@@ -470,7 +470,7 @@ describe('ConsumerLoop', () => {
     const { loop, consumer, engine } = setup(10);
     engine.running.set(0, 1);
     await loop.onBatch(batch('in', 0, [0]), new FakeControl());
-    await loop.commit();
+    await loop.commit('interval');
     // A document of another partition finishing changes nothing for partition 0.
     loop.onCapacityFreed();
     await new Promise((r) => setTimeout(r, 5));
@@ -511,7 +511,7 @@ describe('ConsumerLoop', () => {
     expect(consumer.calls.at(-1)).toBe('resume in 1,2');
     await new Promise((r) => setImmediate(r));
     expect(state.reads).toContainEqual([2]);
-    await loop.commit();
+    await loop.commit('interval');
     // Partition 0 is gone: only partition 1's offset is committed.
     expect(consumer.commits).toEqual([[{ topic: 'in', partition: 1, offset: '5', metadata: DONE }]]);
   });
@@ -522,7 +522,7 @@ describe('ConsumerLoop', () => {
     consumer.assignment = { in: [0, 1] };
     loop.onGroupJoin(join({ in: [0, 1] }, {}, consumer.assignment));
     await loop.onBatch(batch('in', 1, [0, 1]), new FakeControl());
-    await loop.commit();
+    await loop.commit('interval');
     await loop.onBatch(batch('in', 1, [2]), new FakeControl());
     // The sticky assignor leaves partition 1 here; partition 0 goes to a newcomer.
     consumer.assignment = { in: [1] };
@@ -532,7 +532,7 @@ describe('ConsumerLoop', () => {
     // After the eager rejoin the partition is fetched again from its committed offset (2): record 2
     // is offered again (the engine finds it running), and the commit moves on from where it was.
     await loop.onBatch(batch('in', 1, [2, 3]), new FakeControl());
-    await loop.commit();
+    await loop.commit('interval');
     expect(handled).toEqual(['1:0', '1:1', '1:2', '1:2', '1:3']);
     expect(state.reads.filter((r) => r.includes(1))).toEqual([[1]]);
     expect(engine.resumed).toEqual(['evt-a']);
@@ -546,7 +546,7 @@ describe('ConsumerLoop', () => {
     expect(feedback).toEqual(['0', '1', '2']);
     expect(handled).toEqual([]);
     expect(control.resolved).toEqual(['0', '1', '2']);
-    await loop.commit();
+    await loop.commit('interval');
     expect(consumer.commits).toEqual([[{ topic: 'fb', partition: 0, offset: '3' }]]);
   });
 

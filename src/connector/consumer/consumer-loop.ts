@@ -14,7 +14,7 @@
 import type { BatchControl, GroupJoin, IncomingBatch, IncomingMessage } from '../../kafka/consumer.js';
 import { retry } from '../../util/retry.js';
 import type { LoopConsumer, ConsumerLoopOptions, OutageHandling } from './loop-interfaces.js';
-import { OffsetCommits } from './offset-commits.js';
+import { OffsetCommits, type CommitReason } from './offset-commits.js';
 import type { PartitionOffsets } from './offsets.js';
 import { PartitionPreparation } from './partition-preparation.js';
 import { settleRecord } from './record-settling.js';
@@ -56,10 +56,11 @@ export class ConsumerLoop {
     });
   }
 
-  /** Starts driving this consumer (call before its first batch). */
+  /** Starts driving this consumer (call before its first batch), committing every `commitIntervalMs`. */
   attach(consumer: LoopConsumer): void {
     this.consumer = consumer;
     this.commits.attach(consumer);
+    if (this.o.commitIntervalMs !== undefined) this.commits.startInterval(this.o.commitIntervalMs);
   }
 
   /**
@@ -119,7 +120,10 @@ export class ConsumerLoop {
     const unrecorded = await record.call(this.o.engine, timeoutMs);
     // The admissions just recorded complete their offsets as their handlers return.
     await new Promise((resolve) => setImmediate(resolve));
-    await this.waitAtMost(this.commits.commit(), Math.max(0, started + timeoutMs - Date.now()));
+    await this.waitAtMost(
+      this.commits.commit('before rejoin'),
+      Math.max(0, started + timeoutMs - Date.now()),
+    );
     const ms = Date.now() - started;
     if (unrecorded > 0)
       this.o.logger.warn(
@@ -277,8 +281,16 @@ export class ConsumerLoop {
   }
 
   /** Commits the highest safe offset of every assigned partition that moved (`offset-commits.ts`). */
-  commit(): Promise<void> {
-    return this.commits.commit();
+  commit(reason: CommitReason): Promise<void> {
+    return this.commits.commit(reason);
+  }
+
+  /**
+   * The group began a rebalance and this consumer has no rejoin barrier (`beforeRejoin` is not
+   * called): the notice is the last moment to commit before the partitions may move.
+   */
+  onRebalanceNotice(): void {
+    void this.commits.commit('rebalance notice');
   }
 
   /** Feedback records one by one; one that takes longer than the batch's wait goes on in the background. */

@@ -71,6 +71,8 @@ export interface ConsumerLoopOptions {
   /** The group's committed offsets of the input partitions (null: none), read when this member gets some. */
   committedOffsets?: () => Promise<ReadonlyMap<number, string | null>>;
   heartbeatMs?: number;
+  /** Offsets are committed this often while attached (none by the clock when unset). */
+  commitIntervalMs?: number;
   /**
    * How long a batch handler may wait for a free slot before it pauses the input and returns
    * (default 2000 ms). Waiting keeps the slots filled as documents finish, instead of admitting in

@@ -4,11 +4,18 @@
  * here (`unfinishedMetadata`), committed again when that changes (at once when a partition's last
  * document finishes), so that every member reading the group's offsets knows which partitions still
  * have work and divides the API limit among them (`group-share.ts`).
+ *
+ * This is the one place offsets are committed. What asks for a commit is named (`CommitReason`):
+ * the interval timer and a drained partition are scheduled here; the loop asks before it rejoins its
+ * group (or, without the rejoin barrier, at a rebalance's notice) and the connector asks once at stop.
  */
 import type { Logger } from '../../observability/logger.js';
 import type { LoopConsumer } from './loop-interfaces.js';
 import { unfinishedMetadata } from './group-share.js';
 import { OffsetTracker } from './offsets.js';
+
+/** Why a commit is made: each trigger of a commit, named (the debug log says which). */
+export type CommitReason = 'interval' | 'partition drained' | 'before rejoin' | 'rebalance notice' | 'stop';
 
 export interface OffsetCommitsOptions {
   /** The input topic, whose offsets carry the unfinished flag. */
@@ -21,6 +28,7 @@ export interface OffsetCommitsOptions {
 export class OffsetCommits {
   private readonly trackers = new Map<string, OffsetTracker>();
   private drainCommit: NodeJS.Timeout | null = null;
+  private intervalCommit: NodeJS.Timeout | null = null;
   private consumer: LoopConsumer | null = null;
   private stopping = false;
 
@@ -30,11 +38,20 @@ export class OffsetCommits {
     this.consumer = consumer;
   }
 
-  /** No drain commit is scheduled after this (the final commit is the caller's). */
+  /** Commits every `intervalMs` from now until `stop`. */
+  startInterval(intervalMs: number): void {
+    if (this.intervalCommit || this.stopping) return;
+    this.intervalCommit = setInterval(() => void this.commit('interval'), intervalMs);
+    this.intervalCommit.unref();
+  }
+
+  /** No commit is scheduled after this (the final commit, reason `stop`, is the caller's). */
   stop(): void {
     this.stopping = true;
     if (this.drainCommit) clearTimeout(this.drainCommit);
+    if (this.intervalCommit) clearInterval(this.intervalCommit);
     this.drainCommit = null;
+    this.intervalCommit = null;
   }
 
   /** The offsets of one topic's partitions. */
@@ -53,7 +70,7 @@ export class OffsetCommits {
   }
 
   /** Commits the highest safe offset of every assigned partition that moved. */
-  async commit(): Promise<void> {
+  async commit(reason: CommitReason): Promise<void> {
     const consumer = this.consumer;
     if (!consumer) return;
     const assignment = consumer.currentAssignment();
@@ -76,7 +93,7 @@ export class OffsetCommits {
       } catch (err) {
         // A rebalance in progress: the next owner starts from the last committed offset and
         // recognises recorded documents by their state, so nothing is lost or submitted twice.
-        this.o.logger.debug({ err: (err as Error).message }, 'commit failed; will retry');
+        this.o.logger.debug({ err: (err as Error).message, reason }, 'commit failed; will retry');
       }
     }
   }
@@ -94,7 +111,7 @@ export class OffsetCommits {
     if (!drained) return;
     this.drainCommit = setTimeout(() => {
       this.drainCommit = null;
-      void this.commit();
+      void this.commit('partition drained');
     }, 0);
   }
 }
