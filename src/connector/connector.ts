@@ -60,7 +60,7 @@ export class Connector {
     const { config, logger } = options;
     this.log = logger;
     this.metrics = options.metrics ?? new ConnectorMetrics();
-    this.parts = buildParts(config, logger, this.metrics, () => this.loop.onCapacityFreed());
+    this.parts = buildParts(config, logger, this.metrics);
     this.engine = this.parts.engine;
     this.client = this.parts.client;
     this.metrics.observeApi(this.client.limiter, this.client.health);
@@ -161,22 +161,37 @@ export class Connector {
     return this.options.config.topics;
   }
 
+  /** Start-up in order; each step's failure names the step (`StartupError`). */
   private async boot(): Promise<void> {
+    await this.prepareKafka();
+    await this.startReaders();
     const { config } = this.options;
-    const { admin, registry, producer, state, kafka } = this.parts;
+    if (config.webhooks.enabled || this.options.consume === false) await this.startReceiver();
+    if (this.options.consume !== false) {
+      await this.startConsuming();
+      this.startOffsetReadings();
+    }
+    this.started = true;
+  }
+
+  /**
+   * Connects to Kafka, creates or checks the topics and schemas, connects the producer and reads the
+   * message limits the broker applies to the output topics.
+   */
+  private async prepareKafka(): Promise<void> {
+    const { config } = this.options;
+    const { admin, registry, producer } = this.parts;
     const t = this.topics;
-    const inputPartitions = await step('connecting to Kafka', () => admin.connect()).then(() =>
-      step('preparing topics and schemas', () =>
-        ensureTopology(admin, registry, t, this.log, {
-          deadlineMs: config.connector.deadlineMs,
-          autoRegister: config.registry.autoRegister,
-        }),
-      ),
+    await step('connecting to Kafka', () => admin.connect());
+    this.inputPartitions = await step('preparing topics and schemas', () =>
+      ensureTopology(admin, registry, t, this.log, {
+        deadlineMs: config.connector.deadlineMs,
+        autoRegister: config.registry.autoRegister,
+      }),
     );
-    this.inputPartitions = inputPartitions;
     await step('connecting the producer', () => producer.connect());
-    // The limits the broker applies: a message over them fails at once, and ends in a (cut) letter.
-    // Without the right to describe configs, kafka.maxMessageBytes stands for every topic.
+    // A message over the broker's limit fails at once, and ends in a (cut) dead letter. Without the
+    // right to describe configs, kafka.maxMessageBytes stands for every topic.
     try {
       producer.setTopicLimits(
         await admin.maxMessageBytes([t.state, t.dlq, t.fraud, t.quality, t.classification, t.decision]),
@@ -187,27 +202,34 @@ export class Connector {
         'could not read max.message.bytes of the topics; using kafka.maxMessageBytes',
       );
     }
-    // Every instance reads the recent deliveries before it resumes a document (whichever instance
-    // received them), alongside starting the state reader.
+  }
+
+  /**
+   * The state reader, the input re-reader and the recent decision deliveries: every instance reads
+   * the deliveries before it resumes a document (whichever instance received them). Finished
+   * documents expire from the state on a timer.
+   */
+  private async startReaders(): Promise<void> {
+    const { state, inputReader } = this.parts;
     const deliveries = this.startDeliveries();
     deliveries.catch(() => undefined);
     await step('starting the state reader', async () => {
       await state.start();
-      await this.parts.inputReader.start();
+      await inputReader.start();
     });
     await step('reading the recent decision deliveries', () => deliveries);
     this.expiryTimer = setInterval(() => {
       const expired = state.expire();
       if (expired > 0) this.log.info({ documents: expired }, 'finished documents expired from the state');
-    }, config.state.expiryIntervalMs);
+    }, this.options.config.state.expiryIntervalMs);
     this.expiryTimer.unref();
-    if (config.webhooks.enabled || this.options.consume === false) await this.startReceiver();
-    if (this.options.consume === false) {
-      this.started = true;
-      return;
-    }
+  }
 
-    const consumer = kafka.consumer({
+  /** Joins the consumer group and starts the loop, with the group's events wired to it. */
+  private async startConsuming(): Promise<void> {
+    const { config } = this.options;
+    const t = this.topics;
+    const consumer = this.parts.kafka.consumer({
       groupId: config.kafka.groupId,
       sessionTimeoutMs: config.kafka.sessionTimeoutMs,
       heartbeatIntervalMs: config.kafka.heartbeatIntervalMs,
@@ -244,15 +266,22 @@ export class Connector {
     });
     await consumer.run(this.loop.onBatch, {
       autoResolve: false,
-      partitionsConsumedConcurrently: Math.max(1, Math.min(4, inputPartitions)),
+      partitionsConsumedConcurrently: Math.max(1, Math.min(4, this.inputPartitions)),
     });
-    // The group's offsets: the lag gauges, and (unless turned off) the group's API share by the
-    // partitions that still have work, which wants a fresh reading.
+  }
+
+  /**
+   * The group's committed offsets, read on a timer: the lag gauges, and (unless turned off) the
+   * group's API share by the partitions that still have work, which wants a fresh reading.
+   */
+  private startOffsetReadings(): void {
+    const { config } = this.options;
+    const consumer = this.consumer!;
     const shareEvery = config.connector.groupShareIntervalMs;
     const lagSources: LagSources = {
-      admin,
+      admin: this.parts.admin,
       assignment: () => consumer.currentAssignment(),
-      topic: t.arrived,
+      topic: this.topics.arrived,
       groupId: config.kafka.groupId,
       metrics: this.metrics,
       logger: this.log,
@@ -273,7 +302,6 @@ export class Connector {
         .finally(() => (this.readingOffsets = false));
     }, readEvery);
     this.lagTimer.unref();
-    this.started = true;
   }
 
   /** Tails the webhook topic: the engine hears of every delivery, whichever instance received it. */

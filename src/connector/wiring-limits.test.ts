@@ -39,7 +39,6 @@ describe('the size rule as wired: the first (largest) state record measured agai
     }),
     silentLogger,
     new ConnectorMetrics({ defaultMetrics: false }),
-    () => undefined,
   );
   afterAll(() => parts.blobs.close());
 
@@ -54,7 +53,6 @@ describe('the size rule as wired: the first (largest) state record measured agai
       loadConfig({ env: {}, files: [], overrides: { kafka: { maxMessageBytes: 2_000 } } }),
       silentLogger,
       new ConnectorMetrics({ defaultMetrics: false }),
-      () => undefined,
     );
     try {
       const e = { ...event(0), event_id: 'e'.repeat(256) };

@@ -1,10 +1,11 @@
 /**
- * The one place a connector is assembled from the configuration: the Kafka, registry and API clients,
- * the blob source, the partition-local state and its writer, the input re-reader, the output and the
- * engine (`buildParts`), then the consumer loop over them with its group share, exactly-once state
- * adapter and outage policy (`buildLoop`). `connector.ts` runs what is built here. The Kafka and
- * registry clients come from `kafka/client-from-config.ts` and `serde/registry-from-config.ts`, as
- * the CLI's commands take theirs, so that the commands and the connector connect alike.
+ * The one place a connector is assembled from the configuration, top to bottom with no forward
+ * reference: the clients (Kafka, registry, API, blobs), the output, the state and its writer, the
+ * engine over them (`buildParts`), then the consumer loop with its group share, exactly-once state
+ * adapter and outage policy (`buildLoop`), which listens to the engine's capacity-freed event.
+ * `connector.ts` runs what is built here. The Kafka and registry clients come from
+ * `kafka/client-from-config.ts` and `serde/registry-from-config.ts`, as the CLI's commands take
+ * theirs, so that the commands and the connector connect alike.
  */
 import { createBlobSource, DEFAULT_CONNECTIONS_PER_HOST } from '../blobs/index.js';
 import { DocumentAnalysisClient } from '../client/client.js';
@@ -43,7 +44,7 @@ import { InputRecords } from './document/inputs.js';
 import { KafkaOutput } from './outputs/output.js';
 import { encodeState } from './state/record.js';
 import { OwnedState } from './state/store.js';
-import { StateWriter } from './state/writer.js';
+import { stateTombstones, StateWriter } from './state/writer.js';
 import type { ArrivalEvent, Awaitable } from './types.js';
 
 function apiClientOf(config: Config, logger: Logger, metrics: ConnectorMetrics): DocumentAnalysisClient {
@@ -96,88 +97,149 @@ export interface ConnectorParts {
   arrivalLimits: ArrivalLimits;
 }
 
-export function buildParts(
-  config: Config,
-  logger: Logger,
-  metrics: ConnectorMetrics,
-  onCapacityFreed: () => void,
-): ConnectorParts {
+/** What every step of the assembly is given. */
+interface Assembly {
+  config: Config;
+  logger: Logger;
+  metrics: ConnectorMetrics;
+}
+
+/** The clients of the outside world: Kafka, the registry, the API, the blob stores. */
+type Clients = Pick<
+  ConnectorParts,
+  'kafka' | 'admin' | 'producer' | 'sender' | 'registry' | 'client' | 'blobs' | 'transactions'
+>;
+
+/**
+ * Every part of one connector, built in order: the clients, the output, the state and its writer,
+ * the engine over them, and the rules arrival events are checked against. Nothing connects yet.
+ */
+export function buildParts(config: Config, logger: Logger, metrics: ConnectorMetrics): ConnectorParts {
+  const a: Assembly = { config, logger, metrics };
+  const clients = clientsOf(a);
+  const output = outputOf(a, clients);
+  const { state, writer } = stateOf(a, clients);
+  const inputReader = new RecordReader(clients.kafka, clients.admin, config.topics.arrived, logger);
+  const scheduler = new PollScheduler();
+  const deliveries = new RecentDeliveries(deliveryWindowMs(config.connector.deadlineMs));
+  const engine = engineOf(a, { clients, output, writer, inputReader, scheduler, deliveries });
+  return {
+    ...clients,
+    output,
+    state,
+    inputReader,
+    scheduler,
+    deliveries,
+    engine,
+    deadLetter: deadLetterSinkOf(a, output),
+    arrivalLimits: arrivalLimitsOf(a, clients.producer),
+  };
+}
+
+function clientsOf({ config, logger, metrics }: Assembly): Clients {
   const kafka = kafkaClientOf(config, { logger });
-  const registry = registryOf(config, logger);
-  const client = apiClientOf(config, logger, metrics);
-  // Blob connections per host: one per document admitted at once, up to the reader's default.
-  const blobs = createBlobSource(config.blobs, {
-    logger,
-    connectionsPerHost: Math.min(DEFAULT_CONNECTIONS_PER_HOST, config.connector.maxInFlight),
-  });
-  const admin = kafka.admin();
   const producer = kafka.producer({ maxMessageBytes: config.kafka.maxMessageBytes });
-  const sender = new CoalescingSender(producer);
-  const t = config.topics;
   const c = config.connector;
-  const transactions =
-    c.delivery === 'exactly-once'
-      ? kafka.transactionalWriters({
-          idPrefix: c.transactionalIdPrefix || `${config.kafka.groupId}-${t.arrived}`,
-          lingerMs: c.transactionLingerMs,
-          limitFor: (topic) => producer.limitFor(topic),
-          logger,
-          onCommit: (records, ms) => {
-            metrics.transactionDuration.observe(ms / 1000);
-            metrics.transactionRecords.inc(records);
-          },
-        })
-      : null;
-  const output = new KafkaOutput(
-    transactions
+  return {
+    kafka,
+    admin: kafka.admin(),
+    producer,
+    sender: new CoalescingSender(producer),
+    registry: registryOf(config, logger),
+    client: apiClientOf(config, logger, metrics),
+    // Blob connections per host: one per document admitted at once, up to the reader's default.
+    blobs: createBlobSource(config.blobs, {
+      logger,
+      connectionsPerHost: Math.min(DEFAULT_CONNECTIONS_PER_HOST, c.maxInFlight),
+    }),
+    transactions:
+      c.delivery === 'exactly-once'
+        ? kafka.transactionalWriters({
+            idPrefix: c.transactionalIdPrefix || `${config.kafka.groupId}-${config.topics.arrived}`,
+            lingerMs: c.transactionLingerMs,
+            limitFor: (topic) => producer.limitFor(topic),
+            logger,
+            onCommit: (records, ms) => {
+              metrics.transactionDuration.observe(ms / 1000);
+              metrics.transactionRecords.inc(records);
+            },
+          })
+        : null,
+  };
+}
+
+/** Results and dead letters: in the input partition's transaction under exactly-once. */
+function outputOf({ config, logger, metrics }: Assembly, clients: Clients): KafkaOutput {
+  const { transactions, sender, producer } = clients;
+  const t = config.topics;
+  return new KafkaOutput({
+    sender: transactions
       ? transactionalOutputs(transactions, sender)
       : { send: (topic, message) => sender.send(topic, message) },
-    registry,
-    {
+    registry: clients.registry,
+    topics: {
       fraud: t.fraud,
       quality: t.quality,
       classification: t.classification,
       decision: t.decision,
       dlq: t.dlq,
     },
-    Date.now,
-    {
-      redactFields: c.redactFields,
+    deadLetters: {
+      redactFields: config.connector.redactFields,
       limitFor: (topic) => producer.limitFor(topic),
       logger,
       onUnwritable: (letter) =>
         metrics.deadLettersUnwritable.inc({ stage: letter.stage, reason: letter.error_code }),
       inputTopic: t.arrived,
     },
-  );
-  let writer: StateWriter | null = null;
-  // This instance is the only writer of its partitions and applies its own writes: no tail.
+  });
+}
+
+/**
+ * The partition-local state and the one writer of the state topic. This instance is the only writer
+ * of its partitions and applies its own writes, so the changelog reader does not tail.
+ */
+function stateOf({ config, logger }: Assembly, clients: Clients): { state: OwnedState; writer: StateWriter } {
+  const { kafka, admin, transactions, sender } = clients;
+  const topic = config.topics.state;
+  const records = transactions ? transactionalStates(transactions) : sender;
   const state = new OwnedState(
-    (sink) => new ChangelogReader(kafka, admin, t.state, sink, logger, { tail: false }),
+    (sink) => new ChangelogReader(kafka, admin, topic, sink, logger, { tail: false }),
     {
-      inputTopic: t.arrived,
+      inputTopic: config.topics.arrived,
       retentionMs: config.state.retentionMs,
       logger,
-      tombstone: (partition, eventId) => writer!.tombstone(partition, eventId),
+      tombstone: stateTombstones(records, topic),
     },
   );
-  writer = new StateWriter(transactions ? transactionalStates(transactions) : sender, t.state, state);
-  const inputReader = new RecordReader(kafka, admin, t.arrived, logger);
-  const scheduler = new PollScheduler();
-  const awaitedOverride = parseAwaitedOverride(c.awaitedResults);
-  const deliveries = new RecentDeliveries(deliveryWindowMs(c.deadlineMs));
+  return { state, writer: new StateWriter(records, topic, state) };
+}
+
+function engineOf(
+  { config, logger, metrics }: Assembly,
+  parts: {
+    clients: Clients;
+    output: KafkaOutput;
+    writer: StateWriter;
+    inputReader: RecordReader;
+    scheduler: PollScheduler;
+    deliveries: RecentDeliveries;
+  },
+): DocumentEngine {
+  const c = config.connector;
+  const { client, blobs, registry } = parts.clients;
   // The resilience suite's crash point (DOCSTREAM_TEST_CRASH_AFTER_PUBLISH); null in production.
   const crash = crashPointFromEnv(process.env);
-  const engine = new DocumentEngine(
+  return new DocumentEngine(
     {
       api: apiPort(client, { withMetadata: c.withMetadata }),
       blobs,
-      out: output,
-      states: writer,
-      inputs: new InputRecords(inputReader, registry),
-      scheduler,
+      out: parts.output,
+      states: parts.writer,
+      inputs: new InputRecords(parts.inputReader, registry),
+      scheduler: parts.scheduler,
       logger,
-      deliveries,
+      deliveries: parts.deliveries,
       budget: client.limiter,
     },
     {
@@ -187,7 +249,7 @@ export function buildParts(
       decisionPolling: c.decisionPolling,
       deleteAfterPublish: c.deleteAfterPublish,
       attachReportUrl: c.attachReportUrl,
-      awaitedOverride,
+      awaitedOverride: parseAwaitedOverride(c.awaitedResults),
     },
     {
       onPublished: crash
@@ -204,13 +266,26 @@ export function buildParts(
       },
       onDeadLetter: (stage, code) => metrics.failed.inc({ stage, reason: code }),
       onStage: (stage, ms) => metrics.stageDuration.observe({ stage }, ms / 1000),
-      onCapacityFreed,
       onSubmissionsLeftEmpty: (count) => metrics.submissionsLeftEmpty.inc(count),
     },
   );
+}
+
+/** Writes a dead letter raised outside the engine, counted like the engine's. */
+function deadLetterSinkOf({ metrics }: Assembly, output: KafkaOutput): DeadLetterSink {
+  return async (letter) => {
+    await output.deadLetter(letter);
+    metrics.failed.inc({ stage: letter.stage, reason: letter.error_code });
+  };
+}
+
+/** The size rules an arrival event is checked against before anything is created for it. */
+function arrivalLimitsOf({ config }: Assembly, producer: KafkaProducer): ArrivalLimits {
+  const awaitedOverride = parseAwaitedOverride(config.connector.awaitedResults);
+  const stateTopic = config.topics.state;
   const probeValues = new Map<string, Buffer>();
-  const arrivalLimits: ArrivalLimits = {
-    maxAttributesBytes: c.maxAttributesBytes,
+  return {
+    maxAttributesBytes: config.connector.maxAttributesBytes,
     // The first state record is the largest a document writes (it holds the upload URLs while the
     // upload is pending). Its value does not depend on the event beyond the input topic, so it is
     // encoded once per topic, with URLs longer than the API gives and the widest offset; only the
@@ -223,33 +298,11 @@ export function buildParts(
         value = encodeState(probe);
         probeValues.set(source.topic, value);
       }
-      const tooLarge = producer.checkSize(t.state, { key: event.event_id, value });
+      const tooLarge = producer.checkSize(stateTopic, { key: event.event_id, value });
       return tooLarge
         ? `its state record of ${tooLarge.size} bytes would exceed the state topic's limit of ${tooLarge.limit}`
         : null;
     },
-  };
-  const deadLetter: DeadLetterSink = async (letter) => {
-    await output.deadLetter(letter);
-    metrics.failed.inc({ stage: letter.stage, reason: letter.error_code });
-  };
-  return {
-    kafka,
-    admin,
-    producer,
-    registry,
-    client,
-    blobs,
-    sender,
-    transactions,
-    output,
-    state,
-    inputReader,
-    scheduler,
-    deliveries,
-    engine,
-    deadLetter,
-    arrivalLimits,
   };
 }
 
@@ -350,5 +403,6 @@ export function buildLoop(
         unhandledLetter(message, err, message.topic === config.topics.feedback ? 'feedback' : 'decode'),
       ),
   });
+  parts.engine.onCapacityFreed(() => loop.onCapacityFreed());
   return { loop, groupShare };
 }

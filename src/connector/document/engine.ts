@@ -44,6 +44,7 @@ export interface Existing {
 export class DocumentEngine {
   private readonly inFlightRuns: InFlight;
   private readonly life: DocumentLife;
+  private readonly capacityListeners = new Set<() => void>();
 
   constructor(
     private readonly ports: EnginePorts,
@@ -52,9 +53,18 @@ export class DocumentEngine {
   ) {
     this.inFlightRuns = new InFlight(ports.scheduler, ports.logger, () => {
       this.life.capacityFreed();
-      events.onCapacityFreed?.();
+      for (const listener of this.capacityListeners) listener();
     });
     this.life = new DocumentLife(ports, options, events, this.inFlightRuns);
+  }
+
+  /**
+   * Capacity freed: a document finished or was dropped, so a slot is free. The consumer loop listens
+   * to resume a paused input. Returns the unsubscribe.
+   */
+  onCapacityFreed(listener: () => void): () => void {
+    this.capacityListeners.add(listener);
+    return () => this.capacityListeners.delete(listener);
   }
 
   /**

@@ -113,8 +113,6 @@ export interface EngineEvents {
   onFinished?(doc: FinishedDoc, outcome: 'done' | 'failed' | 'replayed'): void;
   onDeadLetter?(stage: DeadLetterStage, code: string): void;
   onStage?(stage: string, durationMs: number): void;
-  /** A slot was released: the consumer may resume paused partitions. */
-  onCapacityFreed?(): void;
   /** Submissions created but not recorded before their partition was released: left empty. */
   onSubmissionsLeftEmpty?(count: number): void;
 }

@@ -38,18 +38,18 @@ function letter(value: Buffer | null, extra: Partial<DeadLetter> = {}): DeadLett
 
 function output(options: DeadLetterOptions, send?: (m: OutgoingMessage) => Promise<void>) {
   const sent: OutgoingMessage[] = [];
-  const out = new KafkaOutput(
-    {
+  const out = new KafkaOutput({
+    sender: {
       send: async (_topic, message) => {
         if (send) await send(message);
         sent.push(message);
       },
     },
-    { encode: (_topic, value) => avroType('DeadLetter').toBuffer(value) },
+    registry: { encode: (_topic, value) => avroType('DeadLetter').toBuffer(value) },
     topics,
-    () => 1,
-    options,
-  );
+    now: () => 1,
+    deadLetters: options,
+  });
   return { out, sent };
 }
 

@@ -128,17 +128,17 @@ describe('KafkaOutput', () => {
   };
   function output() {
     const sent: Array<{ topic: string; message: OutgoingMessage }> = [];
-    const out = new KafkaOutput(
-      {
+    const out = new KafkaOutput({
+      sender: {
         send: async (topic, message) => {
           sent.push({ topic, message });
         },
       },
       // Encodes with the topic's schema, so a value the schema refuses fails the test.
-      { encode: (topic, value) => avroType(schemaOf[topic]!).toBuffer(value) },
+      registry: { encode: (topic, value) => avroType(schemaOf[topic]!).toBuffer(value) },
       topics,
-      () => NOW,
-    );
+      now: () => NOW,
+    });
     return { out, sent };
   }
 

@@ -51,14 +51,31 @@ export interface OutputSender {
   ): Promise<void>;
 }
 
+/** What a `KafkaOutput` writes through, and where. */
+export interface KafkaOutputOptions {
+  sender: OutputSender;
+  /** Encodes each value with its topic's schema (Confluent wire format). */
+  registry: Pick<Registry, 'encode'>;
+  topics: OutputTopics;
+  /** The clock of the results' `published_at` (default `Date.now`). */
+  now?: () => number;
+  deadLetters?: DeadLetterOptions;
+}
+
 export class KafkaOutput implements OutputPort {
-  constructor(
-    private readonly sender: OutputSender,
-    private readonly registry: Pick<Registry, 'encode'>,
-    private readonly topics: OutputTopics,
-    private readonly now: () => number = Date.now,
-    private readonly dlq: DeadLetterOptions = {},
-  ) {}
+  private readonly sender: OutputSender;
+  private readonly registry: Pick<Registry, 'encode'>;
+  private readonly topics: OutputTopics;
+  private readonly now: () => number;
+  private readonly dlq: DeadLetterOptions;
+
+  constructor(options: KafkaOutputOptions) {
+    this.sender = options.sender;
+    this.registry = options.registry;
+    this.topics = options.topics;
+    this.now = options.now ?? Date.now;
+    this.dlq = options.deadLetters ?? {};
+  }
 
   async publishResult(
     kind: Awaitable,

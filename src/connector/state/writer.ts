@@ -38,9 +38,14 @@ export class StateWriter implements StatePort {
   sendLingeringNow(): void {
     this.sender.sendLingeringNow?.();
   }
+}
 
-  /** Removes a finished document from the topic (retention). */
-  async tombstone(partition: number, eventId: string): Promise<void> {
-    await this.sender.send(this.topic, { key: eventId, value: null, partition });
-  }
+/** Removes a finished document from the state topic (retention): its tombstone, keyed by event id. */
+export function stateTombstones(
+  sender: Pick<CoalescingSender, 'send'>,
+  topic: string,
+): (partition: number, eventId: string) => Promise<void> {
+  return async (partition, eventId) => {
+    await sender.send(topic, { key: eventId, value: null, partition });
+  };
 }
