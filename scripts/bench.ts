@@ -60,6 +60,13 @@
  *     feeds each floor the same trickle after the connector's and prints its CPU per document (its
  *     whole process tree, measured as the connector's) beside it, and its idle CPU over --idle-s
  *     between its warm-up and the measured trickle
+ *   npm run bench -- --mode optimisations           each optimisation of docs/optimisations.md switched off
+ *     alone (DOCSTREAM_OPTIMISATIONS_OFF) beside all on, on `docstream run` as users start it (whole
+ *     process tree): CPU per document at a flood (--flood-docs 1000 after --flood-warmup-docs 300) and
+ *     at a trickle (--trickle-rate 10/s for --trickle-s 10), RSS per finished document held
+ *     (--held-docs 200000, --held-wait-s 10, against an idle instance); --rounds 2, the order
+ *     alternating; --optimisations all | a comma list; --short: smaller phases (about half the time),
+ *     noisier. About 12 minutes for all nine variants and two rounds (scripts/lib/bench-optimisations.ts)
  *   npm run bench -- --scale-events                 what each scale event costs under a steady load
  *     (--events 1,2,3,4,3,2 --events-rate 300 --events-partitions 12 --events-hold-s 20;
  *      --assignor round-robin: the group as it was before the sticky assignor)
@@ -77,6 +84,7 @@ import { printInflight, runInflight } from './lib/bench-inflight.js';
 import { LIMIT_SCENARIOS, printLimit, runLimit } from './lib/bench-limit.js';
 import { printScaleEvents, runScaleEvents } from './lib/bench-scale-events.js';
 import { printQuiet, runQuiet } from './lib/bench-quiet.js';
+import { parseVariants, printOptimisations, runOptimisations } from './lib/bench-optimisations.js';
 import { printState, runState } from './lib/bench-state.js';
 import { runStream, type StreamMeasure } from './lib/bench-stream.js';
 import {
@@ -125,15 +133,27 @@ const flags = parseFlags(process.argv.slice(2), {
   groupShareMs: 'default',
   sizeMb: 1024,
   smallMb: 64,
-  timeoutS: 600,
+  /** auto: 600 s; 1500 s for --mode optimisations. */
+  timeoutS: 'auto',
   stateDocs: 300_000,
   restoreDocs: 1_000_000,
   inflightDocs: 5000,
   idleS: 60,
   trickleRate: 10,
-  trickleS: 60,
-  heldDocs: 300_000,
-  heldWaitS: 90,
+  /** auto: 60 (quiet), 10 (optimisations; 8 with --short). */
+  trickleS: 'auto',
+  /** auto: 300000 (quiet), 200000 (optimisations; 100000 with --short). */
+  heldDocs: 'auto',
+  /** auto: 90 (quiet), 10 (optimisations; 8 with --short). */
+  heldWaitS: 'auto',
+  /** --mode optimisations: all, or a comma list of names (all on is always measured). */
+  optimisations: 'all',
+  /** --mode optimisations: rounds, the order alternating (at least 2 for a spread). */
+  rounds: 2,
+  floodDocs: 1000,
+  floodWarmupDocs: 300,
+  /** --mode optimisations: a shorter run (smaller phases); its figures are noisier. */
+  short: false,
   heldLogs: false,
   scaleEvents: false,
   events: '1,2,3,4,3,2',
@@ -152,6 +172,11 @@ const log = (line: string) =>
 function deliveryFlag(value: string): Delivery | 'both' {
   if (value === 'at-least-once' || value === 'exactly-once' || value === 'both') return value;
   throw new Error(`--delivery must be at-least-once, exactly-once or both, got ${value}`);
+}
+
+/** A flag whose default is `auto`: the mode's own default then. */
+function orAuto(value: string | number | boolean | undefined, auto: number): number {
+  return value === 'auto' ? auto : Number(value);
 }
 
 function bounded(n: number, min: number, max: number, name: string): number {
@@ -411,7 +436,12 @@ function printStream(results: StreamMeasure[]): void {
 }
 
 async function main(): Promise<void> {
-  const timeoutS = bounded(Number(flags.timeoutS), 10, 3600, 'timeout-s');
+  const timeoutS = bounded(
+    orAuto(flags.timeoutS, flags.mode === 'optimisations' ? 1500 : 600),
+    10,
+    3600,
+    'timeout-s',
+  );
   const deadline = Date.now() + timeoutS * 1000;
   // The hard stop: whatever hangs, the benchmark ends (and kills the connectors it started).
   setTimeout(
@@ -499,9 +529,9 @@ async function main(): Promise<void> {
     const quiet = await runQuiet({
       idleS: bounded(Number(flags.idleS), 5, 600, 'idle-s'),
       trickleRate: bounded(Number(flags.trickleRate), 0.1, 100, 'trickle-rate'),
-      trickleS: bounded(Number(flags.trickleS), 5, 600, 'trickle-s'),
-      heldDocs: bounded(Number(flags.heldDocs), 0, 5_000_000, 'held-docs'),
-      heldWaitS: bounded(Number(flags.heldWaitS), 0, 600, 'held-wait-s'),
+      trickleS: bounded(orAuto(flags.trickleS, 60), 5, 600, 'trickle-s'),
+      heldDocs: bounded(orAuto(flags.heldDocs, 300_000), 0, 5_000_000, 'held-docs'),
+      heldWaitS: bounded(orAuto(flags.heldWaitS, 90), 0, 600, 'held-wait-s'),
       floors: parseFloors(String(flags.floor), []),
       nodeArgs: flags.cpuProf === true ? ['--cpu-prof', `--cpu-prof-dir=${profiles}`] : [],
       logsDir,
@@ -510,6 +540,31 @@ async function main(): Promise<void> {
     });
     printQuiet(quiet);
     result = { mode: 'quiet', ...quiet };
+  } else if (flags.mode === 'optimisations') {
+    const short = flags.short === true;
+    const o = {
+      variants: parseVariants(String(flags.optimisations)),
+      rounds: bounded(Number(flags.rounds), 1, 10, 'rounds'),
+      heldDocs: bounded(orAuto(flags.heldDocs, short ? 100_000 : 200_000), 1000, 5_000_000, 'held-docs'),
+      heldWaitS: bounded(orAuto(flags.heldWaitS, short ? 8 : 10), 0, 600, 'held-wait-s'),
+      floodDocs: bounded(
+        short ? Math.min(500, Number(flags.floodDocs)) : Number(flags.floodDocs),
+        10,
+        5000,
+        'flood-docs',
+      ),
+      floodWarmupDocs: bounded(
+        short ? Math.min(200, Number(flags.floodWarmupDocs)) : Number(flags.floodWarmupDocs),
+        0,
+        5000,
+        'flood-warmup-docs',
+      ),
+      trickleRate: bounded(Number(flags.trickleRate), 0.1, 100, 'trickle-rate'),
+      trickleS: bounded(orAuto(flags.trickleS, short ? 8 : 10), 3, 600, 'trickle-s'),
+    };
+    const optimisations = await runOptimisations({ ...o, deadline, log });
+    printOptimisations(optimisations);
+    result = { mode: 'optimisations', ...optimisations };
   } else if (flags.mode === 'limit') {
     const scenarios = pickScenarios(String(flags.limitScenarios), LIMIT_SCENARIOS, 'limit-scenarios');
     const measures = await runLimit({ scenarios, deadline, log });
@@ -571,7 +626,7 @@ async function main(): Promise<void> {
     result = { mode: 'inflight', ...inflight };
   } else {
     throw new Error(
-      `--mode must be throughput, stream, state, quiet, inflight, limit, freshness or blobs, got ${String(flags.mode)}`,
+      `--mode must be throughput, stream, state, quiet, optimisations, inflight, limit, freshness or blobs, got ${String(flags.mode)}`,
     );
   }
 

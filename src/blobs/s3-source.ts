@@ -30,6 +30,7 @@ import { Readable } from 'node:stream';
 import type { Agent, Dispatcher } from 'undici';
 import type { Logger } from '../observability/logger.js';
 import { retry } from '../util/retry.js';
+import { optimisationOn } from '../util/optimisations.js';
 import { BlobError } from './errors.js';
 import type { Keeper } from './kept.js';
 import { expectedSha256 } from './meter.js';
@@ -238,6 +239,7 @@ export class S3BlobReader {
       { name?: string; signingName?: string; signingRegion?: string }[] | undefined;
     const scheme = schemes?.[0];
     if (scheme !== undefined && scheme.name !== 'sigv4') return { kind: 'sdk' };
+    if (!optimisationOn('s3-signed-get')) return { kind: 'sdk' };
     const url = new URL(endpoint.url.href);
     return {
       kind: 'signed',

@@ -14,6 +14,7 @@
  * manifests set them, so nothing is started again there.
  */
 import { spawn } from 'node:child_process';
+import { optimisationOn } from '../util/optimisations.js';
 
 /**
  * glibc malloc: at most two arenas, free memory at the top of a heap returned above 128 KiB, and
@@ -58,6 +59,7 @@ export function missingRuntimeDefaults(env: NodeJS.ProcessEnv, execArgv: readonl
  */
 export function shouldReexec(argv: readonly string[], env: NodeJS.ProcessEnv, hasIpc: boolean): boolean {
   if (argv[2] !== 'run' || env[REEXEC_MARK] === '1' || hasIpc) return false;
+  if (!optimisationOn('runtime-settings', env)) return false;
   const missing = missingRuntimeDefaults(env, process.execArgv);
   return missing.flags.length > 0 || Object.keys(missing.env).length > 0;
 }

@@ -22,6 +22,8 @@ import {
 import type { AdaptiveRateLimiter, CallPriority, Clock } from './limiter.js';
 import { systemClock } from './limiter.js';
 import { Wire, WireError, type WireResponse } from './wire.js';
+import { GotWire } from './got-wire.js';
+import { optimisationOn } from '../util/optimisations.js';
 import { parseRetryAfter, type RetryPolicy } from './retry.js';
 import { GateClosedError, type ApiHealth } from './health.js';
 import { retry, type RetryVerdict } from '../util/retry.js';
@@ -130,13 +132,16 @@ export class HttpSender {
   private readonly logger: Logger;
   private readonly clock: Clock;
   private tokens?: TokenSource;
-  private readonly wire: Wire;
+  /** Its own HTTP layer, or got where that is switched off (`http-client-wire`). */
+  readonly wire: Wire | GotWire;
 
   constructor(private readonly options: SenderOptions) {
     this.logger = options.logger ?? silentLogger;
     this.clock = options.clock ?? systemClock;
     this.tokens = options.tokens;
-    this.wire = new Wire(options.maxSockets);
+    this.wire = optimisationOn('http-client-wire')
+      ? new Wire(options.maxSockets)
+      : new GotWire(options.maxSockets);
   }
 
   /** Closes the pooled connections (idle ones at once, busy ones when their request ends) and the gate. */

@@ -166,7 +166,7 @@ export const CONFIG_SPEC = {
     ),
     redrives: f.string(
       'docstream.redrives',
-      'Compacted topic where `docstream dlq redrive` records each dead letter it re-drove (key = the dead letter), so that no dead letter is sent twice.',
+      'Compacted topic where `docstream dlq redrive` records each dead letter it re-drove (key = the letter), so that no letter is sent twice.',
     ),
     outputPartitions: f.int(
       3,
@@ -409,7 +409,12 @@ export type Config = {
 };
 
 /** Environment variables with this prefix that are not configuration keys (tooling and tests). */
-export const RESERVED_ENV = ['DOCSTREAM_CONFIG', 'DOCSTREAM_TEST_', 'DOCSTREAM_STACK_'];
+export const RESERVED_ENV = [
+  'DOCSTREAM_CONFIG',
+  'DOCSTREAM_OPTIMISATIONS_OFF',
+  'DOCSTREAM_TEST_',
+  'DOCSTREAM_STACK_',
+];
 
 export function envName(section: string, key: string): string {
   return `DOCSTREAM_${section.toUpperCase()}_${key.replace(/([a-z0-9])([A-Z])/g, '$1_$2').toUpperCase()}`;

@@ -16,6 +16,7 @@ import type { Admin, Kafka } from 'kafkajs';
 import { errorChain } from './errors.js';
 import { internalsPatchable } from './kafkajs-internals.js';
 import { retry } from '../util/retry.js';
+import { optimisationOn } from '../util/optimisations.js';
 
 /** A group's committed next offset on one partition (null: none), with the metadata committed beside it. */
 export interface GroupCommit {
@@ -241,7 +242,8 @@ const CREATE_CLUSTER = 'private:Kafka:createCluster';
  * this was written for, or no longer has that factory: readings then go through the public admin.
  */
 export function adminWithCluster(kafka: Kafka): { admin: Admin; cluster: ReadingCluster | undefined } {
-  if (!internalsPatchable()) return { admin: kafka.admin(), cluster: undefined };
+  if (!internalsPatchable() || !optimisationOn('kafkajs-group-readings'))
+    return { admin: kafka.admin(), cluster: undefined };
   const holder = kafka as unknown as Record<symbol, unknown>;
   const key = Object.getOwnPropertySymbols(holder).find((symbol) => symbol.description === CREATE_CLUSTER);
   const create = key === undefined ? undefined : holder[key];

@@ -13,6 +13,7 @@
  * The request-timeout check is replaced too (see `scheduleRequestTimeoutCheck`).
  */
 import { internalsPatchable, kafkajsInternal } from './kafkajs-internals.js';
+import { optimisationOn } from '../util/optimisations.js';
 
 /** The fields of kafkajs's RequestQueue that its scheduler uses. */
 export interface RequestQueueLike {
@@ -117,7 +118,7 @@ let fixed = false;
 export function fixIdleRequestQueues(): void {
   if (fixed) return;
   fixed = true;
-  if (!internalsPatchable()) return;
+  if (!internalsPatchable() || !optimisationOn('kafkajs-idle-request-queues')) return;
   const proto = requestQueueClass().prototype;
   proto.scheduleCheckPendingRequests = scheduleCheckPendingRequests;
   proto.scheduleRequestTimeoutCheck = scheduleRequestTimeoutCheck;

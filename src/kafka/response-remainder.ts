@@ -10,6 +10,7 @@
  * remainder with bytes in it (the start of the next response) stays as the library left it.
  */
 import { internalsPatchable, kafkajsInternal } from './kafkajs-internals.js';
+import { optimisationOn } from '../util/optimisations.js';
 
 /** The fields of kafkajs's Connection that its response framing uses. */
 export interface FramingConnection {
@@ -29,7 +30,7 @@ let fixed = false;
 export function releaseEmptyRemainders(): void {
   if (fixed) return;
   fixed = true;
-  if (!internalsPatchable()) return;
+  if (!internalsPatchable() || !optimisationOn('kafkajs-response-remainder')) return;
   const proto = connectionClass().prototype;
   const processData = proto.processData;
   proto.processData = function (this: FramingConnection, rawData: Buffer) {

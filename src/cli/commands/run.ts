@@ -4,11 +4,24 @@ import { createLogger } from '../../observability/logger.js';
 import { startOpsServer, type OpsServer } from '../../observability/server.js';
 import { addConfigOption, configOf, type ConfigFlags } from '../config-option.js';
 import { examples } from '../help.js';
+import { UsageError } from '../exit-codes.js';
+import { checkedOptimisationsOff, OPTIMISATION_NAMES, type Optimisation } from '../../util/optimisations.js';
 
 /** Runs a connector (or only its webhook receiver) until SIGTERM/SIGINT, then stops it cleanly. */
 async function serve(opts: ConfigFlags, consume: boolean): Promise<void> {
+  let off: Optimisation[];
+  try {
+    off = checkedOptimisationsOff();
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
   const config = configOf(opts);
   const logger = createLogger({ level: config.log.level, format: config.log.format });
+  // Once, at start: which tuning runs and which is switched off (docs/optimisations.md).
+  logger.info(
+    { on: OPTIMISATION_NAMES.filter((name) => !off.includes(name)), off },
+    off.length === 0 ? 'optimisations: all on' : `optimisations switched off: ${off.join(', ')}`,
+  );
   let fatal: ((error: Error) => void) | null = null;
   let connector: Connector;
   try {

@@ -24,7 +24,7 @@ function message(value: string | null, topic = 'in'): IncomingMessage {
 
 describe('arrival records', () => {
   function setup() {
-    const deadLetters: DeadLetter[] = [];
+    const letters: DeadLetter[] = [];
     const admitted: Array<{ event_id: string; offset: string; existing: unknown }> = [];
     const handle = arrivalHandler({
       decoder,
@@ -40,15 +40,15 @@ describe('arrival records', () => {
         marker: (partition) => (partition === 2 ? { generation: 1, until_offset: '5', at: 0 } : undefined),
       },
       deadLetter: async (l) => {
-        deadLetters.push(l);
+        letters.push(l);
       },
       logger: silentLogger,
     });
-    return { handle, deadLetters, admitted };
+    return { handle, letters, admitted };
   }
 
   it('admits a valid event with its source record and any existing state', async () => {
-    const { handle, admitted, deadLetters } = setup();
+    const { handle, admitted, letters } = setup();
     await handle(message(JSON.stringify({ event_id: 'seen', blob: { url: 'file:///tmp/a.pdf' } })));
     // The state and the replay marker of the record's own partition.
     expect(admitted).toEqual([
@@ -61,7 +61,7 @@ describe('arrival records', () => {
         },
       },
     ]);
-    expect(deadLetters).toEqual([]);
+    expect(letters).toEqual([]);
   });
 
   it('admits one copy of an event at a time: a second copy reads the state the first recorded', async () => {
@@ -112,21 +112,21 @@ describe('arrival records', () => {
   });
 
   it('dead-letters unreadable bytes at stage decode and an invalid event at stage validate', async () => {
-    const { handle, deadLetters, admitted } = setup();
+    const { handle, letters, admitted } = setup();
     await handle(message('{ nope'));
     await handle(message(JSON.stringify({ event_id: 'e-1', blob: 'not an object' })));
     expect(admitted).toEqual([]);
-    expect(deadLetters.map((l) => [l.stage, l.error_code, l.source?.offset, l.source?.traceparent])).toEqual([
+    expect(letters.map((l) => [l.stage, l.error_code, l.source?.offset, l.source?.traceparent])).toEqual([
       ['decode', 'invalid_json', '9', 'tp'],
       ['validate', 'schema_invalid', '9', 'tp'],
     ]);
-    expect(deadLetters[1]?.event_id).toBe('e-1');
+    expect(letters[1]?.event_id).toBe('e-1');
   });
 });
 
 describe('feedback records', () => {
   function setup(fail?: Error & { status?: number; retriable?: boolean }) {
-    const deadLetters: DeadLetter[] = [];
+    const letters: DeadLetter[] = [];
     const sent: string[] = [];
     const handle = feedbackHandler({
       decoder,
@@ -137,35 +137,35 @@ describe('feedback records', () => {
         },
       },
       deadLetter: async (l) => {
-        deadLetters.push(l);
+        letters.push(l);
       },
     });
-    return { handle, deadLetters, sent };
+    return { handle, letters, sent };
   }
   const sub = 'sub-000000000000000000001';
   const feedback = JSON.stringify({ submission_id: sub, feedback: { outcome: 'FRAUD' } });
 
   it('sends valid feedback to the API', async () => {
-    const { handle, sent, deadLetters } = setup();
+    const { handle, sent, letters } = setup();
     await handle(message(feedback, 'fb'));
     expect(sent).toEqual([sub]);
-    expect(deadLetters).toEqual([]);
+    expect(letters).toEqual([]);
   });
 
   it('dead-letters an unreadable record and feedback the API refuses for good', async () => {
     const bad = setup();
     await bad.handle(message('[]', 'fb'));
-    expect(bad.deadLetters.map((l) => [l.stage, l.error_code])).toEqual([['feedback', 'schema_invalid']]);
+    expect(bad.letters.map((l) => [l.stage, l.error_code])).toEqual([['feedback', 'schema_invalid']]);
     const refused = setup(Object.assign(new Error('gone'), { status: 404, retriable: true }));
     await refused.handle(message(feedback, 'fb'));
-    expect(refused.deadLetters.map((l) => [l.stage, l.error_code, l.http_status, l.submission_id])).toEqual([
+    expect(refused.letters.map((l) => [l.stage, l.error_code, l.http_status, l.submission_id])).toEqual([
       ['feedback', 'api_404', 404, sub],
     ]);
   });
 
   it('throws a retriable failure so the record is tried again', async () => {
-    const { handle, deadLetters } = setup(Object.assign(new Error('busy'), { status: 503, retriable: true }));
+    const { handle, letters } = setup(Object.assign(new Error('busy'), { status: 503, retriable: true }));
     await expect(handle(message(feedback, 'fb'))).rejects.toThrow('busy');
-    expect(deadLetters).toEqual([]);
+    expect(letters).toEqual([]);
   });
 });

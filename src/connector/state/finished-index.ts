@@ -11,10 +11,19 @@
  */
 import { PartitionIndex, type FinishedEntry } from './partition-index.js';
 import type { PackedId } from './packed-id.js';
+import { PlainPartitionIndex } from './plain-partition-index.js';
+import { optimisationOn } from '../../util/optimisations.js';
 
 /** The finished documents of every owned partition. */
 export class FinishedIndex {
-  private readonly partitions = new Map<number, PartitionIndex>();
+  private readonly partitions = new Map<number, PartitionIndex | PlainPartitionIndex>();
+  /** Switched off (`packed-state-index`): a Map of objects per partition, the plain way. */
+  private readonly packed = optimisationOn('packed-state-index');
+
+  /** Whether this index packs its documents (false when switched off). */
+  get isPacked(): boolean {
+    return this.packed;
+  }
 
   get(partition: number, eventId: string): FinishedEntry | undefined {
     return this.partitions.get(partition)?.get(eventId);
@@ -46,10 +55,10 @@ export class FinishedIndex {
     );
   }
 
-  private partition(partition: number): PartitionIndex {
+  private partition(partition: number): PartitionIndex | PlainPartitionIndex {
     let index = this.partitions.get(partition);
     if (!index) {
-      index = new PartitionIndex();
+      index = this.packed ? new PartitionIndex() : new PlainPartitionIndex();
       this.partitions.set(partition, index);
     }
     return index;

@@ -10,6 +10,7 @@ import v8 from 'node:v8';
 import type { ChangelogSink } from '../../kafka/changelog.js';
 import type { Logger } from '../../observability/logger.js';
 import { fullGc } from '../../util/full-gc.js';
+import { optimisationOn } from '../../util/optimisations.js';
 import type { FinishedEntry } from './partition-index.js';
 import { PartitionState } from './partition-state.js';
 import type { DocumentStateV2, UnfinishedState } from './document-state.js';
@@ -44,6 +45,11 @@ interface OwnedStateOptions {
   collectGarbage?: (() => Promise<unknown>) | null;
 }
 
+/** The full collection after a large restore, or none where it is switched off (`heap-compaction-after-restore`). */
+export function restoreCollector(): (() => Promise<unknown>) | null {
+  return optimisationOn('heap-compaction-after-restore') ? fullGc : null;
+}
+
 export type Recorded = { finished: FinishedEntry } | { unfinished: UnfinishedState };
 
 export class OwnedState {
@@ -53,7 +59,7 @@ export class OwnedState {
 
   constructor(open: (sink: ChangelogSink) => StateFeed, options: OwnedStateOptions) {
     const { logger } = options;
-    const collect = options.collectGarbage === undefined ? fullGc : options.collectGarbage;
+    const collect = options.collectGarbage === undefined ? restoreCollector() : options.collectGarbage;
     this.garbage = new RestoreGarbage({
       thresholdRecords: collect ? COLLECT_AFTER_RECORDS : Infinity,
       quietMs: COLLECT_QUIET_MS,

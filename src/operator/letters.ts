@@ -9,7 +9,7 @@ import type { Logger } from '../observability/logger.js';
 import type { AvroDecoder } from '../serde/input.js';
 
 /** One dead letter with where it lies in the dead-letter topic. */
-export interface DeadLetterRecord {
+export interface Letter {
   /** `<dlq topic>/<partition>/<offset>`: unique, and stable across runs (the redrive marker's key). */
   id: string;
   partition: number;
@@ -26,11 +26,11 @@ export interface DeadLetterRecord {
   source_partition: number;
   source_offset: string;
   attributes: Record<string, string>;
-  /** Whether the dead letter kept a copy of the original value (pointers are what redrive uses). */
+  /** Whether the letter kept a copy of the original value (pointers are what redrive uses). */
   has_copy: boolean;
 }
 
-export interface DeadLetterFilter {
+export interface LetterFilter {
   stages?: string[];
   codes?: string[];
   eventIds?: string[];
@@ -40,16 +40,13 @@ export interface DeadLetterFilter {
   until?: number;
 }
 
-export function deadLetterMatches(deadLetter: DeadLetterRecord, filter: DeadLetterFilter): boolean {
-  if (filter.stages?.length && !filter.stages.includes(deadLetter.stage)) return false;
-  if (filter.codes?.length && !filter.codes.includes(deadLetter.error_code)) return false;
-  if (
-    filter.eventIds?.length &&
-    (deadLetter.event_id === null || !filter.eventIds.includes(deadLetter.event_id))
-  )
+export function letterMatches(letter: Letter, filter: LetterFilter): boolean {
+  if (filter.stages?.length && !filter.stages.includes(letter.stage)) return false;
+  if (filter.codes?.length && !filter.codes.includes(letter.error_code)) return false;
+  if (filter.eventIds?.length && (letter.event_id === null || !filter.eventIds.includes(letter.event_id)))
     return false;
-  if (filter.since !== undefined && deadLetter.failed_at < filter.since) return false;
-  if (filter.until !== undefined && deadLetter.failed_at >= filter.until) return false;
+  if (filter.since !== undefined && letter.failed_at < filter.since) return false;
+  if (filter.until !== undefined && letter.failed_at >= filter.until) return false;
   return true;
 }
 
@@ -61,10 +58,10 @@ export interface ReasonCount {
   last: number;
 }
 
-/** Dead letters counted by (stage, code), the most frequent first. */
-export function countByReason(deadLetters: readonly DeadLetterRecord[]): ReasonCount[] {
+/** Letters counted by (stage, code), the most frequent first. */
+export function countByReason(letters: readonly Letter[]): ReasonCount[] {
   const by = new Map<string, ReasonCount>();
-  for (const l of deadLetters) {
+  for (const l of letters) {
     const key = `${l.stage}\u0000${l.error_code}`;
     const entry = by.get(key);
     if (entry) {
@@ -85,12 +82,7 @@ export function countByReason(deadLetters: readonly DeadLetterRecord[]): ReasonC
   );
 }
 
-function toDeadLetterRecord(
-  topic: string,
-  partition: number,
-  offset: string,
-  v: Record<string, unknown>,
-): DeadLetterRecord {
+function toLetter(topic: string, partition: number, offset: string, v: Record<string, unknown>): Letter {
   const str = (x: unknown) => (x === null || x === undefined ? null : String(x));
   return {
     id: `${topic}/${partition}/${offset}`,
@@ -113,20 +105,20 @@ function toDeadLetterRecord(
 }
 
 /**
- * Every dead letter of the dead-letter topic up to its current end, in (partition, offset) order. A
- * record that is not a readable dead letter is counted in `unreadable`, not thrown.
+ * Every letter of the dead-letter topic up to its current end, in (partition, offset) order. A
+ * record that is not a readable letter is counted in `unreadable`, not thrown.
  */
-export async function readDeadLetters(
+export async function readLetters(
   kafka: KafkaClient,
   admin: KafkaAdmin,
   decoder: AvroDecoder,
   topic: string,
   logger: Logger,
-): Promise<{ deadLetters: DeadLetterRecord[]; unreadable: number }> {
+): Promise<{ letters: Letter[]; unreadable: number }> {
   const topics = await admin.listTopics();
-  if (!topics.includes(topic)) return { deadLetters: [], unreadable: 0 };
+  if (!topics.includes(topic)) return { letters: [], unreadable: 0 };
   const records = await readTopicRange(kafka, admin, topic, logger);
-  const deadLetters: DeadLetterRecord[] = [];
+  const letters: Letter[] = [];
   let unreadable = 0;
   for (const r of records) {
     if (!r.value) {
@@ -135,17 +127,17 @@ export async function readDeadLetters(
     }
     try {
       const value = (await decoder.decode(r.value)) as Record<string, unknown>;
-      deadLetters.push(toDeadLetterRecord(topic, r.partition, r.offset, value));
+      letters.push(toLetter(topic, r.partition, r.offset, value));
     } catch (err) {
       logger.warn(
         { partition: r.partition, offset: r.offset, err: (err as Error).message },
-        'unreadable dead letter',
+        'unreadable letter',
       );
       unreadable += 1;
     }
   }
-  deadLetters.sort((a, b) => a.partition - b.partition || Number(BigInt(a.offset) - BigInt(b.offset)));
-  return { deadLetters, unreadable };
+  letters.sort((a, b) => a.partition - b.partition || Number(BigInt(a.offset) - BigInt(b.offset)));
+  return { letters, unreadable };
 }
 
 /** A table of rows, columns padded to their widest cell (the first row is the header). */
@@ -163,21 +155,17 @@ export function table(rows: string[][], rightAligned: number[] = []): string {
 
 const iso = (ms: number) => new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
 
-/** The report `docstream dlq list` prints: counts by reason, then one line per dead letter. */
-export function formatDeadLetterReport(
-  deadLetters: readonly DeadLetterRecord[],
-  total: number,
-  showDeadLetters = true,
-): string {
+/** The report `docstream dlq list` prints: counts by reason, then one line per letter. */
+export function formatLetterReport(letters: readonly Letter[], total: number, showLetters = true): string {
   const lines: string[] = [];
-  lines.push(`${deadLetters.length} of ${total} dead letters match`);
-  if (deadLetters.length === 0) return lines.join('\n');
+  lines.push(`${letters.length} of ${total} dead letters match`);
+  if (letters.length === 0) return lines.join('\n');
   lines.push('', 'by reason:');
   lines.push(
     table(
       [
         ['count', 'stage', 'code', 'first', 'last'],
-        ...countByReason(deadLetters).map((c) => [
+        ...countByReason(letters).map((c) => [
           String(c.count),
           c.stage,
           c.error_code,
@@ -188,12 +176,12 @@ export function formatDeadLetterReport(
       [0],
     ),
   );
-  if (showDeadLetters) {
-    lines.push('', 'dead letters:');
+  if (showLetters) {
+    lines.push('', 'letters:');
     lines.push(
       table([
-        ['dead letter', 'failed at', 'stage/code', 'event id', 'submission', 'source', 'message'],
-        ...deadLetters.map((l) => [
+        ['letter', 'failed at', 'stage/code', 'event id', 'submission', 'source', 'message'],
+        ...letters.map((l) => [
           `${l.partition}@${l.offset}`,
           iso(l.failed_at),
           `${l.stage}/${l.error_code}`,
