@@ -540,8 +540,8 @@ export async function runResilience(options: ResilienceOptions): Promise<Resilie
     }
     let byStorms = 0;
     for (const g of good) {
-      const letter = collector.byEvent.get(g.event_id)?.deadLetters[0];
-      if (letter && isStormFailure(letter.error_code)) byStorms += 1;
+      const deadLetter = collector.byEvent.get(g.event_id)?.deadLetters[0];
+      if (deadLetter && isStormFailure(deadLetter.error_code)) byStorms += 1;
     }
     const { analysedTwice, empty } = await uploadsPerQuery(sandbox.baseUrl);
     const duplicated = Object.entries(stats.submissionsByQueryId).filter(([, n]) => n > 1);

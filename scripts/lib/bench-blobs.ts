@@ -278,13 +278,13 @@ export function printBlobs(result: BlobsResult): void {
   console.log(
     `\nblobs: ${docs} measured documents per scheme after ${warmupDocs} warm-up, ${arrivals}; load ${result.loadAverage.map((l) => l.toFixed(2)).join(' ')}`,
   );
-  console.log('scheme  done   letters  s      in/s     docs/s   CPU ms/doc  GETs/blob  connections/doc');
+  console.log('scheme  done   dead letters  s      in/s     docs/s   CPU ms/doc  GETs/blob  connections/doc');
   for (const r of result.runs) {
     console.log(
       [
         r.scheme.padEnd(6),
         String(r.completed).padStart(5),
-        String(r.deadLetters).padStart(8),
+        String(r.deadLetters).padStart(13),
         String(r.durationS).padStart(6),
         String(r.arrivalDocsPerS).padStart(8),
         String(r.throughputDocsPerS).padStart(8),

@@ -143,7 +143,7 @@ async function runOne(
     maxSubmissions: s.docs * 4,
   });
   const seen = new Map<ResultKind, Map<string, number>>(RESULT_KINDS.map((k) => [k, new Map()]));
-  let letters = 0;
+  let deadLetters = 0;
   const reader = new OutputReader({
     kafka,
     topics,
@@ -161,7 +161,7 @@ async function runOne(
     const startReader = () =>
       reader.start((r) => {
         if (r.kind === 'dlq') {
-          letters += 1;
+          deadLetters += 1;
           return;
         }
         const byKey = seen.get(r.kind as ResultKind)!;
@@ -243,7 +243,8 @@ async function runOne(
       s.docsPerS,
       o.deadline,
     );
-    const settled = () => seen.get('fraud')!.size + letters >= s.docs && allResults(seen) + letters >= s.docs;
+    const settled = () =>
+      seen.get('fraud')!.size + deadLetters >= s.docs && allResults(seen) + deadLetters >= s.docs;
     const ok = await waitUntil(settled, o.deadline - Date.now(), () =>
       o.log(`freshness ${s.name}, ${poller}: ${seen.get('classification')!.size}/${s.docs} settled`),
     );

@@ -332,7 +332,7 @@ export function printLimit(measures: LimitMeasure[]): void {
     [
       'scenario',
       'done',
-      'letters',
+      'dead letters',
       'steady % of bound',
       '429 % of calls',
       'GETs / result',

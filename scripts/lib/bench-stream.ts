@@ -121,11 +121,11 @@ async function streamOne(
     );
     const peak = connector.memoryKb('VmHWM');
     const outcome = collector.byEvent.get(eventId);
-    const letter = outcome?.deadLetters[0];
+    const deadLetter = outcome?.deadLetters[0];
     return {
       sizeMb,
-      outcome: !settled ? 'timeout' : letter ? 'dead-letter' : 'results',
-      deadLetter: letter ? `${letter.stage}/${letter.error_code}` : null,
+      outcome: !settled ? 'timeout' : deadLetter ? 'dead-letter' : 'results',
+      deadLetter: deadLetter ? `${deadLetter.stage}/${deadLetter.error_code}` : null,
       uploadSeconds: round(uploadSeconds, 1),
       idleRssMb: idle === null ? null : round(idle / 1024, 1),
       peakRssMb: peak === null ? null : round(peak / 1024, 1),

@@ -476,7 +476,7 @@ interface DeadLetterSeen {
   value: string | null;
   /**
    * The original key (the harness keys every record by its event id): recognises inputs whose value
-   * the letter does not carry as it was (personal fields removed, or an Avro value withheld).
+   * the dead letter does not carry as it was (personal fields removed, or an Avro value withheld).
    */
   key: string | null;
 }
@@ -528,15 +528,15 @@ export class OutputCollector {
       const eventId = r.headers.event_id ?? null;
       if (r.kind === 'dlq') {
         const v = r.value!;
-        const letter: DeadLetterSeen = {
+        const deadLetter: DeadLetterSeen = {
           event_id: (v.event_id as string | null) ?? eventId,
           stage: String(v.stage),
           error_code: String(v.error_code),
           value: Buffer.isBuffer(v.value) ? v.value.toString('base64') : null,
           key: Buffer.isBuffer(v.key) ? v.key.toString('utf8') : null,
         };
-        if (letter.event_id) this.outcome(letter.event_id).deadLetters.push(letter);
-        else this.anonymousDeadLetters.push(letter);
+        if (deadLetter.event_id) this.outcome(deadLetter.event_id).deadLetters.push(deadLetter);
+        else this.anonymousDeadLetters.push(deadLetter);
         return;
       }
       if (!eventId) return;

@@ -344,7 +344,7 @@ describe('retries', () => {
     expect(error.attempts).toBe(sent);
   });
 
-  it('gives up when the time budget leaves no room for the Retry-After', async () => {
+  it('gives up when the time budget is too short for the Retry-After', async () => {
     route((_req, res) => json(res, 429, { message: 'no' }, { 'retry-after': '120' }));
     const error = await caught(client().getQuality(ID));
     expect(error).toBeInstanceOf(RateLimitError);

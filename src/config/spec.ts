@@ -166,7 +166,7 @@ export const CONFIG_SPEC = {
     ),
     redrives: f.string(
       'docstream.redrives',
-      'Compacted topic where `docstream dlq redrive` records each dead letter it re-drove (key = the letter), so that no letter is sent twice.',
+      'Compacted topic where `docstream dlq redrive` records each dead letter it re-drove (key = the dead letter), so that no dead letter is sent twice.',
     ),
     outputPartitions: f.int(
       3,

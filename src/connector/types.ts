@@ -7,7 +7,7 @@
 import type { BlobRef, OpenedBlob } from '../blobs/index.js';
 import type { DocumentArrived } from '../serde/input.js';
 import type { DeadLetterStage } from '../serde/types.js';
-import type { LetterCode } from './outputs/letter-catalogue.js';
+import type { DeadLetterCode } from './outputs/dead-letter-catalogue.js';
 
 export type { BlobRef, OpenedBlob };
 
@@ -32,8 +32,8 @@ export interface DeadLetter {
   event_id: string | null;
   submission_id: string | null;
   stage: DeadLetterStage;
-  /** One of the catalogue's (`letter-catalogue.ts`). */
-  error_code: LetterCode;
+  /** One of the catalogue's (`dead-letter-catalogue.ts`). */
+  error_code: DeadLetterCode;
   message: string;
   http_status: number | null;
   attempts: number;

@@ -32,7 +32,7 @@ import { deliveryWindowMs, RecentDeliveries } from './outputs/decision-deliverie
 import { ConsumerLoop } from './consumer/consumer-loop.js';
 import { crashPointFromEnv } from './consumer/crash-point.js';
 import { GroupShare } from './consumer/group-share.js';
-import { arrivalHandler, unhandledLetter } from './document/arrivals.js';
+import { arrivalHandler, unhandledDeadLetter } from './document/arrivals.js';
 import { feedbackHandler } from './document/feedback.js';
 import { failureOf } from './outputs/dead-letters.js';
 import { KafkaError, KafkaUnavailableError, isMessageTooLarge } from '../kafka/errors.js';
@@ -59,7 +59,7 @@ function apiClientOf(config: Config, logger: Logger, metrics: ConnectorMetrics):
     clientSecret: api.clientSecret,
     rateLimit: { ratePerSecond: api.ratePerSecond },
     // A transient API failure (429, 5xx, no answer, token endpoint down) is retried until a document's
-    // deadline: only what the document got wrong, or its deadline, ends it in a letter.
+    // deadline: only what the document got wrong, or its deadline, ends it in a dead letter.
     retry: { maxTotalMs: config.connector.deadlineMs },
     timeoutMs: api.timeoutMs,
     logger,
@@ -188,8 +188,8 @@ function outputOf({ config, logger, metrics }: Assembly, clients: Clients): Kafk
       redactFields: config.connector.redactFields,
       limitFor: (topic) => producer.limitFor(topic),
       logger,
-      onUnwritable: (letter) =>
-        metrics.deadLettersUnwritable.inc({ stage: letter.stage, reason: letter.error_code }),
+      onUnwritable: (deadLetter) =>
+        metrics.deadLettersUnwritable.inc({ stage: deadLetter.stage, reason: deadLetter.error_code }),
       inputTopic: t.arrived,
     },
   });
@@ -273,9 +273,9 @@ function engineOf(
 
 /** Writes a dead letter raised outside the engine, counted like the engine's. */
 function deadLetterSinkOf({ metrics }: Assembly, output: KafkaOutput): DeadLetterSink {
-  return async (letter) => {
-    await output.deadLetter(letter);
-    metrics.failed.inc({ stage: letter.stage, reason: letter.error_code });
+  return async (deadLetter) => {
+    await output.deadLetter(deadLetter);
+    metrics.failed.inc({ stage: deadLetter.stage, reason: deadLetter.error_code });
   };
 }
 
@@ -392,15 +392,15 @@ export function buildLoop(
           : metrics.inputPausedByRegistry
         ).set(paused ? 1 : 0),
     },
-    // Kafka did not take a record's outcome (state, letter), or the API asked to be tried again:
-    // the record is handled again; anything else thrown ends it in a letter (`record-settling.ts`).
+    // Kafka did not take a record's outcome (state, dead letter), or the API asked to be tried again:
+    // the record is handled again; anything else thrown ends it in a dead letter (`record-settling.ts`).
     retriable: (err) =>
       (err instanceof KafkaError && !isMessageTooLarge(err)) ||
       err instanceof RevocationInProgressError ||
       failureOf(err).retriable === true,
     endRecord: (message, err) =>
       deadLetter(
-        unhandledLetter(message, err, message.topic === config.topics.feedback ? 'feedback' : 'decode'),
+        unhandledDeadLetter(message, err, message.topic === config.topics.feedback ? 'feedback' : 'decode'),
       ),
   });
   parts.engine.onCapacityFreed(() => loop.onCapacityFreed());

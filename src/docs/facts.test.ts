@@ -161,6 +161,22 @@ describe('the documentation agrees with the code', () => {
     expect([...rows].filter((name) => !declared.has(name)).sort()).toEqual([]);
   });
 
+  it('installs docstream only in ways that work: not from the npm registry, the tarball by its version', () => {
+    // Nobody has run `npm publish` (CONTRIBUTING.md, "Releasing", step 4), so an install by name from
+    // the registry fails, or installs whatever else holds the name. The release that publishes
+    // docstream sets this to true.
+    const onTheNpmRegistry = false;
+    const byName = mentions(
+      /\b(?:npm (?:install|i|add)|yarn add|pnpm add)(?: (?:-g|--global))? docstream(?:@[\w.^~-]+)?(?![\w./-])/g,
+    );
+    if (!onTheNpmRegistry) expect(byName).toEqual([]);
+    // What `npm pack` writes is docstream-<package.json's version>.tgz.
+    const tarballs = mentions(/\bdocstream-\d+\.\d+\.\d+[\w.-]*?\.tgz\b/g);
+    expect(tarballs.length).toBeGreaterThan(0);
+    for (const m of tarballs)
+      expect(m).toMatch(new RegExp(`: docstream-${pkg.version.replace(/\./g, '\\.')}\\.tgz$`));
+  });
+
   it('offers no upgrade guide from a version that is not an earlier release', () => {
     const changelog = docs.find((d) => d.file === 'CHANGELOG.md')!.text;
     const released = [...changelog.matchAll(/^## (\d+\.\d+\.\d+)\b/gm)].map((m) => m[1]!);

@@ -49,11 +49,11 @@ interface IdleWait {
   sleepers: Array<() => void>;
 }
 
-/** Per consumer group: what may end a idle wait, and the idle wait its fetchers (one per broker) share. */
+/** Per consumer group: what may end an idle wait, and the idle wait its fetchers (one per broker) share. */
 interface IdleWaitState {
   /** Counts the wakes, so that a fetch that was woken before its idle wait began does not idle wait. */
   wakes: number;
-  /** Brokers (node ids) whose fetcher's last fetch may have returned batches: one round before a idle wait. */
+  /** Brokers (node ids) whose fetcher's last fetch may have returned batches: one round before an idle wait. */
   fetched: Set<number>;
   heartbeatIntervalMs?: number;
   idleWait?: IdleWait;
@@ -90,7 +90,7 @@ function anyActive(group: ConsumerGroupLike): boolean {
 }
 
 /** When the idle wait ends without a wake: the next heartbeat's due time, maxWaitTime from now at least. */
-function napUntil(group: ConsumerGroupLike, heartbeatIntervalMs: number | undefined): number {
+function idleWaitUntil(group: ConsumerGroupLike, heartbeatIntervalMs: number | undefined): number {
   const now = Date.now();
   const floor = now + group.maxWaitTime;
   if (heartbeatIntervalMs === undefined) return floor;
@@ -104,7 +104,7 @@ function waitIdle(group: ConsumerGroupLike, state: IdleWaitState): Promise<void>
       state.idleWait.sleepers.push(resolve);
       return;
     }
-    const until = napUntil(group, state.heartbeatIntervalMs);
+    const until = idleWaitUntil(group, state.heartbeatIntervalMs);
     const current: IdleWait = { timer: undefined, sleepers: [resolve] };
     state.idleWait = current;
     const check = (): void => {
@@ -152,7 +152,7 @@ let fixed = false;
  * The first fetch of a broker's fetcher that finds nothing active after one that fetched returns at
  * once, empty, and only the next one waits idle. kafkajs's fetcher loop (src/consumer/fetcher.js) keeps
  * the batches of its last fetch in its suspended frame while it awaits the next fetch: V8 leaves a
- * finished loop iteration's registers as they were. A idle wait right after the last batches of a restore
+ * finished loop iteration's registers as they were. An idle wait right after the last batches of a restore
  * would keep them (decoded records and their fetch buffers) reachable until the next heartbeat, past
  * the full collection `restore-garbage.ts` asks for, and then as garbage in the old generation of an
  * idle process for good. The empty round overwrites them first.
@@ -184,7 +184,7 @@ export function fixPausedFetchLoops(): void {
       state.fetched.add(nodeId);
       return fetch.call(this, nodeId);
     }
-    // The fetcher still holds what its last fetch returned: an empty round lets go of it before a idle wait.
+    // The fetcher still holds what its last fetch returned: an empty round lets go of it before an idle wait.
     if (state.fetched.delete(nodeId)) return [];
     if (state.wakes === wakes) await waitIdle(this, state);
     return [];

@@ -95,7 +95,7 @@ function extensionsOf(value: unknown): Record<string, string> | undefined {
     if (!/^[A-Za-z]+$/.test(k) || k === 'auth') {
       throw new SettingError(
         'kafka.oauthExtensions',
-        `"${k}" is not a valid extension name (letters only, not "auth")`,
+        `"${k}" is not a valid extension name (dead letters only, not "auth")`,
       );
     }
     if (typeof v !== 'string' || [...v].some((c) => c.charCodeAt(0) < 0x20)) {

@@ -7,7 +7,7 @@
  * - its result events in the output topics (keyed by submission id, header `event_id`);
  * - its dead letters.
  * A submission id is matched against the state records' submission ids, the output keys and the
- * letters; an event id against the state keys, the outputs' `event_id` header and the letters.
+ * dead letters; an event id against the state keys, the outputs' `event_id` header and the dead letters.
  * Reading the output and dead-letter topics whole is the price of needing no index; the state topic
  * is compacted (one record per document in the retention window).
  */
@@ -25,7 +25,7 @@ import { partitionOfKey } from '../kafka/partitioner.js';
 import { readTopicRange } from '../kafka/topic-range.js';
 import type { Logger } from '../observability/logger.js';
 import { EVENT_ID_MAX, eventIdProblem, type AvroDecoder } from '../serde/input.js';
-import { readLetters, type Letter } from './letters.js';
+import { readDeadLetters, type DeadLetterRecord } from './dead-letter-report.js';
 import { readStateRecords } from './state-records.js';
 
 interface ResultEvent {
@@ -51,7 +51,7 @@ export interface Inspection {
   group: { id: string; state: string };
   state: (Omit<DocumentStateV2, 'v' | 'pending'> & { upload_pending?: boolean; state_offset: string }) | null;
   results: ResultEvent[];
-  letters: Letter[];
+  deadLetters: DeadLetterRecord[];
 }
 
 /** Longest part of a refused id that a message echoes. */
@@ -145,8 +145,8 @@ export async function inspect(
   }
   const hit = hits.find((h) => h.eventId === query) ?? hits[0] ?? null;
 
-  const [letterRead, outputs] = await Promise.all([
-    readLetters(kafka, admin, decoder, t.dlq, logger),
+  const [deadLetterRead, outputs] = await Promise.all([
+    readDeadLetters(kafka, admin, decoder, t.dlq, logger),
     Promise.all(
       AWAITABLE.filter((k) => existing.has(t[k])).map(async (kind) => ({
         kind,
@@ -161,7 +161,7 @@ export async function inspect(
   const queryIsSubmission = hit !== null && hit.eventId !== query;
   if (queryIsSubmission || hit === null) submissionIds.add(query);
 
-  // The event id of a submission with no state left (expired): from its outputs or letters.
+  // The event id of a submission with no state left (expired): from its outputs or dead letters.
   const headerOf = (r: IncomingMessage, name: string) => r.headers[name]?.toString('utf8') ?? null;
   if (eventId === null) {
     for (const { records } of outputs) {
@@ -171,8 +171,8 @@ export async function inspect(
     }
   }
   if (eventId === null) {
-    const byEvent = letterRead.letters.some((l) => l.event_id === query);
-    const bySubmission = letterRead.letters.find((l) => l.submission_id === query);
+    const byEvent = deadLetterRead.deadLetters.some((l) => l.event_id === query);
+    const bySubmission = deadLetterRead.deadLetters.find((l) => l.submission_id === query);
     eventId = byEvent ? query : (bySubmission?.event_id ?? null);
     if (eventId === null) {
       for (const { records } of outputs)
@@ -182,12 +182,12 @@ export async function inspect(
   if (eventId !== null && eventId !== query) submissionIds.add(query);
   if (eventId === query) submissionIds.delete(query);
 
-  const letters = letterRead.letters.filter(
+  const deadLetters = deadLetterRead.deadLetters.filter(
     (l) =>
       (eventId !== null && l.event_id === eventId) ||
       (l.submission_id !== null && submissionIds.has(l.submission_id)),
   );
-  for (const l of letters) if (l.submission_id) submissionIds.add(l.submission_id);
+  for (const l of deadLetters) if (l.submission_id) submissionIds.add(l.submission_id);
 
   const results: ResultEvent[] = [];
   for (const { kind, records } of outputs) {
@@ -216,10 +216,10 @@ export async function inspect(
   }
   results.sort((a, b) => a.published_at - b.published_at);
 
-  // The input partition: the state's pointer, else a letter's, else where a key equal to the event
+  // The input partition: the state's pointer, else a dead letter's, else where a key equal to the event
   // id would go (a guess, said so).
   let input: Inspection['input'] = null;
-  const arrivedLetter = letters.find((l) => l.source_topic === t.arrived);
+  const arrivedDeadLetter = deadLetters.find((l) => l.source_topic === t.arrived);
   if (hit?.state) input = { ...hit.state.input, how: 'state record' };
   else if (hit)
     input = {
@@ -228,11 +228,11 @@ export async function inspect(
       offset: null,
       how: 'state partition (record expired)',
     };
-  else if (arrivedLetter)
+  else if (arrivedDeadLetter)
     input = {
-      topic: arrivedLetter.source_topic,
-      partition: arrivedLetter.source_partition,
-      offset: arrivedLetter.source_offset,
+      topic: arrivedDeadLetter.source_topic,
+      partition: arrivedDeadLetter.source_partition,
+      offset: arrivedDeadLetter.source_offset,
       how: 'dead letter',
     };
   else if (eventId !== null && existing.has(t.arrived)) {
@@ -251,7 +251,7 @@ export async function inspect(
       ? undefined
       : group.members.find((m) => m.assignment[t.arrived]?.includes(input.partition));
   const matched =
-    eventId === null && results.length === 0 && letters.length === 0 && hit === null
+    eventId === null && results.length === 0 && deadLetters.length === 0 && hit === null
       ? null
       : eventId === query
         ? 'event_id'
@@ -278,7 +278,7 @@ export async function inspect(
     group: { id: group.groupId, state: group.state },
     state,
     results,
-    letters,
+    deadLetters,
   };
 }
 
@@ -323,8 +323,8 @@ export function formatInspection(x: Inspection): string {
         .map(([k, v]) => `${k}=${String(v)}`)
         .join(' ')}`,
     );
-  lines.push(`  dead letters: ${x.letters.length === 0 ? 'none' : ''}`);
-  for (const l of x.letters)
+  lines.push(`  dead letters: ${x.deadLetters.length === 0 ? 'none' : ''}`);
+  for (const l of x.deadLetters)
     lines.push(
       `    ${iso(l.failed_at)}  ${l.stage}/${l.error_code}  ${l.partition}@${l.offset}  ${l.message}`,
     );

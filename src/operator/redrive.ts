@@ -2,11 +2,11 @@
  * `docstream dlq redrive`: re-publishes the original input records that dead letters point to, to
  * the topic they came from, so they go through the connector's normal path again.
  *
- * Why the markers live in a compacted topic of their own (`topics.redrives`, key = the letter id,
+ * Why the markers live in a compacted topic of their own (`topics.redrives`, key = the dead-letter id,
  * `<dlq topic>/<partition>/<offset>`): "never twice" must hold across runs, machines and operators,
  * so the record of what was sent lives in Kafka, not in a local file; a topic of its own keeps the
  * connector's state topic (restored by every instance on every assignment) free of records only
- * this command reads, and compaction keeps one marker per letter. Each letter's marker is written
+ * this command reads, and compaction keeps one marker per dead letter. Each dead letter's marker is written
  * `pending` (with the end offset of the target partition) before its record is sent and `sent`
  * after: a run cut between the two leaves `pending`, and the next run looks for the record (by its
  * header, from that offset on) before deciding to send it again, so a crash never sends twice.
@@ -22,12 +22,13 @@ import { readTopicRange } from '../kafka/topic-range.js';
 import type { Logger } from '../observability/logger.js';
 import { jsonDepthProblem } from '../serde/json-bounds.js';
 import type { Registry } from '../serde/registry.js';
-import type { Letter } from './letters.js';
+import type { DeadLetterRecord } from './dead-letter-report.js';
 import { readStateRecords } from './state-records.js';
 
 export const REDRIVE_HEADER = 'docstream-redrive';
 
 interface RedriveMarker {
+  /** The dead letter's id. The field keeps its first name: markers already stored are read by it. */
   letter: string;
   status: 'pending' | 'sent';
   at: number;
@@ -47,7 +48,7 @@ export type RedriveDecision =
   | { action: 'refuse'; reason: 'original-gone' | 'analysed' | 'not-an-input'; detail: string };
 
 export interface RedrivePlanEntry {
-  letter: Letter;
+  deadLetter: DeadLetterRecord;
   decision: RedriveDecision;
 }
 
@@ -138,7 +139,7 @@ async function readStates(
   return states;
 }
 
-/** Whether a record carrying the letter's redrive header lies in the marker's partition after `from`. */
+/** Whether a record carrying the dead letter's redrive header lies in the marker's partition after `from`. */
 async function alreadySent(
   kafka: KafkaClient,
   admin: KafkaAdmin,
@@ -153,18 +154,18 @@ async function alreadySent(
 }
 
 /**
- * What is sent, per selected letter:
+ * What is sent, per selected dead letter:
  * - the original record, read by its pointer (source topic, partition, offset), with its key, value
  *   and headers, to the same partition (the state topic is co-partitioned with the input: the
  *   document's state, if any, lies in that partition), plus a `docstream-redrive` header naming
- *   the letter. A letter whose original is gone (retention) is refused and named;
+ *   the dead letter. A dead letter whose original is gone (retention) is refused and named;
  * - nothing for a document the state topic shows as finished (DONE: analysed, results published;
- *   FAILED: it has a submission and its letter stands; the connector would skip it anyway),
+ *   FAILED: it has a submission and its dead letter stands; the connector would skip it anyway),
  *   unless `reprocess` is asked for: the event is then re-sent with `reprocess: true`, a new
  *   submission. A document still running (CREATED/UPLOADED) is never re-sent.
  */
 export async function redrive(
-  letters: readonly Letter[],
+  deadLetters: readonly DeadLetterRecord[],
   deps: { kafka: KafkaClient; admin: KafkaAdmin; registry: Registry; config: Config; logger: Logger },
   options: RedriveOptions,
 ): Promise<RedriveResult> {
@@ -189,22 +190,22 @@ export async function redrive(
   const producer = kafka.producer();
   await producer.connect();
   try {
-    for (const letter of letters) {
-      const marker = markers.get(letter.id);
+    for (const deadLetter of deadLetters) {
+      const marker = markers.get(deadLetter.id);
       if (marker?.status !== 'pending') continue;
       const found = await alreadySent(kafka, admin, marker, logger);
       if (found && !options.dryRun) {
         const sent: RedriveMarker = { ...marker, status: 'sent', offset: found.offset };
-        await producer.send(t.redrives, [{ key: letter.id, value: JSON.stringify(sent) }]);
-        markers.set(letter.id, sent);
-      } else if (found) markers.set(letter.id, { ...marker, status: 'sent', offset: found.offset });
-      else markers.delete(letter.id);
+        await producer.send(t.redrives, [{ key: deadLetter.id, value: JSON.stringify(sent) }]);
+        markers.set(deadLetter.id, sent);
+      } else if (found) markers.set(deadLetter.id, { ...marker, status: 'sent', offset: found.offset });
+      else markers.delete(deadLetter.id);
     }
 
     // The originals, by pointer, per source topic.
     const originals = new Map<string, IncomingMessage | null>();
     for (const topic of inputs) {
-      const wanted = letters.filter((l) => l.source_topic === topic && !markers.has(l.id));
+      const wanted = deadLetters.filter((l) => l.source_topic === topic && !markers.has(l.id));
       if (wanted.length === 0) continue;
       const reader = new RecordReader(kafka, admin, topic, logger, { readTimeoutMs: 30_000 });
       await reader.start();
@@ -218,7 +219,7 @@ export async function redrive(
       }
     }
 
-    const arrivals = letters.filter((l) => l.source_topic === t.arrived && l.event_id !== null);
+    const arrivals = deadLetters.filter((l) => l.source_topic === t.arrived && l.event_id !== null);
     const states = await readStates(
       kafka,
       admin,
@@ -228,37 +229,45 @@ export async function redrive(
       logger,
     );
 
-    // One letter per event is re-sent: the latest (the others would be its duplicates).
-    const latestOfEvent = new Map<string, Letter>();
-    for (const l of letters) {
+    // One dead letter per event is re-sent: the latest (the others would be its duplicates).
+    const latestOfEvent = new Map<string, DeadLetterRecord>();
+    for (const l of deadLetters) {
       if (l.event_id === null || l.source_topic !== t.arrived) continue;
       const seen = latestOfEvent.get(l.event_id);
       if (!seen || l.failed_at >= seen.failed_at) latestOfEvent.set(l.event_id, l);
     }
 
-    const entries: RedrivePlanEntry[] = letters.map((letter) => ({
-      letter,
-      decision: decide(letter, markers.get(letter.id), originals, states, latestOfEvent, inputs, options),
+    const entries: RedrivePlanEntry[] = deadLetters.map((deadLetter) => ({
+      deadLetter,
+      decision: decide(
+        deadLetter,
+        markers.get(deadLetter.id),
+        originals,
+        states,
+        latestOfEvent,
+        inputs,
+        options,
+      ),
     }));
     const toSend = entries.filter((e) => e.decision.action === 'send');
     if (options.dryRun || toSend.length === 0) return { entries, sent: 0, dryRun: options.dryRun };
 
     const ends = new Map<string, string>();
-    for (const topic of new Set(toSend.map((e) => e.letter.source_topic))) {
+    for (const topic of new Set(toSend.map((e) => e.deadLetter.source_topic))) {
       for (const o of await admin.topicOffsets(topic)) ends.set(`${topic}/${o.partition}`, o.high);
     }
     let sent = 0;
     const BATCH = 100;
     for (let i = 0; i < toSend.length; i += BATCH) {
       const batch = toSend.slice(i, i + BATCH);
-      const pending = batch.map(({ letter, decision }) => ({
-        letter: letter.id,
+      const pending = batch.map(({ deadLetter, decision }) => ({
+        letter: deadLetter.id,
         status: 'pending' as const,
         at: Date.now(),
-        event_id: letter.event_id,
-        topic: letter.source_topic,
-        partition: letter.source_partition,
-        from: ends.get(`${letter.source_topic}/${letter.source_partition}`) ?? '0',
+        event_id: deadLetter.event_id,
+        topic: deadLetter.source_topic,
+        partition: deadLetter.source_partition,
+        from: ends.get(`${deadLetter.source_topic}/${deadLetter.source_partition}`) ?? '0',
         reprocess: decision.action === 'send' && decision.reprocess,
       }));
       await producer.send(
@@ -266,16 +275,16 @@ export async function redrive(
         pending.map((m) => ({ key: m.letter, value: JSON.stringify(m) })),
       );
       const byTopic = new Map<string, OutgoingMessage[]>();
-      for (const { letter, decision } of batch) {
-        const original = originals.get(letter.id)!;
+      for (const { deadLetter, decision } of batch) {
+        const original = originals.get(deadLetter.id)!;
         const reprocess = decision.action === 'send' && decision.reprocess;
-        const messages = byTopic.get(letter.source_topic) ?? [];
-        byTopic.set(letter.source_topic, messages);
+        const messages = byTopic.get(deadLetter.source_topic) ?? [];
+        byTopic.set(deadLetter.source_topic, messages);
         messages.push({
           key: original.key,
           value: reprocess && original.value ? await withReprocess(original.value, registry) : original.value,
-          headers: { ...original.headers, [REDRIVE_HEADER]: letter.id },
-          partition: letter.source_partition,
+          headers: { ...original.headers, [REDRIVE_HEADER]: deadLetter.id },
+          partition: deadLetter.source_partition,
         });
       }
       await producer.sendBatch([...byTopic].map(([topic, msgs]) => ({ topic, messages: msgs })));
@@ -296,11 +305,11 @@ export async function redrive(
 }
 
 function decide(
-  letter: Letter,
+  deadLetter: DeadLetterRecord,
   marker: RedriveMarker | undefined,
   originals: Map<string, IncomingMessage | null>,
   states: Map<string, DocumentStateV2>,
-  latestOfEvent: Map<string, Letter>,
+  latestOfEvent: Map<string, DeadLetterRecord>,
   inputs: Set<string>,
   options: RedriveOptions,
 ): RedriveDecision {
@@ -310,35 +319,35 @@ function decide(
       reason: 'already-redriven',
       detail: `re-driven ${new Date(marker.at).toISOString()} to ${marker.topic}[${marker.partition}]${marker.offset !== undefined ? `@${marker.offset}` : ''}`,
     };
-  if (!inputs.has(letter.source_topic))
+  if (!inputs.has(deadLetter.source_topic))
     return {
       action: 'refuse',
       reason: 'not-an-input',
-      detail: `its original is on ${letter.source_topic}, not an input topic of this connector`,
+      detail: `its original is on ${deadLetter.source_topic}, not an input topic of this connector`,
     };
-  const original = originals.get(letter.id);
+  const original = originals.get(deadLetter.id);
   if (!original)
     return {
       action: 'refuse',
       reason: 'original-gone',
-      detail: `its original ${letter.source_topic}[${letter.source_partition}]@${letter.source_offset} is no longer in the topic (retention)`,
+      detail: `its original ${deadLetter.source_topic}[${deadLetter.source_partition}]@${deadLetter.source_offset} is no longer in the topic (retention)`,
     };
   if (
-    letter.event_id !== null &&
-    latestOfEvent.get(letter.event_id) !== letter &&
-    latestOfEvent.has(letter.event_id)
+    deadLetter.event_id !== null &&
+    latestOfEvent.get(deadLetter.event_id) !== deadLetter &&
+    latestOfEvent.has(deadLetter.event_id)
   )
     return {
       action: 'skip',
       reason: 'duplicate',
-      detail: `a later letter of event ${letter.event_id} (${latestOfEvent.get(letter.event_id)!.id}) is the one re-driven`,
+      detail: `a later dead letter of event ${deadLetter.event_id} (${latestOfEvent.get(deadLetter.event_id)!.id}) is the one re-driven`,
     };
-  const state = letter.event_id !== null ? states.get(letter.event_id) : undefined;
+  const state = deadLetter.event_id !== null ? states.get(deadLetter.event_id) : undefined;
   if (state && (state.status === 'CREATED' || state.status === 'UPLOADED'))
     return {
       action: 'skip',
       reason: 'running',
-      detail: `document ${letter.event_id} is in progress (${state.status}, submission ${state.submission_id})`,
+      detail: `document ${deadLetter.event_id} is in progress (${state.status}, submission ${state.submission_id})`,
     };
   if (state && !options.reprocess)
     return {
@@ -346,8 +355,8 @@ function decide(
       reason: 'analysed',
       detail:
         state.status === 'DONE'
-          ? `document ${letter.event_id} was analysed since (DONE, submission ${state.submission_id}, published ${state.published.join(',') || 'nothing'}); --reprocess submits it again`
-          : `document ${letter.event_id} has a submission (FAILED, ${state.submission_id}); --reprocess submits it again`,
+          ? `document ${deadLetter.event_id} was analysed since (DONE, submission ${state.submission_id}, published ${state.published.join(',') || 'nothing'}); --reprocess submits it again`
+          : `document ${deadLetter.event_id} has a submission (FAILED, ${state.submission_id}); --reprocess submits it again`,
     };
   // reprocess only where the connector would otherwise skip the event: a document with a state.
   return { action: 'send', reprocess: options.reprocess && state !== undefined };

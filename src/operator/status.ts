@@ -11,7 +11,7 @@
  */
 import type { Config } from '../config/index.js';
 import type { KafkaAdmin } from '../kafka/admin.js';
-import { table } from './letters.js';
+import { table } from './dead-letter-report.js';
 
 interface MemberMetrics {
   url: string;

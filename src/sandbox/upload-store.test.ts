@@ -89,7 +89,7 @@ describe('UploadSink', () => {
     expect(await exists(file)).toBe(false);
   });
 
-  test('past the total budget uploads go to disk; discarding one frees room again', async () => {
+  test('past the total budget uploads go to disk; discarding one frees budget again', async () => {
     const budget = new MemoryBudget(() => 100 * KiB);
     const a = Buffer.alloc(60 * KiB, 1);
     const b = Buffer.alloc(60 * KiB, 2);

@@ -257,7 +257,7 @@ describe('arrival decoder (fuzz)', () => {
     expect(accepted).toBeGreaterThan(0);
   });
 
-  it('turns deep and wide values anywhere in an event into an event or a reason, letters included', async () => {
+  it('turns deep and wide values anywhere in an event into an event or a reason, dead letters included', async () => {
     let tooDeep = 0;
     await fuzz(
       'decoder: deep and wide values',
@@ -274,7 +274,7 @@ describe('arrival decoder (fuzz)', () => {
           expect(arrived).toMatchObject({ ok: false, code: 'value_too_deep' });
           expect(feedback).toMatchObject({ ok: false, code: 'value_too_deep' });
         }
-        // The letter's copy of the value is made safe without recursing into it either.
+        // The dead letter's copy of the value is made safe without recursing into it either.
         const source = { topic: 't', partition: 0, offset: '0', key: null, value: bytes, traceparent: null };
         expect(() => redactSource(source, ['attributes.a', 'blob.x'])).not.toThrow();
         // Wrapped in Avro (the characteristics are a JSON string there), the same holds.

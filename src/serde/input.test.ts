@@ -202,16 +202,19 @@ describe('input bounds (depth and size), checked before anything recurses', () =
     ['5,000 nested arrays in the characteristics (~10 KB)', 'submission_characteristics', 5000],
     ['20,000 nested arrays in the characteristics (~40 KB)', 'submission_characteristics', 20_000],
     ['5,000 nested arrays in an unknown field', 'extra', 5000],
-  ])('refuses %s as value_too_deep, keeping the event id for the letter', async (_label, field, depth) => {
-    const result = await failureOf(withDeep(field, depth));
-    expect(result).toMatchObject({
-      code: 'value_too_deep',
-      format: 'json',
-      event_id: 'evt-deep',
-      attributes: { t: 'a' },
-      message: expect.stringMatching(/nested deeper than 64 levels/),
-    });
-  });
+  ])(
+    'refuses %s as value_too_deep, keeping the event id for the dead letter',
+    async (_label, field, depth) => {
+      const result = await failureOf(withDeep(field, depth));
+      expect(result).toMatchObject({
+        code: 'value_too_deep',
+        format: 'json',
+        event_id: 'evt-deep',
+        attributes: { t: 'a' },
+        message: expect.stringMatching(/nested deeper than 64 levels/),
+      });
+    },
+  );
 
   it('refuses the same on the feedback topic', async () => {
     const result = await decodeFeedbackEvent(withDeep('feedback', 5000), registry);

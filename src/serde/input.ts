@@ -7,7 +7,7 @@
  * for a DeadLetter event. Only a registry that cannot be reached throws (a RegistryError with
  * `retriable`), because then the data is not at fault and the record must be retried, not dropped.
  * Nothing recurses into a value before its size and depth are bounded (`json-bounds.ts`): a
- * deeply nested value becomes a letter (`value_too_deep`), not a stack overflow.
+ * deeply nested value becomes a dead letter (`value_too_deep`), not a stack overflow.
  */
 import { z } from 'zod';
 import {
@@ -77,7 +77,7 @@ interface InputOptions {
 }
 
 const DEFAULT_MAX_CHARACTERISTICS_BYTES = 256 * 1024;
-/** Longest reason a decoding failure gives (letters and logs carry it). */
+/** Longest reason a decoding failure gives (dead letters and logs carry it). */
 const MAX_MESSAGE = 2000;
 export const EVENT_ID_MAX = 256;
 export const BLOB_SCHEMES = ['file:', 'http:', 'https:', 's3:'] as const;
@@ -217,7 +217,7 @@ async function readRaw(
 }
 
 /**
- * A too deep text parsed only to read its top-level `event_id` and `attributes` for the letter:
+ * A too deep text parsed only to read its top-level `event_id` and `attributes` for the dead letter:
  * V8's JSON.parse does not recurse, and `failure` reads no deeper than those two fields.
  */
 function parsedForCorrelation(text: string): unknown {

@@ -2,8 +2,8 @@
  * Depth and size bounds of values read from input, checked before anything recurses into them.
  *
  * `JSON.parse` does not recurse in V8, but everything after it does: `JSON.stringify`, zod, the
- * letter's redaction. A 10 KB text of 5,000 nested arrays parses fine and then throws "Maximum call
- * stack size exceeded" past the record's own letter. So a JSON text is scanned first, in one loop
+ * dead letter's redaction. A 10 KB text of 5,000 nested arrays parses fine and then throws "Maximum call
+ * stack size exceeded" past the record's own dead letter. So a JSON text is scanned first, in one loop
  * with a counter (no recursion, no values built), and a decoded value (Avro) is walked with an
  * explicit stack. The contract's deepest path is a handful of levels; `MAX_INPUT_DEPTH` leaves
  * ample space for producers' extra fields while keeping every later recursion shallow.

@@ -7,7 +7,7 @@
 import { Agent, fetch as undiciFetch } from 'undici';
 import { OidcTokenSource } from '../client/oidc-token.js';
 import { loadTlsFiles } from '../util/tls-files.js';
-import type { RegistrySettings } from './registry.js';
+import type { RegistryClientSettings as RegistrySettings } from './registry-client.js';
 
 /** The `registry` settings read here (the shape of the configuration's `registry` section). */
 export interface RegistryAccessSettings {

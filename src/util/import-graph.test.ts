@@ -3,9 +3,9 @@
  * (a folder imports another only if that one does not import it back, through any path), and nothing
  * in util/ imports a feature folder (util/ is the ground floor). Type-only imports count: a cycle of
  * types is a cycle of meaning. Test files are left out (a test may reach anywhere). A folder and one
- * of its own sub-folders are one house, not two: the parent assembles its rooms and holds their
+ * of its own sub-folders are one unit, not two: the parent assembles its sub-folders and holds their
  * shared vocabulary (`connector/connector.ts` and `connector/types.ts`, `cli/program.ts` and
- * `cli/exit-codes.ts`), so edges between them are not folder edges; rooms side by side are.
+ * `cli/exit-codes.ts`), so edges between them are not folder edges; sibling sub-folders' edges are.
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, sep } from 'node:path';
@@ -152,12 +152,12 @@ describe('the import graph of src/', () => {
     ]);
     expect(cycles(graph)).toEqual([['a/x.ts', 'a/y.ts', 'b/z.ts']]);
     expect(cycles(folderGraph(graph))).toEqual([['a', 'b']]);
-    // A room and its house import each other freely; two rooms side by side may not.
-    const rooms = new Map([
+    // A sub-folder and its parent import each other freely; two sibling sub-folders may not.
+    const siblings = new Map([
       ['h/index.ts', new Set(['h/r/x.ts'])],
       ['h/r/x.ts', new Set(['h/types.ts', 'h/s/y.ts'])],
       ['h/s/y.ts', new Set(['h/r/z.ts'])],
     ]);
-    expect(cycles(folderGraph(rooms))).toEqual([['h/r', 'h/s']]);
+    expect(cycles(folderGraph(siblings))).toEqual([['h/r', 'h/s']]);
   });
 });

@@ -5,7 +5,9 @@
  * attempts are spent, or when the next wait would pass the time budget; it then throws the last error.
  *
  * Why "counts": a transient API failure (429, 5xx, a refused connection) is nobody's fault and must not use
- * up a budget of attempts meant for real failures; only time bounds it.
+ * up a budget of attempts meant for real failures; only time bounds it. p-retry cannot carry that
+ * policy (an uncounted failure is retried without a wait and still ends the loop once the counted
+ * retries are spent; no failure can name its delay): docs/decisions/0013-retries-without-p-retry.md.
  */
 import { backoffDelay } from './backoff.js';
 
@@ -23,7 +25,7 @@ export type RetryVerdict =
   | { retry: false }
   | {
       retry: true;
-      /** False: the failure is transient failure and uses no attempt (default true). */
+      /** False: the failure is transient and uses no attempt (default true). */
       counts?: boolean;
       /** The other side's earliest time for the next try (Retry-After); spread with jitter. */
       notBeforeMs?: number;

@@ -301,8 +301,8 @@ describe('one way to configure every command, no secret on the command line', ()
 
       await env.produce(['not json at all']);
       await waitFor('the dead letter', () => env.on('dlq').length > 0);
-      const letters = await json<{ topic: string; matched: number }>('dlq list', c);
-      expect([letters.topic, letters.matched]).toEqual([env.topics.dlq, 1]);
+      const deadLetters = await json<{ topic: string; matched: number }>('dlq list', c);
+      expect([deadLetters.topic, deadLetters.matched]).toEqual([env.topics.dlq, 1]);
       const redrive = await json<{ dryRun: boolean; entries: unknown[] }>('dlq redrive', [
         ...c,
         '--all',

@@ -224,9 +224,9 @@ describe('the API has a bad minute', () => {
       const others = await sendGood(e2e, 3, 'after');
       await waitFor('the late document dead-lettered', () => e2e.on('dlq').length === 1, 60_000);
       e2e.sandbox.configure({ faults: { errorRate: 0 }, processing: { meanMs: 200 } });
-      const letter = e2e.on('dlq')[0]!;
-      expect(letter.headers.event_id).toBe(late);
-      expect(String(letter.value.error_code)).toMatch(/^deadline/);
+      const deadLetter = e2e.on('dlq')[0]!;
+      expect(deadLetter.headers.event_id).toBe(late);
+      expect(String(deadLetter.value.error_code)).toMatch(/^deadline/);
       const done = () => others.filter((id) => e2e.forEvent(id).some((o) => o.topic === e2e.topics.fraud));
       await waitFor('the others done', () => done().length === others.length, 60_000);
       expect(e2e.on('dlq')).toHaveLength(1);

@@ -187,8 +187,8 @@ describe('bad input: a dead letter per bad record, and the partition keeps movin
     await waitFor('the good event', () => env.forEvent('evt-good').length === 3, 40_000);
     await waitFor('every dead letter', () => env.on('dlq').length >= cases.length, 20_000);
     await new Promise((r) => setTimeout(r, 1000));
-    const letters = env.on('dlq');
-    expect(letters).toHaveLength(cases.length);
+    const deadLetters = env.on('dlq');
+    expect(deadLetters).toHaveLength(cases.length);
 
     const pointer = (offset: number) => ({
       topic: env.topics.arrived,
@@ -200,13 +200,13 @@ describe('bad input: a dead letter per bad record, and the partition keeps movin
     const bytesOf = (v: (typeof cases)[number]['value']) =>
       Buffer.isBuffer(v) ? v : Buffer.from(typeof v === 'string' ? v : JSON.stringify(v));
     for (const [offset, c] of cases.entries()) {
-      // Letters of records rejected while admitted carry their source; later failures their event id.
-      const letter: Decoded | undefined =
-        letters.find(
+      // Dead letters of records rejected while admitted carry their source; later failures their event id.
+      const deadLetter: Decoded | undefined =
+        deadLetters.find(
           (l) => l.value.source_offset === offset && l.value.source_topic === env.topics.arrived,
-        ) ?? (c.eventId ? letters.find((l) => l.value.event_id === c.eventId) : undefined);
-      expect({ case: c.name, found: letter !== undefined }).toEqual({ case: c.name, found: true });
-      const v = letter!.value;
+        ) ?? (c.eventId ? deadLetters.find((l) => l.value.event_id === c.eventId) : undefined);
+      expect({ case: c.name, found: deadLetter !== undefined }).toEqual({ case: c.name, found: true });
+      const v = deadLetter!.value;
       expect({ case: c.name, stage: v.stage, code: v.error_code }).toEqual({
         case: c.name,
         stage: c.stage,
@@ -219,7 +219,7 @@ describe('bad input: a dead letter per bad record, and the partition keeps movin
       expect(v.source_offset).toBe(offset);
       if (c.eventId) {
         expect(v.event_id).toBe(c.eventId);
-        expect(letter!.headers.event_id).toBe(c.eventId);
+        expect(deadLetter!.headers.event_id).toBe(c.eventId);
       }
       // Every dead letter, also one raised after admission (the upload), carries the original bytes,
       // less the personal fields (characteristics); an Avro value is withheld (see dead-letters.ts).
@@ -250,7 +250,7 @@ describe('bad input: a dead letter per bad record, and the partition keeps movin
   });
 });
 
-describe('values nested too deep: one letter each, on the input and the feedback topic, and the rest flows', () => {
+describe('values nested too deep: one dead letter each, on the input and the feedback topic, and the rest flows', () => {
   const env = new E2E(2);
   beforeAll(async () => {
     await env.start();
@@ -296,16 +296,16 @@ describe('values nested too deep: one letter each, on the input and the feedback
 
     await waitFor('every good document', () => good.every((id) => env.forEvent(id).length === 3), 60_000);
     const expected = 2 * (hostile.length + feedback.length);
-    await waitFor('a letter per hostile record', () => env.on('dlq').length >= expected, 20_000);
+    await waitFor('a dead letter per hostile record', () => env.on('dlq').length >= expected, 20_000);
     await new Promise((r) => setTimeout(r, 1000));
-    const letters = env.on('dlq').map((l) => l.value);
-    expect(letters).toHaveLength(expected);
+    const deadLetters = env.on('dlq').map((l) => l.value);
+    expect(deadLetters).toHaveLength(expected);
     for (const [items, topic, stage] of [
       [hostile, env.topics.arrived, 'decode'],
       [feedback, env.topics.feedback, 'feedback'],
     ] as const) {
       for (const item of items) {
-        const mine = letters.filter((l) => l.event_id === item.id);
+        const mine = deadLetters.filter((l) => l.event_id === item.id);
         expect(mine.map((l) => [l.source_topic, l.source_partition, l.stage, l.error_code]).sort()).toEqual([
           [topic, 0, stage, 'value_too_deep'],
           [topic, 1, stage, 'value_too_deep'],

@@ -1,6 +1,6 @@
 /**
  * A blob server's transient failure is not a document's failure, on the real stack: an http blob answered 503
- * twice, then served, is submitted once and finishes with no letter (the record is tried again);
+ * twice, then served, is submitted once and finishes with no dead letter (the record is tried again);
  * one answered 503 for ever ends by the document's deadline as `blob/deadline`, naming the last
  * error and the tries, never the URL's query string.
  */
@@ -61,7 +61,7 @@ function setUp() {
 describe('a blob server answering 503 twice', () => {
   const ctx = setUp();
 
-  it('is tried again: the document is submitted once and finishes, no letter', async () => {
+  it('is tried again: the document is submitted once and finishes, no dead letter', async () => {
     const { env, server } = ctx;
     await env.collect();
     await env.startConnector({ blobs });
@@ -80,20 +80,20 @@ describe('a blob server answering 503 twice', () => {
 describe('a blob server answering 503 until the deadline', () => {
   const ctx = setUp();
 
-  it('ends the document in a blob/deadline letter naming the last error and the tries', async () => {
+  it('ends the document in a blob/deadline dead letter naming the last error and the tries', async () => {
     const { env, server } = ctx;
     await env.collect();
     await env.startConnector({ blobs, connector: { deadlineMs: 4000 } });
     await env.produce([event('evt-down', `${server.base}/down.pdf?sig=not-for-logs`)]);
-    await waitFor('a letter for the document', () => env.on('dlq').length >= 1, 60_000);
-    const letter = env.on('dlq')[0]!.value as Record<string, unknown>;
-    expect(letter).toMatchObject({ stage: 'blob', error_code: 'deadline', event_id: 'evt-down' });
+    await waitFor('a dead letter for the document', () => env.on('dlq').length >= 1, 60_000);
+    const deadLetter = env.on('dlq')[0]!.value as Record<string, unknown>;
+    expect(deadLetter).toMatchObject({ stage: 'blob', error_code: 'deadline', event_id: 'evt-down' });
     const tries = server.count('/down.pdf');
     expect(tries).toBeGreaterThan(1);
-    expect(letter.attempts).toBe(tries);
-    expect(letter.message).toContain(`${tries} tries; last: blob_unreadable: `);
-    expect(letter.message).toContain(`${server.base}/down.pdf answered HTTP 503`);
-    expect(letter.message).not.toContain('not-for-logs');
+    expect(deadLetter.attempts).toBe(tries);
+    expect(deadLetter.message).toContain(`${tries} tries; last: blob_unreadable: `);
+    expect(deadLetter.message).toContain(`${server.base}/down.pdf answered HTTP 503`);
+    expect(deadLetter.message).not.toContain('not-for-logs');
     expect(await env.submissions('evt-down')).toEqual([]);
     expect(env.on('dlq')).toHaveLength(1);
   });

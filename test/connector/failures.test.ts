@@ -3,7 +3,7 @@
  * dead-lettered (cut to fit, pointing at the original) while the ordinary events after it on the same
  * partition finish; personal data never reaches the dead-letter topic; a registry outage (a loopback
  * proxy in front of the shared registry answering 503, then dropping connections) pauses the input
- * without a letter and resumes; an unknown schema id costs one letter per record and one lookup;
+ * without a dead letter and resumes; an unknown schema id costs one dead letter per record and one lookup;
  * three instances started at once on new topics all run; a start-up failure names what failed.
  */
 import http from 'node:http';
@@ -63,7 +63,7 @@ describe('every record ends, nothing stalls a partition', () => {
     await env.start();
     proxy = await registryProxy();
     file = await env.writeFile('good.pdf', await sampleBytes('clean-pdf'));
-    // A dead-letter topic with a limit below the big event: its letter must be cut to fit, and the
+    // A dead-letter topic with a limit below the big event: its dead letter must be cut to fit, and the
     // connector must know the limit from the broker.
     const admin = env.kafka.admin();
     await admin.connect();
@@ -89,26 +89,26 @@ describe('every record ends, nothing stalls a partition', () => {
     const ordinary = [1, 2, 3].map((i) => arrival(`evt-after-${i}`, file));
     await env.produce([big, ...ordinary]);
     await waitFor(
-      'the ordinary events results and the letter',
+      'the ordinary events results and the dead letter',
       () =>
         ordinary.every((e) => env.forEvent(e.event_id as string).length >= 1) && env.on('dlq').length >= 1,
       60_000,
     );
-    const letters = env.on('dlq');
-    expect(letters.map((l) => [l.value.event_id, l.value.stage, l.value.error_code])).toEqual([
+    const deadLetters = env.on('dlq');
+    expect(deadLetters.map((l) => [l.value.event_id, l.value.stage, l.value.error_code])).toEqual([
       ['evt-700k', 'validate', 'attributes_too_large'],
     ]);
-    expect(letters[0]!.value).toMatchObject({
+    expect(deadLetters[0]!.value).toMatchObject({
       source_topic: env.topics.arrived,
       source_partition: 0,
       source_offset: 0,
     });
-    expect(letters[0]!.value.attributes).toEqual({});
-    const kept = (letters[0]!.value.value as Buffer).length;
+    expect(deadLetters[0]!.value.attributes).toEqual({});
+    const kept = (deadLetters[0]!.value.value as Buffer).length;
     expect(kept).toBeGreaterThan(0);
     expect(kept).toBeLessThan(DLQ_LIMIT);
-    expect(letters[0]!.value.message).toContain(`cut to fit the dead-letter topic`);
-    expect(letters[0]!.value.message).toContain(`the original is ${env.topics.arrived}/0@0`);
+    expect(deadLetters[0]!.value.message).toContain(`cut to fit the dead-letter topic`);
+    expect(deadLetters[0]!.value.message).toContain(`the original is ${env.topics.arrived}/0@0`);
     for (const e of ordinary) {
       expect(env.forEvent(e.event_id as string).map((o) => env.kindOf(o))).not.toContain('dlq');
     }
@@ -123,18 +123,18 @@ describe('every record ends, nothing stalls a partition', () => {
     };
     const before = env.on('dlq').length;
     await env.produce([
-      // Valid, but its blob is missing: a letter after validation, carrying the original record.
+      // Valid, but its blob is missing: a dead letter after validation, carrying the original record.
       arrival('evt-pii-blob', `${file}.missing`, {
         submission_characteristics: characteristics,
         attributes: { email: `${MARKER}@example.com`, tenant: 'acme' },
       }),
-      // Invalid (unknown pipeline): a letter at validation.
+      // Invalid (unknown pipeline): a dead letter at validation.
       arrival('evt-pii-invalid', file, {
         submission_characteristics: characteristics,
         pipeline_configuration: 'NOPE',
       }),
     ]);
-    await waitFor('two letters', () => env.on('dlq').length >= before + 2, 30_000);
+    await waitFor('two dead letters', () => env.on('dlq').length >= before + 2, 30_000);
     const admin = env.kafka.admin();
     await admin.connect();
     const reader = new RecordReader(env.kafka, admin, env.topics.dlq, silentLogger);
@@ -158,12 +158,15 @@ describe('every record ends, nothing stalls a partition', () => {
       await reader.stop();
       await admin.disconnect();
     }
-    const blobLetter = env.on('dlq').find((l) => l.value.event_id === 'evt-pii-blob')!;
-    expect(blobLetter.value).toMatchObject({ stage: 'blob', attributes: { tenant: 'acme' } });
-    const copy = JSON.parse((blobLetter.value.value as Buffer).toString('utf8')) as Record<string, unknown>;
+    const blobDeadLetter = env.on('dlq').find((l) => l.value.event_id === 'evt-pii-blob')!;
+    expect(blobDeadLetter.value).toMatchObject({ stage: 'blob', attributes: { tenant: 'acme' } });
+    const copy = JSON.parse((blobDeadLetter.value.value as Buffer).toString('utf8')) as Record<
+      string,
+      unknown
+    >;
     expect(copy).toMatchObject({ event_id: 'evt-pii-blob', attributes: { tenant: 'acme' } });
     expect(copy).not.toHaveProperty('submission_characteristics');
-    expect(blobLetter.value.message).toContain(`the original is ${env.topics.arrived}/0@`);
+    expect(blobDeadLetter.value.message).toContain(`the original is ${env.topics.arrived}/0@`);
   });
 
   it('pauses the input while the registry is down, dead-letters nothing, and resumes', async () => {
@@ -181,7 +184,7 @@ describe('every record ends, nothing stalls a partition', () => {
         attributes: {},
         reprocess: false,
       });
-    const letters = env.on('dlq').length;
+    const deadLetters = env.on('dlq').length;
     proxy.state.mode = '503';
     // Back up whatever happens, so the next test finds a working registry.
     outageCleanup = () => (proxy.state.mode = 'up');
@@ -193,7 +196,7 @@ describe('every record ends, nothing stalls a partition', () => {
     await new Promise((r) => setTimeout(r, 3000));
     expect(connector.pausedForOutage).toBe(true);
     expect(env.forEvent('evt-outage-1')).toEqual([]);
-    expect(env.on('dlq').length).toBe(letters);
+    expect(env.on('dlq').length).toBe(deadLetters);
     proxy.state.mode = 'up';
     await waitFor(
       'both events to finish after the outage',
@@ -202,7 +205,7 @@ describe('every record ends, nothing stalls a partition', () => {
     );
     expect(connector.pausedForOutage).toBe(false);
     expect(await gauge(connector)).toBe(0);
-    expect(env.on('dlq').length).toBe(letters);
+    expect(env.on('dlq').length).toBe(deadLetters);
     expect(connector.isReady().kafka).toBe(true);
   });
 
@@ -214,12 +217,12 @@ describe('every record ends, nothing stalls a partition', () => {
     const record = Buffer.concat([header, Buffer.from('garbage')]);
     await env.produce([record, record, arrival('evt-after-unknown', file)]);
     await waitFor(
-      'two letters and the event after them',
+      'two dead letters and the event after them',
       () => env.on('dlq').length >= before + 2 && env.forEvent('evt-after-unknown').length >= 1,
       60_000,
     );
-    const letters = env.on('dlq').slice(before);
-    expect(letters.map((l) => [l.value.stage, l.value.error_code])).toEqual([
+    const deadLetters = env.on('dlq').slice(before);
+    expect(deadLetters.map((l) => [l.value.stage, l.value.error_code])).toEqual([
       ['decode', 'unknown_schema'],
       ['decode', 'unknown_schema'],
     ]);
@@ -316,7 +319,7 @@ describe('a crashed consumer', () => {
     started = connector;
     await env.collect();
     await waitFor('a partition assigned', () => connector.isReady().assigned > 0, 30_000);
-    // The loop itself fails for a while (not a record's handling: that ends in a letter or is tried
+    // The loop itself fails for a while (not a record's handling: that ends in a dead letter or is tried
     // again): the batch fails, the consumer crashes, and the restarted consumer fetches the record again.
     type Prepare = (partition: number) => Promise<void>;
     const preparation = (connector as unknown as { loop: { preparation: { prepare: Prepare } } }).loop
@@ -344,7 +347,7 @@ describe('a crashed consumer', () => {
     await waitFor('ready again', () => connector.isReady().kafka, 30_000);
   }, 120_000);
 
-  it('ends a record whose admission throws unexpectedly in a letter; the loop goes on, nothing restarts', async () => {
+  it('ends a record whose admission throws unexpectedly in a dead letter; the loop goes on, nothing restarts', async () => {
     const file = await env.writeFile('bug.pdf', await sampleBytes('clean-pdf'));
     const connector = started ?? (await env.startConnector());
     if (!started) await env.collect();
@@ -357,12 +360,12 @@ describe('a crashed consumer', () => {
     };
     await env.produce([arrival('evt-bug', file), arrival('evt-after-bug', file)]);
     await waitFor(
-      'the next event analysed and a letter for the failing one',
+      'the next event analysed and a dead letter for the failing one',
       () => env.forEvent('evt-after-bug').length >= 3 && env.on('dlq').length >= 1,
       60_000,
     );
-    const letters = env.on('dlq').map((l) => [l.value.stage, l.value.error_code, l.value.message]);
-    expect(letters).toEqual([
+    const deadLetters = env.on('dlq').map((l) => [l.value.stage, l.value.error_code, l.value.message]);
+    expect(deadLetters).toEqual([
       ['decode', 'handler_error', 'handling the record failed: Maximum call stack size exceeded'],
     ]);
     const restarts = (await connector.metrics.consumerRestarts.get()).values[0]?.value ?? 0;

@@ -1,7 +1,7 @@
 /**
  * s3:// blobs through the connector on the real stack (Kafka, registry, the stack's S3 store): a
  * document whose object exists finishes with one signed GET; a GET answered 503 SlowDown is tried
- * again and the document finishes, no letter; a missing key ends in a letter that says why. A
+ * again and the document finishes, no dead letter; a missing key ends in a dead letter that says why. A
  * loopback front of the store counts the GETs and checks each signature as S3 does (the store
  * checks none).
  */
@@ -38,7 +38,7 @@ afterAll(async () => {
 });
 
 describe('s3:// blobs through the connector', () => {
-  it('finishes a found object and one answered 503 once; letters a missing key with its reason', async () => {
+  it('finishes a found object and one answered 503 once; dead letters a missing key with its reason', async () => {
     front.reply(`/${bucket}/docs/busy.pdf`, 503, s3ErrorXml('SlowDown'), {}, 1);
     await env.collect();
     await env.startConnector({
@@ -51,17 +51,17 @@ describe('s3:// blobs through the connector', () => {
     ]);
     const finished = ['evt-s3-ok', 'evt-s3-busy'];
     await waitFor(
-      'a fraud result for each found object, and a letter for the missing one',
+      'a fraud result for each found object, and a dead letter for the missing one',
       () =>
         finished.every((id) => env.forEvent(id).some((o) => env.kindOf(o) === 'fraud')) &&
         env.on('dlq').length >= 1,
       60_000,
     );
-    const letters = env.on('dlq').map((l) => {
+    const deadLetters = env.on('dlq').map((l) => {
       const v = l.value as { event_id: string; stage: string; error_code: string; message: string };
       return [v.event_id, v.stage, v.error_code, v.message];
     });
-    expect(letters).toEqual([
+    expect(deadLetters).toEqual([
       ['evt-s3-missing', 'blob', 'blob_not_found', `s3://${bucket}/docs/nope.pdf does not exist (NoSuchKey)`],
     ]);
     // ok: 1 GET; busy: the 503 and the GET after it; missing: 1 (not found is not tried again).

@@ -2,7 +2,7 @@
  * The same event twice in one fetched batch, on the real stack (issue 29): producers retrying a send
  * do this routinely. Each event is admitted once: one submission, analysed from the first copy's
  * blob, one result per awaited kind; a second copy pointing at another blob is not analysed and says
- * so in a letter (`event_id_reused`), in the same batch as after its document finished; nothing is
+ * so in a dead letter (`event_id_reused`), in the same batch as after its document finished; nothing is
  * dropped silently.
  */
 import { createHash } from 'node:crypto';
@@ -61,13 +61,13 @@ describe('the same event twice in one batch', () => {
         .filter((k) => k !== 'dlq');
       expect(kinds.sort()).toEqual(['classification', 'fraud', 'quality']);
     }
-    const letters = () =>
+    const deadLetters = () =>
       env
         .on('dlq')
         .map((l) => [l.headers.event_id, l.value.stage, l.value.error_code])
         .sort();
-    // The five copies with another blob, one letter each.
-    expect(letters()).toEqual(ids.slice(0, 5).map((id) => [id, 'validate', 'event_id_reused']));
+    // The five copies with another blob, one dead letter each.
+    expect(deadLetters()).toEqual(ids.slice(0, 5).map((id) => [id, 'validate', 'event_id_reused']));
 
     // Later copies, once their documents finished: the same rule.
     await env.produce(
@@ -77,9 +77,15 @@ describe('the same event twice in one batch', () => {
       ],
       (i) => ids[5 + i]!,
     );
-    await waitFor('a letter for the later copy with another blob', () => env.on('dlq').length >= 6, 60_000);
+    await waitFor(
+      'a dead letter for the later copy with another blob',
+      () => env.on('dlq').length >= 6,
+      60_000,
+    );
     await new Promise((r) => setTimeout(r, 2000));
-    expect(letters()).toEqual([...ids.slice(0, 6)].sort().map((id) => [id, 'validate', 'event_id_reused']));
+    expect(deadLetters()).toEqual(
+      [...ids.slice(0, 6)].sort().map((id) => [id, 'validate', 'event_id_reused']),
+    );
     const after = await Promise.all(ids.map((id) => env.submissions(id)));
     expect(after.map((s) => s.length)).toEqual(ids.map(() => 1));
     expect(env.outputs.filter((o) => env.kindOf(o) === 'fraud')).toHaveLength(ids.length);

@@ -1,7 +1,7 @@
 /**
  * Slow blobs on the real stack (issue 29): an http blob served chunked at one byte a second and a
  * server that never answers must not stop intake. Their admissions go on in the background until
- * the transfer bounds end them in letters (`blob_too_slow`, `blob_timeout`), while the other
+ * the transfer bounds end them in dead letters (`blob_too_slow`, `blob_timeout`), while the other
  * documents of the same partition and of the others finish meanwhile; and SIGTERM during such an
  * admission stops `docstream run` within `connector.shutdownTimeoutMs`.
  */
@@ -76,7 +76,7 @@ function setUp(partitions: number) {
 describe('a slow blob', () => {
   const ctx = setUp(3);
 
-  it('ends in a letter while the documents of its partition and of the others finish', async () => {
+  it('ends in a dead letter while the documents of its partition and of the others finish', async () => {
     const { env, server } = ctx;
     const blobs = {
       httpHosts: ['127.0.0.1'],
@@ -106,16 +106,16 @@ describe('a slow blob', () => {
       () => normal.every((id) => env.forEvent(id).some((o) => env.kindOf(o) === 'fraud')),
       60_000,
     );
-    // Finished while both slow transfers were still under way, with no letter yet.
+    // Finished while both slow transfers were still under way, with no dead letter yet.
     expect([...server.open].sort()).toEqual(['/silent', '/trickle']);
     expect(env.on('dlq')).toEqual([]);
 
-    await waitFor('a letter for each slow blob', () => env.on('dlq').length >= 2, 60_000);
-    const letters = env
+    await waitFor('a dead letter for each slow blob', () => env.on('dlq').length >= 2, 60_000);
+    const deadLetters = env
       .on('dlq')
       .map((l) => [l.headers.event_id, l.value.stage, l.value.error_code])
       .sort();
-    expect(letters).toEqual([
+    expect(deadLetters).toEqual([
       ['evt-silent', 'blob', 'blob_timeout'],
       ['evt-trickle', 'blob', 'blob_too_slow'],
     ]);

@@ -163,7 +163,7 @@ describe('output schemas through Apicurio and Kafka', () => {
       const registry = new Registry({ url: REGISTRY_URL });
       const topic = topicOf(name);
       const id = await registry.registerValueSchema(topic, name);
-      expect(await registry.getCompatibility(valueSubject(topic))).toBe('BACKWARD');
+      expect(await registry.client.getCompatibility(valueSubject(topic))).toBe('BACKWARD');
       // Registering again (a restart) is accepted and yields the same id.
       expect(await new Registry({ url: REGISTRY_URL }).registerValueSchema(topic, name)).toBe(id);
 
@@ -246,7 +246,7 @@ describe('compatibility levels on Apicurio', () => {
     });
     const registry = new Registry({ url: REGISTRY_URL });
     await registry.registerValueSchema(topic, 'DeadLetter');
-    expect(await registry.getCompatibility(valueSubject(topic))).toBe('BACKWARD');
+    expect(await registry.client.getCompatibility(valueSubject(topic))).toBe('BACKWARD');
   });
 
   it('lets instances that start together register the same subject', async () => {
@@ -256,7 +256,7 @@ describe('compatibility levels on Apicurio', () => {
       const instances = Array.from({ length: 4 }, () => new Registry({ url: REGISTRY_URL }));
       const ids = await Promise.all(instances.map((r) => r.registerValueSchema(topic, 'FraudResult')));
       expect(new Set(ids).size).toBe(1);
-      expect(await instances[0]!.getCompatibility(valueSubject(topic))).toBe('BACKWARD');
+      expect(await instances[0]!.client.getCompatibility(valueSubject(topic))).toBe('BACKWARD');
     }
   });
 
@@ -265,13 +265,13 @@ describe('compatibility levels on Apicurio', () => {
     await registryCall('PUT', `/config/${valueSubject(topic)}`, { compatibility: 'FULL_TRANSITIVE' });
     const registry = new Registry({ url: REGISTRY_URL });
     await registry.registerValueSchema(topic, 'DecisionResult');
-    expect(await registry.getCompatibility(valueSubject(topic))).toBe('FULL_TRANSITIVE');
+    expect(await registry.client.getCompatibility(valueSubject(topic))).toBe('FULL_TRANSITIVE');
   });
 
   it('enforces BACKWARD: a new field with a default passes, one without is refused', async () => {
     const subject = `${uniqueName('probe')}-value`;
     const registry = new Registry({ url: REGISTRY_URL });
-    expect(await registry.settleCompatibility(subject)).toBe('BACKWARD');
+    expect(await registry.client.settleCompatibility(subject)).toBe('BACKWARD');
     expect(
       (await registryCall('POST', `/subjects/${subject}/versions`, { schema: JSON.stringify(v1) })).status,
     ).toBe(200);

@@ -1,8 +1,8 @@
 /**
- * `docstream dlq list|redrive` on the real stack, through the built CLI: letters of a run whose API
+ * `docstream dlq list|redrive` on the real stack, through the built CLI: dead letters of a run whose API
  * answered 503 to every create until the documents' (short) deadline are listed by reason, re-driven
  * once the fault is off, and their documents finish with one submission each; a second redrive sends nothing; a document analysed
- * since is refused unless --reprocess; a letter whose original is gone is refused and named.
+ * since is refused unless --reprocess; a dead letter whose original is gone is refused and named.
  */
 import { execFile } from 'node:child_process';
 import path from 'node:path';
@@ -38,8 +38,8 @@ describe('docstream dlq', () => {
     await e2e.stop();
   });
 
-  it('lists letters by reason, re-drives them once the fault is off, and never twice', async () => {
-    // A transient API failure is retried until a document's deadline: a short one makes the letters.
+  it('lists dead letters by reason, re-drives them once the fault is off, and never twice', async () => {
+    // A transient API failure is retried until a document's deadline: a short one makes the dead letters.
     const overrides = { connector: { deadlineMs: 4000 } };
     const config = e2e.writeConfig(overrides);
     e2e.sandbox.configure({ faults: { errorRate: 1 } });
@@ -52,7 +52,7 @@ describe('docstream dlq', () => {
       ids.map((id, i) => arrival(id, files[i]!)),
       (i) => ids[i]!,
     );
-    await waitFor('4 deadline letters', () => e2e.on('dlq').length >= 4, 90_000);
+    await waitFor('4 deadline dead letters', () => e2e.on('dlq').length >= 4, 90_000);
     // The API is down: the input is paused, so the next record waits until the API answers again.
     await e2e.produce(['{not json'], () => 'bad');
     await new Promise((resolve) => setTimeout(resolve, 2000));
@@ -141,7 +141,7 @@ describe('docstream dlq', () => {
     );
     await admin.disconnect();
     const gone = await cli(['dlq', 'redrive', '--code', 'invalid_json', '--config', config]);
-    expect(gone).toContain('re-drove 0 of 1 letters');
+    expect(gone).toContain('re-drove 0 of 1 dead letters');
     expect(gone).toMatch(/refused \(original-gone\).*no longer in the topic/);
   }, 360_000);
 

@@ -1,7 +1,7 @@
 /**
  * `docstream inspect` and `docstream status` on the real stack, through the built CLI, against two
  * `docstream run` processes of one group: inspect finds a finished, a running and a dead-lettered
- * document by event id and by submission id, with its partition, owner, state, results and letter;
+ * document by event id and by submission id, with its partition, owner, state, results and dead letter;
  * status shows both members, their partitions and what their metrics endpoints say.
  */
 import { execFile } from 'node:child_process';
@@ -10,6 +10,9 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { sampleBytes } from '../../src/demo/corpus.js';
 import type { Inspection } from '../../src/operator/inspect.js';
+
+/** `inspect --json`: the inspection, its dead letters under the field name scripts read (`letters`). */
+type InspectionJson = Omit<Inspection, 'deadLetters'> & { letters: Inspection['deadLetters'] };
 import type { GroupStatus } from '../../src/operator/status.js';
 import { E2E, arrival, waitFor } from '../harness/e2e.js';
 
@@ -115,7 +118,7 @@ describe('docstream inspect and status', () => {
     }
 
     const byEvent = async (id: string) =>
-      JSON.parse(await cli(['inspect', id, '--json', '--config', config])) as Inspection;
+      JSON.parse(await cli(['inspect', id, '--json', '--config', config])) as InspectionJson;
     const owners = new Map(s.members.map((m) => [m.partitions[0]!, m.member_id]));
 
     const finished = await byEvent(done);
@@ -125,11 +128,11 @@ describe('docstream inspect and status', () => {
     expect(finished.letters).toEqual([]);
     expect(finished.owner?.member_id).toBe(owners.get(finished.input!.partition));
 
-    const lettered = await byEvent(dead);
-    expect(lettered).toMatchObject({ matched: 'event_id', state: { status: 'FAILED' } });
-    expect(lettered.letters).toHaveLength(1);
-    expect(lettered.letters[0]).toMatchObject({ stage: 'upload', error_code: 'api_413' });
-    expect(lettered.owner?.member_id).toBe(owners.get(lettered.input!.partition));
+    const deadLettered = await byEvent(dead);
+    expect(deadLettered).toMatchObject({ matched: 'event_id', state: { status: 'FAILED' } });
+    expect(deadLettered.letters).toHaveLength(1);
+    expect(deadLettered.letters[0]).toMatchObject({ stage: 'upload', error_code: 'api_413' });
+    expect(deadLettered.owner?.member_id).toBe(owners.get(deadLettered.input!.partition));
 
     const inFlight = await byEvent(running);
     expect(inFlight.matched).toBe('event_id');
@@ -139,7 +142,7 @@ describe('docstream inspect and status', () => {
     expect(inFlight.owner?.member_id).toBe(owners.get(inFlight.input!.partition));
 
     // The same documents by submission id.
-    for (const x of [finished, lettered, inFlight]) {
+    for (const x of [finished, deadLettered, inFlight]) {
       const sid = x.state!.submission_id;
       const bySubmission = await byEvent(sid);
       expect(bySubmission).toMatchObject({ matched: 'submission_id', event_id: x.event_id });

@@ -97,7 +97,7 @@ describe('registry behind TLS, a client certificate and OIDC bearer tokens', () 
       silentLogger,
     );
     await expect(again.registerValueSchema(topic, 'FraudResult')).resolves.toBe(id);
-    await expect(again.settleCompatibility(`${topic}-value`)).resolves.toBe('BACKWARD');
+    await expect(again.client.settleCompatibility(`${topic}-value`)).resolves.toBe('BACKWARD');
     expect(seen.length).toBeGreaterThan(0);
     expect(seen.every((r) => r.authorized && r.subject === 'docstream')).toBe(true);
     // One token per client (each caches its own until it nears expiry).

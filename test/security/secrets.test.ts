@@ -3,7 +3,7 @@
  * built CLI is scanned for them: `config check` (secrets with the wrong type), `config show`, `run`
  * start-up failures (wrong types, URLs with credentials, a refused combination), and a running
  * connector whose token endpoint echoes the request it was sent (Authorization header and body)
- * into its error answers: its letters, its log lines at debug level and its `/metrics`.
+ * into its error answers: its dead letters, its log lines at debug level and its `/metrics`.
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -204,7 +204,7 @@ describe('no secret in any output', () => {
     expect(runs[1]!.out).toContain('docstream:[redacted]@127.0.0.1:1');
   });
 
-  it('a running connector whose token endpoint echoes its request: letters, debug logs and /metrics', async () => {
+  it('a running connector whose token endpoint echoes its request: dead letters, debug logs and /metrics', async () => {
     const file = await env.writeFile('doc.pdf', await sampleBytes('clean-pdf'));
     const port = await freePort();
     const config = env.writeConfig({
@@ -229,12 +229,12 @@ describe('no secret in any output', () => {
     try {
       await env.collect();
       await env.produce([arrival('secret-1', file), arrival('secret-2', file)]);
-      await waitFor('a letter for each document', () => env.on('dlq').length >= 2, 60_000);
+      await waitFor('a dead letter for each document', () => env.on('dlq').length >= 2, 60_000);
       // The endpoint was asked with the secret, and echoed it.
       expect(echo.seen.some((r) => r.includes('authorization: Basic '))).toBe(true);
-      const letters = env.on('dlq').map((l) => JSON.stringify(l));
-      expect(letters.join('\n')).toContain('[redacted]');
-      expect(leaks(letters.join('\n'))).toEqual([]);
+      const deadLetters = env.on('dlq').map((l) => JSON.stringify(l));
+      expect(deadLetters.join('\n')).toContain('[redacted]');
+      expect(leaks(deadLetters.join('\n'))).toEqual([]);
       const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
       expect(metrics).toContain('docstream_');
       expect(leaks(metrics)).toEqual([]);

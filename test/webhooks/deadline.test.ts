@@ -2,7 +2,7 @@ import { sampleBytes } from '../../src/demo/corpus.js';
 import { E2E, arrival, waitFor } from '../harness/e2e.js';
 
 // Long enough that the other results are out before it on a loaded CI machine (3 s once was not: a
-// poll/deadline_exceeded letter), so that the decision is all that is missing when it fires.
+// poll/deadline_exceeded dead letter), so that the decision is all that is missing when it fires.
 const DEADLINE_MS = 6000;
 
 describe('deadline: every document ends by its deadline whatever the settings', () => {
@@ -30,9 +30,9 @@ describe('deadline: every document ends by its deadline whatever the settings', 
 
     await waitFor('a dead letter for every decision document', () => env.on('dlq').length >= 4, 30_000);
     await waitFor('no document in flight', () => connector.engine.inFlight === 0, 10_000);
-    const letters = env.on('dlq');
-    expect(letters.map((l) => l.value.event_id).sort()).toEqual(waiting);
-    for (const l of letters) {
+    const deadLetters = env.on('dlq');
+    expect(deadLetters.map((l) => l.value.event_id).sort()).toEqual(waiting);
+    for (const l of deadLetters) {
       expect(l.value).toMatchObject({ stage: 'decision', error_code: 'deadline' });
       // Not before the deadline: the timer counts from the document's creation, after it was produced.
       expect(new Date(l.value.failed_at as number | Date).getTime()).toBeGreaterThanOrEqual(

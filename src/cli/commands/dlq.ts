@@ -1,6 +1,6 @@
 /**
- * `docstream dlq list|redrive`: the dead-letter topic as a report (counts by reason, the letters),
- * and the re-drive of selected letters' originals to their input topic (`src/operator/redrive.ts`).
+ * `docstream dlq list|redrive`: the dead-letter topic as a report (counts by reason, the dead letters),
+ * and the re-drive of selected dead letters' originals to their input topic (`src/operator/redrive.ts`).
  */
 import { InvalidArgumentError, type Command } from 'commander';
 import type { Config } from '../../config/index.js';
@@ -14,13 +14,13 @@ import type { KafkaClient } from '../../kafka/client.js';
 import { silentLogger } from '../../observability/logger.js';
 import {
   countByReason,
-  formatLetterReport,
-  letterMatches,
-  readLetters,
+  formatDeadLetterReport,
+  deadLetterMatches,
+  readDeadLetters,
   table,
-  type Letter,
-  type LetterFilter,
-} from '../../operator/letters.js';
+  type DeadLetterRecord,
+  type DeadLetterFilter,
+} from '../../operator/dead-letter-report.js';
 import { redrive, type RedriveResult } from '../../operator/redrive.js';
 import type { Registry } from '../../serde/registry.js';
 import { Progress } from '../../util/progress.js';
@@ -50,7 +50,7 @@ const list = (value: string, previous: string[] = []) => [
     .filter((v) => v.length > 0),
 ];
 
-function filterOf(flags: FilterFlags): LetterFilter {
+function filterOf(flags: FilterFlags): DeadLetterFilter {
   return {
     ...(flags.stage ? { stages: flags.stage } : {}),
     ...(flags.code ? { codes: flags.code } : {}),
@@ -62,11 +62,15 @@ function filterOf(flags: FilterFlags): LetterFilter {
 
 function withFilters(command: Command): Command {
   return addConfigOption(command)
-    .option('--stage <stages>', 'only letters of these stages (comma-separated, repeatable)', list)
-    .option('--code <codes>', 'only letters with these error codes, e.g. api_503 (comma-separated)', list)
-    .option('--event-id <ids>', 'only letters of these event ids (comma-separated)', list)
-    .option('--since <time>', 'only letters that failed at or after this time (ISO 8601)', parseTime)
-    .option('--until <time>', 'only letters that failed before this time (ISO 8601)', parseTime)
+    .option('--stage <stages>', 'only dead letters of these stages (comma-separated, repeatable)', list)
+    .option(
+      '--code <codes>',
+      'only dead letters with these error codes, e.g. api_503 (comma-separated)',
+      list,
+    )
+    .option('--event-id <ids>', 'only dead letters of these event ids (comma-separated)', list)
+    .option('--since <time>', 'only dead letters that failed at or after this time (ISO 8601)', parseTime)
+    .option('--until <time>', 'only dead letters that failed before this time (ISO 8601)', parseTime)
     .option('--json', 'print JSON (for scripts)');
 }
 
@@ -85,13 +89,13 @@ async function withAdmin<T>(
   }
 }
 
-async function selectLetters(
+async function selectDeadLetters(
   kafka: KafkaClient,
   admin: KafkaAdmin,
   registry: Registry,
   config: Config,
   flags: FilterFlags,
-): Promise<{ selected: Letter[]; total: number; unreadable: number }> {
+): Promise<{ selected: DeadLetterRecord[]; total: number; unreadable: number }> {
   // "0 of 0" would read as a clean topic; a topic that is not there is a wrong name (or a cluster
   // the connector never ran on), and the name came from the user's configuration.
   if (!(await admin.listTopics()).includes(config.topics.dlq)) {
@@ -100,24 +104,36 @@ async function selectLetters(
         'check topics.dlq and kafka.brokers, or whether a connector ever ran with them',
     );
   }
-  const { letters, unreadable } = await readLetters(kafka, admin, registry, config.topics.dlq, silentLogger);
+  const { deadLetters, unreadable } = await readDeadLetters(
+    kafka,
+    admin,
+    registry,
+    config.topics.dlq,
+    silentLogger,
+  );
   const filter = filterOf(flags);
-  return { selected: letters.filter((l) => letterMatches(l, filter)), total: letters.length, unreadable };
+  return {
+    selected: deadLetters.filter((l) => deadLetterMatches(l, filter)),
+    total: deadLetters.length,
+    unreadable,
+  };
 }
 
 async function listCommand(flags: FilterFlags & { summary?: boolean }): Promise<void> {
   const config = configOf(flags);
   const { selected, total, unreadable } = await withAdmin(config, (kafka, admin) =>
-    selectLetters(kafka, admin, registryOf(config, silentLogger), config, flags),
+    selectDeadLetters(kafka, admin, registryOf(config, silentLogger), config, flags),
   );
   if (flags.json) {
+    // The JSON field names are what scripts read: `letters` keeps its first name.
     process.stdout.write(
       `${JSON.stringify({ topic: config.topics.dlq, total, matched: selected.length, unreadable, by_reason: countByReason(selected), letters: flags.summary ? undefined : selected }, null, 2)}\n`,
     );
     return;
   }
-  process.stdout.write(`${config.topics.dlq}: ${formatLetterReport(selected, total, !flags.summary)}\n`);
-  if (unreadable > 0) process.stdout.write(`(${unreadable} records of the topic are not readable letters)\n`);
+  process.stdout.write(`${config.topics.dlq}: ${formatDeadLetterReport(selected, total, !flags.summary)}\n`);
+  if (unreadable > 0)
+    process.stdout.write(`(${unreadable} records of the topic are not readable dead letters)\n`);
 }
 
 function formatRedrive(result: RedriveResult): string {
@@ -125,21 +141,21 @@ function formatRedrive(result: RedriveResult): string {
   const toSend = result.entries.filter((e) => e.decision.action === 'send').length;
   lines.push(
     result.dryRun
-      ? `dry run: ${toSend} of ${result.entries.length} letters would be re-driven; nothing sent`
-      : `re-drove ${result.sent} of ${result.entries.length} letters`,
+      ? `dry run: ${toSend} of ${result.entries.length} dead letters would be re-driven; nothing sent`
+      : `re-drove ${result.sent} of ${result.entries.length} dead letters`,
   );
-  const rows = [['letter', 'event id', 'what', 'why']];
-  for (const { letter, decision } of result.entries) {
+  const rows = [['dead letter', 'event id', 'what', 'why']];
+  for (const { deadLetter, decision } of result.entries) {
     rows.push([
-      `${letter.partition}@${letter.offset}`,
-      letter.event_id ?? '-',
+      `${deadLetter.partition}@${deadLetter.offset}`,
+      deadLetter.event_id ?? '-',
       decision.action === 'send'
         ? result.dryRun
           ? 'would send'
           : 'sent'
         : `${decision.action === 'refuse' ? 'refused' : 'skipped'} (${decision.reason})`,
       decision.action === 'send'
-        ? `to ${letter.source_topic}[${letter.source_partition}]${decision.reprocess ? ' with reprocess: true' : ''}`
+        ? `to ${deadLetter.source_topic}[${deadLetter.source_partition}]${decision.reprocess ? ' with reprocess: true' : ''}`
         : decision.detail,
     ]);
   }
@@ -154,12 +170,12 @@ async function redriveCommand(
   const filter = filterOf(flags);
   if (Object.keys(filter).length === 0 && !flags.all)
     throw new UsageError(
-      'select letters with --stage, --code, --event-id, --since or --until, or give --all',
+      'select dead letters with --stage, --code, --event-id, --since or --until, or give --all',
     );
   await withAdmin(config, async (kafka, admin) => {
-    // One registry for reading the letters and re-encoding originals: its schema cache is shared.
+    // One registry for reading the dead letters and re-encoding originals: its schema cache is shared.
     const registry = registryOf(config, silentLogger);
-    const { selected } = await selectLetters(kafka, admin, registry, config, flags);
+    const { selected } = await selectDeadLetters(kafka, admin, registry, config, flags);
     let progress: Progress | null = null;
     const result = await redrive(
       selected,
@@ -169,13 +185,18 @@ async function redriveCommand(
         reprocess: flags.reprocess === true,
         // A progress line on a terminal; nothing in CI or a pipe (Progress decides).
         onProgress: (sent, total) => {
-          progress ??= new Progress({ label: 'redrive', total, unit: 'letters' });
+          progress ??= new Progress({ label: 'redrive', total, unit: 'dead letters' });
           progress.update(sent, total);
         },
       },
     );
     (progress as Progress | null)?.finish();
-    if (flags.json) process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+    // The JSON field names are what scripts read: each entry's `letter` keeps its first name.
+    const json = {
+      ...result,
+      entries: result.entries.map(({ deadLetter, decision }) => ({ letter: deadLetter, decision })),
+    };
+    if (flags.json) process.stdout.write(`${JSON.stringify(json, null, 2)}\n`);
     else process.stdout.write(`${formatRedrive(result)}\n`);
   });
 }
@@ -188,14 +209,16 @@ function fail(err: unknown): never {
 export function registerDlqCommand(program: Command): void {
   const dlq = program
     .command('dlq')
-    .description('List the dead-letter topic by reason, and re-drive letters once their cause is fixed.');
+    .description(
+      'List the dead-letter topic by reason, and re-drive dead letters once their cause is fixed.',
+    );
   examples(
     dlq,
     'docstream dlq list -c prod.json --summary',
     'docstream dlq redrive -c prod.json --code api_503 --dry-run',
   );
   const listing = withFilters(dlq.command('list'))
-    .description('Print the counts of the selected dead letters by stage and code, then the letters.')
+    .description('Print the counts of the selected dead letters by stage and code, then the dead letters.')
     .option('--summary', 'print only the counts by reason')
     .action((flags: FilterFlags & { summary?: boolean }) => listCommand(flags).catch(fail));
   examples(
@@ -204,13 +227,13 @@ export function registerDlqCommand(program: Command): void {
     'docstream dlq list -c prod.json --stage upload --since 2026-11-25 --json',
   );
   const redriving = withFilters(dlq.command('redrive'))
-    .summary('Re-publish the original records of the selected letters, each at most once.')
+    .summary('Re-publish the original records of the selected dead letters, each at most once.')
     .description(
-      'Re-publish the original records of the selected letters to their input topic (same key, same partition), ' +
-        'so they go through the normal path again. Each letter is re-driven at most once (recorded in ' +
-        'topics.redrives); letters whose original is gone, and documents analysed since, are refused and named.',
+      'Re-publish the original records of the selected dead letters to their input topic (same key, same partition), ' +
+        'so they go through the normal path again. Each dead letter is re-driven at most once (recorded in ' +
+        'topics.redrives); dead letters whose original is gone, and documents analysed since, are refused and named.',
     )
-    .option('--all', 'select every letter (instead of a filter)')
+    .option('--all', 'select every dead letter (instead of a filter)')
     .option('--dry-run', 'show what would be sent; send nothing')
     .option(
       '--reprocess',

@@ -45,7 +45,10 @@ export function registerOperateCommands(program: Command): void {
         config,
         logger: silentLogger,
       });
-      process.stdout.write(`${flags.json ? JSON.stringify(found, null, 2) : formatInspection(found)}\n`);
+      // The JSON field names are what scripts read: `letters` keeps its first name.
+      const { deadLetters, ...rest } = found;
+      const json = { ...rest, letters: deadLetters };
+      process.stdout.write(`${flags.json ? JSON.stringify(json, null, 2) : formatInspection(found)}\n`);
       if (found.matched === null) process.exitCode = EXIT_NOT_FOUND;
     } catch (err) {
       fail('inspect')(err);

@@ -138,8 +138,8 @@ describe('ConsumerLoop during a registry outage', () => {
     expect(consumer.commits).toEqual([[{ topic: 'fb', partition: 0, offset: '8' }]]);
   });
 
-  it('ends a record whose handler throws something else with a letter, and goes on', async () => {
-    const letters: string[] = [];
+  it('ends a record whose handler throws something else with a dead letter, and goes on', async () => {
+    const deadLetters: string[] = [];
     const handled: string[] = [];
     const consumer = new FakeConsumer();
     const loop = new ConsumerLoop({
@@ -158,7 +158,7 @@ describe('ConsumerLoop during a registry outage', () => {
       outage: { isOutage: (err) => err instanceof Outage, probe: async () => undefined },
       retriable: (err) => !(err instanceof RangeError || err instanceof TypeError),
       endRecord: async (m, err) => {
-        letters.push(`${m.topic}:${m.offset} ${(err as Error).message}`);
+        deadLetters.push(`${m.topic}:${m.offset} ${(err as Error).message}`);
       },
       admissionWaitMs: 50,
     });
@@ -168,7 +168,7 @@ describe('ConsumerLoop during a registry outage', () => {
     await expect(loop.onBatch(batch('fb', [3]), new FakeControl())).resolves.toBeUndefined();
     expect(control.resolved).toEqual(['2']);
     expect(handled).toEqual(['1', '2']);
-    expect(letters).toEqual(['in:1 Maximum call stack size exceeded', 'fb:3 a bug']);
+    expect(deadLetters).toEqual(['in:1 Maximum call stack size exceeded', 'fb:3 a bug']);
     expect(loop.pausedForOutage).toBe(false);
     await loop.commit('interval');
     expect(consumer.commits).toEqual([

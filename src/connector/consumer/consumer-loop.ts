@@ -257,7 +257,7 @@ export class ConsumerLoop {
           }),
         );
       }
-      // Every record taken ends here or in the background (tried again, or a letter): the fetch moves
+      // Every record taken ends here or in the background (tried again, or a dead letter): the fetch moves
       // past them all, and each offset is committed once its record is durable.
       await this.waitAtMost(Promise.all(admissions), this.o.admissionWaitMs ?? 1000);
       if (last !== null) control.resolveOffset(last);

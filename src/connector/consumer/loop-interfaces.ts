@@ -91,7 +91,7 @@ export interface ConsumerLoopOptions {
   admissionWaitMs?: number;
   /** Whether a handler's failure is worth trying again, e.g. Kafka did not take the outcome (default: all). */
   retriable?: (err: unknown) => boolean;
-  /** Ends a record whose handler failed for a reason not worth trying again: its letter. */
+  /** Ends a record whose handler failed for a reason not worth trying again: its dead letter. */
   endRecord?: (message: IncomingMessage, err: unknown) => Promise<void>;
 }
 

@@ -18,7 +18,7 @@ function settling(failures: unknown[], extra: Partial<RecordSettling> = {}) {
     },
     retriable: (err) => err instanceof KafkaDown,
     end: async (err) => {
-      log.push(`letter: ${(err as Error).message}`);
+      log.push(`dead letter: ${(err as Error).message}`);
     },
     abandoned: () => false,
     sleep: async (ms) => {
@@ -39,16 +39,16 @@ describe('settleRecord', () => {
     expect(log).toEqual(['handle', 'outage', 'handle', 'sleep >0', 'handle']);
   });
 
-  it('ends a record whose handling throws anything else with a letter, tried again until Kafka takes it', async () => {
+  it('ends a record whose handling throws anything else with a dead letter, tried again until Kafka takes it', async () => {
     const { s, log } = settling([new RangeError('Maximum call stack size exceeded')]);
-    let letterTries = 0;
+    let deadLetterTries = 0;
     s.end = async (err) => {
-      letterTries += 1;
-      if (letterTries === 1) throw new KafkaDown('letter not acknowledged');
-      log.push(`letter: ${(err as Error).message}`);
+      deadLetterTries += 1;
+      if (deadLetterTries === 1) throw new KafkaDown('dead letter not acknowledged');
+      log.push(`dead letter: ${(err as Error).message}`);
     };
     await expect(settleRecord(s)).resolves.toBe('done');
-    expect(log).toEqual(['handle', 'sleep >0', 'letter: Maximum call stack size exceeded']);
+    expect(log).toEqual(['handle', 'sleep >0', 'dead letter: Maximum call stack size exceeded']);
   });
 
   it('gives the record up once it is abandoned (stop, revoke)', async () => {

@@ -5,10 +5,10 @@
  * - resolved: the record's outcome is durable (recorded, or dead-lettered by the handler);
  * - a dependency is down (`isOutage`: the input pauses): tried again once it answers, never lost nor
  *   dead-lettered;
- * - worth trying again (`retriable`: Kafka did not acknowledge the state or the letter, an API answer
+ * - worth trying again (`retriable`: Kafka did not acknowledge the state or the dead letter, an API answer
  *   the handler throws for a retry): tried again after a back-off;
  * - anything else (a fault the record brings, or a bug its handling meets): the record ends with a
- *   letter (`end`), tried again like the rest should Kafka not take the letter.
+ *   dead letter (`end`), tried again like the rest should Kafka not take the dead letter.
  *
  * The record is given up (`abandoned`) when its partition left or the instance stops: its offset is
  * then not committed here, and its next reader takes it again from the state's point of view.
@@ -23,7 +23,7 @@ export interface RecordSettling {
   /** Pauses the input for the outage; resolves when it is over, or at once when the record is given up. */
   outage(err: unknown): Promise<void>;
   retriable(err: unknown): boolean;
-  /** Ends the record with a letter saying why its handling failed. */
+  /** Ends the record with a dead letter saying why its handling failed. */
   end(err: unknown): Promise<void>;
   /** True once the record must be given up (its partition left, the instance stops). */
   abandoned(): boolean;
@@ -35,7 +35,7 @@ export interface RecordSettling {
   backoff?: { initialMs: number; maxMs: number };
 }
 
-/** A failure after which the next try is a different one: after an outage, or the letter instead of the handler. */
+/** A failure after which the next try is a different one: after an outage, or the dead letter instead of the handler. */
 class TryChanged {
   constructor(readonly cause: unknown) {}
 }
@@ -57,7 +57,7 @@ export async function settleRecord(s: RecordSettling): Promise<'done' | 'abandon
             throw new TryChanged(err);
           }
           if (failure === null && !s.retriable(err)) {
-            // The record's own fault, or a bug: a letter ends it rather than a crash met at every restart.
+            // The record's own fault, or a bug: a dead letter ends it rather than a crash met at every restart.
             s.logger.error(
               { ...s.where, err: (err as Error)?.message ?? String(err) },
               'handling a record failed; it ends in a dead letter',

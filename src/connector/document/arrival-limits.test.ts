@@ -22,7 +22,7 @@ function setup(
   decode: () => Promise<unknown> = async () => ({}),
   admitError: Error | null = null,
 ) {
-  const letters: DeadLetter[] = [];
+  const deadLetters: DeadLetter[] = [];
   const admitted: string[] = [];
   const handle = arrivalHandler({
     decoder: { decode },
@@ -35,38 +35,38 @@ function setup(
     },
     state: { get: () => undefined, marker: () => undefined },
     deadLetter: async (l) => {
-      letters.push(l);
+      deadLetters.push(l);
     },
     logger: silentLogger,
     limits,
   });
-  return { handle, letters, admitted };
+  return { handle, deadLetters, admitted };
 }
 
 const blob = { url: 'file:///tmp/a.pdf' };
 
 describe('the size rule of arrival events', () => {
   it('dead-letters attributes above maxAttributesBytes at validation, without echoing them', async () => {
-    const { handle, letters, admitted } = setup({ maxAttributesBytes: 1000 });
+    const { handle, deadLetters, admitted } = setup({ maxAttributesBytes: 1000 });
     await handle(message({ event_id: 'big', blob, attributes: { pad: 'x'.repeat(2000) } }));
     await handle(message({ event_id: 'small', blob, attributes: { pad: 'x'.repeat(100) } }));
     expect(admitted).toEqual(['small']);
-    expect(letters.map((l) => [l.event_id, l.stage, l.error_code, l.attributes])).toEqual([
+    expect(deadLetters.map((l) => [l.event_id, l.stage, l.error_code, l.attributes])).toEqual([
       ['big', 'validate', 'attributes_too_large', {}],
     ]);
-    expect(letters[0]!.message).toContain('connector.maxAttributesBytes');
-    expect(letters[0]!.source?.value?.length).toBeGreaterThan(2000);
+    expect(deadLetters[0]!.message).toContain('connector.maxAttributesBytes');
+    expect(deadLetters[0]!.source?.value?.length).toBeGreaterThan(2000);
   });
 
   it('dead-letters an event whose state record would not fit (event_too_large)', async () => {
-    const { handle, letters, admitted } = setup({
+    const { handle, deadLetters, admitted } = setup({
       maxAttributesBytes: 1_000_000,
       stateProblem: (_s, e) => (e.event_id === 'huge' ? 'state record of 2000000 bytes' : null),
     });
     await handle(message({ event_id: 'huge', blob }));
     await handle(message({ event_id: 'fine', blob }));
     expect(admitted).toEqual(['fine']);
-    expect(letters.map((l) => [l.event_id, l.error_code, l.attributes])).toEqual([
+    expect(deadLetters.map((l) => [l.event_id, l.error_code, l.attributes])).toEqual([
       ['huge', 'event_too_large', {}],
     ]);
   });
@@ -78,21 +78,21 @@ describe('the size rule of arrival events', () => {
       limit: 1_000_000,
       fromBroker: true,
     });
-    const { handle, letters } = setup({ maxAttributesBytes: 1000 }, undefined, tooLarge);
+    const { handle, deadLetters } = setup({ maxAttributesBytes: 1000 }, undefined, tooLarge);
     await handle(message({ event_id: 'e', blob }));
-    expect(letters.map((l) => [l.stage, l.error_code])).toEqual([['validate', 'event_too_large']]);
+    expect(deadLetters.map((l) => [l.stage, l.error_code])).toEqual([['validate', 'event_too_large']]);
     const other = setup({ maxAttributesBytes: 1000 }, undefined, new Error('state topic unavailable'));
     await expect(other.handle(message({ event_id: 'e', blob }))).rejects.toThrow('state topic unavailable');
-    expect(other.letters).toEqual([]);
+    expect(other.deadLetters).toEqual([]);
   });
 
   it('throws a registry outage (the record is retried), never dead-letters it', async () => {
-    const { handle, letters } = setup({ maxAttributesBytes: 1000 }, async () => {
+    const { handle, deadLetters } = setup({ maxAttributesBytes: 1000 }, async () => {
       throw new RegistryUnavailableError('registry answered 503', { status: 503 });
     });
     await expect(handle(message(Buffer.from([0, 0, 0, 0, 9, 1])))).rejects.toBeInstanceOf(
       RegistryUnavailableError,
     );
-    expect(letters).toEqual([]);
+    expect(deadLetters).toEqual([]);
   });
 });

@@ -64,11 +64,11 @@ export function sizeProblem(
 }
 
 /**
- * The letter of a record whose handling threw something no rule expected (a bug, or a
+ * The dead letter of a record whose handling threw something no rule expected (a bug, or a
  * value its decoder could not take): it ends the record instead of stopping the loop. It carries the
  * record's pointer only, not its bytes, which may be what made the handling fail.
  */
-export function unhandledLetter(
+export function unhandledDeadLetter(
   message: IncomingMessage,
   err: unknown,
   stage: 'decode' | 'feedback',
@@ -114,7 +114,7 @@ export function arrivalHandler(deps: ArrivalDeps): (message: IncomingMessage) =>
       await deps.deadLetter(
         deadLetterOf(
           tooLarge,
-          // Attributes too large for an output are too large for the letter too.
+          // Attributes too large for an output are too large for the dead letter too.
           {
             source,
             event_id: event.event_id,
@@ -137,7 +137,7 @@ export function arrivalHandler(deps: ArrivalDeps): (message: IncomingMessage) =>
       );
     } catch (err) {
       // The size rule above measures the state before it exists; should a write still be refused as
-      // too large, the same record would be refused at every redelivery: it ends in a letter instead.
+      // too large, the same record would be refused at every redelivery: it ends in a dead letter instead.
       if (!isMessageTooLarge(err)) throw err;
       await deps.deadLetter(
         deadLetterOf(

@@ -19,11 +19,11 @@ import {
   deadLetterOf,
   failureOf,
   type DeadLetterStage,
-  type LetterContext,
-  type LetterSubject,
+  type DeadLetterContext,
+  type DeadLetterSubject,
 } from '../outputs/dead-letters.js';
 import type { InFlight } from './in-flight.js';
-import { FAILED_AT, type CatalogueCode } from '../outputs/letter-catalogue.js';
+import { FAILED_AT, type CatalogueCode } from '../outputs/dead-letter-catalogue.js';
 import {
   ResultNotReady,
   type CreatedSubmission,
@@ -46,11 +46,11 @@ const SIBLING_WAIT_MS = 200;
 const SIBLING_PULL_MS = 50;
 
 /**
- * A failure the document or its request is at fault for ends the document instead (`fail`): a dead
- * letter naming stage, code, HTTP status and attempts, and state FAILED; so does its deadline
+ * A failure the document or its request is at fault for ends the document instead (`fail`): a dead letter
+ * naming stage, code, HTTP status and attempts, and state FAILED; so does its deadline
  * (`expire`). A transient API failure (429, 5xx, no answer, token endpoint down) is never such a failure:
  * the client retries it until the document's deadline (`connector.deadlineMs`: from admission for the
- * create, from creation after it), so it ends a document only as a deadline letter. Nor is the blob
+ * create, from creation after it), so it ends a document only as a deadline dead letter. Nor is the blob
  * store's (a retriable `BlobError`): at admission the consumer tries the record again until the
  * deadline (from the first admission attempt); a resumed document's upload is scheduled again. A revoked or
  * stopped document just stops: its next owner resumes it from its last recorded state.
@@ -115,7 +115,7 @@ export class DocumentLife {
       // Transient failure before the deadline: thrown, the consumer tries the record again after a back-off.
       if (outcome === 'again') throw err;
       // A blob error's own code names the problem; its retry count is not the API's (a deadline
-      // letter counts the admission attempts).
+      // dead letter counts the admission attempts).
       const { failure, attempts } = outcome;
       await this.deadLetter(failure, subject, { stage: 'blob', fallbackCode: 'blob_unreadable', attempts });
       return 'dead-lettered';
@@ -265,7 +265,7 @@ export class DocumentLife {
 
   /**
    * What a blob error at admission means: `again` for a transient blob store failure while the document's
-   * deadline, counted from the event's first admission attempt, is ahead; else the letter's failure:
+   * deadline, counted from the event's first admission attempt, is ahead; else the dead letter's failure:
    * the error itself, or past the deadline a deadline failure naming the last error and the tries.
    */
   private blobFailure(
@@ -374,7 +374,7 @@ export class DocumentLife {
       // A resumed upload that the server already has (409) is done, not failed.
       if (!(stage === 'upload' && failureOf(err).status === 409)) {
         await run.blob?.cleanup();
-        // A transient API failure lasted until the deadline: a deadline letter (unless the timer wrote it).
+        // A transient API failure lasted until the deadline: a deadline dead letter (unless the timer wrote it).
         if (outlasted(err)) await this.expire(run);
         else await this.fail(run, err, stage, FAILED_AT[stage]);
         return false;
@@ -413,7 +413,7 @@ export class DocumentLife {
 
   /**
    * Schedules poll number `attempt` of one result (`PollTiming` says when). `skipped`: a spare poll
-   * found no room and is placed again.
+   * found no spare capacity and is placed again.
    */
   private awaitResult(run: Run, kind: Awaitable, attempt: number, skipped = false): void {
     const now = this.now();
@@ -476,7 +476,7 @@ export class DocumentLife {
     // A spare poll goes only while nobody waits at the limiter (then behind creates); else it is
     // placed again, a gap later.
     const spare = !pulled && (run.spare?.has(kind) ?? false);
-    if (spare && !this.timing.roomNow()) {
+    if (spare && !this.timing.hasSpareCapacity()) {
       this.awaitResult(run, kind, attempt, true);
       return;
     }
@@ -573,7 +573,7 @@ export class DocumentLife {
           inputPartition: run.state.input.partition,
         });
       } catch (err) {
-        // Too large for its topic: retrying cannot help, the document ends in a letter.
+        // Too large for its topic: retrying cannot help, the document ends in a dead letter.
         if (isMessageTooLarge(err)) {
           await this.fail(run, err, 'publish', 'result_too_large');
           return;
@@ -714,14 +714,14 @@ export class DocumentLife {
     fallbackCode: CatalogueCode,
     attempts?: number,
   ): Promise<void> {
-    // One end per document: a deadline and a failed poll at once write one letter.
+    // One end per document: a deadline and a failed poll at once write one dead letter.
     if (!run.running) return;
     run.transitionTo('finishing');
     await this.deadLetter(
       err,
       { source: await this.sourceOf(run), ...run.subject() },
       { stage, fallbackCode, ...(attempts === undefined ? {} : { attempts }) },
-      // Exactly-once: the letter and the FAILED state below go in one transaction.
+      // Exactly-once: the dead letter and the FAILED state below go in one transaction.
       { stateFollows: run.mode === 'process' },
     );
     if (run.mode === 'process') {
@@ -734,18 +734,18 @@ export class DocumentLife {
 
   private async deadLetter(
     err: unknown,
-    subject: LetterSubject,
-    context: LetterContext,
+    subject: DeadLetterSubject,
+    context: DeadLetterContext,
     options: { stateFollows?: boolean } = {},
   ): Promise<void> {
-    const letter = deadLetterOf(err, subject, context);
-    await this.ports.out.deadLetter(letter, options);
-    this.events.onDeadLetter?.(context.stage, letter.error_code);
+    const deadLetter = deadLetterOf(err, subject, context);
+    await this.ports.out.deadLetter(deadLetter, options);
+    this.events.onDeadLetter?.(context.stage, deadLetter.error_code);
   }
 
   /**
    * The input record of a running document, read back by its pointer for a dead letter; when it is
-   * gone (or cannot be read now) the letter still names it, without its bytes.
+   * gone (or cannot be read now) the dead letter still names it, without its bytes.
    */
   private async sourceOf(run: Run): Promise<SourceRecord> {
     const p = run.pointer;
@@ -793,7 +793,7 @@ function outlasted(err: unknown): err is ApiError {
   return err instanceof ApiError && err.budgetSpent;
 }
 
-/** A deadline letter's failure that names the API's last answer and how often it was tried. */
+/** A deadline dead letter's failure that names the API's last answer and how often it was tried. */
 function deadlineFailure(
   err: ApiError,
   what: string,

@@ -63,7 +63,7 @@ class FakeApi implements ApiPort {
 
 class FakeOut implements OutputPort, StatePort {
   results: Array<{ kind: Awaitable; submission_id: string; source: string | undefined }> = [];
-  letters: DeadLetter[] = [];
+  deadLetters: DeadLetter[] = [];
   states: DocumentStateV2[] = [];
   /** While set, a publish waits for it after calling `onPublishing` (to stop or revoke meanwhile). */
   holdPublish: Promise<void> | null = null;
@@ -80,8 +80,8 @@ class FakeOut implements OutputPort, StatePort {
     }
     this.results.push({ kind, submission_id: doc.submission_id, source: extra?.source });
   }
-  async deadLetter(letter: DeadLetter): Promise<void> {
-    this.letters.push(letter);
+  async deadLetter(deadLetter: DeadLetter): Promise<void> {
+    this.deadLetters.push(deadLetter);
   }
   /** Each state write with this status fails once (Kafka unavailable), then succeeds. */
   failOnce = new Set<string>();
@@ -463,13 +463,13 @@ describe('DocumentEngine', () => {
     expect(await engine.admit(copy, other, recorded({ ...done, blob: undefined }))).toBe('published-before');
     expect(api.calls.filter((c) => c === 'create')).toHaveLength(1);
     expect(
-      out.letters.map((l) => [l.stage, l.error_code, l.event_id, l.source?.offset, l.submission_id]),
+      out.deadLetters.map((l) => [l.stage, l.error_code, l.event_id, l.source?.offset, l.submission_id]),
     ).toEqual([
       ['validate', 'event_id_reused', 'evt-1', '9', null],
       ['validate', 'event_id_reused', 'evt-1', '9', null],
       ['validate', 'event_id_reused', 'evt-1', '9', null],
     ]);
-    expect(out.letters[0]!.message).toContain(`submission ${created.submission_id}`);
+    expect(out.deadLetters[0]!.message).toContain(`submission ${created.submission_id}`);
   });
 
   it('re-emits a finished document once per replay marker that covers its record', async () => {
@@ -513,9 +513,13 @@ describe('DocumentEngine', () => {
     expect(api.calls.filter((c) => c === 'characteristics')).toHaveLength(1);
     expect(api.calls.filter((c) => c === 'create')).toHaveLength(0);
     expect(out.states.filter((s) => s.event_id === 'evt-r').at(-1)?.status).toBe('DONE');
-    expect(out.letters).toHaveLength(1);
-    expect(out.letters[0]).toMatchObject({ event_id: 'evt-gone', error_code: 'input_gone', stage: 'upload' });
-    expect(out.letters[0]?.source).toMatchObject({ offset: '12', value: null });
+    expect(out.deadLetters).toHaveLength(1);
+    expect(out.deadLetters[0]).toMatchObject({
+      event_id: 'evt-gone',
+      error_code: 'input_gone',
+      stage: 'upload',
+    });
+    expect(out.deadLetters[0]?.source).toMatchObject({ offset: '12', value: null });
     expect(out.states.filter((s) => s.event_id === 'evt-gone').at(-1)?.status).toBe('FAILED');
   });
 
@@ -530,7 +534,7 @@ describe('DocumentEngine', () => {
     await until(1);
     expect(store.tries()).toBe(3);
     expect(api.calls.filter((c) => c === 'upload')).toHaveLength(1);
-    expect(out.letters).toEqual([]);
+    expect(out.deadLetters).toEqual([]);
     expect(out.states.at(-1)?.status).toBe('DONE');
 
     // Transient failure to the end: the deadline timer ends it, naming the blob's last error.
@@ -542,13 +546,15 @@ describe('DocumentEngine', () => {
     ]);
     await until(2);
     expect(api.calls.filter((c) => c === 'upload')).toHaveLength(1);
-    expect(out.letters).toHaveLength(1);
-    expect(out.letters[0]).toMatchObject({
+    expect(out.deadLetters).toHaveLength(1);
+    expect(out.deadLetters[0]).toMatchObject({
       event_id: 'evt-w2',
       stage: 'upload',
       error_code: 'deadline_exceeded',
     });
-    expect(out.letters[0]?.message).toMatch(/its blob could not be read: \d+ tries; last: blob_unreadable: /);
+    expect(out.deadLetters[0]?.message).toMatch(
+      /its blob could not be read: \d+ tries; last: blob_unreadable: /,
+    );
     expect(out.states.filter((s) => s.event_id === 'evt-w2').at(-1)?.status).toBe('FAILED');
   });
 
@@ -570,12 +576,12 @@ describe('DocumentEngine', () => {
     const { api, out, engine } = setup({}, err);
     expect(await engine.admit(source, event(), undefined)).toBe('dead-lettered');
     expect(api.calls).toEqual([]);
-    expect(out.letters[0]).toMatchObject({
+    expect(out.deadLetters[0]).toMatchObject({
       stage: 'blob',
       error_code: 'blob_not_allowed',
       event_id: 'evt-1',
     });
-    expect(out.letters[0]?.source?.offset).toBe('7');
+    expect(out.deadLetters[0]?.source?.offset).toBe('7');
   });
 
   it('tries a record again while its blob store answers with transient failures, then submits it once', async () => {
@@ -589,11 +595,11 @@ describe('DocumentEngine', () => {
     await until(1);
     expect(store.tries()).toBe(3);
     expect(api.calls.filter((c) => c === 'create')).toHaveLength(1);
-    expect(out.letters).toEqual([]);
+    expect(out.deadLetters).toEqual([]);
     expect(out.states.at(-1)?.status).toBe('DONE');
   });
 
-  it('ends a record whose blob store fails transiently until the deadline in a deadline letter naming it', async () => {
+  it('ends a record whose blob store fails transiently until the deadline in a deadline dead letter naming it', async () => {
     const { api, out, engine, blobs } = setup({ deadlineMs: 40 });
     const store = transientFailuresFor(Infinity);
     blobs.resolve = store.resolve;
@@ -605,20 +611,20 @@ describe('DocumentEngine', () => {
     }
     expect(outcome).toBe('dead-lettered');
     expect(api.calls).toEqual([]);
-    expect(out.letters).toHaveLength(1);
+    expect(out.deadLetters).toHaveLength(1);
     expect(store.tries()).toBeGreaterThan(1);
-    expect(out.letters[0]).toMatchObject({
+    expect(out.deadLetters[0]).toMatchObject({
       stage: 'blob',
       error_code: 'deadline',
       event_id: 'evt-1',
       attempts: store.tries(),
       http_status: null,
     });
-    expect(out.letters[0]?.message).toContain(`${store.tries()} tries; last: blob_unreadable:`);
-    expect(out.letters[0]?.message).toContain('https://blobs.example/a.pdf answered HTTP 503');
+    expect(out.deadLetters[0]?.message).toContain(`${store.tries()} tries; last: blob_unreadable:`);
+    expect(out.deadLetters[0]?.message).toContain('https://blobs.example/a.pdf answered HTTP 503');
     // The record ended: the same event admitted again counts from its own first attempt.
     await expect(engine.admit(source, event(), undefined)).rejects.toThrow('answered HTTP 503');
-    expect(out.letters).toHaveLength(1);
+    expect(out.deadLetters).toHaveLength(1);
   });
 
   it('dead-letters a blob error no retry can change at once, after transient failure too', async () => {
@@ -631,8 +637,8 @@ describe('DocumentEngine', () => {
     await expect(engine.admit(source, event(), undefined)).rejects.toThrow('answered HTTP 503');
     expect(await engine.admit(source, event(), undefined)).toBe('dead-lettered');
     expect(api.calls).toEqual([]);
-    expect(out.letters).toHaveLength(1);
-    expect(out.letters[0]).toMatchObject({ stage: 'blob', error_code: 'blob_not_found', attempts: 1 });
+    expect(out.deadLetters).toHaveLength(1);
+    expect(out.deadLetters[0]).toMatchObject({ stage: 'blob', error_code: 'blob_not_found', attempts: 1 });
   });
 
   it('forgets the transient blob failures of a revoked partition: its next admission counts afresh', async () => {
@@ -641,27 +647,27 @@ describe('DocumentEngine', () => {
     await expect(engine.admit(source, event(), undefined)).rejects.toThrow('answered HTTP 503');
     await pause(40);
     engine.revoke([1]);
-    // Another partition's revocation keeps it: past the deadline, a letter.
+    // Another partition's revocation keeps it: past the deadline, a dead letter.
     expect(await engine.admit(source, event(), undefined)).toBe('dead-lettered');
     await expect(engine.admit(source, event(), undefined)).rejects.toThrow('answered HTTP 503');
     await pause(40);
     engine.revoke([0]);
     await expect(engine.admit(source, event(), undefined)).rejects.toThrow('answered HTTP 503');
-    expect(out.letters).toHaveLength(1);
+    expect(out.deadLetters).toHaveLength(1);
   });
 
   it('dead-letters a create refused by the API with its status', async () => {
     const { api, out, engine } = setup();
     api.createError = Object.assign(new Error('query_id: too long'), { status: 400, retriable: false });
     expect(await engine.admit(source, event(), undefined)).toBe('dead-lettered');
-    expect(out.letters[0]).toMatchObject({ stage: 'create', error_code: 'api_400', http_status: 400 });
+    expect(out.deadLetters[0]).toMatchObject({ stage: 'create', error_code: 'api_400', http_status: 400 });
   });
 
   it('says in the dead letter how many times the API client tried', async () => {
     const { api, out, engine } = setup();
     api.createError = Object.assign(new Error('unavailable'), { status: 503, retriable: true, attempts: 6 });
     expect(await engine.admit(source, event(), undefined)).toBe('dead-lettered');
-    expect(out.letters[0]).toMatchObject({ stage: 'create', error_code: 'api_503', attempts: 6 });
+    expect(out.deadLetters[0]).toMatchObject({ stage: 'create', error_code: 'api_503', attempts: 6 });
   });
 
   it('dead-letters a document whose results miss the deadline and records it as failed', async () => {
@@ -671,10 +677,10 @@ describe('DocumentEngine', () => {
     inputs.add(source, ev);
     await engine.admit(source, ev, undefined);
     await until(1);
-    expect(out.letters[0]).toMatchObject({ stage: 'poll', error_code: 'deadline_exceeded' });
+    expect(out.deadLetters[0]).toMatchObject({ stage: 'poll', error_code: 'deadline_exceeded' });
     // Raised long after admission, the dead letter carries the original record, read back by pointer.
     expect(inputs.reads).toEqual([{ topic: 'documents.arrived', partition: 0, offset: '7' }]);
-    expect(out.letters[0]?.source?.value?.toString()).toBe('{}');
+    expect(out.deadLetters[0]?.source?.value?.toString()).toBe('{}');
     expect(out.states.at(-1)?.status).toBe('FAILED');
     expect(out.states.at(-1)).not.toHaveProperty('error');
   });
@@ -792,9 +798,13 @@ describe('DocumentEngine', () => {
       undefined,
     );
     await until(1);
-    expect(out.letters).toHaveLength(1);
-    expect(out.letters[0]).toMatchObject({ stage: 'decision', error_code: 'deadline', event_id: 'evt-1' });
-    expect(out.letters[0]?.message).toContain('decision polling is off');
+    expect(out.deadLetters).toHaveLength(1);
+    expect(out.deadLetters[0]).toMatchObject({
+      stage: 'decision',
+      error_code: 'deadline',
+      event_id: 'evt-1',
+    });
+    expect(out.deadLetters[0]?.message).toContain('decision polling is off');
     expect(out.results.map((r) => r.kind)).toEqual(['quality']);
     expect(out.states.at(-1)?.status).toBe('FAILED');
     expect(engine.inFlight).toBe(0);
@@ -810,9 +820,9 @@ describe('DocumentEngine', () => {
       undefined,
     );
     await until(1);
-    expect(out.letters).toHaveLength(1);
-    expect(out.letters[0]).toMatchObject({ stage: 'poll', error_code: 'deadline_exceeded' });
-    expect(out.letters[0]?.message).toContain('quality, decision');
+    expect(out.deadLetters).toHaveLength(1);
+    expect(out.deadLetters[0]).toMatchObject({ stage: 'poll', error_code: 'deadline_exceeded' });
+    expect(out.deadLetters[0]?.message).toContain('quality, decision');
   });
 
   it('cancels the deadline when the document finishes, and times a replay from its start', async () => {
@@ -827,7 +837,7 @@ describe('DocumentEngine', () => {
       await engine.admit(source, event({ pipeline_configuration: 'QUALITY_ONLY' }), recorded(done, replay)),
     ).toBe('replayed');
     await until(2);
-    expect(out.letters).toEqual([]);
+    expect(out.deadLetters).toEqual([]);
     expect(out.results.map((r) => r.kind)).toEqual(['quality', 'quality']);
   });
 
@@ -841,7 +851,7 @@ describe('DocumentEngine', () => {
     expect(engine.revoke([0])).toBe(1);
     expect(engine.inFlight).toBe(0);
     await new Promise((r) => setTimeout(r, 30));
-    expect(out.letters).toEqual([]);
+    expect(out.deadLetters).toEqual([]);
     expect(out.states.some((s) => s.status === 'FAILED')).toBe(false);
   });
 

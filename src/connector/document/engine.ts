@@ -37,7 +37,7 @@ export interface Existing {
  * - `admit` resolves only once the record's outcome is durable: its state (with the submission id)
  *   acknowledged by Kafka, or a dead letter produced. Its offset may then be committed.
  * - A document whose state exists is never submitted again (unless the event says `reprocess`); a
- *   copy of its event pointing at another blob ends in a letter (`event_id_reused`), never silently.
+ *   copy of its event pointing at another blob ends in a dead letter (`event_id_reused`), never silently.
  * - Every failure ends in a dead letter (`dead-letters.ts`) with stage, code, message, HTTP status
  *   and attempts.
  */
@@ -133,19 +133,19 @@ export class DocumentEngine {
 
   /**
    * An `event_id` names one document: a copy of its event that points at another blob is not
-   * submitted (the first blob is, or was, analysed), and says so in a letter, whether it came with the
+   * submitted (the first blob is, or was, analysed), and says so in a dead letter, whether it came with the
    * first copy or long after it (the README's "The same event twice").
    */
   private async anotherBlob(source: SourceRecord, event: ArrivalEvent, submissionId: string): Promise<void> {
     const message =
       `event ${event.event_id} was submitted before (submission ${submissionId}) with another blob; ` +
       'this record is not analysed: send it with reprocess: true, or under a new event_id';
-    const letter = deadLetterOf(
+    const deadLetter = deadLetterOf(
       { code: 'event_id_reused', message },
       { source, event_id: event.event_id, submission_id: null, attributes: event.attributes },
       { stage: 'validate', fallbackCode: 'event_id_reused', attempts: 1 },
     );
-    await this.ports.out.deadLetter(letter);
+    await this.ports.out.deadLetter(deadLetter);
     this.events.onDeadLetter?.('validate', 'event_id_reused');
   }
 

@@ -114,7 +114,7 @@ describe('ReadyTimes', () => {
 });
 
 describe('PollTiming', () => {
-  it('with room to spare, results uniform 1-4 s are out within a fraction of a second of ready', () => {
+  it('with capacity to spare, results uniform 1-4 s are out within a fraction of a second of ready', () => {
     const random = seeded(3);
     const timing = new PollTiming({ pollInitialMs: 500, pollMaxMs: 15000 }, random);
     simulate(timing, 500, uniform(random, 1000, 4000)); // learning
@@ -183,7 +183,7 @@ describe('PollTiming', () => {
     expect(economy.delayMs).toBeGreaterThan(fresh.delayMs);
     // The economy schedule's first poll comes late in the distribution: most results are ready.
     expect(economy.delayMs).toBeGreaterThan(2500);
-    // A spare poll that found no room is placed again a gap later, never at once.
+    // A spare poll that found no spare capacity is placed again a gap later, never at once.
     expect(timing.plan('fraud', 0, false, 0, 0, true).delayMs).toBeGreaterThanOrEqual(19);
   });
 
@@ -227,7 +227,7 @@ describe('PollPrice', () => {
     let p = price.at(now);
     for (let i = 0; i < 20; i++) p = step();
     expect(p).toBe(ECONOMY_MS);
-    expect(price.roomNow()).toBe(false);
+    expect(price.hasSpareCapacity()).toBe(false);
     reading.waiting = 0;
     reading.usedPerSecond = 20;
     const falling: number[] = [];
@@ -236,7 +236,7 @@ describe('PollPrice', () => {
     for (let i = 1; i < falling.length; i++)
       expect(falling[i]!).toBeGreaterThanOrEqual(falling[i - 1]! * 0.8 - 1e-9);
     expect(falling[falling.length - 1]).toBe(CHEAPEST_MS);
-    expect(price.roomNow()).toBe(true);
+    expect(price.hasSpareCapacity()).toBe(true);
   });
 
   it('holds its price between calls used at 60 % and 80 % of the capacity, rises above', () => {
@@ -248,13 +248,13 @@ describe('PollPrice', () => {
     expect(price.at(2000)).toBe(first * 2);
     // A spare poll goes only below 90 % of the capacity, and while the queue is short (a second of
     // the rate: 100 calls here).
-    expect(price.roomNow()).toBe(true);
+    expect(price.hasSpareCapacity()).toBe(true);
     reading.usedPerSecond = 95;
-    expect(price.roomNow()).toBe(false);
+    expect(price.hasSpareCapacity()).toBe(false);
     reading.usedPerSecond = 50;
     reading.waiting = 100;
-    expect(price.roomNow()).toBe(true);
+    expect(price.hasSpareCapacity()).toBe(true);
     reading.waiting = 101;
-    expect(price.roomNow()).toBe(false);
+    expect(price.hasSpareCapacity()).toBe(false);
   });
 });

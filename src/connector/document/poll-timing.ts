@@ -23,7 +23,7 @@ import type { Awaitable } from '../types.js';
  * Beyond what was ever seen (a result slower than usual) the hazard is taken as 1/t, so gaps grow with
  * the square root of the time waited and stay within half of it.
  *
- * The price (`PollPrice`) follows the limiter: while the API has room (calls used well below the
+ * The price (`PollPrice`) follows the limiter: while the API has spare capacity (calls used well below the
  * capacity found) it falls to `CHEAPEST_MS`, the freshest schedule; as the calls near the capacity it
  * doubles, up to `ECONOMY_MS`, where a result costs little more than one GET. A poll placed earlier
  * than the economy schedule would place it is spare: it goes only if the limiter's queue is short at
@@ -41,7 +41,7 @@ export interface PollBudget {
   headroom(): { capacityPerSecond: number; usedPerSecond: number; waiting: number; ratePerSecond: number };
 }
 
-/** The price of a poll, in milliseconds of expected delay, when the API has room to spare. */
+/** The price of a poll, in milliseconds of expected delay, when the API has capacity to spare. */
 export const CHEAPEST_MS = 20;
 /** The price at the limit: little more than one GET per result, first poll late in the distribution. */
 export const ECONOMY_MS = 1000;
@@ -258,7 +258,7 @@ export class ReadyTimes {
  * doubled while calls use more than `BUSY_SHARE` of the capacity, lowered by a fifth while they use
  * less than `ROOMY_SHARE`, within `CHEAPEST_MS`..`ECONOMY_MS`. Calls queued at the limiter do not
  * raise it by themselves: in slow start they wait for the rate, not for the API's capacity; spare
- * polls then wait for their turn behind creates, or are placed again (`roomNow`).
+ * polls then wait for their turn behind creates, or are placed again (`hasSpareCapacity`).
  */
 export class PollPrice {
   private price = CHEAPEST_MS;
@@ -277,11 +277,11 @@ export class PollPrice {
   }
 
   /**
-   * The limiter has room for a spare poll now: calls stay below `SPARE_SHARE` of the capacity and the
+   * The limiter has capacity for a spare poll now: calls stay below `SPARE_SHARE` of the capacity and the
    * queue is short (in slow start calls queue for the rate, not for the API; spare ones wait behind
    * creates there, and their use makes the rate grow).
    */
-  roomNow(): boolean {
+  hasSpareCapacity(): boolean {
     if (!this.budget) return true;
     const { capacityPerSecond, usedPerSecond, waiting, ratePerSecond } = this.budget.headroom();
     return (
@@ -316,7 +316,7 @@ export class PollTiming {
 
   /**
    * The next poll of a `kind` result uploaded at `uploadedAt`: poll number `attempt` (0 = the first),
-   * at `now` (epoch ms). `skipped`: a spare poll found no room and is placed again.
+   * at `now` (epoch ms). `skipped`: a spare poll found no spare capacity and is placed again.
    */
   plan(
     kind: Awaitable,
@@ -343,9 +343,9 @@ export class PollTiming {
     return { delayMs: Math.max(0, Math.round(gap * (1 + 0.05 * this.random()))), spare };
   }
 
-  /** A spare poll may go now (the limiter has room). */
-  roomNow(): boolean {
-    return this.price.roomNow();
+  /** A spare poll may go now (the limiter has spare capacity). */
+  hasSpareCapacity(): boolean {
+    return this.price.hasSpareCapacity();
   }
 
   /** A `kind` result was not ready `afterMs` after its upload and ready `byMs` after it. */

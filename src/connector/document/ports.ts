@@ -63,7 +63,7 @@ export interface BlobPort {
   resolve(ref: BlobRef): Promise<OpenedBlob>;
 }
 
-// ---- Kafka: results and letters, the state (`../outputs/output-port.ts`, `../state/writer.ts`), the input read back ----
+// ---- Kafka: results and dead letters, the state (`../outputs/output-port.ts`, `../state/writer.ts`), the input read back ----
 
 export type { OutputPort, ResultExtra } from '../outputs/output-port.js';
 export type { StatePort } from '../state/writer.js';

@@ -24,7 +24,7 @@ function message(value: string | null, topic = 'in'): IncomingMessage {
 
 describe('arrival records', () => {
   function setup() {
-    const letters: DeadLetter[] = [];
+    const deadLetters: DeadLetter[] = [];
     const admitted: Array<{ event_id: string; offset: string; existing: unknown }> = [];
     const handle = arrivalHandler({
       decoder,
@@ -40,15 +40,15 @@ describe('arrival records', () => {
         marker: (partition) => (partition === 2 ? { generation: 1, until_offset: '5', at: 0 } : undefined),
       },
       deadLetter: async (l) => {
-        letters.push(l);
+        deadLetters.push(l);
       },
       logger: silentLogger,
     });
-    return { handle, letters, admitted };
+    return { handle, deadLetters, admitted };
   }
 
   it('admits a valid event with its source record and any existing state', async () => {
-    const { handle, admitted, letters } = setup();
+    const { handle, admitted, deadLetters } = setup();
     await handle(message(JSON.stringify({ event_id: 'seen', blob: { url: 'file:///tmp/a.pdf' } })));
     // The state and the replay marker of the record's own partition.
     expect(admitted).toEqual([
@@ -61,7 +61,7 @@ describe('arrival records', () => {
         },
       },
     ]);
-    expect(letters).toEqual([]);
+    expect(deadLetters).toEqual([]);
   });
 
   it('admits one copy of an event at a time: a second copy reads the state the first recorded', async () => {
@@ -112,21 +112,21 @@ describe('arrival records', () => {
   });
 
   it('dead-letters unreadable bytes at stage decode and an invalid event at stage validate', async () => {
-    const { handle, letters, admitted } = setup();
+    const { handle, deadLetters, admitted } = setup();
     await handle(message('{ nope'));
     await handle(message(JSON.stringify({ event_id: 'e-1', blob: 'not an object' })));
     expect(admitted).toEqual([]);
-    expect(letters.map((l) => [l.stage, l.error_code, l.source?.offset, l.source?.traceparent])).toEqual([
+    expect(deadLetters.map((l) => [l.stage, l.error_code, l.source?.offset, l.source?.traceparent])).toEqual([
       ['decode', 'invalid_json', '9', 'tp'],
       ['validate', 'schema_invalid', '9', 'tp'],
     ]);
-    expect(letters[1]?.event_id).toBe('e-1');
+    expect(deadLetters[1]?.event_id).toBe('e-1');
   });
 });
 
 describe('feedback records', () => {
   function setup(fail?: Error & { status?: number; retriable?: boolean }) {
-    const letters: DeadLetter[] = [];
+    const deadLetters: DeadLetter[] = [];
     const sent: string[] = [];
     const handle = feedbackHandler({
       decoder,
@@ -137,35 +137,35 @@ describe('feedback records', () => {
         },
       },
       deadLetter: async (l) => {
-        letters.push(l);
+        deadLetters.push(l);
       },
     });
-    return { handle, letters, sent };
+    return { handle, deadLetters, sent };
   }
   const sub = 'sub-000000000000000000001';
   const feedback = JSON.stringify({ submission_id: sub, feedback: { outcome: 'FRAUD' } });
 
   it('sends valid feedback to the API', async () => {
-    const { handle, sent, letters } = setup();
+    const { handle, sent, deadLetters } = setup();
     await handle(message(feedback, 'fb'));
     expect(sent).toEqual([sub]);
-    expect(letters).toEqual([]);
+    expect(deadLetters).toEqual([]);
   });
 
   it('dead-letters an unreadable record and feedback the API refuses for good', async () => {
     const bad = setup();
     await bad.handle(message('[]', 'fb'));
-    expect(bad.letters.map((l) => [l.stage, l.error_code])).toEqual([['feedback', 'schema_invalid']]);
+    expect(bad.deadLetters.map((l) => [l.stage, l.error_code])).toEqual([['feedback', 'schema_invalid']]);
     const refused = setup(Object.assign(new Error('gone'), { status: 404, retriable: true }));
     await refused.handle(message(feedback, 'fb'));
-    expect(refused.letters.map((l) => [l.stage, l.error_code, l.http_status, l.submission_id])).toEqual([
+    expect(refused.deadLetters.map((l) => [l.stage, l.error_code, l.http_status, l.submission_id])).toEqual([
       ['feedback', 'api_404', 404, sub],
     ]);
   });
 
   it('throws a retriable failure so the record is tried again', async () => {
-    const { handle, letters } = setup(Object.assign(new Error('busy'), { status: 503, retriable: true }));
+    const { handle, deadLetters } = setup(Object.assign(new Error('busy'), { status: 503, retriable: true }));
     await expect(handle(message(feedback, 'fb'))).rejects.toThrow('busy');
-    expect(letters).toEqual([]);
+    expect(deadLetters).toEqual([]);
   });
 });

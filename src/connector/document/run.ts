@@ -70,7 +70,7 @@ export class Run {
    * with the poll that finds it, the interval the poll schedule learns from.
    */
   notReadyAt: Map<Awaitable, number> | undefined;
-  /** Polls placed early for freshness (spare): they go only while the API has room. */
+  /** Polls placed early for freshness (spare): they go only while the API has spare capacity. */
   spare: Set<Awaitable> | undefined;
   /** A webhook delivery said the decision is ready: it is fetched now, polling or not. */
   decisionDelivered = false;
@@ -79,7 +79,7 @@ export class Run {
   uploadedAt = 0;
   /** The upload was made by this run (`uploadedAt` is its time): its polls teach the schedule. */
   uploadedHere = false;
-  /** A resumed document's blob store answered with a transient failure: how often, and its last error (for the letter). */
+  /** A resumed document's blob store answered with a transient failure: how often, and its last error (for the dead letter). */
   blobRetries: { tries: number; last: string } | null = null;
   /** A replay's generation (its marker's), recorded once every result was re-emitted. */
   replayGeneration = 0;

@@ -21,7 +21,7 @@ const event = {
   attributes: { tenant: 'acme', email: `${MARKER}@example.com` },
 };
 
-function letter(value: Buffer | null, extra: Partial<DeadLetter> = {}): DeadLetter {
+function deadLetter(value: Buffer | null, extra: Partial<DeadLetter> = {}): DeadLetter {
   return {
     source: source(value),
     event_id: 'evt-1',
@@ -99,7 +99,7 @@ describe('redactSource', () => {
     expect(redactSource(source(plain))).toMatchObject({ redaction: null, source: { value: plain } });
   });
 
-  it('removes attributes named attributes.<name> from the letter', () => {
+  it('removes attributes named attributes.<name> from the dead letter', () => {
     expect(redactAttributes({ tenant: 'a', email: 'x' }, ['attributes.email', 'blob.url'])).toEqual({
       tenant: 'a',
     });
@@ -110,7 +110,7 @@ describe('KafkaOutput.deadLetter', () => {
   it('never writes characteristics or configured fields, and points at the original', async () => {
     const { out, sent } = output({ redactFields: ['attributes.email'] });
     const value = Buffer.from(JSON.stringify(event));
-    await out.deadLetter(letter(value, { attributes: { tenant: 'acme', email: MARKER } }));
+    await out.deadLetter(deadLetter(value, { attributes: { tenant: 'acme', email: MARKER } }));
     expect(sent).toHaveLength(1);
     expect((sent[0]!.value as Buffer).toString('latin1')).not.toContain(MARKER);
     const d = decoded(sent[0]!);
@@ -118,16 +118,16 @@ describe('KafkaOutput.deadLetter', () => {
     expect(JSON.parse(d.value!.toString('utf8'))).toMatchObject({ event_id: 'evt-1' });
   });
 
-  it('cuts a letter to fit the topic limit, keeping the pointer', async () => {
+  it('cuts a dead letter to fit the topic limit, keeping the pointer', async () => {
     const big = Buffer.from(JSON.stringify({ event_id: 'e', pad: 'x'.repeat(50_000) }));
     const { out, sent } = output({ limitFor: () => 10_000 });
-    await out.deadLetter(letter(big));
+    await out.deadLetter(deadLetter(big));
     expect(sent).toHaveLength(1);
     expect(messageSize(sent[0]!)).toBeLessThanOrEqual(10_000);
     expect(decoded(sent[0]!).message).toContain('the original is in/3@41');
   });
 
-  it('refits with the broker limit when the broker refuses the letter', async () => {
+  it('refits with the broker limit when the broker refuses the dead letter', async () => {
     const big = Buffer.from(JSON.stringify({ event_id: 'e', pad: 'x'.repeat(50_000) }));
     const brokerLimit = 8_000;
     const { out, sent } = output({ limitFor: () => 100_000 }, async (m) => {
@@ -135,25 +135,25 @@ describe('KafkaOutput.deadLetter', () => {
       if (size > brokerLimit)
         throw new MessageTooLargeError({ topic: 'dlq', size, limit: 100_000, fromBroker: true });
     });
-    await out.deadLetter(letter(big));
+    await out.deadLetter(deadLetter(big));
     expect(sent).toHaveLength(1);
     expect(messageSize(sent[0]!)).toBeLessThanOrEqual(brokerLimit);
   });
 
-  it('logs and counts a letter that cannot fit at all, and resolves so the partition moves on', async () => {
+  it('logs and counts a dead letter that cannot fit at all, and resolves so the partition moves on', async () => {
     const unwritable: DeadLetter[] = [];
     const { out, sent } = output({ limitFor: () => 50, onUnwritable: (l) => unwritable.push(l) });
-    await expect(out.deadLetter(letter(Buffer.from('{}')))).resolves.toBeUndefined();
+    await expect(out.deadLetter(deadLetter(Buffer.from('{}')))).resolves.toBeUndefined();
     expect(sent).toHaveLength(0);
     expect(unwritable.map((l) => l.error_code)).toEqual(['blob_not_found']);
   });
 
-  it('writes a minimal letter when the letter cannot be built whole, so the record still ends', async () => {
+  it('writes a minimal dead letter when the dead letter cannot be built whole, so the record still ends', async () => {
     const errors: string[] = [];
     const logger = { error: (_o: unknown, msg: string) => errors.push(msg) } as unknown as Logger;
     const { out, sent } = output({ logger });
-    // Attributes that are not strings: the letter's encoding refuses them.
-    const odd = letter(Buffer.from(JSON.stringify(event)), {
+    // Attributes that are not strings: the dead letter's encoding refuses them.
+    const odd = deadLetter(Buffer.from(JSON.stringify(event)), {
       attributes: { tenant: 7 } as unknown as Record<string, string>,
     });
     await expect(out.deadLetter(odd)).resolves.toBeUndefined();
@@ -171,16 +171,16 @@ describe('KafkaOutput.deadLetter', () => {
       source_offset: 41,
     });
     expect(d.message).toMatch(
-      /^no such blob \[the letter could not be written whole \(.+\); the original is in\/3@41\]$/,
+      /^no such blob \[the dead letter could not be written whole \(.+\); the original is in\/3@41\]$/,
     );
     expect(errors).toEqual(['dead letter could not be built whole; writing a minimal one']);
   });
 
-  it('still rejects when Kafka cannot be reached for the minimal letter', async () => {
+  it('still rejects when Kafka cannot be reached for the minimal dead letter', async () => {
     const { out } = output({}, async () => {
       throw new Error('broker down');
     });
-    const odd = letter(null, { attributes: { tenant: 7 } as unknown as Record<string, string> });
+    const odd = deadLetter(null, { attributes: { tenant: 7 } as unknown as Record<string, string> });
     await expect(out.deadLetter(odd)).rejects.toThrow('broker down');
   });
 
@@ -188,6 +188,6 @@ describe('KafkaOutput.deadLetter', () => {
     const { out } = output({}, async () => {
       throw new Error('broker down');
     });
-    await expect(out.deadLetter(letter(Buffer.from('{}')))).rejects.toThrow('broker down');
+    await expect(out.deadLetter(deadLetter(Buffer.from('{}')))).rejects.toThrow('broker down');
   });
 });

@@ -1,13 +1,13 @@
 /**
  * The one way any failure becomes a dead letter: API client errors (status, attempts), blob errors
  * (code), decode failures (code) and anything else (the stage's fallback code). The stage named in
- * the letter is the stage counted in the failure metric.
+ * the dead letter is the stage counted in the failure metric.
  */
 import type { InputErrorCode } from '../../serde/input.js';
 import { redactText } from '../../observability/redact.js';
 import { jsonDepthProblem } from '../../serde/json-bounds.js';
 import type { DeadLetterStage } from '../../serde/types.js';
-import { isLetterCode, type CatalogueCode } from './letter-catalogue.js';
+import { isDeadLetterCode, type CatalogueCode } from './dead-letter-catalogue.js';
 import type { DeadLetter, SourceRecord } from '../types.js';
 
 export type { DeadLetterStage };
@@ -40,8 +40,8 @@ export function failureOf(err: unknown): Failure {
   };
 }
 
-/** Which document, and which record, a letter is about. */
-export interface LetterSubject {
+/** Which document, and which record, a dead letter is about. */
+export interface DeadLetterSubject {
   source: SourceRecord | null;
   event_id: string | null;
   submission_id: string | null;
@@ -49,7 +49,7 @@ export interface LetterSubject {
 }
 
 /** How the caller knows the failure beyond the error itself. */
-export interface LetterContext {
+export interface DeadLetterContext {
   stage: DeadLetterStage;
   /** The code when the failure has neither an HTTP status nor a catalogue code of its own. */
   fallbackCode: CatalogueCode;
@@ -59,11 +59,15 @@ export interface LetterContext {
 
 /**
  * A failure as a dead letter. The code is `api_<status>` when an HTTP status is known, else the
- * failure's own code when the catalogue (`letter-catalogue.ts`) declares it, else the fallback; `err` may be an error, a decode failure, or a plain
+ * failure's own code when the catalogue (`dead-letter-catalogue.ts`) declares it, else the fallback; `err` may be an error, a decode failure, or a plain
  * `{ code, message }` (a deadline). The message is redacted: an error may quote a server that
  * echoed credentials, or a URL with a password.
  */
-export function deadLetterOf(err: unknown, subject: LetterSubject, context: LetterContext): DeadLetter {
+export function deadLetterOf(
+  err: unknown,
+  subject: DeadLetterSubject,
+  context: DeadLetterContext,
+): DeadLetter {
   const f = failureOf(err);
   return {
     ...subject,
@@ -71,7 +75,7 @@ export function deadLetterOf(err: unknown, subject: LetterSubject, context: Lett
     error_code:
       f.status !== undefined
         ? `api_${f.status}`
-        : f.code !== undefined && isLetterCode(f.code)
+        : f.code !== undefined && isDeadLetterCode(f.code)
           ? f.code
           : context.fallbackCode,
     message: redactText(f.message),
@@ -89,19 +93,19 @@ export function decodeStage(code: InputErrorCode): DeadLetterStage {
 }
 
 /** Writes a dead letter (resolves once Kafka acknowledged it). */
-export type DeadLetterSink = (letter: DeadLetter) => Promise<void>;
+export type DeadLetterSink = (deadLetter: DeadLetter) => Promise<void>;
 
 /** Fields always removed from the copy of a record a dead letter carries: personal data. */
 const ALWAYS_REDACTED = ['submission_characteristics'] as const;
 
-/** Why a letter's copy of the original value was changed; null when it was kept byte for byte. */
+/** Why a dead letter's copy of the original value was changed; null when it was kept byte for byte. */
 type Redaction = 'fields_removed' | 'value_withheld' | null;
 
 /**
  * The source record as a dead letter may carry it: without `submission_characteristics` and the
  * configured fields (dotted paths, e.g. `blob.url` or `attributes.email`). A JSON object is parsed,
  * stripped and written again. A value that cannot be read without the registry (Avro, magic byte 0)
- * or is no JSON object is withheld when it could hold a redacted field, because a letter must never
+ * or is no JSON object is withheld when it could hold a redacted field, because a dead letter must never
  * need a working registry, or a parser that understands broken input, to be safe: the pointer
  * (topic, partition, offset) still leads to the original, which stays in the input topic. A text
  * nested too deep to strip and write again without recursing that deep counts as unreadable.
@@ -138,7 +142,7 @@ export function redactSource(
   };
 }
 
-/** The letter's attributes without those named `attributes.<name>` in the redacted fields. */
+/** The dead letter's attributes without those named `attributes.<name>` in the redacted fields. */
 export function redactAttributes(
   attributes: Record<string, string>,
   fields: readonly string[] = [],

@@ -7,7 +7,7 @@
  *   that transaction at once and the caller's next step, the state record saying it was published,
  *   lands in the same one (no I/O between them, and a transaction takes its records only in a timer
  *   callback), so both commit or neither does. Records that belong to no owned input partition (a
- *   letter about a feedback record, or about a submission's delete) go through the idempotent
+ *   dead letter about a feedback record, or about a submission's delete) go through the idempotent
  *   producer.
  */
 import type { CoalescingSender, SendOptions } from '../../kafka/coalescer.js';

@@ -206,21 +206,21 @@ export function decisionValue(
   };
 }
 
-export function deadLetterValue(letter: DeadLetter, now: number): DeadLetterValue {
+export function deadLetterValue(deadLetter: DeadLetter, now: number): DeadLetterValue {
   return {
-    key: letter.source?.key ?? null,
-    value: letter.source?.value ?? null,
-    source_topic: letter.source?.topic ?? '',
-    source_partition: letter.source?.partition ?? -1,
-    source_offset: letter.source ? Number(letter.source.offset) : -1,
-    event_id: letter.event_id,
-    submission_id: letter.submission_id,
-    stage: letter.stage,
-    error_code: letter.error_code,
-    message: letter.message,
-    http_status: letter.http_status,
-    attempts: letter.attempts,
+    key: deadLetter.source?.key ?? null,
+    value: deadLetter.source?.value ?? null,
+    source_topic: deadLetter.source?.topic ?? '',
+    source_partition: deadLetter.source?.partition ?? -1,
+    source_offset: deadLetter.source ? Number(deadLetter.source.offset) : -1,
+    event_id: deadLetter.event_id,
+    submission_id: deadLetter.submission_id,
+    stage: deadLetter.stage,
+    error_code: deadLetter.error_code,
+    message: deadLetter.message,
+    http_status: deadLetter.http_status,
+    attempts: deadLetter.attempts,
     failed_at: now,
-    attributes: letter.attributes,
+    attributes: deadLetter.attributes,
   };
 }

@@ -1,5 +1,5 @@
 /**
- * What a document's life (`../document/ports.ts`) needs of the outputs: results published and letters
+ * What a document's life (`../document/ports.ts`) needs of the outputs: results published and dead letters
  * written, each resolved once Kafka acknowledged it. Declared here, beside what implements it
  * (`output.ts`), so that the outputs need nothing of the document folder.
  */
@@ -14,7 +14,7 @@ export interface OutputPort {
     extra?: ResultExtra,
   ): Promise<void>;
   /** `stateFollows`: the caller records the document's state next (exactly-once: one transaction). */
-  deadLetter(letter: DeadLetter, options?: { stateFollows?: boolean }): Promise<void>;
+  deadLetter(deadLetter: DeadLetter, options?: { stateFollows?: boolean }): Promise<void>;
 }
 
 export interface ResultExtra {

@@ -164,7 +164,7 @@ describe('KafkaOutput', () => {
 
   it('sends a dead letter with the original bytes, keyed by submission id, else event id', async () => {
     const { out, sent } = output();
-    const letter: DeadLetter = {
+    const deadLetter: DeadLetter = {
       source: {
         topic: 'in',
         partition: 2,
@@ -182,8 +182,8 @@ describe('KafkaOutput', () => {
       attempts: 1,
       attributes: {},
     };
-    await out.deadLetter(letter);
-    await out.deadLetter({ ...letter, source: null, event_id: null, submission_id: 'sub-3' });
+    await out.deadLetter(deadLetter);
+    await out.deadLetter({ ...deadLetter, source: null, event_id: null, submission_id: 'sub-3' });
     expect(sent.map((s) => [s.topic, s.message.key, s.message.headers])).toEqual([
       ['o.dlq', 'evt-9', { event_id: 'evt-9', traceparent: 'tp' }],
       ['o.dlq', 'sub-3', {}],

@@ -26,14 +26,14 @@ interface OutputTopics {
 
 /** How dead letters are made safe and small enough to write. */
 export interface DeadLetterOptions {
-  /** Fields removed from the letter's copy of the original value, besides the characteristics. */
+  /** Fields removed from the dead letter's copy of the original value, besides the characteristics. */
   redactFields?: readonly string[];
   /** The dead-letter topic's message limit (the producer's, read from the broker at boot). */
   limitFor?: (topic: string) => number;
   logger?: Logger;
-  /** A letter that could not be written even cut to its bare fields: it is logged and counted. */
-  onUnwritable?: (letter: DeadLetter) => void;
-  /** The input topic: a letter about one of its records is written with that partition's state. */
+  /** A dead letter that could not be written even cut to its bare fields: it is logged and counted. */
+  onUnwritable?: (deadLetter: DeadLetter) => void;
+  /** The input topic: a dead letter about one of its records is written with that partition's state. */
   inputTopic?: string;
 }
 
@@ -102,45 +102,52 @@ export class KafkaOutput implements OutputPort {
   }
 
   /**
-   * Writes a letter with its personal fields removed and cut to fit the topic, pointing at the
-   * original record. Resolves once Kafka acknowledged it; a letter that cannot fit even without the
+   * Writes a dead letter with its personal fields removed and cut to fit the topic, pointing at the
+   * original record. Resolves once Kafka acknowledged it; a dead letter that cannot fit even without the
    * original bytes is logged and counted, and resolves too, so the partition moves on. Rejects only
-   * when Kafka could not be reached (the record is retried). A letter that cannot be built (a value
+   * when Kafka could not be reached (the record is retried). A dead letter that cannot be built (a value
    * no step of the redaction or the encoding expected) is written minimal instead: its pointer,
    * ids, stage, code and a short reason, so the record still ends.
    */
-  async deadLetter(letter: DeadLetter, options: { stateFollows?: boolean } = {}): Promise<void> {
+  async deadLetter(deadLetter: DeadLetter, options: { stateFollows?: boolean } = {}): Promise<void> {
     const progress = { sending: false };
     try {
-      await this.writeLetter(letter, options, progress);
+      await this.writeDeadLetter(deadLetter, options, progress);
     } catch (err) {
       if (progress.sending) throw err;
-      const minimal = minimalLetter(letter, err);
+      const minimal = minimalDeadLetter(deadLetter, err);
       this.dlq.logger?.error(
-        { source: pointerOf(letter), event_id: minimal.event_id, stage: letter.stage, err: minimal.message },
+        {
+          source: pointerOf(deadLetter),
+          event_id: minimal.event_id,
+          stage: deadLetter.stage,
+          err: minimal.message,
+        },
         'dead letter could not be built whole; writing a minimal one',
       );
-      await this.writeLetter(minimal, options, progress);
+      await this.writeDeadLetter(minimal, options, progress);
     }
   }
 
-  private async writeLetter(
-    letter: DeadLetter,
+  private async writeDeadLetter(
+    deadLetter: DeadLetter,
     options: { stateFollows?: boolean },
     progress: { sending: boolean },
   ): Promise<void> {
     const topic = this.topics.dlq;
     const inputPartition =
-      letter.source && letter.source.topic === this.dlq.inputTopic ? letter.source.partition : undefined;
+      deadLetter.source && deadLetter.source.topic === this.dlq.inputTopic
+        ? deadLetter.source.partition
+        : undefined;
     const route = inputPartition === undefined ? undefined : { inputPartition, ...options };
     const headers: Record<string, string> = {};
-    if (letter.event_id) headers.event_id = letter.event_id;
-    if (letter.source?.traceparent) headers.traceparent = letter.source.traceparent;
-    const key = letter.submission_id ?? letter.event_id ?? null;
+    if (deadLetter.event_id) headers.event_id = deadLetter.event_id;
+    if (deadLetter.source?.traceparent) headers.traceparent = deadLetter.source.traceparent;
+    const key = deadLetter.submission_id ?? deadLetter.event_id ?? null;
     const fields = this.dlq.redactFields ?? [];
-    let safe: DeadLetter = { ...letter, attributes: redactAttributes(letter.attributes, fields) };
-    if (letter.source) {
-      const { source, redaction } = redactSource(letter.source, fields);
+    let safe: DeadLetter = { ...deadLetter, attributes: redactAttributes(deadLetter.attributes, fields) };
+    if (deadLetter.source) {
+      const { source, redaction } = redactSource(deadLetter.source, fields);
       if (redaction) {
         const pointer = `${source.topic}/${source.partition}@${source.offset}`;
         const what =
@@ -159,15 +166,15 @@ export class KafkaOutput implements OutputPort {
       headers,
     });
     let limit = this.dlq.limitFor?.(topic) ?? DEFAULT_MAX_MESSAGE_BYTES;
-    // A broker whose limit is below the one read at boot (changed since) refuses the letter without
-    // saying its limit: halve the size until it is taken or the bare letter does not fit.
-    const unfit = new Error('the bare letter does not fit');
+    // A broker whose limit is below the one read at boot (changed since) refuses the dead letter without
+    // saying its limit: halve the size until it is taken or the bare dead letter does not fit.
+    const unfit = new Error('the bare dead letter does not fit');
     try {
       return await retry(
         async () => {
           const fitted = fitDeadLetter(value, limit, (v) => messageSize(message(v)));
           if (!fitted) throw unfit;
-          const outgoing = message(fitted.letter);
+          const outgoing = message(fitted.deadLetter);
           try {
             progress.sending = true;
             if (route) await this.sender.send(topic, outgoing, route);
@@ -183,7 +190,7 @@ export class KafkaOutput implements OutputPort {
         {
           attempts: 12,
           backoff: { initialMs: 0, maxMs: 0 },
-          // Smaller at once: the next try is another letter, not the same one later.
+          // Smaller at once: the next try is another dead letter, not the same one later.
           classify: (err) => (isMessageTooLarge(err) ? { retry: true, immediately: true } : { retry: false }),
         },
       );
@@ -193,41 +200,41 @@ export class KafkaOutput implements OutputPort {
     this.dlq.logger?.error(
       {
         topic,
-        source: pointerOf(letter),
-        event_id: letter.event_id,
-        stage: letter.stage,
-        error_code: letter.error_code,
+        source: pointerOf(deadLetter),
+        event_id: deadLetter.event_id,
+        stage: deadLetter.stage,
+        error_code: deadLetter.error_code,
       },
       'dead letter too large to write even without the original record; skipped',
     );
-    this.dlq.onUnwritable?.(letter);
+    this.dlq.onUnwritable?.(deadLetter);
   }
 }
 
-function pointerOf(letter: DeadLetter): string | null {
-  const s = letter.source;
+function pointerOf(deadLetter: DeadLetter): string | null {
+  const s = deadLetter.source;
   return s ? `${s.topic}/${s.partition}@${s.offset}` : null;
 }
 
-/** Longest part of the original reason a minimal letter keeps. */
+/** Longest part of the original reason a minimal dead letter keeps. */
 const MINIMAL_REASON = 500;
 
-/** The letter without the original bytes and attributes, saying why it could not be built whole. */
-function minimalLetter(letter: DeadLetter, err: unknown): DeadLetter {
+/** The dead letter without the original bytes and attributes, saying why it could not be built whole. */
+function minimalDeadLetter(deadLetter: DeadLetter, err: unknown): DeadLetter {
   const why = err instanceof Error ? `${err.name}: ${err.message}` : 'an unexpected value';
-  const reason = typeof letter.message === 'string' ? letter.message.slice(0, MINIMAL_REASON) : '';
-  const pointer = pointerOf(letter);
+  const reason = typeof deadLetter.message === 'string' ? deadLetter.message.slice(0, MINIMAL_REASON) : '';
+  const pointer = pointerOf(deadLetter);
   return {
-    source: letter.source ? { ...letter.source, key: null, value: null } : null,
-    event_id: typeof letter.event_id === 'string' ? letter.event_id : null,
-    submission_id: typeof letter.submission_id === 'string' ? letter.submission_id : null,
+    source: deadLetter.source ? { ...deadLetter.source, key: null, value: null } : null,
+    event_id: typeof deadLetter.event_id === 'string' ? deadLetter.event_id : null,
+    submission_id: typeof deadLetter.submission_id === 'string' ? deadLetter.submission_id : null,
     attributes: {},
-    stage: letter.stage,
-    error_code: letter.error_code,
-    message: `${reason} [the letter could not be written whole (${why.slice(0, MINIMAL_REASON)})${
+    stage: deadLetter.stage,
+    error_code: deadLetter.error_code,
+    message: `${reason} [the dead letter could not be written whole (${why.slice(0, MINIMAL_REASON)})${
       pointer ? `; the original is ${pointer}` : ''
     }]`,
-    http_status: letter.http_status,
-    attempts: letter.attempts,
+    http_status: deadLetter.http_status,
+    attempts: deadLetter.attempts,
   };
 }

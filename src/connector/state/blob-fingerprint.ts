@@ -1,6 +1,6 @@
 /**
  * Four bytes that tell two blobs of one `event_id` apart, kept in its state record: a later
- * copy of the event pointing at another blob is then told so by a letter, whether it arrives in the
+ * copy of the event pointing at another blob is then told so by a dead letter, whether it arrives in the
  * same batch or a week later, without the state keeping the blob's URL (it may carry a pre-signed
  * query string). The fingerprint is of the URL and the event's sha256, when it gives one; 0 means
  * unknown (a state written before fingerprints), so the low bit of every fingerprint is set.

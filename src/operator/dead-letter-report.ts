@@ -9,7 +9,7 @@ import type { Logger } from '../observability/logger.js';
 import type { AvroDecoder } from '../serde/input.js';
 
 /** One dead letter with where it lies in the dead-letter topic. */
-export interface Letter {
+export interface DeadLetterRecord {
   /** `<dlq topic>/<partition>/<offset>`: unique, and stable across runs (the redrive marker's key). */
   id: string;
   partition: number;
@@ -26,11 +26,11 @@ export interface Letter {
   source_partition: number;
   source_offset: string;
   attributes: Record<string, string>;
-  /** Whether the letter kept a copy of the original value (pointers are what redrive uses). */
+  /** Whether the dead letter kept a copy of the original value (pointers are what redrive uses). */
   has_copy: boolean;
 }
 
-export interface LetterFilter {
+export interface DeadLetterFilter {
   stages?: string[];
   codes?: string[];
   eventIds?: string[];
@@ -40,13 +40,16 @@ export interface LetterFilter {
   until?: number;
 }
 
-export function letterMatches(letter: Letter, filter: LetterFilter): boolean {
-  if (filter.stages?.length && !filter.stages.includes(letter.stage)) return false;
-  if (filter.codes?.length && !filter.codes.includes(letter.error_code)) return false;
-  if (filter.eventIds?.length && (letter.event_id === null || !filter.eventIds.includes(letter.event_id)))
+export function deadLetterMatches(deadLetter: DeadLetterRecord, filter: DeadLetterFilter): boolean {
+  if (filter.stages?.length && !filter.stages.includes(deadLetter.stage)) return false;
+  if (filter.codes?.length && !filter.codes.includes(deadLetter.error_code)) return false;
+  if (
+    filter.eventIds?.length &&
+    (deadLetter.event_id === null || !filter.eventIds.includes(deadLetter.event_id))
+  )
     return false;
-  if (filter.since !== undefined && letter.failed_at < filter.since) return false;
-  if (filter.until !== undefined && letter.failed_at >= filter.until) return false;
+  if (filter.since !== undefined && deadLetter.failed_at < filter.since) return false;
+  if (filter.until !== undefined && deadLetter.failed_at >= filter.until) return false;
   return true;
 }
 
@@ -58,10 +61,10 @@ export interface ReasonCount {
   last: number;
 }
 
-/** Letters counted by (stage, code), the most frequent first. */
-export function countByReason(letters: readonly Letter[]): ReasonCount[] {
+/** Dead letters counted by (stage, code), the most frequent first. */
+export function countByReason(deadLetters: readonly DeadLetterRecord[]): ReasonCount[] {
   const by = new Map<string, ReasonCount>();
-  for (const l of letters) {
+  for (const l of deadLetters) {
     const key = `${l.stage}\u0000${l.error_code}`;
     const entry = by.get(key);
     if (entry) {
@@ -82,7 +85,12 @@ export function countByReason(letters: readonly Letter[]): ReasonCount[] {
   );
 }
 
-function toLetter(topic: string, partition: number, offset: string, v: Record<string, unknown>): Letter {
+function toDeadLetterRecord(
+  topic: string,
+  partition: number,
+  offset: string,
+  v: Record<string, unknown>,
+): DeadLetterRecord {
   const str = (x: unknown) => (x === null || x === undefined ? null : String(x));
   return {
     id: `${topic}/${partition}/${offset}`,
@@ -105,20 +113,20 @@ function toLetter(topic: string, partition: number, offset: string, v: Record<st
 }
 
 /**
- * Every letter of the dead-letter topic up to its current end, in (partition, offset) order. A
- * record that is not a readable letter is counted in `unreadable`, not thrown.
+ * Every dead letter of the dead-letter topic up to its current end, in (partition, offset) order. A
+ * record that is not a readable dead letter is counted in `unreadable`, not thrown.
  */
-export async function readLetters(
+export async function readDeadLetters(
   kafka: KafkaClient,
   admin: KafkaAdmin,
   decoder: AvroDecoder,
   topic: string,
   logger: Logger,
-): Promise<{ letters: Letter[]; unreadable: number }> {
+): Promise<{ deadLetters: DeadLetterRecord[]; unreadable: number }> {
   const topics = await admin.listTopics();
-  if (!topics.includes(topic)) return { letters: [], unreadable: 0 };
+  if (!topics.includes(topic)) return { deadLetters: [], unreadable: 0 };
   const records = await readTopicRange(kafka, admin, topic, logger);
-  const letters: Letter[] = [];
+  const deadLetters: DeadLetterRecord[] = [];
   let unreadable = 0;
   for (const r of records) {
     if (!r.value) {
@@ -127,17 +135,17 @@ export async function readLetters(
     }
     try {
       const value = (await decoder.decode(r.value)) as Record<string, unknown>;
-      letters.push(toLetter(topic, r.partition, r.offset, value));
+      deadLetters.push(toDeadLetterRecord(topic, r.partition, r.offset, value));
     } catch (err) {
       logger.warn(
         { partition: r.partition, offset: r.offset, err: (err as Error).message },
-        'unreadable letter',
+        'unreadable dead letter',
       );
       unreadable += 1;
     }
   }
-  letters.sort((a, b) => a.partition - b.partition || Number(BigInt(a.offset) - BigInt(b.offset)));
-  return { letters, unreadable };
+  deadLetters.sort((a, b) => a.partition - b.partition || Number(BigInt(a.offset) - BigInt(b.offset)));
+  return { deadLetters, unreadable };
 }
 
 /** A table of rows, columns padded to their widest cell (the first row is the header). */
@@ -155,17 +163,21 @@ export function table(rows: string[][], rightAligned: number[] = []): string {
 
 const iso = (ms: number) => new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
 
-/** The report `docstream dlq list` prints: counts by reason, then one line per letter. */
-export function formatLetterReport(letters: readonly Letter[], total: number, showLetters = true): string {
+/** The report `docstream dlq list` prints: counts by reason, then one line per dead letter. */
+export function formatDeadLetterReport(
+  deadLetters: readonly DeadLetterRecord[],
+  total: number,
+  showDeadLetters = true,
+): string {
   const lines: string[] = [];
-  lines.push(`${letters.length} of ${total} dead letters match`);
-  if (letters.length === 0) return lines.join('\n');
+  lines.push(`${deadLetters.length} of ${total} dead letters match`);
+  if (deadLetters.length === 0) return lines.join('\n');
   lines.push('', 'by reason:');
   lines.push(
     table(
       [
         ['count', 'stage', 'code', 'first', 'last'],
-        ...countByReason(letters).map((c) => [
+        ...countByReason(deadLetters).map((c) => [
           String(c.count),
           c.stage,
           c.error_code,
@@ -176,12 +188,12 @@ export function formatLetterReport(letters: readonly Letter[], total: number, sh
       [0],
     ),
   );
-  if (showLetters) {
-    lines.push('', 'letters:');
+  if (showDeadLetters) {
+    lines.push('', 'dead letters:');
     lines.push(
       table([
-        ['letter', 'failed at', 'stage/code', 'event id', 'submission', 'source', 'message'],
-        ...letters.map((l) => [
+        ['dead letter', 'failed at', 'stage/code', 'event id', 'submission', 'source', 'message'],
+        ...deadLetters.map((l) => [
           `${l.partition}@${l.offset}`,
           iso(l.failed_at),
           `${l.stage}/${l.error_code}`,

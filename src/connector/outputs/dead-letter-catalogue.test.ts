@@ -3,7 +3,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DEAD_LETTER_STAGES } from '../../serde/types.js';
 import { deadLetterOf } from './dead-letters.js';
-import { catalogueMarkdown, LETTER_CODES, LETTER_STAGES } from './letter-catalogue.js';
+import { catalogueMarkdown, DEAD_LETTER_CODES, DEAD_LETTER_STAGE_MEANINGS } from './dead-letter-catalogue.js';
 
 const page = readFileSync(
   join(dirname(fileURLToPath(import.meta.url)), '../../../docs/consuming.md'),
@@ -11,23 +11,24 @@ const page = readFileSync(
 );
 const subject = { source: null, event_id: 'e', submission_id: null, attributes: {} };
 
-describe('the catalogue of letter stages and codes', () => {
+describe('the catalogue of dead-letter stages and codes', () => {
   it('is what docs/consuming.md lists', () => {
-    const section = /<!-- letter-catalogue:start -->\n([\s\S]*?)\n<!-- letter-catalogue:end -->/.exec(page);
+    const section =
+      /<!-- dead-letter-catalogue:start -->\n([\s\S]*?)\n<!-- dead-letter-catalogue:end -->/.exec(page);
     expect(section?.[1]).toBe(catalogueMarkdown());
   });
 
   it('gives every stage of the Avro enum a meaning', () => {
-    expect(Object.keys(LETTER_STAGES).sort()).toEqual([...DEAD_LETTER_STAGES].sort());
+    expect(Object.keys(DEAD_LETTER_STAGE_MEANINGS).sort()).toEqual([...DEAD_LETTER_STAGES].sort());
   });
 
   it('names only stages that exist for its codes', () => {
-    for (const entry of Object.values(LETTER_CODES)) {
+    for (const entry of Object.values(DEAD_LETTER_CODES)) {
       for (const stage of entry.stages) expect(DEAD_LETTER_STAGES).toContain(stage);
     }
   });
 
-  it('is where a letter’s code comes from: a status, a catalogue code, else the step’s fallback', () => {
+  it('is where a dead letter’s code comes from: a status, a catalogue code, else the step’s fallback', () => {
     const of = (err: unknown) =>
       deadLetterOf(err, subject, { stage: 'blob', fallbackCode: 'blob_unreadable' });
     expect(of({ status: 422, message: 'no' }).error_code).toBe('api_422');

@@ -1,16 +1,16 @@
 /**
  * Every stage and code a dead letter can carry, each declared once with its meaning (as fastify keeps
- * its error codes in one file). A letter's code comes from here and nowhere else: `deadLetterOf`
+ * its error codes in one file). A dead letter's code comes from here and nowhere else: `deadLetterOf`
  * writes a failure's own code only when it is one of these, and callers name their fallback by these
  * names. docs/consuming.md's "Every stage and code" section is this catalogue, checked by
- * `letter-catalogue.test.ts`; operators filter `docstream dlq list` by these names.
+ * `dead-letter-catalogue.test.ts`; operators filter `docstream dlq list` by these names.
  */
 import type { BlobErrorCode } from '../../blobs/errors.js';
 import type { InputErrorCode } from '../../serde/input.js';
 import type { DeadLetterStage } from '../../serde/types.js';
 
-/** What each stage of a letter says went wrong (the Avro enum is `DEAD_LETTER_STAGES`). */
-export const LETTER_STAGES = {
+/** What each stage of a dead letter says went wrong (the Avro enum is `DEAD_LETTER_STAGES`). */
+export const DEAD_LETTER_STAGE_MEANINGS = {
   decode: 'an input or feedback record’s bytes could not be read (JSON, Avro, the registry’s schema)',
   validate: 'an arrival event was read but breaks the event contract or a size limit',
   blob: 'the event’s file could not be opened or checked (confinement, size, sha256, transfer)',
@@ -30,7 +30,7 @@ interface CodeEntry {
   meaning: string;
 }
 
-export const LETTER_CODES = {
+export const DEAD_LETTER_CODES = {
   // The input record (serde/input.ts).
   empty_value: { stages: ['decode', 'feedback'], meaning: 'the record has no value' },
   invalid_json: { stages: ['decode', 'feedback'], meaning: 'the value is not UTF-8 JSON' },
@@ -115,7 +115,7 @@ export const LETTER_CODES = {
   delete_failed: { stages: ['delete'], meaning: 'deleting the submission failed without an HTTP status' },
 } as const satisfies Record<string, CodeEntry>;
 
-/** `api_<status>`: the API answered with an HTTP status no retry changes (the letter's `http_status`). */
+/** `api_<status>`: the API answered with an HTTP status no retry changes (the dead letter's `http_status`). */
 export const API_STATUS_CODE = {
   pattern: 'api_<status>',
   stages: ['create', 'upload', 'characteristics', 'poll', 'feedback', 'delete'],
@@ -135,10 +135,10 @@ export const CONNECTION_CODE = {
   test: /^(E[A-Z0-9]+|ERR_[A-Z0-9_]+|HPE_[A-Z0-9_]+)$/,
 } as const;
 
-export type CatalogueCode = keyof typeof LETTER_CODES;
-export type LetterCode = CatalogueCode | `api_${number}` | `E${string}` | `HPE_${string}`;
+export type CatalogueCode = keyof typeof DEAD_LETTER_CODES;
+export type DeadLetterCode = CatalogueCode | `api_${number}` | `E${string}` | `HPE_${string}`;
 
-/** The input's and the blobs' own codes are letter codes: a new one fails to compile until it is here. */
+/** The input's and the blobs' own codes are dead-letter codes: a new one fails to compile until it is here. */
 const declared: Record<InputErrorCode | BlobErrorCode, CatalogueCode> = {
   empty_value: 'empty_value',
   invalid_json: 'invalid_json',
@@ -160,9 +160,9 @@ const declared: Record<InputErrorCode | BlobErrorCode, CatalogueCode> = {
 };
 void declared;
 
-/** True for a code the catalogue declares: one of `LETTER_CODES`, or a connection's (`CONNECTION_CODE`). */
-export function isLetterCode(code: string): code is LetterCode {
-  return Object.hasOwn(LETTER_CODES, code) || CONNECTION_CODE.test.test(code);
+/** True for a code the catalogue declares: one of `DEAD_LETTER_CODES`, or a connection's (`CONNECTION_CODE`). */
+export function isDeadLetterCode(code: string): code is DeadLetterCode {
+  return Object.hasOwn(DEAD_LETTER_CODES, code) || CONNECTION_CODE.test.test(code);
 }
 
 /** The code of a failure at `stage` that has no code or status of its own. */
@@ -174,8 +174,10 @@ export const FAILED_AT = {
 
 /** The catalogue as docs/consuming.md shows it (two tables). */
 export function catalogueMarkdown(): string {
-  const stages = Object.entries(LETTER_STAGES).map(([stage, meaning]) => `| \`${stage}\` | ${meaning} |`);
-  const codes = Object.entries(LETTER_CODES as Record<string, CodeEntry>).map(
+  const stages = Object.entries(DEAD_LETTER_STAGE_MEANINGS).map(
+    ([stage, meaning]) => `| \`${stage}\` | ${meaning} |`,
+  );
+  const codes = Object.entries(DEAD_LETTER_CODES as Record<string, CodeEntry>).map(
     ([code, e]) => `| \`${code}\` | ${e.stages.map((s) => `\`${s}\``).join(', ')} | ${e.meaning} |`,
   );
   const family = (f: { pattern: string; stages: readonly string[]; meaning: string }) =>

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Prepares the producer and consumer samples of examples/ to run, each into .cache/examples/ (kept
+# between runs, keyed by a hash of what it is built from, so a second run only checks):
+#   python  a venv with requirements.txt (PyPI), no unpinned package (--no-deps)
+#   kcat    Debian's kcat (apt-get, as root) when no kcat is on PATH
+#   go      examples/go built with the pinned modules (the Go module proxy)
+#   java    the Maven classpath of examples/java/pom.xml (Maven Central); the samples run as
+#           single source files (`java -cp ... SendArrival.java`), so there is no compile step
+#
+#   bash examples/setup.sh LANGUAGE...   (default: all four)
+# Prints, as its last line, what the sample needs to run: the venv's python, the kcat command, the
+# Go binary or the classpath file. test/examples/samples.test.ts calls it once per language.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cache=.cache/examples
+mkdir -p "$cache"
+key() { cat "$@" | sha256sum | cut -c1-12; }
+log() { echo "examples/setup: $*" >&2; }
+
+setup_python() {
+  local venv="$cache/python-$(key examples/python/requirements.txt)"
+  if [[ ! -x $venv/bin/python ]] || ! "$venv/bin/python" -c 'import confluent_kafka.schema_registry.avro' 2>/dev/null; then
+    log "python: installing examples/python/requirements.txt into $venv"
+    rm -rf "$venv"
+    "${PYTHON:-python3}" -m venv "$venv"
+    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps \
+      -r examples/python/requirements.txt >&2
+  fi
+  echo "$PWD/$venv/bin/python"
+}
+
+setup_kcat() {
+  if ! command -v kcat >/dev/null; then
+    if [[ $(id -u) -ne 0 ]] || ! command -v apt-get >/dev/null; then
+      log "kcat: not on PATH; install it (Debian/Ubuntu: apt-get install kcat)"
+      exit 1
+    fi
+    log "kcat: installing from Debian's packages"
+    DEBIAN_FRONTEND=noninteractive apt-get update >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y kcat >/dev/null
+  fi
+  command -v kcat
+}
+
+setup_go() {
+  local bin="$cache/go-$(key examples/go/go.mod examples/go/go.sum examples/go/main.go)/produce-arrival"
+  if [[ ! -x $bin ]]; then
+    log "go: building examples/go into $bin"
+    (cd examples/go && GOFLAGS=-mod=readonly go build -trimpath -o "$PWD/../../$bin" .) >&2
+  fi
+  echo "$PWD/$bin"
+}
+
+setup_java() {
+  local classpath="$cache/java-$(key examples/java/pom.xml)/classpath.txt"
+  if [[ ! -s $classpath ]] || ! tr ':' '\n' <"$classpath" | xargs ls >/dev/null 2>&1; then
+    log "java: resolving examples/java/pom.xml's dependencies"
+    mkdir -p "$(dirname "$classpath")"
+    mvn -q -B -Dstyle.color=never -f examples/java/pom.xml dependency:build-classpath -Dmdep.outputFile="$PWD/$classpath" >&2
+  fi
+  echo "$PWD/$classpath"
+}
+
+for language in "${@:-python kcat go java}"; do
+  for one in $language; do
+    case $one in
+      python | kcat | go | java) "setup_$one" ;;
+      *)
+        log "unknown language $one (python, kcat, go, java)"
+        exit 2
+        ;;
+    esac
+  done
+done

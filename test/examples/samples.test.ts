@@ -1,0 +1,241 @@
+/**
+ * The producer and consumer samples of docs/producing.md and docs/consuming.md, run as a user runs
+ * them, against the local stack's secured listeners: each producer (Python JSON and Avro, kcat, Go,
+ * Java JSON and Avro) sends one arrival event that a real `docstream run` (exactly-once delivery)
+ * analyses end to end; then each consumer (Python, Java, kcat) reads the result topics with
+ * isolation.level=read_committed and must print every document's submission id, event id and
+ * decision as docstream published them. The samples' tools are prepared by examples/setup.sh
+ * (cached under .cache/examples); the producers and the consumers run concurrently.
+ */
+import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { sampleBytes } from '../../src/demo/corpus.js';
+import { scramPasswordFile, type SecureListeners } from '../../src/stack/index.js';
+import { E2E, REGISTRY_URL, waitFor, type Decoded } from '../harness/e2e.js';
+import { secureListeners } from '../harness/secure.js';
+import { uniqueName } from '../harness/topics.js';
+
+const exec = promisify(execFile);
+const ROOT = path.resolve('.');
+type Tool = 'python' | 'kcat' | 'go' | 'java';
+
+/** What a sample printed, or why it failed (a failure is an answer the tests assert on). */
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+async function run(
+  command: string,
+  args: string[],
+  env: Record<string, string>,
+  timeoutMs = 90_000,
+): Promise<Run> {
+  try {
+    const { stdout, stderr } = await exec(command, args, {
+      cwd: ROOT,
+      env: { ...process.env, ...env },
+      timeout: timeoutMs,
+      maxBuffer: 16 * 1024 * 1024,
+    });
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    const e = error as { code?: number; stdout?: string; stderr?: string; message: string };
+    return {
+      code: typeof e.code === 'number' ? e.code : -1,
+      stdout: e.stdout ?? '',
+      stderr: e.stderr ?? e.message,
+    };
+  }
+}
+
+/** examples/setup.sh for one tool: the path it prints last (interpreter, binary or classpath file). */
+async function setup(tool: Tool): Promise<string> {
+  const out = await run('bash', ['examples/setup.sh', tool], {}, 280_000);
+  if (out.code !== 0)
+    throw new Error(`examples/setup.sh ${tool} failed (${out.code}): ${out.stderr.slice(-2000)}`);
+  return out.stdout.trim().split('\n').at(-1)!;
+}
+
+/** The JVM options the Java samples run with: quiet client logs, no perf data file in /tmp. */
+const JAVA_OPTS = ['-XX:-UsePerfData', '-Dorg.slf4j.simpleLogger.defaultLogLevel=warn'];
+
+describe('the producer and consumer samples (examples/) against the local stack', () => {
+  let s: SecureListeners;
+  let env: E2E;
+  let blobUrl: string;
+  let tools: Record<Tool, string>;
+  let scram: Record<string, string>;
+  let mtls: Record<string, string>;
+  /** Each producer's run, started together in beforeAll, by event id. */
+  const sent = new Map<string, Promise<Run>>();
+  const PRODUCERS = ['python-json', 'python-avro', 'kcat', 'go', 'java-json', 'java-avro'] as const;
+  const eventOf = (producer: string) => `${env.id}-${producer}`;
+
+  beforeAll(async () => {
+    s = secureListeners();
+    // The four tools are prepared while the connector starts.
+    const prepared = Promise.all((['python', 'kcat', 'go', 'java'] as const).map(setup));
+    env = await new E2E().start();
+    const file = await env.writeFile('invoice.pdf', await sampleBytes('clean-pdf'));
+    blobUrl = `file://${file}`;
+    env.spawnConnector({ connector: { delivery: 'exactly-once' } });
+    await env.collect();
+    const [python, kcat, go, java] = await prepared;
+    tools = { python: python!, kcat: kcat!, go: go!, java: java! };
+    scram = {
+      KAFKA_BOOTSTRAP: s.scramTls.bootstrap,
+      KAFKA_USERNAME: s.scramTls.username,
+      KAFKA_PASSWORD_FILE: scramPasswordFile(s),
+      KAFKA_CA_FILE: s.caFile,
+      REGISTRY_URL,
+      TOPIC: env.topics.arrived,
+    };
+    mtls = {
+      KAFKA_BOOTSTRAP: s.mtls.bootstrap,
+      KAFKA_CA_FILE: s.caFile,
+      KAFKA_CERT_FILE: s.mtls.certFile,
+      KAFKA_KEY_FILE: s.mtls.keyFile,
+      TOPIC: env.topics.arrived,
+    };
+    const javaCp = fs.readFileSync(tools.java, 'utf8').trim();
+    const commands: Record<(typeof PRODUCERS)[number], [string, string[], Record<string, string>]> = {
+      'python-json': [tools.python, ['examples/python/produce_arrival.py'], scram],
+      'python-avro': [tools.python, ['examples/python/produce_arrival.py'], scram],
+      kcat: ['sh', ['examples/kcat/produce-arrival.sh'], mtls],
+      go: [tools.go, [], scram],
+      'java-json': ['java', [...JAVA_OPTS, '-cp', javaCp, 'examples/java/SendArrival.java'], scram],
+      'java-avro': ['java', [...JAVA_OPTS, '-cp', javaCp, 'examples/java/SendArrival.java'], scram],
+    };
+    for (const producer of PRODUCERS) {
+      const [command, args, vars] = commands[producer];
+      const extra = producer === 'python-avro' ? ['--avro'] : producer === 'java-avro' ? ['avro'] : [];
+      sent.set(producer, run(command, [...args, eventOf(producer), blobUrl, ...extra], vars));
+    }
+  }, 300_000);
+
+  afterAll(async () => {
+    await Promise.allSettled(sent.values());
+    await env?.stop();
+  });
+
+  /** The event's four results, once out (each keyed by the one submission the connector made). */
+  async function resultsOf(eventId: string): Promise<Decoded[]> {
+    await env.waitForResults(eventId);
+    await waitFor(`${eventId}'s decision`, () =>
+      env.forEvent(eventId).some((o) => env.kindOf(o) === 'decision'),
+    );
+    return env.forEvent(eventId);
+  }
+
+  it.each(PRODUCERS)('the %s producer sends an event that docstream analyses', async (producer) => {
+    const eventId = eventOf(producer);
+    // Set by beforeAll: without it (the set-up failed) there is nothing to wait for.
+    expect(sent.has(producer)).toBe(true);
+    const out = await sent.get(producer)!;
+    expect({ code: out.code, stderr: out.code === 0 ? '' : out.stderr }).toEqual({ code: 0, stderr: '' });
+    expect(out.stdout).toContain(`sent ${eventId} to ${env.topics.arrived}`);
+    const results = await resultsOf(eventId);
+    const submissions = await env.submissions(eventId);
+    expect(submissions).toHaveLength(1);
+    expect(results.map((o) => env.kindOf(o)).sort()).toEqual([
+      'classification',
+      'decision',
+      'fraud',
+      'quality',
+    ]);
+    for (const o of results) {
+      expect(o.key).toBe(submissions[0]!.id);
+      expect(o.value).toMatchObject({ event_id: eventId, query_id: eventId, status: 'SUCCESS' });
+    }
+    // The Python and Java samples send attributes, which every result echoes.
+    if (/^(python|java)/.test(producer))
+      for (const o of results) expect(o.value.attributes).toEqual({ tenant: 'acme' });
+    expect(env.on('dlq').filter((o) => o.headers.event_id === eventId)).toEqual([]);
+  });
+
+  describe('the read_committed consumers', () => {
+    /** What every consumer must report: one row per fraud and decision result of the samples' events. */
+    let expected: Array<Record<string, unknown>>;
+
+    beforeAll(async () => {
+      expect(sent.size).toBe(PRODUCERS.length);
+      for (const producer of PRODUCERS) await resultsOf(eventOf(producer));
+      expected = env.outputs
+        .filter((o) => env.kindOf(o) === 'fraud' || env.kindOf(o) === 'decision')
+        .map((o) => ({
+          topic: o.topic,
+          submission_id: o.key,
+          event_id: o.value.event_id,
+          ...(env.kindOf(o) === 'decision' ? { decision: o.value.decision } : {}),
+        }))
+        .sort(byRow);
+      expect(expected).toHaveLength(PRODUCERS.length * 2);
+    }, 180_000);
+
+    function consumerEnv(): Record<string, string> {
+      return {
+        ...scram,
+        GROUP_ID: uniqueName('samples-consumer'),
+        TOPICS: [env.topics.fraud, env.topics.decision, env.topics.dlq].join(','),
+        MAX_RECORDS: String(PRODUCERS.length * 2),
+      };
+    }
+
+    /** The JSON lines a consumer printed, reduced to what `expected` holds. */
+    function rows(out: Run): Array<Record<string, unknown>> {
+      expect({ code: out.code, stderr: out.code === 0 ? '' : out.stderr }).toEqual({ code: 0, stderr: '' });
+      return out.stdout
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line) as Record<string, unknown>)
+        .map((r) => ({
+          topic: r.topic,
+          submission_id: r.submission_id,
+          event_id: r.event_id,
+          ...(r.topic === env.topics.decision ? { decision: r.decision } : {}),
+        }))
+        .sort(byRow);
+    }
+
+    it('Python prints every fraud and decision result, with its submission id and decision', async () => {
+      const out = await run(tools.python, ['examples/python/consume_results.py'], consumerEnv());
+      expect(rows(out)).toEqual(expected);
+    });
+
+    it('Java prints every fraud and decision result, with its submission id and decision', async () => {
+      const javaCp = fs.readFileSync(tools.java, 'utf8').trim();
+      const out = await run(
+        'java',
+        [...JAVA_OPTS, '-cp', javaCp, 'examples/java/ConsumeResults.java'],
+        consumerEnv(),
+      );
+      expect(rows(out)).toEqual(expected);
+    });
+
+    it('kcat prints every fraud result with its submission id and event_id header', async () => {
+      const out = await run('sh', ['examples/kcat/consume-results.sh', env.topics.fraud], mtls);
+      expect({ code: out.code, stderr: out.code === 0 ? '' : out.stderr }).toEqual({ code: 0, stderr: '' });
+      const printed = out.stdout
+        .trim()
+        .split('\n')
+        .map((line) => {
+          const m = /^partition=\d+ key=(\S+) headers=(.*)$/.exec(line);
+          return { submission_id: m?.[1], event_id: /(?:^|,)event_id=([^,]+)/.exec(m?.[2] ?? '')?.[1] };
+        })
+        .sort(byRow);
+      const fraud = expected
+        .filter((r) => r.topic === env.topics.fraud)
+        .map((r) => ({ submission_id: r.submission_id, event_id: r.event_id }))
+        .sort(byRow);
+      expect(printed).toEqual(fraud);
+    });
+  });
+});
+
+function byRow(a: Record<string, unknown>, b: Record<string, unknown>): number {
+  return JSON.stringify(a) < JSON.stringify(b) ? -1 : JSON.stringify(a) > JSON.stringify(b) ? 1 : 0;
+}
