@@ -2,15 +2,18 @@
  * Every command the documentation tells a reader to run names a command, flags and configuration
  * keys that exist: each `docstream ...` line of a code block (and each `docstream ...` in backquotes)
  * resolves to a command of the CLI whose options include every flag it passes, and every
- * `section.key` in backquotes whose section is a configuration section is a key of the spec. The
+ * `section.key` in backquotes whose section is a configuration section is a key of the spec, and every
+ * configuration shown as a JSON block passes `docstream config check`'s checks. The
  * commands that need a cluster are run for real by the integration tests; this catches a renamed
  * command, flag or key in the pages.
  */
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
 import { buildProgram } from '../cli/program.js';
+import { checkConfigFile } from '../config/check.js';
 import { CONFIG_SPEC } from '../config/spec.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -136,6 +139,34 @@ describe('the commands the documentation names', () => {
       if (!(key! in sections[section!]!)) wrong.push(`${section}.${key}`);
     }
     expect(wrong).toEqual([]);
+  });
+
+  it.each(PAGES)('%s: every configuration file it shows passes `docstream config check`', (page) => {
+    const text = fs.readFileSync(path.join(ROOT, page), 'utf8');
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'docstream-docs-config-'));
+    const findings: string[] = [];
+    try {
+      for (const [i, block] of [...text.matchAll(/```json\n([\s\S]*?)```/g)].entries()) {
+        let parsed: unknown;
+        try {
+          parsed = JSON.parse(block[1]!);
+        } catch {
+          continue;
+        }
+        // A configuration is an object of configuration sections (an arrival event is not).
+        const keys = parsed && typeof parsed === 'object' ? Object.keys(parsed) : [];
+        if (keys.length === 0 || !keys.every((k) => k in CONFIG_SPEC)) continue;
+        const file = path.join(dir, `block-${i}.json`);
+        fs.writeFileSync(file, block[1]!);
+        const result = checkConfigFile(file);
+        findings.push(
+          ...result.errors.map((e) => `${page}, JSON block ${i + 1}: ${e.replace(file, 'the block')}`),
+        );
+      }
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+    expect(findings).toEqual([]);
   });
 });
 
