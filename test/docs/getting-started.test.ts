@@ -5,9 +5,10 @@
  * and `docstream run` (the built CLI) as background processes, `stack env --secure`, the API client
  * secret from a file, `config check`, the readiness loop, `status`, an S3 upload, `send`, `inspect`
  * until DONE. Then the results are read with a read_committed consumer configured from the
- * environment the walk left (the page names those variables for the consumers of consuming.md;
- * their samples run in their own tests). A renamed command, flag or key, or a step that stops
- * working, fails this test.
+ * environment the walk left. The page's own consumer line (the Python sample of consuming.md, which
+ * test/examples/samples.test.ts runs) is checked, not run here: its files exist, it sets exactly the
+ * variables the sample reads, from variables the walk set. A renamed command, flag, key or variable,
+ * or a step that stops working, fails this test.
  *
  * What the test changes, and only so that it shares the stack with other tests: the substitution
  * table below (ports, the bucket, the built CLI for `npx docstream`) and the variables it adds to the
@@ -30,7 +31,8 @@ import { exitOf, waitFor } from '../harness/e2e.js';
 import { secureListeners } from '../harness/secure.js';
 import { uniqueName } from '../harness/topics.js';
 
-const PAGE = path.resolve('docs/getting-started.md');
+const ROOT = path.resolve('.');
+const PAGE = path.join(ROOT, 'docs/getting-started.md');
 const CLI = path.resolve('dist/cli/index.js');
 /** Bound on one foreground command of the walk (the `until` loops included). */
 const STEP_MS = 45_000;
@@ -215,6 +217,31 @@ describe('docs/getting-started.md, the walk on one machine (SCRAM over TLS, secr
       submissionsCreated: number;
     };
     expect(stats.submissionsCreated).toBe(1);
+
+    // The consumer the page shows next (the Python sample, run by test/examples/samples.test.ts):
+    // its files are the clone's, it sets every variable the sample reads and nothing else, and each
+    // value it takes from the walk's environment is there.
+    const page = fs.readFileSync(PAGE, 'utf8');
+    const consumer = [
+      ...page.slice(page.indexOf('## The same walk on one machine')).matchAll(/```sh\n([\s\S]*?)```/g),
+    ]
+      .map((m) => m[1]!.replace(/\\\n\s*/g, ' '))
+      .find((b) => b.includes('consume_results.py'));
+    expect(consumer).toBeDefined();
+    for (const file of consumer!.match(/~\/docstream\/\S+/g) ?? [])
+      expect(`${file}: ${fs.existsSync(file.replace('~/docstream', ROOT))}`).toBe(`${file}: true`);
+    const sample = fs.readFileSync(path.join(ROOT, 'examples/python/consume_results.py'), 'utf8');
+    const required = [...sample.matchAll(/os\.environ\["(\w+)"\]/g)].map((m) => m[1]!);
+    const read = new Set([
+      ...required,
+      ...[...sample.matchAll(/os\.environ\.get\("(\w+)"/g)].map((m) => m[1]!),
+    ]);
+    const assigned = [...consumer!.matchAll(/(?:^|\s)([A-Z_]+)=/g)].map((m) => m[1]!);
+    expect(required.filter((v) => !assigned.includes(v))).toEqual([]);
+    expect(assigned.filter((v) => !read.has(v))).toEqual([]);
+    const used = [...consumer!.matchAll(/\$(DOCSTREAM_\w+)/g)].map((m) => m[1]!);
+    expect(used.length).toBeGreaterThan(0);
+    expect(used.filter((v) => !env[v])).toEqual([]);
 
     // The results, read committed, on the secured listener the walk's environment names.
     const config = loadConfig({ env, files: [path.join(dir, 'docstream.json')], cwd: dir });
