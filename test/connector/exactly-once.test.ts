@@ -8,6 +8,21 @@ import { E2E, arrival, waitFor } from '../harness/e2e.js';
 
 const EOS = { connector: { delivery: 'exactly-once', transactionLingerMs: 20 } };
 
+/** Waits until the test's consumer group has no member (a paused member's session has lapsed). */
+async function groupEmpty(env: E2E, timeoutMs: number): Promise<void> {
+  const admin = env.kafka.admin();
+  await admin.connect();
+  try {
+    const deadline = Date.now() + timeoutMs;
+    while ((await admin.describeGroup(`${env.id}-group`)).members > 0) {
+      if (Date.now() > deadline) throw new Error(`the group still lists a member after ${timeoutMs} ms`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  } finally {
+    await admin.disconnect();
+  }
+}
+
 function countBy(values: string[]): Map<string, number> {
   const m = new Map<string, number>();
   for (const v of values) m.set(v, (m.get(v) ?? 0) + 1);
@@ -71,8 +86,9 @@ describe('exactly-once delivery', () => {
     }
     zombie.kill('SIGSTOP');
     try {
-      // Past its session: the group drops it and the new owner initialises the transactional ids.
-      await new Promise((r) => setTimeout(r, 7000));
+      // Past its session: the group drops it, and then the new owner gets every partition and
+      // initialises their transactional ids.
+      await groupEmpty(env, 60_000);
       await env.startConnector({ ...EOS, kafka: { sessionTimeoutMs: 6000, heartbeatIntervalMs: 500 } });
       await waitFor(
         'one fraud result per document from the new owner',
@@ -82,8 +98,17 @@ describe('exactly-once delivery', () => {
     } finally {
       zombie.kill('SIGCONT');
     }
-    // The zombie's timers fire now: its polls find the results and it tries to publish and commit.
-    await new Promise((r) => setTimeout(r, 12_000));
+    // The zombie's timers fire now: its polls find the results and it tries to publish and commit, and
+    // is refused as fenced (the line transactions.ts logs). Then every transaction it may have opened
+    // has ended before the collector reads up to its markers (read_committed).
+    await waitFor(
+      'the paused instance to be fenced',
+      () => /fenced: another instance owns this partition/.test(env.childLogs[0]!.join('')),
+      60_000,
+    ).catch((err: Error) => {
+      throw new Error(`${err.message}; its log: ${env.childLogs[0]!.join('').slice(-3000)}`);
+    });
+    await env.waitForOutputsRead();
     const mine = env.on('fraud').filter((o) => ids.includes(o.headers.event_id!));
     const perEvent = countBy(mine.map((o) => o.headers.event_id!));
     expect([...perEvent.keys()].sort()).toEqual([...ids].sort());

@@ -20,6 +20,8 @@ import { uniqueName } from './topics.js';
 const BROKERS = (process.env.DOCSTREAM_KAFKA_BROKERS ?? 'localhost:9092').split(',');
 export const REGISTRY_URL = process.env.DOCSTREAM_REGISTRY_URL ?? 'http://localhost:8081/apis/ccompat/v7';
 const CLI = path.resolve('dist/cli/index.js');
+/** Header of the collector's read-up-to markers (`E2E.waitForOutputsRead`). */
+const MARKER_HEADER = 'e2e_read_marker';
 
 /** A submission as the sandbox lists it (`/_sandbox/submissions`): the fields tests read. */
 export interface SandboxSubmission {
@@ -73,6 +75,9 @@ export class E2E {
   readonly producer = this.kafka.producer();
   readonly dir = fs.mkdtempSync(path.join(os.tmpdir(), 'docstream-e2e-'));
   readonly outputs: Decoded[] = [];
+  /** Nonces of the read-up-to markers the collector has seen (`waitForOutputsRead`). */
+  private readonly markersSeen = new Set<string>();
+  private markers = 0;
   sandbox!: Sandbox;
   private collector: OutputReader | null = null;
   private connectors: Connector[] = [];
@@ -276,8 +281,84 @@ export class E2E {
     });
     this.collector = reader;
     await reader.start((r) => {
+      const marker = r.headers[MARKER_HEADER];
+      if (marker !== undefined) {
+        this.markersSeen.add(marker);
+        return;
+      }
       this.outputs.push({ topic: r.topic, key: r.key, headers: r.headers, value: r.value! });
     });
+  }
+
+  /**
+   * Waits until the group has committed every record now in the input topic. The connector commits a
+   * record only once its outcome (its results or its dead letter) is published, so after this
+   * everything it will publish for those records is in the output topics (`waitForOutputsRead` then
+   * waits until the collector has read it).
+   */
+  async waitForHandled(
+    options: { groupId?: string; topic?: string; timeoutMs?: number } = {},
+  ): Promise<void> {
+    const groupId = options.groupId ?? `${this.id}-group`;
+    const topic = options.topic ?? this.topics.arrived;
+    const admin = this.kafka.admin();
+    await admin.connect();
+    try {
+      const ends = await admin.topicOffsets(topic);
+      const deadline = Date.now() + (options.timeoutMs ?? 60_000);
+      for (;;) {
+        const commits = await admin.groupOffsets(groupId, topic);
+        const behind = ends.filter(
+          ({ partition, low, high }) => high !== low && BigInt(commits.get(partition) ?? '-1') < BigInt(high),
+        );
+        if (behind.length === 0) return;
+        if (Date.now() > deadline)
+          throw new Error(
+            `timed out waiting for group ${groupId} to commit ${topic} to its end: ` +
+              behind
+                .map((e) => `[${e.partition}] ${commits.get(e.partition) ?? 'none'} of ${e.high}`)
+                .join(', '),
+          );
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      }
+    } finally {
+      await admin.disconnect();
+    }
+  }
+
+  /**
+   * Waits until the collector has read every output record written so far: a marker record (no
+   * value, skipped by the collector, never in `outputs`) goes to each partition of the output topics
+   * of `kinds`, and Kafka's order within a partition means that once the collector has seen a
+   * partition's marker it has handed over every record before it; under read_committed, also every
+   * transaction that was open when the marker was written, once it ends. Not for topics that another
+   * reader in the test must find unchanged (the dead-letter topic for `docstream dlq`).
+   */
+  async waitForOutputsRead(
+    kinds: readonly (typeof OUTPUT_KINDS)[number][] = OUTPUT_KINDS,
+    timeoutMs = 30_000,
+  ): Promise<void> {
+    if (!this.collector) throw new Error('waitForOutputsRead needs collect() first');
+    const admin = this.kafka.admin();
+    await admin.connect();
+    const counts = await Promise.all(kinds.map((kind) => admin.partitionCount(this.topics[kind]))).finally(
+      () => admin.disconnect(),
+    );
+    const nonces: string[] = [];
+    for (const [i, kind] of kinds.entries()) {
+      for (let partition = 0; partition < counts[i]!; partition++) {
+        const nonce = `${this.id}-marker-${this.markers++}`;
+        nonces.push(nonce);
+        await this.producer.send(this.topics[kind], [
+          { key: MARKER_HEADER, value: null, partition, headers: { [MARKER_HEADER]: nonce } },
+        ]);
+      }
+    }
+    await waitFor(
+      'the collector to read up to its markers',
+      () => nonces.every((n) => this.markersSeen.has(n)),
+      timeoutMs,
+    );
   }
 
   on(kind: keyof Config['topics']): Decoded[] {
