@@ -30,6 +30,9 @@
  *   --repeat N        N main runs, each with its floor: the medians are printed, the median run detailed
  *   --group-share-ms N  connector.groupShareIntervalMs of every connector (0: the group's API limit
  *                     divided by partitions held only, on each join; default: the connector's own)
+ *   --timeline        each scale-out run prints, per second, the calls the API accepted and refused,
+ *                     creates, documents settled and each instance's limiter rate/ceiling, and logs when
+ *                     the first and last creates and the last result came
  *   BENCH_NODE_ARGS   extra node flags for the connector children (e.g. "--max-semi-space-size=64")
  *   --cpu-prof        writes a V8 CPU profile of each main-run connector and of the floor, over the
  *                     measured documents only, into bench-results/profiles (<run>-connector-N.cpuprofile,
@@ -131,6 +134,8 @@ const flags = parseFlags(process.argv.slice(2), {
   scalePartitions: 4,
   /** default: the connector's own (connector.groupShareIntervalMs). */
   groupShareMs: 'default',
+  /** Scale-out runs print a per-second timeline: calls accepted and refused, each limiter's rate. */
+  timeline: false,
   sizeMb: 1024,
   smallMb: 64,
   /** auto: 600 s; 1500 s for --mode optimisations. */
@@ -320,6 +325,17 @@ function printThroughput(r: ThroughputResult): void {
           w,
         ),
       );
+      if (m.timeline) {
+        console.log(
+          `  per second: calls accepted/refused, creates, settled; each instance's limiter rate/ceiling`,
+        );
+        for (const t of m.timeline) {
+          console.log(
+            `  ${String(t.s).padStart(3)} s  ${t.accepted}/${t.refused}  ${t.creates}  ${t.settled}  ` +
+              t.rates.map(([rate, ceiling]) => `${rate}/${ceiling}`).join('  '),
+          );
+        }
+      }
     }
   }
   console.log(
@@ -507,6 +523,7 @@ async function main(): Promise<void> {
         flags.groupShareMs === 'default'
           ? null
           : bounded(Number(flags.groupShareMs), 0, 60_000, 'group-share-ms'),
+      timeline: flags.timeline === true,
       deadline,
       log,
     });

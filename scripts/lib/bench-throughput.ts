@@ -74,6 +74,8 @@ export interface ThroughputOptions {
   scalePartitions: number;
   /** connector.groupShareIntervalMs of every connector (null: the connector's default); 0 = by partitions only. */
   groupShareMs: number | null;
+  /** Scale-out runs record a per-second timeline of the API's calls and each limiter's rate. */
+  timeline?: boolean;
   /**
    * connector.delivery of the main runs; `both`: each repeat runs at-least-once and exactly-once
    * (alternating which goes first) and `delivery` compares them (the table shows at-least-once).
@@ -196,6 +198,21 @@ interface ScaleOutMeasure {
   cpuMsPerDoc: number | null;
   /** Documents per input partition: the group's share is by partitions, so their balance matters. */
   partitionDocs: number[];
+  /** Per second from the first record produced (with `--timeline`): what the API and the limiters did. */
+  timeline?: TimelineSecond[];
+}
+
+/** One second of a run: calls the API counted against its limit, and each instance's limiter. */
+export interface TimelineSecond {
+  /** Seconds from the first record produced. */
+  s: number;
+  accepted: number;
+  refused: number;
+  creates: number;
+  /** Documents settled by the end of this second. */
+  settled: number;
+  /** Each instance's limiter rate and ceiling at the end of this second (calls per second). */
+  rates: Array<[number, number]>;
 }
 
 /** One main run and its floors, as the repeats summary shows them. */
@@ -341,6 +358,7 @@ interface RunShape {
   instances: number;
   warmupDocs: number;
   delivery?: Delivery;
+  timeline?: boolean;
 }
 
 function arrivals(prefix: string, n: number, files: string[]): Arrival[] {
@@ -427,7 +445,7 @@ async function runDocstream(
   kafka: KafkaClient,
   dir: string,
   files: string[],
-): Promise<RunMeasure & CpuMeasure> {
+): Promise<RunMeasure & CpuMeasure & { timeline?: TimelineSecond[] }> {
   const id = uniqueName('bench');
   const topics = prefixedTopics(id, shape.partitions);
   const sandbox = await sandboxFor(
@@ -518,8 +536,12 @@ async function runDocstream(
     const batch = arrivals(id, shape.docs, files);
     const partitionDocs = new Array<number>(shape.partitions).fill(0);
     for (const a of batch) partitionDocs[partitionOfKey(a.event_id, shape.partitions)]! += 1;
-    const sentAt = await produceArrivals(producer, topics.arrived, batch);
     const ids = batch.map((a) => a.event_id);
+    const timeline = shape.timeline
+      ? new Timeline(sandbox, connectors, () => ids.filter((e) => collector.settled(e)).length)
+      : null;
+    timeline?.start();
+    const sentAt = await produceArrivals(producer, topics.arrived, batch);
     const start = Math.min(...sentAt.values());
     // On a terminal a progress line replaces the periodic log lines; in logs and CI, the log lines.
     const progress = new Progress({ label: shape.label, total: ids.length, unit: 'docs' });
@@ -539,6 +561,23 @@ async function runDocstream(
       },
     );
     clearInterval(sampler);
+    const seconds = timeline ? await timeline.stop(start) : undefined;
+    if (timeline) {
+      o.log(`${shape.label}: requests ${JSON.stringify(sandbox.stats().requests)}`);
+      const listing = (await (await fetch(`${sandbox.baseUrl}/_sandbox/submissions`)).json()) as {
+        items: Array<{ created: string; ready_at: Record<string, string | null> }>;
+      };
+      const created = listing.items.map((i) => Date.parse(i.created));
+      const ready = listing.items.flatMap((i) =>
+        Object.values(i.ready_at).map((r) => (r ? Date.parse(r) : 0)),
+      );
+      const lastResult = Math.max(...ids.map((e) => collector.byEvent.get(e)?.lastResultAt ?? 0));
+      o.log(
+        `${shape.label}: first create ${Math.min(...created) - start} ms after the first record produced, ` +
+          `last create ${Math.max(...created) - start} ms, last result ready ${Math.max(...ready) - start} ms, ` +
+          `last result event ${lastResult - start} ms`,
+      );
+    }
     while (sampling) await new Promise((resolve) => setTimeout(resolve, 50));
     progress.finish();
     const endSamples = await Promise.all(probes.map((p) => p.sample(false)));
@@ -617,6 +656,7 @@ async function runDocstream(
       outputRecordsPerDoc: outputRecords === null || written === 0 ? null : round(outputRecords / written, 2),
       stages,
       transactions,
+      ...(seconds ? { timeline: seconds } : {}),
     };
   } finally {
     await Promise.all(
@@ -629,6 +669,78 @@ async function runDocstream(
     await producer.disconnect().catch(() => undefined);
     await sandbox.close();
     await deleteTopics(kafka, topics);
+  }
+}
+
+const LIMITER_RATE = 'docstream_api_limiter_rate';
+const LIMITER_CEILING = 'docstream_api_limiter_ceiling';
+
+/**
+ * Samples every 250 ms the sandbox's rate-limited calls and each connector's limiter (its /metrics),
+ * bounded by the run: `stop` ends it and folds the samples into seconds from `start`.
+ */
+class Timeline {
+  private readonly samples: Array<{
+    t: number;
+    calls: number;
+    refused: number;
+    creates: number;
+    settled: number;
+    rates: Array<[number, number]>;
+  }> = [];
+  private timer: NodeJS.Timeout | null = null;
+  private busy: Promise<void> | null = null;
+
+  constructor(
+    private readonly sandbox: Pick<Sandbox, 'stats'>,
+    private readonly connectors: ConnectorProcess[],
+    private readonly settled: () => number,
+  ) {}
+
+  start(): void {
+    this.timer = setInterval(() => {
+      if (this.busy) return;
+      this.busy = this.sample().finally(() => (this.busy = null));
+    }, 250);
+  }
+
+  private async sample(): Promise<void> {
+    const t = Date.now();
+    const c = apiCalls(this.sandbox.stats());
+    const gauges = await Promise.all(this.connectors.map((k) => k.gauges([LIMITER_RATE, LIMITER_CEILING])));
+    this.samples.push({
+      t,
+      calls: c.total - c.uploads,
+      refused: c.rateLimited,
+      creates: c.creates,
+      settled: this.settled(),
+      rates: gauges.map((g) => [round(g[LIMITER_RATE] ?? 0, 1), round(g[LIMITER_CEILING] ?? 0, 1)]),
+    });
+  }
+
+  async stop(start: number): Promise<TimelineSecond[]> {
+    if (this.timer) clearInterval(this.timer);
+    await this.busy;
+    await this.sample();
+    const out: TimelineSecond[] = [];
+    const first = this.samples[0];
+    if (!first) return out;
+    let prev = first;
+    for (let s = 1; ; s++) {
+      const at = start + s * 1000;
+      const cur = this.samples.find((x) => x.t >= at) ?? this.samples[this.samples.length - 1]!;
+      if (cur === prev) break;
+      out.push({
+        s,
+        accepted: cur.calls - cur.refused - (prev.calls - prev.refused),
+        refused: cur.refused - prev.refused,
+        creates: cur.creates - prev.creates,
+        settled: cur.settled,
+        rates: cur.rates,
+      });
+      prev = cur;
+    }
+    return out;
   }
 }
 
@@ -802,7 +914,7 @@ export async function runThroughput(o: ThroughputOptions): Promise<ThroughputRes
       const burst = Math.max(1, Math.ceil(o.scaleRate / 5));
       const bound = boundOf(o.scaleRate, o.maxInFlight * instances, o.latencyMs);
       // One failed run (the shared Kafka refusing a topic creation, say) must not lose the others.
-      let run: RunMeasure & CpuMeasure;
+      let run: RunMeasure & CpuMeasure & { timeline?: TimelineSecond[] };
       try {
         run = await runDocstream(
           { ...o, cpuProfDir: null },
@@ -816,6 +928,7 @@ export async function runThroughput(o: ThroughputOptions): Promise<ThroughputRes
             instances,
             // Scale-out measures pacing against the shared limit, which warm code does not change.
             warmupDocs: 0,
+            timeline: o.timeline === true,
           },
           kafka,
           dir,
@@ -839,6 +952,7 @@ export async function runThroughput(o: ThroughputOptions): Promise<ThroughputRes
         percent429: round((100 * run.calls.rateLimited) / Math.max(1, run.calls.total), 2),
         cpuMsPerDoc: run.cpuMsPerDoc,
         partitionDocs: run.partitionDocs ?? [],
+        ...(run.timeline ? { timeline: run.timeline } : {}),
       });
     }
     const baseline = o.baselineDocs > 0 ? await runNaive(o, kafka, files) : null;

@@ -17,6 +17,16 @@ function fixed(ratePerSecond: number, clock: FakeClock, burst?: number): Adaptiv
   });
 }
 
+/** A clock whose timers all fire `lateMs` after they were due (a busy event loop). */
+class LateClock extends FakeClock {
+  constructor(private readonly lateMs: number) {
+    super();
+  }
+  override sleep(ms: number): Promise<void> {
+    return super.sleep(ms + this.lateMs);
+  }
+}
+
 /** The API's side: a token bucket of `ratePerSecond` (changeable) holding `burst` tokens. */
 class Bucket {
   private tokens: number;
@@ -106,16 +116,51 @@ describe('AdaptiveRateLimiter', () => {
     expect(times).toEqual([0, 0, 0, 100, 200]);
   });
 
-  it('starts slowly (10/s) and doubles per second of accepted calls', async () => {
+  it('starts slowly (10/s) and grows with accepted calls to a ceiling of tens within a second of use', async () => {
     const clock = new FakeClock();
     const limiter = new AdaptiveRateLimiter({ ratePerSecond: 5000, clock });
     expect(limiter.currentRate()).toBe(10);
     const small = new AdaptiveRateLimiter({ ratePerSecond: 40, clock });
     expect(small.currentRate()).toBe(10);
-    const outcome = await drive([small], new Bucket(1000, 1000), clock, 3000, 20);
-    // 10 → 20 → 40 (the ceiling) within about two seconds of use; never above the ceiling.
-    expect(small.currentRate()).toBe(40);
-    expect(acceptedBetween(outcome, 2000, 3000)).toBeGreaterThanOrEqual(36);
+    const rates: number[] = [];
+    const outcome = await drive([small], new Bucket(1000, 1000), clock, 2000, 20, () =>
+      rates.push(small.currentRate()),
+    );
+    // 10 → 40 (the ceiling) within the first second of use; never above the ceiling.
+    expect(rates).toEqual([10, 40]);
+    expect(acceptedBetween(outcome, 0, 1000)).toBeLessThanOrEqual(40);
+    expect(acceptedBetween(outcome, 1000, 2000)).toBeGreaterThanOrEqual(39);
+    expect(acceptedBetween(outcome, 1000, 2000)).toBeLessThanOrEqual(41);
+  });
+
+  it('does not lose rate to timers that fire late', async () => {
+    const clock = new LateClock(6);
+    const limiter = fixed(40, clock);
+    const times: number[] = [];
+    let running = true;
+    const worker = async () => {
+      while (running) times.push(await limiter.acquire());
+    };
+    for (let i = 0; i < 5; i++) void worker();
+    await clock.advance(3000);
+    running = false;
+    // Every wake-up of the pump is 6 ms late: spacing from the wake-up would send 40 / (1 + 6/25) = 32/s.
+    const inSecond = times.filter((t) => t >= 1000 && t < 2000).length;
+    expect(inSecond).toBeGreaterThanOrEqual(39);
+    expect(inSecond).toBeLessThanOrEqual(41);
+  });
+
+  it('starts afresh after a gap: a call after an idle spell gets no extra burst', async () => {
+    const clock = new FakeClock();
+    const limiter = fixed(10, clock);
+    expect(limiter.tryAcquire()).toBe(0);
+    await clock.advance(150);
+    // 50 ms after its slot (100): longer than a late timer; the next slot is an interval from now.
+    expect(limiter.tryAcquire()).toBe(150);
+    expect(limiter.tryAcquire()).toBeUndefined();
+    const times = releases(limiter, clock, 1);
+    await clock.advance(200);
+    expect(times).toEqual([250]);
   });
 
   it('lets calls of submitted documents go before new creates', async () => {
@@ -432,6 +477,21 @@ describe('AdaptiveRateLimiter', () => {
       expect(limiter.currentRate()).toBe(10);
       limiter.setShare(2, 4);
       expect(limiter.currentRate()).toBe(5);
+    });
+
+    it('releases calls waiting at the floor as soon as a share is given, not a floor interval later', async () => {
+      const clock = new FakeClock();
+      const limiter = new AdaptiveRateLimiter({ ratePerSecond: 40, clock });
+      limiter.setShare(0, 2);
+      const times = releases(limiter, clock, 4);
+      await clock.advance(100);
+      // At the floor (1/s): one call, the next a second later.
+      expect(times).toEqual([0]);
+      limiter.setShare(1, 2);
+      await clock.advance(600);
+      // At 5/s from 100 ms (the rest of the floor's interval rescaled to the new rate: 900 → 180 ms),
+      // then 200 ms apart: not at 1000 ms, where the floor had put the next slot.
+      expect(times).toEqual([0, 280, 480, 680]);
     });
 
     it('rejects a share that is not a part of a whole', () => {

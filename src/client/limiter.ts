@@ -85,12 +85,20 @@ const RECOVERY = 0.5;
 const MIN_STEP = 0.02;
 /** First probing step above the limit per second of use, as a fraction of it (at least 1/s); it grows each second. */
 const PROBE_STEP = 0.06;
+/** Slow start: calls per second added per accepted call (the rate grows e^2 ≈ 7× per second of use). */
+const SLOW_START_GAIN = 2;
+/**
+ * A release this late after its slot (a late timer, a busy event loop) keeps the schedule's place, so
+ * lateness does not lower the rate actually sent; a longer gap (nothing was waiting) starts afresh.
+ */
+const LATE_KEPT_MS = 20;
 
 /**
  * Discovery (a rate with a memory, in the manner of TCP CUBIC and the AWS SDK's adaptive mode):
- * - slow start: from 10/s, each accepted call adds one call per second (the rate doubles per second
- *   of use) until the first 429, so a limit far below the ceiling costs a few 429s, not a wave of
- *   them (a limit of thousands per second is reached in about ten seconds);
+ * - slow start: from 10/s, each accepted call adds two calls per second (the rate grows about
+ *   sevenfold per second of use) until the first 429, so a limit far below the ceiling costs a few
+ *   429s, not a wave of them, and a ceiling of tens per second is reached within half a second of use
+ *   (a limit of thousands per second within a few seconds);
  * - a 429 (once per round: a 429 for a call released before the last decrease is the same signal)
  *   remembers the rate the API actually accepted over the last second as `limit` (lowering it by a
  *   tenth at most per round), and sets the rate to `decreaseFactor` (0.9) of it;
@@ -138,6 +146,8 @@ export class AdaptiveRateLimiter {
   private readonly later: Waiter[] = [];
   private readonly spare: Waiter[] = [];
   private pumping = false;
+  /** Ends the pump's current sleep early: a rate that rose must not wait out a slot of the old rate. */
+  private wakePump: (() => void) | undefined;
   /** When the first call was released: a young limiter's last second is shorter than a second. */
   private firstReleaseAt: number | undefined;
 
@@ -181,10 +191,9 @@ export class AdaptiveRateLimiter {
    */
   headroom(): { capacityPerSecond: number; usedPerSecond: number; waiting: number; ratePerSecond: number } {
     const now = this.clock.now();
-    const span = Math.min(1000, Math.max(100, now - (this.firstReleaseAt ?? now))) / 1000;
     return {
       capacityPerSecond: Math.min(this.ceiling, this.limit ?? this.ceiling),
-      usedPerSecond: this.released.total(now) / span,
+      usedPerSecond: this.releasedPerSecond(now),
       waiting: this.urgent.length + this.later.length + this.spare.length,
       ratePerSecond: this.rate,
     };
@@ -245,10 +254,10 @@ export class AdaptiveRateLimiter {
     const now = this.clock.now();
     this.accepted.add(now);
     // Only while the calls use the rate: an app-limited rate proves nothing about the API.
-    if (this.rate >= this.ceiling || this.released.total(now) < this.rate / 2) return;
+    if (this.rate >= this.ceiling || this.releasedPerSecond(now) < this.rate / 2) return;
     let perSecond: number;
     if (this.limit === undefined) {
-      perSecond = this.rate;
+      perSecond = this.rate * SLOW_START_GAIN;
     } else if (this.rate < this.limit) {
       perSecond = Math.max((this.limit - this.rate) * RECOVERY, this.limit * MIN_STEP);
     } else {
@@ -274,12 +283,20 @@ export class AdaptiveRateLimiter {
     this.setRate(this.limit * this.decreaseFactor);
   }
 
+  /** Calls released per second over the last second (a young limiter's shorter life counts as it is). */
+  private releasedPerSecond(now: number): number {
+    const span = Math.min(1000, Math.max(100, now - (this.firstReleaseAt ?? now))) / 1000;
+    return this.released.total(now) / span;
+  }
+
   /** Sets the rate within floor and ceiling; the schedule already promised follows it. */
   private setRate(next: number): void {
     const rate = Math.min(this.ceiling, Math.max(this.floor, next));
     const now = this.clock.now();
     if (this.tat > now) this.tat = now + ((this.tat - now) * this.rate) / rate;
+    const rose = rate > this.rate;
     this.rate = rate;
+    if (rose) this.wakePump?.();
   }
 
   /** Releases allowed back to back: by default 20 ms worth of the current rate, so a late timer catches up. */
@@ -292,9 +309,13 @@ export class AdaptiveRateLimiter {
     return this.tat - (this.burst() - 1) * (1000 / this.rate);
   }
 
-  /** Takes the slot at `now`: the next one is an interval later. Returns the release time. */
+  /**
+   * Takes the slot at `now`: the next one is an interval after this one's place in the schedule (its
+   * slot when released at most LATE_KEPT_MS late, else now). Returns the release time.
+   */
   private take(now: number): number {
-    this.tat = Math.max(this.tat, now) + 1000 / this.rate;
+    const late = now - this.tat;
+    this.tat = (late > 0 && late <= LATE_KEPT_MS ? this.tat : Math.max(this.tat, now)) + 1000 / this.rate;
     this.released.add(now);
     this.firstReleaseAt ??= now;
     return now;
@@ -308,8 +329,13 @@ export class AdaptiveRateLimiter {
         const now = this.clock.now();
         const at = this.slotAt();
         if (at > now) {
-          // Re-evaluated after the sleep: a rate change may have arrived meanwhile.
-          await this.clock.sleep(at - now);
+          // Re-evaluated after the sleep, which a rise of the rate ends early (a share given after
+          // the floor's one call a second, a recovery after a 429).
+          await Promise.race([
+            this.clock.sleep(at - now),
+            new Promise<void>((resolve) => (this.wakePump = resolve)),
+          ]);
+          this.wakePump = undefined;
           continue;
         }
         const waiter = this.urgent.shift() ?? this.later.shift() ?? this.spare.shift();
