@@ -45,8 +45,10 @@ describe('the same event twice in one batch', () => {
         ),
       90_000,
     );
-    // Time for a second submission's results, had there been one.
-    await new Promise((r) => setTimeout(r, 2000));
+    // Every copy handled (the group committed past it, so its outcome is out) and read back: a second
+    // submission's results, had there been one, would be in the outputs by now.
+    await env.waitForHandled();
+    await env.waitForOutputsRead();
 
     const submissions = await Promise.all(ids.map((id) => env.submissions(id)));
     expect(submissions.map((s) => s.length)).toEqual(ids.map(() => 1));
@@ -82,7 +84,8 @@ describe('the same event twice in one batch', () => {
       () => env.on('dlq').length >= 6,
       60_000,
     );
-    await new Promise((r) => setTimeout(r, 2000));
+    await env.waitForHandled();
+    await env.waitForOutputsRead();
     expect(deadLetters()).toEqual(
       [...ids.slice(0, 6)].sort().map((id) => [id, 'validate', 'event_id_reused']),
     );
