@@ -54,7 +54,7 @@ async function run(
 
 /** examples/setup.sh for one tool: the path it prints last (interpreter, binary or classpath file). */
 async function setup(tool: Tool): Promise<string> {
-  const out = await run('bash', ['examples/setup.sh', tool], {}, 280_000);
+  const out = await run('bash', ['examples/setup.sh', tool], {}, 420_000);
   if (out.code !== 0)
     throw new Error(`examples/setup.sh ${tool} failed (${out.code}): ${out.stderr.slice(-2000)}`);
   return out.stdout.trim().split('\n').at(-1)!;
@@ -115,7 +115,7 @@ describe('the producer and consumer samples (examples/) against the local stack'
       const extra = producer === 'python-avro' ? ['--avro'] : producer === 'java-avro' ? ['avro'] : [];
       sent.set(producer, run(command, [...args, eventOf(producer), blobUrl, ...extra], vars));
     }
-  }, 300_000);
+  }, 450_000);
 
   afterAll(async () => {
     await Promise.allSettled(sent.values());
