@@ -3,12 +3,13 @@
 # between runs, keyed by a hash of what it is built from, so a second run only checks):
 #   python  a venv with requirements.txt (PyPI), no unpinned package (--no-deps)
 #   kcat    Debian's kcat (apt-get, as root) when no kcat is on PATH
+#   jq      jq and curl (apt-get, as root) when missing: the registration command of producing.md
 #   go      examples/go built with the pinned modules (the Go module proxy)
 #   java    the Maven classpath of examples/java/pom.xml (Maven Central, the jars in
 #           .cache/examples/m2); the samples run as single source files (`java -cp ...
 #           SendArrival.java`), so there is no compile step
 #
-#   bash examples/setup.sh LANGUAGE...   (default: all four)
+#   bash examples/setup.sh LANGUAGE...   (default: all of them)
 # Prints, as its last line, what the sample needs to run: the venv's python, the kcat command, the
 # Go binary or the classpath file. test/examples/samples.test.ts calls it once per language.
 set -euo pipefail
@@ -30,17 +31,28 @@ setup_python() {
   echo "$PWD/$venv/bin/python"
 }
 
-setup_kcat() {
-  if ! command -v kcat >/dev/null; then
-    if [[ $(id -u) -ne 0 ]] || ! command -v apt-get >/dev/null; then
-      log "kcat: not on PATH; install it (Debian/Ubuntu: apt-get install kcat)"
-      exit 1
-    fi
-    log "kcat: installing from Debian's packages"
-    DEBIAN_FRONTEND=noninteractive apt-get update >/dev/null
-    DEBIAN_FRONTEND=noninteractive apt-get install -y kcat >/dev/null
+# Debian packages for the commands named, each installed when its command is missing.
+apt_install() {
+  local missing=() command
+  for command in "$@"; do command -v "$command" >/dev/null || missing+=("$command"); done
+  ((${#missing[@]} == 0)) && return
+  if [[ $(id -u) -ne 0 ]] || ! command -v apt-get >/dev/null; then
+    log "${missing[*]}: not on PATH; install them (Debian/Ubuntu: apt-get install ${missing[*]})"
+    exit 1
   fi
+  log "installing ${missing[*]} from Debian's packages"
+  DEBIAN_FRONTEND=noninteractive apt-get update >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}" >/dev/null
+}
+
+setup_kcat() {
+  apt_install kcat
   command -v kcat
+}
+
+setup_jq() {
+  apt_install jq curl
+  command -v jq
 }
 
 setup_go() {
@@ -66,12 +78,12 @@ setup_java() {
   echo "$PWD/$classpath"
 }
 
-for language in "${@:-python kcat go java}"; do
+for language in "${@:-python kcat jq go java}"; do
   for one in $language; do
     case $one in
-      python | kcat | go | java) "setup_$one" ;;
+      python | kcat | jq | go | java) "setup_$one" ;;
       *)
-        log "unknown language $one (python, kcat, go, java)"
+        log "unknown language $one (python, kcat, jq, go, java)"
         exit 2
         ;;
     esac

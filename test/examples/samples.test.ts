@@ -5,7 +5,8 @@
  * analyses end to end; then each consumer (Python, Java, kcat) reads the result topics with
  * isolation.level=read_committed and must print every document's submission id, event id and
  * decision as docstream published them. The samples' tools are prepared by examples/setup.sh
- * (cached under .cache/examples); the producers and the consumers run concurrently.
+ * (cached under .cache/examples); the producers run concurrently. The page's
+ * command that registers the input schema (jq and curl) runs too, against the local registry.
  */
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
@@ -19,7 +20,7 @@ import { uniqueName } from '../harness/topics.js';
 
 const exec = promisify(execFile);
 const ROOT = path.resolve('.');
-type Tool = 'python' | 'kcat' | 'go' | 'java';
+type Tool = 'python' | 'kcat' | 'jq' | 'go' | 'java';
 
 /** What a sample printed, or why it failed (a failure is an answer the tests assert on). */
 interface Run {
@@ -77,15 +78,15 @@ describe('the producer and consumer samples (examples/) against the local stack'
 
   beforeAll(async () => {
     s = secureListeners();
-    // The four tools are prepared while the connector starts.
-    const prepared = Promise.all((['python', 'kcat', 'go', 'java'] as const).map(setup));
+    // The tools are prepared while the connector starts.
+    const prepared = Promise.all((['python', 'kcat', 'jq', 'go', 'java'] as const).map(setup));
     env = await new E2E().start();
     const file = await env.writeFile('invoice.pdf', await sampleBytes('clean-pdf'));
     blobUrl = `file://${file}`;
     env.spawnConnector({ connector: { delivery: 'exactly-once' } });
     await env.collect();
-    const [python, kcat, go, java] = await prepared;
-    tools = { python: python!, kcat: kcat!, go: go!, java: java! };
+    const [python, kcat, jq, go, java] = await prepared;
+    tools = { python: python!, kcat: kcat!, jq: jq!, go: go!, java: java! };
     scram = {
       KAFKA_BOOTSTRAP: s.scramTls.bootstrap,
       KAFKA_USERNAME: s.scramTls.username,
@@ -155,6 +156,36 @@ describe('the producer and consumer samples (examples/) against the local stack'
     if (/^(python|java)/.test(producer))
       for (const o of results) expect(o.value.attributes).toEqual({ tenant: 'acme' });
     expect(env.on('dlq').filter((o) => o.headers.event_id === eventId)).toEqual([]);
+  });
+
+  it("the page's registration command (jq and curl) registers DocumentArrived under the subject it names", async () => {
+    const page = fs.readFileSync('docs/producing.md', 'utf8');
+    const block = /```sh\n(jq -n --rawfile schema avro\/DocumentArrived\.avsc[\s\S]*?)```/.exec(page)?.[1];
+    expect(block).toContain(
+      'https://schema-registry.internal:8081/subjects/documents.arrived-value/versions',
+    );
+    // The page's registry and subject, swapped for the local registry and a subject of this test.
+    const subject = `${uniqueName('samples-registered')}-value`;
+    const command = block!
+      .replace('https://schema-registry.internal:8081', REGISTRY_URL)
+      .replace('documents.arrived-value', subject);
+    const out = await run('bash', ['-c', `set -o pipefail; ${command}`], {});
+    expect({ code: out.code, stderr: out.stderr }).toEqual({ code: 0, stderr: '' });
+    const id = (JSON.parse(out.stdout) as { id: number }).id;
+    expect(Number.isInteger(id)).toBe(true);
+    const latest = (await (await fetch(`${REGISTRY_URL}/subjects/${subject}/versions/latest`)).json()) as {
+      id: number;
+      schema: string;
+    };
+    expect(latest.id).toBe(id);
+    const registered = JSON.parse(latest.schema) as {
+      name: string;
+      namespace: string;
+      fields: Array<{ name: string }>;
+    };
+    const file = JSON.parse(fs.readFileSync('avro/DocumentArrived.avsc', 'utf8')) as typeof registered;
+    expect([registered.namespace, registered.name]).toEqual(['io.docstream.v1', 'DocumentArrived']);
+    expect(registered.fields.map((f) => f.name)).toEqual(file.fields.map((f) => f.name));
   });
 
   describe('the read_committed consumers', () => {
