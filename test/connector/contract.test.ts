@@ -61,8 +61,10 @@ describe('event contract: outputs per pipeline configuration', () => {
     );
     const total = cases.reduce((n, c) => n + c.expected.length, 0);
     await waitFor(`${total} result events`, () => env.outputs.length >= total, 50_000);
-    // Let any surplus event arrive before asserting "exactly".
-    await new Promise((r) => setTimeout(r, 1500));
+    // Every input handled (committed past) and the outputs read back before asserting "exactly": a
+    // surplus event would be in them by now.
+    await env.waitForHandled();
+    await env.waitForOutputsRead();
 
     expect(env.on('dlq')).toEqual([]);
     expect(env.outputs).toHaveLength(total);
