@@ -186,7 +186,9 @@ describe('bad input: a dead letter per bad record, and the partition keeps movin
 
     await waitFor('the good event', () => env.forEvent('evt-good').length === 3, 40_000);
     await waitFor('every dead letter', () => env.on('dlq').length >= cases.length, 20_000);
-    await new Promise((r) => setTimeout(r, 1000));
+    // Every record handled and its outcome read back: a surplus dead letter would be here by now.
+    await env.waitForHandled();
+    await env.waitForOutputsRead();
     const deadLetters = env.on('dlq');
     expect(deadLetters).toHaveLength(cases.length);
 
@@ -297,7 +299,10 @@ describe('values nested too deep: one dead letter each, on the input and the fee
     await waitFor('every good document', () => good.every((id) => env.forEvent(id).length === 3), 60_000);
     const expected = 2 * (hostile.length + feedback.length);
     await waitFor('a dead letter per hostile record', () => env.on('dlq').length >= expected, 20_000);
-    await new Promise((r) => setTimeout(r, 1000));
+    // Both input topics handled to their end and the outputs read back: no surplus dead letter is on its way.
+    await env.waitForHandled();
+    await env.waitForHandled({ topic: env.topics.feedback });
+    await env.waitForOutputsRead();
     const deadLetters = env.on('dlq').map((l) => l.value);
     expect(deadLetters).toHaveLength(expected);
     for (const [items, topic, stage] of [
