@@ -67,7 +67,8 @@ function flagsOf(command: Command): Set<string> {
 
 /**
  * Every docstream invocation in the page: in code blocks, where `docstream` is the command of a line
- * (first, after a `$ ` prompt (the only commands of a `console` transcript), `npx`, `$(`, `&&`, `;` or `|`; continuation lines joined); inline, a code span that
+ * (first, after a `$ ` prompt (the only commands of a `console` transcript), `npx`, `$(`, `&&`, `;`, `|`
+ * or a shell keyword such as `until`; continuation lines joined); inline, a code span that
  * starts with `docstream ` followed by a command word.
  */
 function invocations(text: string): string[] {
@@ -79,7 +80,7 @@ function invocations(text: string): string[] {
       // In a console transcript only the prompted lines are commands; the rest is their output.
       if (block[1] === 'console' && !/^\s*\$ /.test(line)) continue;
       for (const m of line.matchAll(
-        /(?:^\s*(?:\$\s+)?|\$\(|&&\s*|;\s*|\|\s*)(?:npx )?docstream ((?:[^#'"|;&)]|'[^']*'|"[^"]*")*)/g,
+        /(?:^\s*(?:\$\s+)?(?:(?:until|while|if|then|do|time)\s+)?|\$\(|&&\s*|;\s*|\|\s*)(?:npx )?docstream ((?:[^#'"|;&)]|'[^']*'|"[^"]*")*)/g,
       ))
         found.push(m[1]!.trim());
     }
