@@ -25,7 +25,12 @@ const DLQ_LIMIT = 300_000;
 /** A loopback proxy in front of the registry that can answer 503 or drop every connection. */
 async function registryProxy() {
   const upstream = new URL(REGISTRY_URL);
-  const state = { mode: 'up' as 'up' | '503' | 'drop', idLookups: new Map<string, number>() };
+  const state = {
+    mode: 'up' as 'up' | '503' | 'drop',
+    idLookups: new Map<string, number>(),
+    /** Availability probes (`GET /schemas/types`) whose connection was dropped. */
+    droppedProbes: 0,
+  };
   const server = http.createServer((req, res) => {
     const id = /\/schemas\/ids\/(\d+)/.exec(req.url ?? '')?.[1];
     if (id) state.idLookups.set(id, (state.idLookups.get(id) ?? 0) + 1);
@@ -35,6 +40,7 @@ async function registryProxy() {
       return;
     }
     if (state.mode === 'drop') {
+      if (req.url?.endsWith('/schemas/types')) state.droppedProbes++;
       req.socket.destroy();
       return;
     }
@@ -193,7 +199,14 @@ describe('every record ends, nothing stalls a partition', () => {
     await waitFor('the input to pause', () => connector.pausedForOutage, 30_000);
     expect(await gauge(connector)).toBe(1);
     proxy.state.mode = 'drop';
-    await new Promise((r) => setTimeout(r, 3000));
+    // Probes run one after another: a second dropped probe means the first one's failure kept the
+    // input paused rather than resuming it or ending the records.
+    const dropped = proxy.state.droppedProbes;
+    await waitFor(
+      'two probes to meet a dropped connection',
+      () => proxy.state.droppedProbes >= dropped + 2,
+      60_000,
+    );
     expect(connector.pausedForOutage).toBe(true);
     expect(env.forEvent('evt-outage-1')).toEqual([]);
     expect(env.on('dlq').length).toBe(deadLetters);
