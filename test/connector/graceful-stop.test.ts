@@ -45,11 +45,15 @@ describe('graceful stop', () => {
       await admin.disconnect();
     }
 
-    await env.startConnector(settings);
+    const next = await env.startConnector(settings);
     await waitFor('a fraud result for every document', () =>
       ids.every((id) => env.on('fraud').some((r) => r.headers.event_id === id)),
     );
-    await new Promise((r) => setTimeout(r, 1000));
+    // Its interval commit is out of reach, so the committed offsets cannot show progress: every document
+    // it resumed has ended (its outputs are published) once none runs, and then the outputs are read
+    // back; a second submission or a second result would be seen below.
+    await waitFor('no document running in the next instance', () => next.engine.inFlight === 0, 60_000);
+    await env.waitForOutputsRead();
     const counts = await Promise.all(ids.map(async (id) => (await env.submissions(id)).length));
     expect(counts).toEqual(ids.map(() => 1));
     expect(
