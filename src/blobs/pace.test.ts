@@ -1,3 +1,4 @@
+import { jest } from '@jest/globals';
 import { PassThrough, Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { BlobError } from './errors.js';
@@ -62,12 +63,17 @@ describe('Pace', () => {
   });
 
   it('does not blame the source for time the reader takes no bytes', async () => {
-    const pace = new Pace({ transferTimeoutMs: 150, minBytesPerSecond: 1000, rateWindowMs: 50 }, 'x');
-    Readable.from([Buffer.alloc(64 * 1024)]).pipe(pace);
-    // Nobody reads for a while: the readable side stays full.
-    await new Promise((r) => setTimeout(r, 400));
-    expect(pace.destroyed).toBe(false);
-    pace.destroy();
+    jest.useFakeTimers({ doNotFake: ['nextTick', 'setImmediate', 'queueMicrotask'] });
+    try {
+      const pace = new Pace({ transferTimeoutMs: 150, minBytesPerSecond: 1000, rateWindowMs: 50 }, 'x');
+      Readable.from([Buffer.alloc(64 * 1024)]).pipe(pace);
+      // Nobody reads for a while (well past the transfer bound, in fake time): the readable side stays full.
+      await jest.advanceTimersByTimeAsync(400);
+      expect(pace.destroyed).toBe(false);
+      pace.destroy();
+    } finally {
+      jest.useRealTimers();
+    }
   });
 
   it('reads unset limits of a policy as no bound', () => {

@@ -1,12 +1,15 @@
+import { jest } from '@jest/globals';
 import { ApiHealth, GateClosedError } from './health.js';
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+/** Lets fake time pass (the tests that wait use fake timers). */
+const sleep = (ms: number) => jest.advanceTimersByTimeAsync(ms);
 
 function quickHealth(): ApiHealth {
   return new ApiHealth({ failuresToTrip: 3, tripAfterMs: 0, probeMinMs: 20, probeMaxMs: 40 });
 }
 
 describe('ApiHealth', () => {
+  afterEach(() => jest.useRealTimers());
   it('lets calls through while the API answers, whatever a few failures say', async () => {
     const health = quickHealth();
     health.onTransientFailure();
@@ -36,6 +39,7 @@ describe('ApiHealth', () => {
   });
 
   it('holds calls at the gate and lets one through at a time as the probe', async () => {
+    jest.useFakeTimers();
     const health = quickHealth();
     for (let i = 0; i < 3; i++) health.onTransientFailure();
     const passed: number[] = [];
@@ -60,6 +64,7 @@ describe('ApiHealth', () => {
   });
 
   it('probes by itself when no call waits, until the API answers', async () => {
+    jest.useFakeTimers();
     const health = quickHealth();
     let probes = 0;
     health.probe = async () => {

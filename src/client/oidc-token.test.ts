@@ -1,3 +1,4 @@
+import { jest } from '@jest/globals';
 import { OidcTokenSource } from './oidc-token.js';
 
 function tokenEndpoint(answer: (n: number) => { status: number; body: unknown }) {
@@ -21,6 +22,8 @@ const settings = {
 };
 
 describe('OidcTokenSource', () => {
+  afterEach(() => jest.useRealTimers());
+
   it('asks once for many concurrent callers, with the client credentials and the scope', async () => {
     const endpoint = tokenEndpoint((n) => ({
       status: 200,
@@ -46,11 +49,16 @@ describe('OidcTokenSource', () => {
   });
 
   it('asks again once the token is near its expiry', async () => {
+    jest.useFakeTimers({ doNotFake: ['nextTick', 'setImmediate', 'queueMicrotask'] });
     const endpoint = tokenEndpoint((n) => ({ status: 200, body: { access_token: `t${n}`, expires_in: 1 } }));
     const source = new OidcTokenSource({ ...settings, fetch: endpoint.fetchImpl });
-    expect(await source.token()).toBe('t1');
-    await new Promise((r) => setTimeout(r, 1000));
-    expect(await source.token()).toBe('t2');
+    const first = source.token();
+    await jest.advanceTimersByTimeAsync(5); // the endpoint's answer
+    expect(await first).toBe('t1');
+    await jest.advanceTimersByTimeAsync(1000);
+    const second = source.token();
+    await jest.advanceTimersByTimeAsync(5);
+    expect(await second).toBe('t2');
   });
 
   it.each([

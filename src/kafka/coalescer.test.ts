@@ -1,3 +1,4 @@
+import { jest } from '@jest/globals';
 import { CoalescingSender } from './coalescer.js';
 import { KafkaError, MessageTooLargeError } from './errors.js';
 import { messageSize, RECORD_BATCH_OVERHEAD } from './message-size.js';
@@ -59,7 +60,10 @@ describe('CoalescingSender', () => {
 describe('CoalescingSender with lazy messages', () => {
   type Batches = Array<{ topic: string; messages: OutgoingMessage[] }>;
   const tick = () => new Promise((r) => setImmediate(r));
-  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+  /** Lets fake time pass: the lazy linger is a timer. */
+  const sleep = (ms: number) => jest.advanceTimersByTimeAsync(ms);
+  beforeEach(() => jest.useFakeTimers({ doNotFake: ['setImmediate', 'nextTick', 'queueMicrotask'] }));
+  afterEach(() => jest.useRealTimers());
   function recording() {
     const requests: Batches[] = [];
     const releases: Array<() => void> = [];

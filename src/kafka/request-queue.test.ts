@@ -1,4 +1,4 @@
-import { setTimeout as sleep } from 'node:timers/promises';
+import { jest } from '@jest/globals';
 import { fixIdleRequestQueues, requestQueueClass } from './request-queue.js';
 
 interface Queue {
@@ -30,12 +30,15 @@ function queue(): Queue {
 
 describe("kafkajs's request queue with fixIdleRequestQueues", () => {
   beforeAll(() => fixIdleRequestQueues());
+  // Fake time: the queue's throttle checks and request deadlines are timers, passed by the tests.
+  beforeEach(() => jest.useFakeTimers());
+  afterEach(() => jest.useRealTimers());
 
   it('schedules nothing after a response when nothing waits and no throttle is on (no 1 ms loop)', async () => {
     const q = queue();
     q.fulfillRequest({ correlationId: 1, payload: Buffer.alloc(0), size: 0 });
     expect(q.throttleCheckTimeoutId).toBeNull();
-    await sleep(20);
+    await jest.advanceTimersByTimeAsync(20);
     expect(q.throttleCheckTimeoutId).toBeNull();
   });
 
@@ -44,7 +47,7 @@ describe("kafkajs's request queue with fixIdleRequestQueues", () => {
     q.maybeThrottle(30);
     q.fulfillRequest({ correlationId: 1, payload: Buffer.alloc(0), size: 0 });
     expect(q.throttleCheckTimeoutId).not.toBeNull();
-    await sleep(80);
+    await jest.advanceTimersByTimeAsync(80);
     expect(q.throttleCheckTimeoutId).toBeNull();
   });
 
@@ -63,7 +66,7 @@ describe("kafkajs's request queue with fixIdleRequestQueues", () => {
     q.inflight.set(1, { completed: () => {} });
     q.pending.push(request(2));
     q.scheduleCheckPendingRequests();
-    await sleep(30);
+    await jest.advanceTimersByTimeAsync(30);
     expect(sent).toEqual([]);
     q.fulfillRequest({ correlationId: 1, payload: Buffer.alloc(0), size: 0 });
     expect(sent).toEqual([2]);
@@ -73,7 +76,7 @@ describe("kafkajs's request queue with fixIdleRequestQueues", () => {
     q.pending.push(request(3));
     q.scheduleCheckPendingRequests();
     expect(sent).toEqual([2]);
-    await sleep(120);
+    await jest.advanceTimersByTimeAsync(120);
     expect(sent).toEqual([2, 3]);
     expect(q.throttleCheckTimeoutId).toBeNull();
     q.destroy();
@@ -135,9 +138,9 @@ describe("kafkajs's request queue with fixIdleRequestQueues", () => {
     it('times out a request at its deadline, and then sets nothing', async () => {
       const q = timedQueue();
       const seen = send(q, 1);
-      await sleep(15);
+      await jest.advanceTimersByTimeAsync(15);
       expect(seen.outcome).toBe('pending');
-      await sleep(60);
+      await jest.advanceTimersByTimeAsync(60);
       expect(seen.outcome).toBe('KafkaJSRequestTimeoutError');
       expect(q.inflight.size).toBe(0);
       expect(q.requestTimeoutIntervalId).toBeNull();
@@ -146,14 +149,14 @@ describe("kafkajs's request queue with fixIdleRequestQueues", () => {
     it('after an answered request, still times out the one sent after it', async () => {
       const q = timedQueue();
       const first = send(q, 1);
-      await sleep(20);
+      await jest.advanceTimersByTimeAsync(20);
       const second = send(q, 2);
       q.fulfillRequest({ correlationId: 1, payload: Buffer.alloc(0), size: 0 });
       expect(first.outcome).toBe('completed');
       // The timer set for the first request's deadline finds the second in time and waits for it.
-      await sleep(35);
+      await jest.advanceTimersByTimeAsync(35);
       expect(second.outcome).toBe('pending');
-      await sleep(60);
+      await jest.advanceTimersByTimeAsync(60);
       expect(second.outcome).toBe('KafkaJSRequestTimeoutError');
       expect(q.requestTimeoutIntervalId).toBeNull();
     });
@@ -162,7 +165,7 @@ describe("kafkajs's request queue with fixIdleRequestQueues", () => {
       const q = timedQueue();
       const seen = send(q, 1);
       q.destroy();
-      await sleep(80);
+      await jest.advanceTimersByTimeAsync(80);
       expect(seen.outcome).toBe('pending');
       expect(q.requestTimeoutIntervalId).toBeNull();
     });

@@ -1,6 +1,11 @@
+import { jest } from '@jest/globals';
 import { Scheduler } from './scheduler.js';
 
 describe('Scheduler', () => {
+  // Fake time (Date.now included): the scheduler's one timer fires as the tests advance it.
+  beforeEach(() => jest.useFakeTimers());
+  afterEach(() => jest.useRealTimers());
+
   test('runs jobs in due order with one timer, equal times in insertion order', async () => {
     const s = new Scheduler();
     const order: string[] = [];
@@ -10,7 +15,7 @@ describe('Scheduler', () => {
     s.at(now + 10, () => order.push('b'));
     s.at(now - 5, () => order.push('late'));
     expect(s.size).toBe(4);
-    await new Promise((r) => setTimeout(r, 80));
+    await jest.advanceTimersByTimeAsync(80);
     expect(order).toEqual(['late', 'a', 'b', 'c']);
     expect(s.size).toBe(0);
   });
@@ -23,7 +28,7 @@ describe('Scheduler', () => {
     });
     s.after(0, () => ran.push(1));
     s.after(10_000, () => ran.push(2));
-    await new Promise((r) => setTimeout(r, 30));
+    await jest.advanceTimersByTimeAsync(30);
     expect(ran).toEqual([1]);
     s.close();
     expect(s.size).toBe(0);
@@ -35,7 +40,7 @@ describe('Scheduler', () => {
     const base = Date.now();
     const offsets = Array.from({ length: 200 }, (_v, i) => (i * 7919) % 40);
     for (const o of offsets) s.at(base + o, () => seen.push(o));
-    await new Promise((r) => setTimeout(r, 100));
+    await jest.advanceTimersByTimeAsync(100);
     expect(seen).toEqual([...offsets].sort((a, b) => a - b));
   });
 });

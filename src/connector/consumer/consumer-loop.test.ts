@@ -1,3 +1,4 @@
+import { jest } from '@jest/globals';
 import type {
   Assignment,
   BatchControl,
@@ -189,6 +190,18 @@ function setup(maxInFlight = 3, totalPartitions = 4, capacityWaitMs = 30) {
   };
 }
 
+/**
+ * Awaits `p` while fake time passes in 10 ms steps (the loop's own waits run on timers), up to a
+ * minute of it: a promise that never settles fails the test instead of hanging it.
+ */
+async function settle<T>(p: Promise<T>): Promise<T> {
+  let done = false;
+  const watched = p.finally(() => (done = true));
+  for (let i = 0; i < 6000 && !done; i++) await jest.advanceTimersByTimeAsync(10);
+  if (!done) throw new Error('still pending after a minute of fake time');
+  return watched;
+}
+
 const until = async (condition: () => boolean) => {
   for (let i = 0; i < 500 && !condition(); i++) await new Promise((r) => setTimeout(r, 10));
 };
@@ -198,6 +211,8 @@ function join(added: Assignment, removed: Assignment, assignment: Assignment): G
 }
 
 describe('ConsumerLoop', () => {
+  afterEach(() => jest.useRealTimers());
+
   it('admits records until maxInFlight documents run, then pauses the input and resolves what it took', async () => {
     const { loop, consumer, handled, engine } = setup(3);
     const control = new FakeControl();
@@ -281,25 +296,27 @@ describe('ConsumerLoop', () => {
   });
 
   it('on stop, idle resolves once the admissions under way are durable', async () => {
+    jest.useFakeTimers();
     const { loop, gate } = setup(10);
     let release: () => void = () => undefined;
     gate.admissions = new Promise<void>((r) => (release = r));
     const control = new FakeControl();
     const handling = loop.onBatch(batch('in', 0, [1, 2]), control);
-    await new Promise((r) => setTimeout(r, 5));
+    await jest.advanceTimersByTimeAsync(5);
     loop.stop();
     let idle = false;
     const idled = loop.idle().then(() => (idle = true));
-    await new Promise((r) => setTimeout(r, 20));
+    await jest.advanceTimersByTimeAsync(20);
     expect(idle).toBe(false);
     release();
-    await handling;
-    await idled;
+    await settle(handling);
+    await settle(idled);
     // Both were taken before the stop: their offsets are resolved, so the final commit includes them.
     expect(control.resolved).toEqual(['2']);
   });
 
   it('after stop holds a fetched batch, heartbeating, until released; a failed heartbeat ends the hold', async () => {
+    jest.useFakeTimers();
     const { loop, handled } = setup();
     loop.stop();
     let beats = 0;
@@ -309,12 +326,12 @@ describe('ConsumerLoop', () => {
     };
     let returned = false;
     const held = loop.onBatch(batch('in', 0, [1, 2]), control).then(() => (returned = true));
-    await new Promise((r) => setTimeout(r, 2300));
+    await jest.advanceTimersByTimeAsync(2300);
     expect(returned).toBe(false);
     expect(beats).toBeGreaterThanOrEqual(2);
-    await loop.idle(); // a held batch is not one being handled
+    await settle(loop.idle()); // a held batch is not one being handled
     loop.release();
-    await held;
+    await settle(held);
     expect(handled).toEqual([]);
     expect(control.resolved).toEqual([]);
 
@@ -324,7 +341,7 @@ describe('ConsumerLoop', () => {
     };
     const { loop: other } = setup();
     other.stop();
-    await other.onBatch(batch('in', 0, [3]), rebalancing); // returns at the first failed heartbeat
+    await settle(other.onBatch(batch('in', 0, [3]), rebalancing)); // returns at the first failed heartbeat
   });
 
   it('takes no record after stop', async () => {
@@ -356,14 +373,15 @@ describe('ConsumerLoop', () => {
   });
 
   it('returns from a batch while an admission is slow: the other records and partitions go on', async () => {
+    jest.useFakeTimers();
     const { loop, consumer, hold, handled } = setup(10);
     let release: () => void = () => undefined;
     hold.set('2', new Promise<void>((r) => (release = r)));
     const control = new FakeControl();
-    await loop.onBatch(batch('in', 0, [1, 2, 3]), control);
+    await settle(loop.onBatch(batch('in', 0, [1, 2, 3]), control));
     expect(control.resolved).toEqual(['3']);
     const other = new FakeControl();
-    await loop.onBatch(batch('in', 1, [7]), other);
+    await settle(loop.onBatch(batch('in', 1, [7]), other));
     expect([other.resolved, handled]).toEqual([['7'], ['0:1', '0:2', '0:3', '1:7']]);
     await loop.commit('interval');
     expect(consumer.commits).toEqual([
@@ -374,29 +392,30 @@ describe('ConsumerLoop', () => {
     ]);
     let idle = false;
     const idled = loop.idle().then(() => (idle = true));
-    await new Promise((r) => setTimeout(r, 10));
+    await jest.advanceTimersByTimeAsync(10);
     expect(idle).toBe(false);
     release();
-    await idled;
+    await settle(idled);
     await loop.commit('interval');
     expect(consumer.commits.at(-1)).toEqual([{ topic: 'in', partition: 0, offset: '4', metadata: DONE }]);
   });
 
   it('gives up a record still tried again when its partition leaves, or on stop', async () => {
+    jest.useFakeTimers();
     const { loop, reject, consumer, handled, engine } = setup(10);
     reject.add('5');
     reject.add('6');
-    await loop.onBatch(batch('in', 0, [5]), new FakeControl());
-    await loop.onBatch(batch('in', 1, [6]), new FakeControl());
+    await settle(loop.onBatch(batch('in', 0, [5]), new FakeControl()));
+    await settle(loop.onBatch(batch('in', 1, [6]), new FakeControl()));
     loop.onGroupJoin(join({}, { in: [0] }, { in: [1], fb: [0] }));
     consumer.assignment = { in: [1], fb: [0] };
-    await new Promise((r) => setTimeout(r, 400));
+    await jest.advanceTimersByTimeAsync(400);
     const tries = handled.filter((h) => h === '0:5').length;
-    await new Promise((r) => setTimeout(r, 400));
+    await jest.advanceTimersByTimeAsync(400);
     expect(handled.filter((h) => h === '0:5').length).toBe(tries);
     expect(handled.filter((h) => h === '1:6').length).toBeGreaterThan(1);
     loop.stop();
-    await loop.idle();
+    await settle(loop.idle());
     expect(engine.revoked).toEqual([[0]]);
   });
 
@@ -451,33 +470,35 @@ describe('ConsumerLoop', () => {
   });
 
   it("commits a partition it got at the group's offset with its own metadata, before any new record", async () => {
+    jest.useFakeTimers();
     const { loop, consumer, engine, committed } = setup(10);
     committed.set(2, '40');
     // Partition 2 arrives with documents its previous owner left running, resumed here.
     engine.running.set(2, 3);
     consumer.assignment = { in: [2], fb: [] };
     loop.onGroupJoin(join({ in: [2] }, {}, consumer.assignment));
-    await new Promise((r) => setTimeout(r, 5));
+    await jest.advanceTimersByTimeAsync(5);
     await loop.commit('interval');
     expect(consumer.commits).toEqual([[{ topic: 'in', partition: 2, offset: '40', metadata: UNFINISHED }]]);
     engine.running.delete(2);
     loop.onCapacityFreed();
-    await new Promise((r) => setTimeout(r, 5));
+    await jest.advanceTimersByTimeAsync(5);
     expect(consumer.commits[1]).toEqual([{ topic: 'in', partition: 2, offset: '40', metadata: DONE }]);
   });
 
   it("commits at once when a partition's last running document finishes", async () => {
+    jest.useFakeTimers();
     const { loop, consumer, engine } = setup(10);
     engine.running.set(0, 1);
-    await loop.onBatch(batch('in', 0, [0]), new FakeControl());
+    await settle(loop.onBatch(batch('in', 0, [0]), new FakeControl()));
     await loop.commit('interval');
     // A document of another partition finishing changes nothing for partition 0.
     loop.onCapacityFreed();
-    await new Promise((r) => setTimeout(r, 5));
+    await jest.advanceTimersByTimeAsync(5);
     expect(consumer.commits).toHaveLength(1);
     engine.running.delete(0);
     loop.onCapacityFreed();
-    await new Promise((r) => setTimeout(r, 5));
+    await jest.advanceTimersByTimeAsync(5);
     expect(consumer.commits).toEqual([
       [{ topic: 'in', partition: 0, offset: '1', metadata: UNFINISHED }],
       [{ topic: 'in', partition: 0, offset: '1', metadata: DONE }],
