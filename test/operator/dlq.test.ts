@@ -43,7 +43,7 @@ describe('docstream dlq', () => {
     const overrides = { connector: { deadlineMs: 4000 } };
     const config = e2e.writeConfig(overrides);
     e2e.sandbox.configure({ faults: { errorRate: 1 } });
-    await e2e.startConnector(overrides);
+    const connector = await e2e.startConnector(overrides);
     await e2e.collect();
     const ids = ['a1', 'a2', 'a3', 'e'].map((s) => `${e2e.id}-${s}`);
     const bytes = await sampleBytes('clean-pdf');
@@ -54,8 +54,12 @@ describe('docstream dlq', () => {
     );
     await waitFor('4 deadline dead letters', () => e2e.on('dlq').length >= 4, 90_000);
     // The API is down: the input is paused, so the next record waits until the API answers again.
+    await waitFor('the input paused for the API outage', () => connector.pausedForOutage, 60_000);
     await e2e.produce(['{not json'], () => 'bad');
-    await new Promise((resolve) => setTimeout(resolve, 2000));
+    // Nothing can show that a paused input did not read a record: this bounded look is the window in
+    // which an input that kept reading would have dead-lettered it (a malformed record ends at once).
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    expect(connector.pausedForOutage).toBe(true);
     expect(e2e.on('dlq')).toHaveLength(4);
     e2e.sandbox.configure({ faults: { errorRate: 0 } });
     await waitFor('5 dead letters', () => e2e.on('dlq').length >= 5, 60_000);
@@ -87,7 +91,9 @@ describe('docstream dlq', () => {
     ) as RedriveJson;
     expect(dry.sent).toBe(0);
     expect(dry.entries.filter((e) => e.decision.action === 'send')).toHaveLength(3);
-    await new Promise((resolve) => setTimeout(resolve, 1500));
+    // Whatever the dry run might have sent is in the input by now: once the group has handled the input
+    // to its end, a sent record would have been submitted.
+    await e2e.waitForHandled();
     for (const id of ids.slice(0, 3)) expect(await e2e.submissions(id)).toHaveLength(0);
 
     const first = JSON.parse(
