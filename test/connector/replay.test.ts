@@ -76,7 +76,7 @@ describe('docstream replay (CLI) on real Kafka', () => {
   }
 
   it('prints a dry-run plan, applies earliest / offsets / datetime targets, and refuses while the group is active', async () => {
-    // Partition 0 gets 4 records, then (after a pause) 2 more; partition 1 gets 3.
+    // Partition 0 gets 4 records, then (at a later millisecond) 2 more; partition 1 gets 3.
     const send = (partition: number, n: number, tag: string) =>
       env.producer.send(
         env.topics.arrived,
@@ -84,9 +84,11 @@ describe('docstream replay (CLI) on real Kafka', () => {
       );
     await send(0, 4, 'early');
     await send(1, 3, 'early');
-    await new Promise((r) => setTimeout(r, 1200));
-    const middle = new Date().toISOString();
-    await new Promise((r) => setTimeout(r, 50));
+    // Records carry the clock of their send (stamped before it is acknowledged): a time one millisecond
+    // from now is after every early record, and once the clock has passed it, before every late one.
+    const middleMs = Date.now() + 1;
+    const middle = new Date(middleMs).toISOString();
+    await waitFor('the clock to pass the middle time', () => Date.now() > middleMs, 1000);
     await send(0, 2, 'late');
 
     // The group has read everything.
