@@ -66,10 +66,10 @@
  *   npm run bench -- --mode optimisations           each optimisation of docs/optimisations.md switched off
  *     alone (DOCSTREAM_OPTIMISATIONS_OFF) beside all on, on `docstream run` as users start it (whole
  *     process tree): CPU per document at a flood (--flood-docs 1000 after --flood-warmup-docs 300) and
- *     at a trickle (--trickle-rate 10/s for --trickle-s 10), RSS per finished document held
- *     (--held-docs 200000, --held-wait-s 10, against an idle instance); --rounds 2, the order
+ *     at a trickle (--trickle-rate 10/s for --trickle-s 8), RSS per finished document held
+ *     (--held-docs 200000, --held-wait-s 8, against an idle instance); --rounds 2, the order
  *     alternating; --optimisations all | a comma list; --short: smaller phases (about half the time),
- *     noisier. About 12 minutes for all nine variants and two rounds (scripts/lib/bench-optimisations.ts)
+ *     noisier. About 12-13 minutes for all nine variants and two rounds (scripts/lib/bench-optimisations.ts)
  *   npm run bench -- --scale-events                 what each scale event costs under a steady load
  *     (--events 1,2,3,4,3,2 --events-rate 300 --events-partitions 12 --events-hold-s 20;
  *      --assignor round-robin: the group as it was before the sticky assignor)
@@ -145,11 +145,11 @@ const flags = parseFlags(process.argv.slice(2), {
   inflightDocs: 5000,
   idleS: 60,
   trickleRate: 10,
-  /** auto: 60 (quiet), 10 (optimisations; 8 with --short). */
+  /** auto: 60 (quiet), 8 (optimisations; 6 with --short). */
   trickleS: 'auto',
   /** auto: 300000 (quiet), 200000 (optimisations; 100000 with --short). */
   heldDocs: 'auto',
-  /** auto: 90 (quiet), 10 (optimisations; 8 with --short). */
+  /** auto: 90 (quiet), 8 (optimisations; 5 with --short). */
   heldWaitS: 'auto',
   /** --mode optimisations: all, or a comma list of names (all on is always measured). */
   optimisations: 'all',
@@ -563,7 +563,7 @@ async function main(): Promise<void> {
       variants: parseVariants(String(flags.optimisations)),
       rounds: bounded(Number(flags.rounds), 1, 10, 'rounds'),
       heldDocs: bounded(orAuto(flags.heldDocs, short ? 100_000 : 200_000), 1000, 5_000_000, 'held-docs'),
-      heldWaitS: bounded(orAuto(flags.heldWaitS, short ? 8 : 10), 0, 600, 'held-wait-s'),
+      heldWaitS: bounded(orAuto(flags.heldWaitS, short ? 5 : 8), 0, 600, 'held-wait-s'),
       floodDocs: bounded(
         short ? Math.min(500, Number(flags.floodDocs)) : Number(flags.floodDocs),
         10,
@@ -577,7 +577,7 @@ async function main(): Promise<void> {
         'flood-warmup-docs',
       ),
       trickleRate: bounded(Number(flags.trickleRate), 0.1, 100, 'trickle-rate'),
-      trickleS: bounded(orAuto(flags.trickleS, short ? 8 : 10), 3, 600, 'trickle-s'),
+      trickleS: bounded(orAuto(flags.trickleS, short ? 6 : 8), 3, 600, 'trickle-s'),
     };
     const optimisations = await runOptimisations({ ...o, deadline, log });
     printOptimisations(optimisations);
