@@ -1,3 +1,4 @@
+import { jest } from '@jest/globals';
 import {
   BEFORE_REJOIN,
   installRejoinBarrier,
@@ -11,6 +12,8 @@ interface GroupProto {
 }
 
 describe('the rejoin barrier', () => {
+  afterEach(() => jest.useRealTimers());
+
   it('is not applied on a kafkajs version it was not written for', () => {
     const proto = kafkajsInternal<{ prototype: GroupProto }>('consumer/consumerGroup.js').prototype;
     const before = proto.joinAndSync;
@@ -24,6 +27,7 @@ describe('the rejoin barrier', () => {
   });
 
   it("makes kafkajs's join wait for the member's hook, and join even when the hook fails", async () => {
+    jest.useFakeTimers();
     expect(installRejoinBarrier()).toBe(true);
     const proto = kafkajsInternal<{ prototype: GroupProto }>('consumer/consumerGroup.js').prototype;
     const order: string[] = [];
@@ -41,7 +45,7 @@ describe('the rejoin barrier', () => {
       },
     });
     const joining = group.joinAndSync();
-    await new Promise((r) => setTimeout(r, 10));
+    await jest.advanceTimersByTimeAsync(10);
     expect(order).toEqual(['hook']);
     release();
     await expect(joining).rejects.toThrow('no broker here');

@@ -85,7 +85,8 @@ describe('UploadSink', () => {
     const { facts } = await stored.inspect();
     expect(facts.mimeType).toBe('application/pdf');
     stored.discard();
-    await new Promise((r) => setTimeout(r, 50));
+    // The file goes in the background: wait until it is gone, 5 s at most.
+    for (let i = 0; i < 500 && (await exists(file)); i++) await new Promise((r) => setTimeout(r, 10));
     expect(await exists(file)).toBe(false);
   });
 
