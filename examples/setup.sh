@@ -40,9 +40,19 @@ apt_install() {
     log "${missing[*]}: not on PATH; install them (Debian/Ubuntu: apt-get install ${missing[*]})"
     exit 1
   fi
-  log "installing ${missing[*]} from Debian's packages"
-  DEBIAN_FRONTEND=noninteractive apt-get update >/dev/null
-  DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}" >/dev/null
+  # One apt-get at a time (the test prepares kcat and jq concurrently; dpkg's lock would fail the
+  # second), and what the first installed is not installed again.
+  local lock
+  exec {lock}>"$cache/apt.lock"
+  flock "$lock"
+  missing=()
+  for command in "$@"; do command -v "$command" >/dev/null || missing+=("$command"); done
+  if ((${#missing[@]} > 0)); then
+    log "installing ${missing[*]} from Debian's packages"
+    DEBIAN_FRONTEND=noninteractive apt-get update >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}" >/dev/null
+  fi
+  exec {lock}>&-
 }
 
 setup_kcat() {
