@@ -218,7 +218,14 @@ describe('the producer and consumer samples (examples/) against the local stack'
 
     /** The JSON lines a consumer printed, reduced to what `expected` holds. */
     function rows(out: Run): Array<Record<string, unknown>> {
-      expect({ code: out.code, stderr: out.code === 0 ? '' : out.stderr }).toEqual({ code: 0, stderr: '' });
+      // On a failure, what it printed before it too (how far it got).
+      expect({
+        code: out.code,
+        output: out.code === 0 ? '' : `${out.stderr}\nstdout: ${out.stdout}`,
+      }).toEqual({
+        code: 0,
+        output: '',
+      });
       return out.stdout
         .trim()
         .split('\n')
