@@ -69,7 +69,8 @@
  *     at a trickle (--trickle-rate 10/s for --trickle-s 8), RSS per finished document held
  *     (--held-docs 200000, --held-wait-s 8, against an idle instance); --rounds 2, the order
  *     alternating; --optimisations all | a comma list; --short: smaller phases (about half the time),
- *     noisier. About 12-13 minutes for all nine variants and two rounds (scripts/lib/bench-optimisations.ts)
+ *     noisier. About 12-13 minutes for all nine variants and two rounds (scripts/lib/bench-optimisations.ts);
+ *     --before-cli <another build's dist/cli/index.js> adds that build, all on, as the variant `before`
  *   npm run bench -- --scale-events                 what each scale event costs under a steady load
  *     (--events 1,2,3,4,3,2 --events-rate 300 --events-partitions 12 --events-hold-s 20;
  *      --assignor round-robin: the group as it was before the sticky assignor)
@@ -107,7 +108,10 @@ const flags = parseFlags(process.argv.slice(2), {
   freshnessScenarios: 'all',
   /** --mode freshness: a comma list of docstream, before (--before-cli) and naive, run in that order. */
   pollers: 'docstream,naive',
-  /** --mode freshness: the CLI of another build (dist/cli/index.js), measured as the poller `before`. */
+  /**
+   * --mode freshness: the CLI of another build (dist/cli/index.js), measured as the poller `before`;
+   * --mode optimisations: measured as the variant `before` (all on), beside this build's.
+   */
   beforeCli: '',
   schemes: 'file,http,s3',
   /** --mode blobs: documents produced per second in every scheme; 0: each phase at once. */
@@ -559,8 +563,10 @@ async function main(): Promise<void> {
     result = { mode: 'quiet', ...quiet };
   } else if (flags.mode === 'optimisations') {
     const short = flags.short === true;
+    const beforeCli = String(flags.beforeCli);
     const o = {
-      variants: parseVariants(String(flags.optimisations)),
+      variants: parseVariants(String(flags.optimisations), beforeCli !== ''),
+      ...(beforeCli ? { beforeCli: path.resolve(beforeCli) } : {}),
       rounds: bounded(Number(flags.rounds), 1, 10, 'rounds'),
       heldDocs: bounded(orAuto(flags.heldDocs, short ? 100_000 : 200_000), 1000, 5_000_000, 'held-docs'),
       heldWaitS: bounded(orAuto(flags.heldWaitS, short ? 5 : 8), 0, 600, 'held-wait-s'),

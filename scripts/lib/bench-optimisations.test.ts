@@ -26,6 +26,9 @@ describe('the optimisations bench', () => {
     expect(parseVariants('all')).toEqual(['all-on', ...BENCHED_OPTIMISATIONS]);
     expect(BENCHED_OPTIMISATIONS).not.toContain('s3-signed-get');
     expect(parseVariants('packed-state-index')).toEqual(['all-on', 'packed-state-index']);
+    // Another build's CLI: measured as `before`, right after all on.
+    expect(parseVariants('packed-state-index', true)).toEqual(['all-on', 'before', 'packed-state-index']);
+    expect(parseVariants('all', true).slice(0, 2)).toEqual(['all-on', 'before']);
     expect(() => parseVariants('packed-index')).toThrow(/packed-index is not an optimisation/);
   });
 

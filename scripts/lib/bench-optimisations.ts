@@ -59,10 +59,13 @@ const PAUSE_MS = 1000;
 const NOT_HERE: Optimisation[] = ['s3-signed-get'];
 export const BENCHED_OPTIMISATIONS = OPTIMISATION_NAMES.filter((n) => !NOT_HERE.includes(n));
 
-export type Variant = 'all-on' | Optimisation;
+/** all on, one optimisation switched off, or `before`: another build's CLI (`--before-cli`), all on. */
+export type Variant = 'all-on' | 'before' | Optimisation;
 
 export interface OptimisationsParameters {
   variants: Variant[];
+  /** The CLI (dist/cli/index.js) of the build measured as the variant `before`. */
+  beforeCli?: string;
   rounds: number;
   heldDocs: number;
   heldWaitS: number;
@@ -130,14 +133,18 @@ interface Shared {
   log: (line: string) => void;
 }
 
-/** `all`, or a comma list of names (all-on is always measured). */
-export function parseVariants(text: string): Variant[] {
-  if (text === 'all') return ['all-on', ...BENCHED_OPTIMISATIONS];
-  const names = text.split(',').filter((n) => n !== '' && n !== 'all-on');
+/**
+ * `all`, or a comma list of names (all-on is always measured); with another build's CLI, `before`
+ * is measured too (first after all on).
+ */
+export function parseVariants(text: string, withBefore = false): Variant[] {
+  const before: Variant[] = withBefore ? ['before'] : [];
+  if (text === 'all') return ['all-on', ...before, ...BENCHED_OPTIMISATIONS];
+  const names = text.split(',').filter((n) => n !== '' && n !== 'all-on' && n !== 'before');
   for (const n of names)
     if (!(OPTIMISATION_NAMES as string[]).includes(n))
       throw new Error(`--optimisations: ${n} is not an optimisation (${OPTIMISATION_NAMES.join(', ')})`);
-  return ['all-on', ...(names as Optimisation[])];
+  return ['all-on', ...before, ...(names as Optimisation[])];
 }
 
 async function startInstance(
@@ -145,6 +152,7 @@ async function startInstance(
   topics: Shared['loadedTopics'],
   groupId: string,
   variant: Variant,
+  beforeCli?: string,
 ): Promise<ConnectorProcess> {
   const httpPort = await freePort();
   const config = writeConnectorConfig(s.dir, {
@@ -158,6 +166,10 @@ async function startInstance(
     connector: { commitIntervalMs: 5000 },
     kafka: { sessionTimeoutMs: 30_000, heartbeatIntervalMs: 3000 },
   });
+  if (variant === 'before') {
+    if (!beforeCli) throw new Error('the variant before needs --before-cli');
+    return new ConnectorProcess(config, httpPort, { asUserRuns: true, cli: beforeCli });
+  }
   return new ConnectorProcess(config, httpPort, {
     asUserRuns: true,
     ...(variant === 'all-on' ? {} : { env: { DOCSTREAM_OPTIMISATIONS_OFF: variant } }),
@@ -180,8 +192,8 @@ async function oneRun(
 ): Promise<{ run: VariantRun; produced: number }> {
   const load = round(os.loadavg()[0]!, 2);
   const id = uniqueName(`opt-${roundNo}`);
-  const loaded = await startInstance(s, s.loadedTopics, s.loadedGroup, variant);
-  const idle = await startInstance(s, s.idleTopics, s.idleGroup, variant);
+  const loaded = await startInstance(s, s.loadedTopics, s.loadedGroup, variant, o.beforeCli);
+  const idle = await startInstance(s, s.idleTopics, s.idleGroup, variant, o.beforeCli);
   let produced = 0;
   try {
     const wait = Math.max(1000, s.deadline - Date.now());
@@ -400,7 +412,11 @@ export function printOptimisations(r: OptimisationsResult): void {
   line(['switched off', 'flood CPU ms/doc', 'trickle CPU ms/doc', 'RSS B/finished doc held', 'idle RSS MB']);
   for (const sm of r.summaries)
     line([
-      sm.variant === 'all-on' ? '(none: all on)' : sm.variant,
+      sm.variant === 'all-on'
+        ? '(none: all on)'
+        : sm.variant === 'before'
+          ? 'before (--before-cli, all on)'
+          : sm.variant,
       fmt(sm.floodCpuMsPerDoc, ''),
       fmt(sm.trickleCpuMsPerDoc, ''),
       fmt(sm.rssBytesPerDoc, ''),
