@@ -20,7 +20,11 @@ key() { cat "$@" | sha256sum | cut -c1-12; }
 log() { echo "examples/setup: $*" >&2; }
 
 setup_python() {
-  local venv="$cache/python-$(key examples/python/requirements.txt)"
+  local venv="$cache/python-$(key examples/python/requirements.txt)" lock
+  # One install at a time: two test files may prepare the venv at once, and each would remove the
+  # other's half-made venv.
+  exec {lock}>"$cache/python.lock"
+  flock "$lock"
   if [[ ! -x $venv/bin/python ]] || ! "$venv/bin/python" -c 'import confluent_kafka.schema_registry.avro' 2>/dev/null; then
     log "python: installing examples/python/requirements.txt into $venv"
     rm -rf "$venv"
@@ -28,6 +32,7 @@ setup_python() {
     "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps \
       -r examples/python/requirements.txt >&2
   fi
+  exec {lock}>&-
   echo "$PWD/$venv/bin/python"
 }
 

@@ -50,8 +50,8 @@ func main() {
 			User: os.Getenv("KAFKA_USERNAME"),
 			Pass: strings.TrimSpace(string(password)),
 		}.AsSha512Mechanism()),
-		// franz-go compresses with snappy by default, which docstream cannot read: it takes
-		// uncompressed and gzip batches only (see "Compression" in docs/producing.md).
+		// Uncompressed here; franz-go's default, snappy, is read as well, and so are gzip, lz4
+		// and zstd (see "Compression" in docs/producing.md).
 		kgo.ProducerBatchCompression(kgo.NoCompression()),
 	)
 	if err != nil {

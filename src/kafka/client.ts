@@ -18,6 +18,7 @@ import { releaseEmptyRemainders } from './response-remainder.js';
 import { installRejoinBarrier } from './rejoin-barrier.js';
 import { adminWithCluster, GroupOffsetReader } from './group-readings.js';
 import { unpatchedNotice } from './kafkajs-internals.js';
+import { installCompressionCodecs } from './compression.js';
 
 const { Kafka: KafkaJs, logLevel: LogLevel } = kafkajs;
 // Each applies itself only on the kafkajs version it was written for (kafkajs-internals.ts).
@@ -109,6 +110,8 @@ export class KafkaClient {
     if (sasl !== undefined) config.sasl = toKafkajsSasl(sasl);
     if (settings.connectionTimeoutMs !== undefined) config.connectionTimeout = settings.connectionTimeoutMs;
     if (settings.requestTimeoutMs !== undefined) config.requestTimeout = settings.requestTimeoutMs;
+    // Batches compressed with snappy, LZ4 or zstd decode in every client of the process.
+    installCompressionCodecs();
     this.kafka = new KafkaJs(config);
     // Said once per process, by the first client that has somewhere to say it.
     const notice = unpatchedSaid || this.logger === silentLogger ? undefined : unpatchedNotice();

@@ -4,20 +4,18 @@
  * only correctly with one request in flight per broker, hence `maxInFlightRequests: 1`; batch
  * messages (sendBatch) rather than issuing many concurrent sends.
  */
-import kafkajs from 'kafkajs';
 import type { Kafka, Message, Producer } from 'kafkajs';
+import { kafkajsCompression, type CompressionName } from './compression.js';
 import { isMessageTooLarge, kafkaError, MessageTooLargeError, wrapKafka } from './errors.js';
 import { DEFAULT_MAX_MESSAGE_BYTES, messageSize, type OutgoingMessage } from './message-size.js';
 
 export type { OutgoingMessage };
 import { JavaCompatiblePartitioner } from './partitioner.js';
 
-const { CompressionTypes } = kafkajs;
-
 export interface ProducerSettings {
   /** Upper bound in ms for the broker to acknowledge a send. */
   ackTimeoutMs?: number;
-  compression?: 'none' | 'gzip';
+  compression?: CompressionName;
   /**
    * Largest message this producer sends, in bytes (see message-size.ts for how a message is
    * measured); default 1,000,000. Per-topic limits read from the broker (`setTopicLimits`, with
@@ -117,7 +115,7 @@ export class KafkaProducer {
         topicMessages,
         acks: -1,
         ...(this.settings.ackTimeoutMs !== undefined ? { timeout: this.settings.ackTimeoutMs } : {}),
-        compression: this.settings.compression === 'gzip' ? CompressionTypes.GZIP : CompressionTypes.None,
+        compression: kafkajsCompression(this.settings.compression),
       });
     } catch (error) {
       if (isMessageTooLarge(error)) {

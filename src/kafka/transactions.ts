@@ -13,16 +13,14 @@
  * whole batch sent again in the next one; only fencing (the partition has a new owner) or closing
  * the partition fails the batch.
  */
-import kafkajs from 'kafkajs';
 import type { Kafka, Message, Producer, TopicMessages } from 'kafkajs';
 import type { Logger } from '../observability/logger.js';
 import { retry } from '../util/retry.js';
+import { kafkajsCompression, type CompressionName } from './compression.js';
 import { KafkaError, kafkaError, MessageTooLargeError } from './errors.js';
 import { DEFAULT_MAX_MESSAGE_BYTES, messageSize } from './message-size.js';
 import { JavaCompatiblePartitioner } from './partitioner.js';
 import { toKafkaJs, type OutgoingMessage } from './producer.js';
-
-const { CompressionTypes } = kafkajs;
 
 /** The partition has a new owner that initialised its transactional id: this instance may not write it. */
 export class FencedError extends KafkaError {
@@ -56,7 +54,7 @@ export interface TransactionalSettings {
   /** Largest message per topic (the producer's limits); default 1,000,000 bytes. */
   limitFor?: (topic: string) => number;
   ackTimeoutMs?: number;
-  compression?: 'none' | 'gzip';
+  compression?: CompressionName;
   /** Upper bound of a transaction's duration the broker enforces (default 60 s). */
   transactionTimeoutMs?: number;
   /** Records per transaction (default 2000). */
@@ -243,7 +241,7 @@ class PartitionWriter {
         topicMessages: byTopic(items),
         acks: -1,
         ...(this.s.ackTimeoutMs !== undefined ? { timeout: this.s.ackTimeoutMs } : {}),
-        compression: this.s.compression === 'gzip' ? CompressionTypes.GZIP : CompressionTypes.None,
+        compression: kafkajsCompression(this.s.compression),
       });
       await txn.commit();
     } catch (err) {
