@@ -174,7 +174,12 @@ describe('replaying the input through the connector', () => {
     expect(watching.out.stdout).toMatch(new RegExp(`re-read ${ids.length} records in \\d+s`));
     // Not a terminal: no progress line, nothing on stderr.
     expect(watching.out.stderr).toBe('');
-    await waitFor('the re-emitted results', () => env.on('quality').length === 2 * ids.length, 30_000);
+    // Once the group re-read every record (the watch above), each re-emitted result is published or
+    // on its way: wait for them all, read the topic up to its end, then count exactly (an extra copy
+    // fails here with the count, not as a time-out).
+    await waitFor('the re-emitted results', () => env.on('quality').length >= 2 * ids.length, 60_000);
+    await env.waitForOutputsRead(['quality']);
+    expect(env.on('quality')).toHaveLength(2 * ids.length);
     const keys = new Map<string, Set<string>>();
     for (const o of env.on('quality')) {
       const set = keys.get(o.headers.event_id!) ?? new Set();
