@@ -4,28 +4,22 @@
  * what `wire.ts` buys; it answers as `Wire` does (`WireResponse`, or a `WireError` with Node's code).
  */
 import got, { RequestError } from 'got';
-import http from 'node:http';
-import https from 'node:https';
-import { WireError, type WireRequest, type WireResponse } from './wire.js';
-
-const DEFAULT_MAX_SOCKETS = 256;
-/** As in `wire.ts`: below the 5 s idle timeout of Node's HTTP server and many proxies. */
-const IDLE_SOCKET_MS = 4_000;
+import type http from 'node:http';
+import type https from 'node:https';
+import {
+  DEFAULT_MAX_SOCKETS,
+  keepAliveAgents,
+  WireError,
+  type WireRequest,
+  type WireResponse,
+} from './wire.js';
 
 export class GotWire {
   private readonly httpAgent: http.Agent;
   private readonly httpsAgent: https.Agent;
 
   constructor(maxSockets = DEFAULT_MAX_SOCKETS) {
-    const pool = {
-      keepAlive: true,
-      maxSockets,
-      maxFreeSockets: maxSockets,
-      scheduling: 'lifo' as const,
-      timeout: IDLE_SOCKET_MS,
-    };
-    this.httpAgent = new http.Agent(pool);
-    this.httpsAgent = new https.Agent(pool);
+    ({ http: this.httpAgent, https: this.httpsAgent } = keepAliveAgents(maxSockets));
   }
 
   close(): void {

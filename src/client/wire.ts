@@ -40,7 +40,7 @@ export class WireError extends Error {
   }
 }
 
-const DEFAULT_MAX_SOCKETS = 256;
+export const DEFAULT_MAX_SOCKETS = 256;
 /** Printable ASCII without `#`: a path Node sends exactly as given. */
 const SAFE_PATH = /^\/[\x21-\x22\x24-\x7e]*$/;
 /** Origins whose parsed options are kept (pre-signed upload URLs may come from many hosts). */
@@ -53,6 +53,22 @@ const MAX_ORIGINS = 64;
  */
 const IDLE_SOCKET_MS = 4_000;
 
+/**
+ * The API client's connection pool, for http and https: Node's global agent keeps at most 256 idle
+ * sockets and closes the rest after a burst, so a backlog of uploads opened new TCP connections.
+ * Here idle sockets are kept up to the pool size and closed only after IDLE_SOCKET_MS.
+ */
+export function keepAliveAgents(maxSockets: number): { http: http.Agent; https: https.Agent } {
+  const pool = {
+    keepAlive: true,
+    maxSockets,
+    maxFreeSockets: maxSockets,
+    scheduling: 'lifo' as const,
+    timeout: IDLE_SOCKET_MS,
+  };
+  return { http: new http.Agent(pool), https: new https.Agent(pool) };
+}
+
 export class Wire {
   private readonly httpAgent: http.Agent;
   /** Connection options by origin (`https://host:port`): the API, the token host, upload hosts. */
@@ -60,18 +76,7 @@ export class Wire {
   private readonly httpsAgent: https.Agent;
 
   constructor(maxSockets = DEFAULT_MAX_SOCKETS) {
-    // Node's global agent keeps at most 256 idle sockets and closes the rest after a burst, so a
-    // backlog of uploads opened a new TCP connection for about a third of all calls. Here idle
-    // sockets are kept up to the pool size and closed only after IDLE_SOCKET_MS.
-    const pool = {
-      keepAlive: true,
-      maxSockets,
-      maxFreeSockets: maxSockets,
-      scheduling: 'lifo' as const,
-      timeout: IDLE_SOCKET_MS,
-    };
-    this.httpAgent = new http.Agent(pool);
-    this.httpsAgent = new https.Agent(pool);
+    ({ http: this.httpAgent, https: this.httpsAgent } = keepAliveAgents(maxSockets));
   }
 
   /**

@@ -102,6 +102,8 @@ interface Assembly {
   config: Config;
   logger: Logger;
   metrics: ConnectorMetrics;
+  /** `connector.awaitedResults`, parsed once. */
+  awaitedOverride: ReturnType<typeof parseAwaitedOverride>;
 }
 
 /** The clients of the outside world: Kafka, the registry, the API, the blob stores. */
@@ -115,7 +117,12 @@ type Clients = Pick<
  * the engine over them, and the rules arrival events are checked against. Nothing connects yet.
  */
 export function buildParts(config: Config, logger: Logger, metrics: ConnectorMetrics): ConnectorParts {
-  const a: Assembly = { config, logger, metrics };
+  const a: Assembly = {
+    config,
+    logger,
+    metrics,
+    awaitedOverride: parseAwaitedOverride(config.connector.awaitedResults),
+  };
   const clients = clientsOf(a);
   const output = outputOf(a, clients);
   const { state, writer } = stateOf(a, clients);
@@ -216,7 +223,7 @@ function stateOf({ config, logger }: Assembly, clients: Clients): { state: Owned
 }
 
 function engineOf(
-  { config, logger, metrics }: Assembly,
+  { config, logger, metrics, awaitedOverride }: Assembly,
   parts: {
     clients: Clients;
     output: KafkaOutput;
@@ -249,7 +256,7 @@ function engineOf(
       decisionPolling: c.decisionPolling,
       deleteAfterPublish: c.deleteAfterPublish,
       attachReportUrl: c.attachReportUrl,
-      awaitedOverride: parseAwaitedOverride(c.awaitedResults),
+      awaitedOverride,
     },
     {
       onPublished: crash
@@ -280,8 +287,7 @@ function deadLetterSinkOf({ metrics }: Assembly, output: KafkaOutput): DeadLette
 }
 
 /** The size rules an arrival event is checked against before anything is created for it. */
-function arrivalLimitsOf({ config }: Assembly, producer: KafkaProducer): ArrivalLimits {
-  const awaitedOverride = parseAwaitedOverride(config.connector.awaitedResults);
+function arrivalLimitsOf({ config, awaitedOverride }: Assembly, producer: KafkaProducer): ArrivalLimits {
   const stateTopic = config.topics.state;
   const probeValues = new Map<string, Buffer>();
   return {
