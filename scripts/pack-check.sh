@@ -16,7 +16,7 @@ ROOT=$PWD
 # The newest Node 22 release when this was written; its major must be the engines floor's.
 NODE_22=22.23.3
 NODE_24=$(sed -n '/"devDependencies"/,/}/s/^ *"node": *"\([0-9.]*\)".*/\1/p' package.json)
-floor=$(sed -n '/"engines"/,/}/s/^ *"node": *">=\([0-9]*\)".*/\1/p' package.json)
+floor=$(sed -n '/"engines"/,/}/s/^ *"node": *">=\([0-9]*\)[0-9.]*".*/\1/p' package.json)
 if [[ ${NODE_22%%.*} != "$floor" ]]; then
   echo "pack-check: NODE_22=$NODE_22 is not of the engines floor's major ($floor): update it" >&2
   exit 1

@@ -25,7 +25,7 @@ describe('the Node.js runtime', () => {
   });
 
   it('satisfies the engines floor, an even (LTS) major no higher than the pinned one', () => {
-    const floor = /^>=(\d+)$/.exec(pkg.engines.node)?.[1];
+    const floor = /^>=(\d+)(?:\.\d+)?$/.exec(pkg.engines.node)?.[1];
     expect(floor).toBeDefined();
     expect(Number(floor) % 2).toBe(0);
     expect(Number(floor)).toBeLessThanOrEqual(Number(pinned.split('.')[0]));

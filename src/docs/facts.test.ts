@@ -75,16 +75,16 @@ describe('the documentation agrees with the code', () => {
   });
 
   it('names the engines floor as the oldest Node.js it runs on', () => {
-    const floor = /^>=(\d+)$/.exec(pkg.engines.node)![1]!;
+    const floor = /^>=(\d+\.\d+)$/.exec(pkg.engines.node)![1]!;
     // What a reader needs to run docstream ("Node.js and npm (version 22 or later)", "any version
     // from 20 on", "Node.js ≥ 22"); a Node version named for another reason ("a warning on Node ≥
     // 23") is not a claim about the floor.
     const claims = mentions(
-      /Node(?:\.js)?(?: and npm)? \((?:any )?version (?:from )?(\d+)[^)]*\)|Node(?:\.js)? (?:version )?(\d+) or later|(?:needs|requires|runs on) Node(?:\.js)? (?:≥|>=) ?(\d+)/g,
+      /Node(?:\.js)?(?: and npm)? \((?:any )?version (?:from )?(\d+(?:\.\d+)?)[^)]*\)|Node(?:\.js)? (?:version )?(\d+(?:\.\d+)?) or later|(?:needs|requires|runs on) Node(?:\.js)? (?:≥|>=) ?(\d+(?:\.\d+)?)/g,
     );
     expect(claims.length).toBeGreaterThan(0);
     for (const claim of claims) {
-      const n = /(\d+)(?!.*\d)/.exec(claim.split(': ').slice(1).join(': '))![1];
+      const n = /(\d+(?:\.\d+)?)(?!.*\d)/.exec(claim.split(': ').slice(1).join(': '))![1];
       expect(`${claim} -> ${n}`).toBe(`${claim} -> ${floor}`);
     }
   });
