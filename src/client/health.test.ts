@@ -20,6 +20,20 @@ describe('ApiHealth', () => {
     await expect(health.pass(Number.POSITIVE_INFINITY)).resolves.toBeUndefined();
   });
 
+  it('remembers when a call last got an answer', async () => {
+    jest.useFakeTimers();
+    const health = quickHealth();
+    expect(health.answeredWithin(10_000)).toBe(false);
+    health.onAnswer();
+    await sleep(9_000);
+    expect(health.answeredWithin(10_000)).toBe(true);
+    health.onTransientFailure();
+    await sleep(2_000);
+    expect(health.answeredWithin(10_000)).toBe(false);
+    health.onAnswer();
+    expect(health.answeredWithin(10_000)).toBe(true);
+  });
+
   it('needs the failures to span tripAfterMs: one burst of in-flight failures is no outage', () => {
     const health = new ApiHealth({ failuresToTrip: 3, tripAfterMs: 60_000 });
     for (let i = 0; i < 50; i++) health.onTransientFailure();

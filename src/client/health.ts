@@ -47,6 +47,8 @@ export class ApiHealth {
   private readonly clock: Clock;
   private readonly random: () => number;
   private streak = 0;
+  /** When a call last got an answer (clock time); undefined before the first. */
+  private lastAnswerAt: number | undefined;
   private streakSince = 0;
   /** Since when the API is unavailable (clock time); undefined while it is available. */
   private downSince: number | undefined;
@@ -92,9 +94,15 @@ export class ApiHealth {
     });
   }
 
+  /** Whether some call got an answer within the last `ms`: the API was reachable then. */
+  answeredWithin(ms: number): boolean {
+    return this.lastAnswerAt !== undefined && this.clock.now() - this.lastAnswerAt <= ms;
+  }
+
   /** The API answered (anything but a 5xx). */
   onAnswer(): void {
     this.streak = 0;
+    this.lastAnswerAt = this.clock.now();
     if (this.downSince === undefined) return;
     const since = this.downSince;
     this.downSince = undefined;

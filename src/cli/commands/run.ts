@@ -7,6 +7,9 @@ import { examples } from '../help.js';
 import { UsageError } from '../exit-codes.js';
 import { checkedOptimisationsOff, OPTIMISATION_NAMES, type Optimisation } from '../../util/optimisations.js';
 
+/** How recent an answer to one of the connector's own calls must be for /readyz's api check to trust it. */
+const API_ANSWER_FRESH_MS = 10_000;
+
 /** Runs a connector (or only its webhook receiver) until SIGTERM/SIGINT, then stops it cleanly. */
 async function serve(opts: ConfigFlags, consume: boolean): Promise<void> {
   let off: Optimisation[];
@@ -61,6 +64,9 @@ async function serve(opts: ConfigFlags, consume: boolean): Promise<void> {
               detail: `the API has been unavailable for ${s} s (5xx, no answer, or token endpoint down): input paused, ${connector.engine.inFlight} documents waiting`,
             };
           }
+          // A call answered lately says the API is reachable; only an instance that sent nothing
+          // lately (idle input) asks the API itself, so a frequent probe adds no API traffic.
+          if (health.answeredWithin(API_ANSWER_FRESH_MS)) return { ok: true };
           try {
             await fetch(connector.client.baseUrl, { signal: AbortSignal.timeout(2000) });
             return { ok: true };
