@@ -380,6 +380,7 @@ export class DocumentLife {
         return false;
       }
     }
+    if (run.blob?.size !== undefined) run.traits.bytes = run.blob.size;
     await run.blob?.cleanup();
     run.blob = null;
     this.events.onStage?.('upload', this.now() - started);
@@ -417,7 +418,15 @@ export class DocumentLife {
    */
   private awaitResult(run: Run, kind: Awaitable, attempt: number, skipped = false): void {
     const now = this.now();
-    const plan = this.timing.plan(kind, attempt, this.prompted(run, kind), run.uploadedAt, now, skipped);
+    const plan = this.timing.plan(
+      kind,
+      attempt,
+      this.prompted(run, kind),
+      run.uploadedAt,
+      now,
+      skipped,
+      run.traits,
+    );
     run.attempts.set(kind, attempt);
     if (plan.spare) (run.spare ??= new Set()).add(kind);
     else run.spare?.delete(kind);
@@ -512,7 +521,8 @@ export class DocumentLife {
       return;
     }
     run.fetching.delete(kind);
-    if (learns) this.timing.observe(kind, run.notReadyAt?.get(kind) ?? 0, this.now() - run.uploadedAt);
+    if (learns)
+      this.timing.observe(kind, run.notReadyAt?.get(kind) ?? 0, this.now() - run.uploadedAt, run.traits);
     // The decision is made from the fraud result: that is final too.
     if (kind === 'decision') this.pollNow(run, 'fraud');
     await this.alongsideSiblings(run);

@@ -1,3 +1,4 @@
+import { jest } from '@jest/globals';
 import { Readable } from 'node:stream';
 import { BlobError } from '../../blobs/errors.js';
 import { silentLogger } from '../../observability/logger.js';
@@ -11,6 +12,7 @@ import { PartitionState } from '../state/partition-state.js';
 import type { ReplayMarker } from '../state/replay-marker.js';
 import type { Recorded } from '../state/store.js';
 import { createdState } from './run.js';
+import { PollTiming } from './poll-timing.js';
 import { ResultNotReady, type ApiPort, type InputPort, type OutputPort, type StatePort } from './ports.js';
 import type { ArrivalEvent, Awaitable, DeadLetter, OpenedBlob, SourceRecord } from '../types.js';
 
@@ -419,6 +421,25 @@ describe('DocumentEngine', () => {
     await until(1);
     expect(api.calls.filter((c) => c === 'get:quality')).toHaveLength(4);
     expect(out.results.map((r) => r.kind)).toEqual(['quality']);
+  });
+
+  it('schedules and teaches the polls by the document’s pipeline and file size', async () => {
+    const plan = jest.spyOn(PollTiming.prototype, 'plan');
+    const observe = jest.spyOn(PollTiming.prototype, 'observe');
+    try {
+      const { api, engine, until } = setup();
+      api.notReadyPolls.set('quality', 1);
+      await engine.admit(source, event({ pipeline_configuration: 'QUALITY_ONLY' }), undefined);
+      await until(1);
+      const traits = { pipeline: 'QUALITY_ONLY', bytes: blob.size };
+      expect(plan.mock.calls.map((c) => c[6])).toEqual([traits, traits]);
+      expect(observe).toHaveBeenCalledTimes(1);
+      expect(observe.mock.calls[0]![0]).toBe('quality');
+      expect(observe.mock.calls[0]![3]).toEqual(traits);
+    } finally {
+      plan.mockRestore();
+      observe.mockRestore();
+    }
   });
 
   it('never submits a recorded document again, nor publishes a finished one again on redelivery', async () => {

@@ -2,10 +2,15 @@ import { jest } from '@jest/globals';
 import {
   CHEAPEST_MS,
   ECONOMY_MS,
+  LearnedTimes,
+  MAX_FINER_KEYS,
   PollPrice,
   PollTiming,
   ReadyTimes,
+  TRUSTED_RESULTS,
+  sizeClass,
   type PollBudget,
+  type ResultTraits,
 } from './poll-timing.js';
 
 /** A seeded uniform random source (Park–Miller), so every run of a test draws the same numbers. */
@@ -23,21 +28,23 @@ function simulate(
   timing: PollTiming,
   n: number,
   draw: () => number,
+  traitsOf: (i: number) => ResultTraits = () => ({}),
 ): { meanDelay: number; p99Delay: number; pollsPerResult: number } {
   const delays: number[] = [];
   let polls = 0;
   let clock = 1_000_000;
   for (let i = 0; i < n; i++) {
     const uploadedAt = clock;
+    const traits = traitsOf(i);
     const readyAfter = draw();
     let now = uploadedAt;
     let lastMiss = 0;
     for (let attempt = 0; ; attempt++) {
-      now += timing.plan('fraud', attempt, false, uploadedAt, now).delayMs;
+      now += timing.plan('fraud', attempt, false, uploadedAt, now, false, traits).delayMs;
       polls += 1;
       const waited = now - uploadedAt;
       if (waited >= readyAfter) {
-        timing.observe('fraud', lastMiss, waited);
+        timing.observe('fraud', lastMiss, waited, traits);
         delays.push(waited - readyAfter);
         break;
       }
@@ -208,6 +215,142 @@ describe('PollTiming', () => {
     for (let attempt = 0; attempt < 50; attempt++) {
       expect(timing.plan('quality', attempt, false, 0, attempt * 20).delayMs).toBeLessThanOrEqual(21);
     }
+  });
+});
+
+describe('learned per pipeline and file size', () => {
+  const options = { pollInitialMs: 500, pollMaxMs: 15000 };
+  const quick: ResultTraits = { pipeline: 'QUALITY_ONLY' };
+  const slow: ResultTraits = { pipeline: 'FRAUD_ONLY' };
+  /** Results of the two pipelines in turn: the quick one's ready in about 1 s, the slow one's in about 4 s. */
+  const mixed = (random: () => number) => {
+    let i = 0;
+    return {
+      traitsOf: (n: number) => ((i = n) % 2 === 0 ? quick : slow),
+      draw: () => (i % 2 === 0 ? 900 + random() * 200 : 3800 + random() * 400),
+    };
+  };
+  const firstPoll = (timing: PollTiming, traits: ResultTraits) =>
+    timing.plan('fraud', 0, false, 5e6, 5e6, false, traits).delayMs;
+
+  it('places the first poll of each pipeline by its own distribution once that is learned', () => {
+    const random = seeded(21);
+    const timing = new PollTiming(options, () => 0.5);
+    const { traitsOf, draw } = mixed(random);
+    simulate(timing, 400, draw, traitsOf);
+    const quickFirst = firstPoll(timing, quick);
+    const slowFirst = firstPoll(timing, slow);
+    // Results of the quick pipeline are not held back by the slow one's, nor the slow one's polled
+    // seconds before they can be ready.
+    expect(quickFirst).toBeLessThan(1100);
+    expect(slowFirst).toBeGreaterThan(3000);
+    // A result of neither (its pipeline unknown) is scheduled by the kind's mixture.
+    expect(firstPoll(timing, {})).toBeLessThan(slowFirst);
+  });
+
+  it('costs fewer polls and less delay than one distribution for the kind, with the same results', () => {
+    const run = (withTraits: boolean) => {
+      const random = seeded(22);
+      const timing = new PollTiming(options, seeded(23));
+      const { traitsOf, draw } = mixed(random);
+      const traits = withTraits ? traitsOf : () => ({});
+      simulate(timing, 400, draw, (n) => (traitsOf(n), traits(n)));
+      return simulate(timing, 2000, draw, (n) => (traitsOf(n), traits(n)));
+    };
+    const keyed = run(true);
+    const kindOnly = run(false);
+    // Fewer polls, and far less delay: the kind's mixture leaves a gap between the two pipelines'
+    // times where a slow-pipeline result is found late.
+    expect(keyed.pollsPerResult).toBeLessThan(kindOnly.pollsPerResult * 0.9);
+    expect(keyed.meanDelay).toBeLessThan(kindOnly.meanDelay * 0.5);
+    expect(keyed.p99Delay).toBeLessThan(kindOnly.p99Delay * 0.5);
+  });
+
+  it('schedules a pipeline by its kind until it has seen enough results to be trusted', () => {
+    const random = seeded(24);
+    const timing = new PollTiming(options, () => 0.5);
+    // The kind learned from the common pipeline; the rare one is much slower.
+    simulate(
+      timing,
+      300,
+      () => 900 + random() * 200,
+      () => quick,
+    );
+    const rare: ResultTraits = { pipeline: 'CLASSIFICATION_ONLY' };
+    simulate(
+      timing,
+      TRUSTED_RESULTS - 1,
+      () => 3800 + random() * 400,
+      () => rare,
+    );
+    // Not trusted yet: exactly the schedule its kind gives.
+    const kindFirst = firstPoll(timing, {});
+    expect(firstPoll(timing, rare)).toBe(kindFirst);
+    simulate(
+      timing,
+      1,
+      () => 3800 + random() * 400,
+      () => rare,
+    );
+    expect(firstPoll(timing, rare)).toBeGreaterThan(kindFirst + 1000);
+  });
+
+  it('keeps the kind’s schedule for a pipeline whose results take what the kind’s take', () => {
+    const random = seeded(25);
+    const timing = new PollTiming(options, () => 0.5);
+    simulate(timing, 800, uniform(random, 1000, 4000), (n) => (n % 2 === 0 ? quick : slow));
+    const kindFirst = firstPoll(timing, {});
+    expect(firstPoll(timing, quick)).toBe(kindFirst);
+    expect(firstPoll(timing, slow)).toBe(kindFirst);
+  });
+
+  it('learns by the file’s size class within a pipeline, and falls back to the pipeline’s for a size not learned', () => {
+    const random = seeded(26);
+    const timing = new PollTiming(options, () => 0.5);
+    const small: ResultTraits = { pipeline: 'FRAUD_ONLY', bytes: 20_000 };
+    const large: ResultTraits = { pipeline: 'FRAUD_ONLY', bytes: 8_000_000 };
+    let i = 0;
+    simulate(
+      timing,
+      400,
+      () => (i % 2 === 0 ? 900 + random() * 200 : 3800 + random() * 400),
+      (n) => ((i = n) % 2 === 0 ? small : large),
+    );
+    expect(firstPoll(timing, small)).toBeLessThan(1100);
+    expect(firstPoll(timing, large)).toBeGreaterThan(3000);
+    // Same class as the small file (16-64 KiB): its schedule.
+    expect(firstPoll(timing, { pipeline: 'FRAUD_ONLY', bytes: 60_000 })).toBe(firstPoll(timing, small));
+    // A size never seen, and no size at all: the pipeline's distribution (the mixture of both).
+    const pipelineFirst = firstPoll(timing, { pipeline: 'FRAUD_ONLY' });
+    expect(firstPoll(timing, { pipeline: 'FRAUD_ONLY', bytes: 300 })).toBe(pipelineFirst);
+    expect(pipelineFirst).toBeGreaterThan(firstPoll(timing, small));
+    expect(pipelineFirst).toBeLessThan(firstPoll(timing, large));
+  });
+
+  it('size classes are a factor of four wide, from below 16 KiB to 64 MiB and above', () => {
+    expect(sizeClass(0)).toBe(sizeClass(16 * 1024 - 1));
+    expect(sizeClass(16 * 1024)).toBe(sizeClass(16 * 1024 - 1) + 1);
+    expect(sizeClass(64 * 1024 - 1)).toBe(sizeClass(16 * 1024));
+    expect(sizeClass(64 * 1024)).toBe(sizeClass(16 * 1024) + 1);
+    expect(sizeClass(64 * 1024 * 1024)).toBe(sizeClass(16 * 1024 * 1024) + 1);
+    expect(sizeClass(1e12)).toBe(sizeClass(64 * 1024 * 1024));
+  });
+
+  it('holds at most MAX_FINER_KEYS finer distributions; a key past the cap learns in and is scheduled by its kind', () => {
+    const learned = new LearnedTimes(() => new ReadyTimes(50, 15000));
+    for (let p = 0; p < MAX_FINER_KEYS * 2; p++)
+      learned.observe('fraud', { pipeline: `P${p}`, bytes: 1000 }, 900, 1000);
+    expect(learned.finerKeys).toBe(MAX_FINER_KEYS);
+    const past: ResultTraits = { pipeline: 'PAST', bytes: 1000 };
+    for (let i = 0; i < TRUSTED_RESULTS * 2; i++) learned.observe('fraud', past, 3900, 4000);
+    expect(learned.finerKeys).toBe(MAX_FINER_KEYS);
+    // Its results taught its kind, which schedules them.
+    expect(learned.of('fraud', past)).toBe(learned.of('fraud', {}));
+    expect(learned.of('fraud', past).count).toBe(MAX_FINER_KEYS * 2 + TRUSTED_RESULTS * 2);
+    // Keys held before the cap go on learning and are used once trusted and different.
+    for (let i = 0; i < TRUSTED_RESULTS; i++)
+      learned.observe('fraud', { pipeline: 'P0', bytes: 1000 }, 180, 200);
+    expect(learned.of('fraud', { pipeline: 'P0', bytes: 1000 }).quantile(0.5)).toBeLessThan(300);
   });
 });
 

@@ -13,6 +13,17 @@ import type { Awaitable } from '../types.js';
  * keep the shape that narrow ones taught; older observations fade, so a kind that grows slower is
  * followed.
  *
+ * What is learned per key (`LearnedTimes`): a distribution per result kind, one per kind and
+ * pipeline, and one per kind, pipeline and size class of the uploaded file (a factor of four wide).
+ * Every result teaches each level it belongs to. A result is scheduled by the finest level that has
+ * seen `TRUSTED_RESULTS` results and whose distribution differs from the coarser one in use by more
+ * than sampling noise; else by the coarser one. So a rare pipeline or size is polled as its kind is,
+ * and a finer level that says nothing new does not trade the coarser one's larger sample for a
+ * noisier one. A finer level splits each interval by the coarser level's shape as much as by its own
+ * (a finer level in use places few polls where it holds little, and would otherwise go on holding
+ * little there). The number of finer levels is capped (`MAX_FINER_KEYS`); a key past the cap is
+ * learned and scheduled by the coarser levels only.
+ *
  * The schedule: polls of a result are placed with a density of sqrt(h(t) / 2c) per millisecond, where
  * h is the hazard (how likely a result still pending at t becomes ready in the next millisecond) and c
  * the price of one poll in milliseconds of delay. That density minimises expected delay after ready
@@ -98,6 +109,8 @@ function binOf(t: number): number {
  */
 export class ReadyTimes {
   private readonly mass = new Float64Array(BINS);
+  /** The sum of `mass`. */
+  private massTotal = 0;
   /** Weight of a new observation; grows so that older ones fade (rescaled before it overflows). */
   private weight = 1;
   private readonly fade: number;
@@ -114,7 +127,11 @@ export class ReadyTimes {
   private priorFactor = 1;
 
   /** `memory`: about how many recent observations the shape stands for. */
-  constructor(priorFromMs: number, priorToMs: number, memory = 400) {
+  constructor(
+    priorFromMs: number,
+    priorToMs: number,
+    private readonly memory = 400,
+  ) {
     this.fade = 1 / (1 - 1 / memory);
     const a = binOf(Math.max(1, priorFromMs));
     const b = Math.max(a, binOf(Math.max(priorFromMs, priorToMs)));
@@ -126,33 +143,66 @@ export class ReadyTimes {
     return this.mass[i]! + this.prior[i]! * this.weight * this.priorFactor;
   }
 
+  /** The share of all that is held in bin `i`. */
+  private shareOf(i: number): number {
+    const total = this.massTotal + this.weight * this.priorFactor;
+    return total > 0 ? this.held(i) / total : 0;
+  }
+
   /** Observations folded in so far. */
   get count(): number {
     return this.observations;
   }
 
-  /** A result was not ready at `afterMs` and ready at `byMs` (both from its upload). */
-  observe(afterMs: number, byMs: number): void {
+  /** About how many observations the shape stands for now: older ones have faded. */
+  get sample(): number {
+    return Math.min(this.observations, this.memory);
+  }
+
+  /**
+   * The largest difference between this distribution's share of results not ready and `other`'s, at
+   * any time (both fall linearly within a bin over the same edges, so the largest is at an edge).
+   */
+  distanceFrom(other: ReadyTimes): number {
+    this.refresh();
+    other.refresh();
+    let d = 0;
+    for (let i = 0; i <= BINS; i++) d = Math.max(d, Math.abs(this.survival[i]! - other.survival[i]!));
+    return d;
+  }
+
+  /**
+   * A result was not ready at `afterMs` and ready at `byMs` (both from its upload). `guide`: a
+   * coarser distribution the result belongs to as well; the interval is split by its shape as much
+   * as by this one's. A finer distribution's results are polled by its own schedule once it is
+   * used, sparsely where it holds little: without the guide, wide intervals there would keep it
+   * holding little (its results found late, and put where it already held more).
+   */
+  observe(afterMs: number, byMs: number, guide?: ReadyTimes): void {
     const a = Math.max(0, afterMs);
     const b = Math.max(a + 1, byMs);
     const first = binOf(a);
     const last = binOf(b);
-    // The overlap of each bin with (a, b], times what the bin holds: where this result likely was.
+    // Where this result likely was: the overlap of each bin with (a, b], times what the bin holds.
+    const likely = (i: number) =>
+      this.overlap(i, a, b) * (guide ? this.shareOf(i) + guide.shareOf(i) : this.held(i));
     let held = 0;
-    for (let i = first; i <= last; i++) held += this.held(i) * this.overlap(i, a, b);
+    for (let i = first; i <= last; i++) held += likely(i);
     let width = 0;
     for (let i = first; i <= last; i++) width += this.overlap(i, a, b) * (EDGES[i + 1]! - EDGES[i]!);
     for (let i = first; i <= last; i++) {
       const o = this.overlap(i, a, b);
       if (o === 0) continue;
       // Nothing known there yet: spread by width (evenly over the interval).
-      const share = held > 1e-12 ? (this.held(i) * o) / held : (o * (EDGES[i + 1]! - EDGES[i]!)) / width;
+      const share = held > 1e-12 ? likely(i) / held : (o * (EDGES[i + 1]! - EDGES[i]!)) / width;
       this.mass[i] = this.mass[i]! + this.weight * share;
     }
+    this.massTotal += this.weight;
     this.weight *= this.fade;
     this.priorFactor /= 2;
     if (this.weight > 1e9) {
       for (let i = 0; i < BINS; i++) this.mass[i] = this.mass[i]! / this.weight;
+      this.massTotal /= this.weight;
       this.weight = 1;
     }
     this.observations += 1;
@@ -253,6 +303,117 @@ export class ReadyTimes {
   }
 }
 
+/** What is known of a result before it is polled, besides its kind: what its time is learned by. */
+export interface ResultTraits {
+  /** The submission's pipeline (`pipeline_configuration`), when known. */
+  pipeline?: string | undefined;
+  /** The uploaded file's size in bytes, when known. */
+  bytes?: number | undefined;
+}
+
+/**
+ * Finer distributions kept at most (per kind and pipeline, and per kind, pipeline and size class,
+ * together). Pipelines are an enum and size classes few: every key the API can produce fits.
+ */
+export const MAX_FINER_KEYS = 128;
+/** Results a finer distribution has seen before a result may be scheduled by it. */
+export const TRUSTED_RESULTS = 50;
+/**
+ * A finer distribution "differs" only by more than this share of results, however large its sample:
+ * two levels fed the same results still differ by a few hundredths (each fades at its own pace and
+ * splits wide intervals partly by its own shape).
+ */
+const MIN_DIFFERENCE = 0.1;
+/** Kolmogorov–Smirnov's factor at 5 %: samples of one distribution differ by less than this / sqrt(n). */
+const KS_FACTOR = 1.36;
+
+/** Size class of a file: a factor of four wide, from below 16 KiB to 64 MiB and above. */
+export function sizeClass(bytes: number): number {
+  return Math.min(13, Math.max(6, Math.floor(Math.log2(Math.max(1, bytes)) / 2)));
+}
+
+/**
+ * The learned distributions of the results' processing times by key (see the header): per kind,
+ * per kind and pipeline, per kind, pipeline and size class. Past `MAX_FINER_KEYS` a new finer key
+ * gets no distribution of its own: its results are scheduled by, and teach, the levels that exist
+ * (its kind's, and its pipeline's when that one exists); nothing held is dropped, so a schedule
+ * learned never falls back.
+ */
+export class LearnedTimes {
+  private readonly byKind = new Map<Awaitable, ReadyTimes>();
+  private readonly finer = new Map<string, ReadyTimes>();
+
+  constructor(private readonly create: () => ReadyTimes) {}
+
+  /** Finer distributions held (at most `MAX_FINER_KEYS`). */
+  get finerKeys(): number {
+    return this.finer.size;
+  }
+
+  /** The distribution a `kind` result with `traits` is scheduled by. */
+  of(kind: Awaitable, traits: ResultTraits): ReadyTimes {
+    const base = this.kindTimes(kind);
+    const [pipeline, sized] = this.keysOf(kind, traits);
+    const byPipeline = pipeline === undefined ? undefined : this.finer.get(pipeline);
+    if (!byPipeline) return base;
+    const bySize = sized === undefined ? undefined : this.finer.get(sized);
+    let chosen = base;
+    for (const level of bySize ? [byPipeline, bySize] : [byPipeline]) {
+      if (level.count >= TRUSTED_RESULTS && differs(level, chosen)) chosen = level;
+    }
+    return chosen;
+  }
+
+  /** A `kind` result with `traits` was not ready `afterMs` after its upload and ready `byMs` after it. */
+  observe(kind: Awaitable, traits: ResultTraits, afterMs: number, byMs: number): void {
+    const base = this.kindTimes(kind);
+    base.observe(afterMs, byMs);
+    const [pipeline, sized] = this.keysOf(kind, traits);
+    const byPipeline = pipeline === undefined ? undefined : this.finerTimes(pipeline);
+    byPipeline?.observe(afterMs, byMs, base);
+    // A size class is learned within its pipeline only: the keys nest.
+    if (byPipeline && sized !== undefined) this.finerTimes(sized)?.observe(afterMs, byMs, byPipeline);
+  }
+
+  private keysOf(kind: Awaitable, traits: ResultTraits): [string | undefined, string | undefined] {
+    if (traits.pipeline === undefined) return [undefined, undefined];
+    const pipeline = `${kind}\u0000${traits.pipeline}`;
+    const bytes = traits.bytes;
+    const sized =
+      bytes === undefined || !Number.isFinite(bytes) ? undefined : `${pipeline}\u0000${sizeClass(bytes)}`;
+    return [pipeline, sized];
+  }
+
+  private kindTimes(kind: Awaitable): ReadyTimes {
+    let t = this.byKind.get(kind);
+    if (!t) {
+      t = this.create();
+      this.byKind.set(kind, t);
+    }
+    return t;
+  }
+
+  /** The finer distribution of `key`, made if the cap allows. */
+  private finerTimes(key: string): ReadyTimes | undefined {
+    let t = this.finer.get(key);
+    if (!t && this.finer.size < MAX_FINER_KEYS) {
+      t = this.create();
+      this.finer.set(key, t);
+    }
+    return t;
+  }
+}
+
+/**
+ * `finer` says something `coarser` does not: their shares of results not ready differ somewhere by
+ * more than two samples of one distribution would (the finer one's sample is the smaller).
+ */
+function differs(finer: ReadyTimes, coarser: ReadyTimes): boolean {
+  return (
+    finer.distanceFrom(coarser) > Math.max(MIN_DIFFERENCE, KS_FACTOR / Math.sqrt(Math.max(1, finer.sample)))
+  );
+}
+
 /**
  * The price of one poll in milliseconds of delay, following the limiter every `PRICE_EVERY_MS`:
  * doubled while calls use more than `BUSY_SHARE` of the capacity, lowered by a fifth while they use
@@ -297,13 +458,14 @@ export interface PollPlan {
 }
 
 /**
- * When to poll a result: by its kind's learned distribution at the current price (see the header). A
+ * When to poll a result: by the learned distribution of its kind (and pipeline and file size, where
+ * those are learned and differ: `LearnedTimes`) at the current price (see the header). A
  * poll prompted by a webhook delivery, by another result that says this one is final, or by a replay
  * (the result is final already) goes at once, then backs off from `pollInitialMs`. Every gap is at
  * most `pollMaxMs`.
  */
 export class PollTiming {
-  private readonly times = new Map<Awaitable, ReadyTimes>();
+  private readonly times: LearnedTimes;
   private readonly price: PollPrice;
 
   constructor(
@@ -312,11 +474,15 @@ export class PollTiming {
     budget?: PollBudget,
   ) {
     this.price = new PollPrice(budget);
+    // Before anything is known: results ready somewhere between a tenth of the first delay and the
+    // longest gap, evenly in log time.
+    this.times = new LearnedTimes(() => new ReadyTimes(options.pollInitialMs / 10, options.pollMaxMs));
   }
 
   /**
    * The next poll of a `kind` result uploaded at `uploadedAt`: poll number `attempt` (0 = the first),
    * at `now` (epoch ms). `skipped`: a spare poll found no spare capacity and is placed again.
+   * `traits`: what else is known of the result (pipeline, file size) that its time is learned by.
    */
   plan(
     kind: Awaitable,
@@ -325,11 +491,12 @@ export class PollTiming {
     uploadedAt: number,
     now: number,
     skipped = false,
+    traits: ResultTraits = {},
   ): PollPlan {
     const { pollInitialMs, pollMaxMs } = this.options;
     if (prompted)
       return { delayMs: attempt === 0 ? 0 : this.backoff(attempt - 1, pollInitialMs), spare: false };
-    const times = this.timesOf(kind);
+    const times = this.times.of(kind, traits);
     const waited = Math.max(0, now - uploadedAt);
     const learning = times.count < LEARNING_RESULTS;
     const price = learning ? CHEAPEST_MS : this.price.at(now);
@@ -348,24 +515,13 @@ export class PollTiming {
     return this.price.hasSpareCapacity();
   }
 
-  /** A `kind` result was not ready `afterMs` after its upload and ready `byMs` after it. */
-  observe(kind: Awaitable, afterMs: number, byMs: number): void {
-    this.timesOf(kind).observe(afterMs, byMs);
+  /** A `kind` result (with `traits`) was not ready `afterMs` after its upload and ready `byMs` after it. */
+  observe(kind: Awaitable, afterMs: number, byMs: number, traits: ResultTraits = {}): void {
+    this.times.observe(kind, traits, afterMs, byMs);
   }
 
   /** Exponential back-off with jitter, capped at `pollMaxMs`. */
   backoff(attempt: number, initialMs: number): number {
     return backoffDelay(attempt, { initialMs, maxMs: this.options.pollMaxMs }, this.random);
-  }
-
-  private timesOf(kind: Awaitable): ReadyTimes {
-    let t = this.times.get(kind);
-    if (!t) {
-      // Before anything is known: results ready somewhere between a tenth of the first delay and
-      // the longest gap, evenly in log time.
-      t = new ReadyTimes(this.options.pollInitialMs / 10, this.options.pollMaxMs);
-      this.times.set(kind, t);
-    }
-    return t;
   }
 }

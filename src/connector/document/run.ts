@@ -8,6 +8,7 @@
 import type { SubmissionCharacteristics } from '../../api/schemas.js';
 import { awaitedResults, type AwaitedOverride } from './awaited-results.js';
 import type { CreatedSubmission } from './ports.js';
+import type { ResultTraits } from './poll-timing.js';
 import { blobFingerprint } from '../state/blob-fingerprint.js';
 import type { FinishedEntry } from '../state/partition-index.js';
 import type { FinishedState, InputPointer, UnfinishedState } from '../state/document-state.js';
@@ -79,6 +80,12 @@ export class Run {
   uploadedAt = 0;
   /** The upload was made by this run (`uploadedAt` is its time): its polls teach the schedule. */
   uploadedHere = false;
+  /**
+   * What the poll schedule learns this document's processing times by besides the result's kind
+   * (`poll-timing.ts`): its pipeline, from the input event, and its file's size, from the upload
+   * made here. In memory only; a document resumed without its input event has neither.
+   */
+  readonly traits: ResultTraits = {};
   /** A resumed document's blob store answered with a transient failure: how often, and its last error (for the dead letter). */
   blobRetries: { tries: number; last: string } | null = null;
   /** A replay's generation (its marker's), recorded once every result was re-emitted. */
@@ -101,7 +108,9 @@ export class Run {
   /** A document admitted or resumed from its input event (the input is kept while the upload is pending). */
   static process(state: UnfinishedState, event: ArrivalEvent, source: SourceRecord, now: number): Run {
     const input = state.status === 'CREATED' ? inputOf(event) : null;
-    return new Run(state, 'process', identityOf(event, source, state.submission_id), input, null, now);
+    const run = new Run(state, 'process', identityOf(event, source, state.submission_id), input, null, now);
+    run.traits.pipeline = event.pipeline_configuration;
+    return run;
   }
 
   get phase(): RunPhase {
