@@ -4,7 +4,7 @@
  * rejected loudly so a typo never silently falls back to a default.
  */
 import { z } from 'zod';
-import { describeZodError, FRAUD_SCORES } from '../api/schemas.js';
+import { describeZodError, FRAUD_SCORES, PipelineConfiguration } from '../api/schemas.js';
 
 export type DeepPartial<T> = T extends readonly unknown[]
   ? T
@@ -25,6 +25,14 @@ const Client = z.strictObject({
 
 const rate = z.number().min(0).max(1);
 
+/** How long a result takes from the start of analysis. */
+const Processing = z.strictObject({
+  distribution: z.enum(['fixed', 'uniform', 'exponential']),
+  meanMs: z.number().min(0),
+  minMs: z.number().min(0).optional(),
+  maxMs: z.number().min(0).optional(),
+});
+
 export const SandboxConfigSchema = z
   .strictObject({
     host: z.string().min(1),
@@ -37,11 +45,14 @@ export const SandboxConfigSchema = z
      * use when that is another name (a container's service name, a proxy).
      */
     tokenUrls: z.array(z.url({ protocol: /^https?$/ })),
-    processing: z.strictObject({
-      distribution: z.enum(['fixed', 'uniform', 'exponential']),
-      meanMs: z.number().min(0),
-      minMs: z.number().min(0).optional(),
-      maxMs: z.number().min(0).optional(),
+    /**
+     * The spec says nothing of processing times: these are test knobs. `byPipeline` gives a pipeline
+     * its own distribution (its results and its decision); `msPerMiB` adds that many ms per MiB of the
+     * uploaded file to each analysis result's time. Unset, every result takes the one distribution.
+     */
+    processing: Processing.extend({
+      byPipeline: z.partialRecord(PipelineConfiguration, Processing).nullable().optional(),
+      msPerMiB: z.number().min(0).nullable().optional(),
     }),
     /** Seed for every random draw (processing times, faults, webhook duplicates); null = unseeded. */
     seed: z.number().int().nullable(),
@@ -102,9 +113,15 @@ export const SandboxConfigSchema = z
         });
       }
     }
-    const { minMs, maxMs } = c.processing;
-    if (minMs !== undefined && maxMs !== undefined && minMs > maxMs) {
-      ctx.addIssue({ code: 'custom', path: ['processing', 'minMs'], message: 'must not exceed maxMs' });
+    const distributions: Array<[Array<string>, z.infer<typeof Processing>]> = [
+      [['processing'], c.processing],
+    ];
+    for (const [pipeline, d] of Object.entries(c.processing.byPipeline ?? {}))
+      if (d) distributions.push([['processing', 'byPipeline', pipeline], d]);
+    for (const [path, { minMs, maxMs }] of distributions) {
+      if (minMs !== undefined && maxMs !== undefined && minMs > maxMs) {
+        ctx.addIssue({ code: 'custom', path: [...path, 'minMs'], message: 'must not exceed maxMs' });
+      }
     }
   });
 

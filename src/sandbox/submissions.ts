@@ -32,6 +32,7 @@ type SubmissionState =
 export const ADAPTIVE_DECISION_VERSION = 'sandbox-rules-1';
 /** Serial-fraud samples keep at most this many earlier submissions. */
 const SERIAL_SAMPLE = 10;
+const MIB = 1024 * 1024;
 
 export interface ReadyResult {
   readyAt: number;
@@ -183,6 +184,8 @@ export class SubmissionStore {
     const random = this.random();
     const now = Date.now();
     const produced = PIPELINE_RESULTS[s.pipeline];
+    const processing = config.processing.byPipeline?.[s.pipeline] ?? config.processing;
+    const bySize = Math.round(((config.processing.msPerMiB ?? 0) * facts.size) / MIB);
     const serial = this.serialCluster(s, facts.sha256);
     let finishedAt = now;
     for (const kind of RESULT_KINDS) {
@@ -190,7 +193,7 @@ export class SubmissionStore {
         s.results[kind] = { readyAt: now, body: skippedResult(kind, s.pipeline, s.queryId) };
         continue;
       }
-      const readyAt = now + drawDuration(random, config.processing);
+      const readyAt = now + drawDuration(random, processing) + bySize;
       const ctx: AnalysisContext = {
         submissionId: s.id,
         queryId: s.queryId,
@@ -206,7 +209,7 @@ export class SubmissionStore {
     if (s.enableDecision) {
       const fraud = s.results.fraud as ReadyResult;
       // The decision follows the fraud result "a little" later: a quarter of another draw.
-      const readyAt = fraud.readyAt + Math.max(1, Math.round(drawDuration(random, config.processing) / 4));
+      const readyAt = fraud.readyAt + Math.max(1, Math.round(drawDuration(random, processing) / 4));
       s.decision = decide(s, fraud, readyAt, config.decisionRules);
       finishedAt = Math.max(finishedAt, readyAt);
       this.hooks.decisionReady(s, readyAt);
