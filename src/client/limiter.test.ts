@@ -133,6 +133,24 @@ describe('AdaptiveRateLimiter', () => {
     expect(acceptedBetween(outcome, 1000, 2000)).toBeLessThanOrEqual(41);
   });
 
+  it('grows from the first calls after a quiet spell while calls wait for the rate', async () => {
+    const clock = new FakeClock();
+    const limiter = new AdaptiveRateLimiter({ ratePerSecond: 40, clock });
+    // One call (the API's health probe), answered, then ten quiet seconds: no longer a young limiter,
+    // its last second holds nothing.
+    await limiter.acquire();
+    await clock.advance(10_000);
+    const start = clock.now();
+    const rates: number[] = [];
+    const outcome = await drive([limiter], new Bucket(1000, 1000), clock, 2000, 20, () =>
+      rates.push(limiter.currentRate()),
+    );
+    // 10 → 40 within the first second, as from a fresh start. Counting only the calls released over
+    // the last second, the rate stood still until five had gone (half a second at 10/s).
+    expect(rates[1]).toBe(40);
+    expect(acceptedBetween(outcome, start, start + 1000)).toBeGreaterThanOrEqual(24);
+  });
+
   it('does not lose rate to timers that fire late', async () => {
     const clock = new LateClock(6);
     const limiter = fixed(40, clock);

@@ -105,8 +105,8 @@ const LATE_KEPT_MS = 20;
  * - below `limit` each accepted call closes part of the gap (half of it per second of use): back
  *   near the limit within a few seconds; above it, probing is slow at first and speeds up the longer
  *   no 429 comes (a limit that rose is followed within seconds);
- * - the rate grows only with accepted calls, and only while the calls use at least half of it (an
- *   idle hour regains nothing, and the rate never races ahead of the demand);
+ * - the rate grows only with accepted calls, and only while the calls use at least half of it or
+ *   wait for it (an idle hour regains nothing, and the rate never races ahead of the demand);
  * - a Retry-After is not applied here: it is the earliest time for the refused call to go again
  *   (the sender waits it, with jitter); everyone else keeps the lowered rate.
  *
@@ -253,8 +253,11 @@ export class AdaptiveRateLimiter {
   onSuccess(): void {
     const now = this.clock.now();
     this.accepted.add(now);
-    // Only while the calls use the rate: an app-limited rate proves nothing about the API.
-    if (this.rate >= this.ceiling || this.releasedPerSecond(now) < this.rate / 2) return;
+    // Only while the calls use the rate: an app-limited rate proves nothing about the API. Calls
+    // waiting for a slot show the rate is what holds them, even when the last second was idle (the
+    // first calls after a quiet spell, whose last second counts the quiet).
+    if (this.rate >= this.ceiling) return;
+    if (this.releasedPerSecond(now) < this.rate / 2 && !this.callsWaiting()) return;
     let perSecond: number;
     if (this.limit === undefined) {
       perSecond = this.rate * SLOW_START_GAIN;
@@ -281,6 +284,10 @@ export class AdaptiveRateLimiter {
     this.probed = 0;
     this.lastDecreaseAt = now;
     this.setRate(this.limit * this.decreaseFactor);
+  }
+
+  private callsWaiting(): boolean {
+    return this.urgent.length > 0 || this.later.length > 0 || this.spare.length > 0;
   }
 
   /** Calls released per second over the last second (a young limiter's shorter life counts as it is). */

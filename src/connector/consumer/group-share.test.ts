@@ -175,14 +175,55 @@ describe('GroupShare', () => {
       return { limiter, share, read };
     }
 
-    it('starts a member with no reading yet at the floor, and rises only with two readings', () => {
+    it('gives a member with no reading yet its share of the partitions at once (the floor lost a group its first second)', () => {
       const { limiter, share, read } = reader();
       share.onJoin([0, 1]);
-      expect(limiter.fraction).toBe(0);
+      expect(limiter.shares).toEqual([[2, 4]]);
+      // Every partition busy: the same share, unchanged.
       read([50, 50, 50, 50], [0, 0, 0, 0]);
+      expect(limiter.shares).toEqual([[2, 4]]);
+      // Only the other member's partitions busy: this one has nothing to spend, down at once.
+      read([50, 50, 50, 50], [50, 50, 0, 0]);
       expect(limiter.fraction).toBe(0);
-      read([50, 50, 50, 50], [0, 0, 0, 0]);
+    });
+
+    it('gives the share of the partitions at once when the last reading found no work anywhere', () => {
+      const { limiter, share, read } = reader();
+      // Joined alone, the group idle: every partition.
+      share.onJoin([0, 1, 2, 3]);
+      read([0, 0, 0, 0], [0, 0, 0, 0]);
+      read([0, 0, 0, 0], [0, 0, 0, 0]);
+      expect(limiter.fraction).toBe(1);
+      // Two more members came (a fall: at once, as before), then one of them left (a rise).
+      share.onJoin([0, 1]);
       expect(limiter.fraction).toBe(0.5);
+      share.onJoin([0, 1, 2]);
+      expect(limiter.fraction).toBe(0.75);
+      // The first records arrive everywhere: the same share.
+      read([50, 50, 50, 50], [0, 0, 0, 0]);
+      expect(limiter.fraction).toBe(0.75);
+    });
+
+    it('adds up to the whole when two members start, each joining before it read, then reading at its own moment', () => {
+      const a = reader();
+      const b = reader();
+      const sum = () => a.limiter.fraction + b.limiter.fraction;
+      // a joins alone, then b joins and a hears of it later.
+      a.share.onJoin([0, 1, 2, 3]);
+      b.share.onJoin([2, 3]);
+      expect(b.limiter.fraction).toBe(0.5);
+      a.share.onJoin([0, 1]);
+      expect(sum()).toBe(1);
+      a.read([50, 50, 50, 50], [0, 0, 0, 0]);
+      expect(sum()).toBe(1);
+      // b's partitions drain first: b gives back at once, a takes them after two readings.
+      b.read([50, 50, 50, 50], [0, 0, 50, 50]);
+      expect(sum()).toBeLessThanOrEqual(1);
+      a.read([50, 50, 50, 50], [0, 0, 50, 50]);
+      expect(sum()).toBeLessThanOrEqual(1);
+      a.read([50, 50, 50, 50], [1, 1, 50, 50]);
+      expect(a.limiter.fraction).toBe(1);
+      expect(b.limiter.fraction).toBe(0);
     });
 
     it('keeps the share of a member that kept its partitions', () => {

@@ -85,16 +85,23 @@ export class GroupShare {
    * SyncGroup answers and their event loops, milliseconds to tens apart): a member that took a
    * partition's share at once could hold it while its previous owner still did, and a member that
    * kept its partitions (the sticky assignor) keeps its share instead of jumping to the share of
-   * partitions and back. A member with no reading yet starts at the floor.
+   * partitions and back.
+   *
+   * Unless this member has no reading yet, or its last found no work anywhere (a group starting,
+   * or idle): then the assignment alone tells the share, the share of partitions, at once. Every
+   * member's share of partitions adds up to the whole; a member that still holds a larger share of
+   * partitions with work from an older reading has, by this reading, nothing to spend it on. (At the
+   * floor until two readings agreed, a starting group would lose most of its first second: while
+   * the group is idle, the second reading waits for the first records.)
    */
   onJoin(owned: readonly number[]): void {
     this.owned = [...owned];
-    if (!this.readings) {
+    if (!this.readings || this.lastBusy === null || this.lastBusy.size === 0) {
       this.lastTarget = this.byPartitions();
       this.apply(this.lastTarget);
       return;
     }
-    const target = this.lastBusy ? this.targetOf(this.lastBusy) : { owned: 0, total: 1 };
+    const target = this.targetOf(this.lastBusy);
     const current = this.applied ?? { owned: 0, total: 1 };
     const share = below(target, current) ? target : current;
     this.lastTarget = share;
