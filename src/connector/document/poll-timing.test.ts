@@ -194,6 +194,25 @@ describe('PollTiming', () => {
     expect(timing.plan('fraud', 0, false, 0, 0, true).delayMs).toBeGreaterThanOrEqual(19);
   });
 
+  it('polls a kind still being learned at the price the limiter sets: at the limit its first results cost few polls', () => {
+    // Learning polls go before creates at the limiter: polled at the cheapest price they would take
+    // the capacity the creates need, and the creates would then go in one burst.
+    const random = seeded(5);
+    const atLimit = { capacityPerSecond: 40, usedPerSecond: 39, waiting: 30 };
+    const timing = new PollTiming({ pollInitialMs: 500, pollMaxMs: 15000 }, random, budget(atLimit));
+    const learning = simulate(timing, 20, uniform(random, 1000, 4000));
+    expect(learning.pollsPerResult).toBeLessThan(3);
+    // With capacity to spare the same kind is learned at the cheapest price, fresh.
+    const roomy = new PollTiming(
+      { pollInitialMs: 500, pollMaxMs: 15000 },
+      random,
+      budget({ capacityPerSecond: 5000, usedPerSecond: 40, waiting: 0 }),
+    );
+    const fresh = simulate(roomy, 20, uniform(random, 1000, 4000));
+    expect(fresh.meanDelay).toBeLessThan(learning.meanDelay);
+    expect(fresh.pollsPerResult).toBeGreaterThan(learning.pollsPerResult);
+  });
+
   it('learns from the first few results, before the long tail of the prior matters', () => {
     const random = seeded(12);
     const timing = new PollTiming({ pollInitialMs: 500, pollMaxMs: 15000 }, random);

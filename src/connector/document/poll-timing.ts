@@ -40,7 +40,9 @@ import type { Awaitable } from '../types.js';
  * than the economy schedule would place it is spare: it goes only if the limiter's queue is short at
  * that moment (else it is placed again, a gap later), and then waits behind creates (priority
  * `spare`), so the creates' share of the limit does not fall. The first results of a kind are polled
- * at the cheapest price, none spare, until the distribution has been learned.
+ * at the price too, none spare, until the distribution has been learned: those polls go before
+ * creates at the limiter, and at the cheapest price they would take the capacity the creates need
+ * (the creates then go in one burst once the kind is learned, and their polls fall due together).
  */
 
 /** What the poll schedule needs of the API's rate limiter. */
@@ -65,8 +67,8 @@ const SPARE_SHARE = 0.9;
 /** ... and while the calls waiting at the limiter are fewer than this many seconds of its rate. */
 const SPARE_QUEUE_S = 1;
 /**
- * Results of a kind seen before its distribution is trusted: until then every poll is placed at the
- * cheapest price and none is spare (the prior's long tail would put an economy poll at seconds).
+ * Results of a kind seen before its distribution is trusted: until then no poll is spare (the
+ * economy schedule, which tells spare polls apart, still follows the prior's long tail).
  */
 const LEARNING_RESULTS = 20;
 /** How often the price follows the limiter. */
@@ -499,7 +501,7 @@ export class PollTiming {
     const times = this.times.of(kind, traits);
     const waited = Math.max(0, now - uploadedAt);
     const learning = times.count < LEARNING_RESULTS;
-    const price = learning ? CHEAPEST_MS : this.price.at(now);
+    const price = this.price.at(now);
     const minGap = attempt === 0 && !skipped ? 0 : Math.min(MIN_GAP_MS, pollMaxMs);
     const at = times.nextPoll(waited, price, minGap, pollMaxMs);
     const spare =
