@@ -53,7 +53,8 @@
  *     and GETs per result, results 1-4 s uniform, 20 documents/s against API limits from 5000/s down
  *     to 40/s (below the load), docstream and a naive poller (first GET 200 ms after the upload, then
  *     100 ms doubling to 1 s) one after the other (--freshness-scenarios all | 1,5; --pollers
- *     docstream,naive; with --before-cli <other build's dist/cli/index.js>, `before` runs that build)
+ *     docstream,naive; with --before-cli <other build's dist/cli/index.js>, `before` runs that build);
+ *     scenario 6 at 5000/s with every other file 2 MiB and its results 3 s slower (learning by size)
  *   npm run bench -- --mode quiet                   quiet hours and memory of `docstream run` as users start it
  *     (its whole process tree): idle CPU (--idle-s 60), CPU per document at --trickle-rate 10/s for
  *     --trickle-s 60, RSS per finished document held (--held-docs 300000, two instances, --held-wait-s 90;

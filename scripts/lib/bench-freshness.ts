@@ -15,6 +15,10 @@
  * - documents per second (first record to last result) against the bound (limit / 4 rate-limited
  *   calls per document, or the arrival rate when that is lower);
  * - docstream's CPU per document (its process, user + system, over the run).
+ *
+ * Scenario 6 mixes file sizes: every other document's file is padded to `largeFile.bytes`, and the
+ * sandbox adds `largeFile.msPerMiB` per MiB to each result's time (`processing.msPerMiB`), so the
+ * large files' results take seconds longer: what a poller that learns by file size gains.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -56,6 +60,8 @@ export interface FreshnessScenario {
   /** The API's limit, calls per second. */
   limit: number;
   docs: number;
+  /** Every other document's file is this large, and the sandbox adds msPerMiB per MiB to its times. */
+  largeFile?: { bytes: number; msPerMiB: number };
 }
 
 /** From the API almost idle to a limit below the load; docstream is told 5000/s in every one. */
@@ -65,6 +71,13 @@ export const FRESHNESS_SCENARIOS: FreshnessScenario[] = [
   { name: '20/s, limit 200/s', docsPerS: 20, limit: 200, docs: 400 },
   { name: '20/s, limit 120/s', docsPerS: 20, limit: 120, docs: 400 },
   { name: '20/s, limit 40/s (at the limit)', docsPerS: 20, limit: 40, docs: 200 },
+  {
+    name: '20/s, limit 5000/s, every other file 2 MiB and 3 s slower',
+    docsPerS: 20,
+    limit: 5000,
+    docs: 400,
+    largeFile: { bytes: 2 * 1024 * 1024, msPerMiB: 1500 },
+  },
 ];
 
 const NAIVE = { firstMs: 200, initialMs: 100, maxMs: 1000 };
@@ -114,9 +127,20 @@ export async function runFreshness(o: {
     for (const s of o.scenarios) {
       const bound = Math.min(s.docsPerS, s.limit / 4);
       const pollers: PollerMeasure[] = [];
+      const files = [file];
+      if (s.largeFile) {
+        // The same PDF, padded with spaces after its end to the size asked.
+        const large = path.join(dir, `large-${s.largeFile.bytes}.pdf`);
+        const bytes = fs.readFileSync(file);
+        fs.writeFileSync(
+          large,
+          Buffer.concat([bytes, Buffer.alloc(Math.max(0, s.largeFile.bytes - bytes.length), 0x20)]),
+        );
+        files.push(large);
+      }
       for (const poller of o.pollers) {
         if (Date.now() > o.deadline) break;
-        pollers.push(await runOne(s, poller, bound, kafka, dir, file, o));
+        pollers.push(await runOne(s, poller, bound, kafka, dir, files, o));
       }
       out.push({ scenario: s, boundDocsPerS: bound, pollers });
     }
@@ -132,13 +156,19 @@ async function runOne(
   bound: number,
   kafka: KafkaClient,
   dir: string,
-  file: string,
+  files: string[],
   o: { deadline: number; beforeCli?: string; log: (line: string) => void },
 ): Promise<PollerMeasure> {
   const id = uniqueName(`bench-fresh-${poller}`);
   const topics = prefixedTopics(id, 4);
   const sandbox = await startSandbox({
-    processing: { distribution: 'uniform', meanMs: 2500, minMs: 1000, maxMs: 4000 },
+    processing: {
+      distribution: 'uniform',
+      meanMs: 2500,
+      minMs: 1000,
+      maxMs: 4000,
+      ...(s.largeFile ? { msPerMiB: s.largeFile.msPerMiB } : {}),
+    },
     rateLimit: { ratePerSecond: s.limit, burst: Math.max(1, Math.ceil(s.limit / 5)) },
     maxSubmissions: s.docs * 4,
   });
@@ -239,7 +269,7 @@ async function runOne(
     await produceAtRate(
       producer,
       topics.arrived,
-      ids.map((e) => ({ event_id: e, value: arrivalJson(e, file) })),
+      ids.map((e, i) => ({ event_id: e, value: arrivalJson(e, files[i % files.length]!) })),
       s.docsPerS,
       o.deadline,
     );
