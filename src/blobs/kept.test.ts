@@ -3,6 +3,7 @@
  * clock instead of a pass-through) and its hand-over to the spool when a body of unknown length
  * turns out large.
  */
+import { jest } from '@jest/globals';
 import { createHash } from 'node:crypto';
 import { PassThrough, Readable } from 'node:stream';
 import { BlobError } from './errors.js';
@@ -45,7 +46,23 @@ async function codeOf(run: Promise<unknown>): Promise<string> {
   }
 }
 
+/**
+ * Fake time (jest's clock: Date.now and the timers; promise jobs, nextTick and setImmediate stay real)
+ * moves on 1 ms at a time until `work` settles, at most 10 s of it; then its outcome.
+ */
+async function settledOnFakeTime<T>(work: Promise<T>): Promise<T> {
+  let done = false;
+  work.then(
+    () => (done = true),
+    () => (done = true),
+  );
+  for (let t = 0; t < 10_000 && !done; t++) await jest.advanceTimersByTimeAsync(1);
+  return work;
+}
+
 describe('Keeper', () => {
+  afterEach(() => jest.useRealTimers());
+
   it('keeps a small body in memory, byte for byte, and gives its budget back at cleanup', async () => {
     const budget = new MemoryBudget(1024 * 1024);
     const keeper = new Keeper(spool, budget, 1024, 10_000);
@@ -73,24 +90,28 @@ describe('Keeper', () => {
   });
 
   it('fails a small body slower than the minimum rate (blob_too_slow) and gives its budget back', async () => {
+    jest.useFakeTimers({ doNotFake: ['nextTick', 'setImmediate', 'queueMicrotask'] });
     const budget = new MemoryBudget(1024 * 1024);
     const keeper = new Keeper(spool, budget, 1024, 10_000);
     const source = new PassThrough();
     const timer = setInterval(() => source.write('x'), 20);
     source.once('close', () => clearInterval(timer));
     const limits = { transferTimeoutMs: 0, minBytesPerSecond: 1000, rateWindowMs: 100 };
-    expect(await codeOf(keeper.keep(source, options({ length: 500, limits })))).toBe('blob_too_slow');
+    const kept = keeper.keep(source, options({ length: 500, limits }));
+    expect(await codeOf(settledOnFakeTime(kept))).toBe('blob_too_slow');
     expect(source.destroyed).toBe(true);
     expect(budget.bytes).toBe(0);
   });
 
   it('fails a small body cut off without an error as unreadable, retriable', async () => {
+    jest.useFakeTimers({ doNotFake: ['nextTick', 'setImmediate', 'queueMicrotask'] });
     const budget = new MemoryBudget(1024 * 1024);
     const keeper = new Keeper(spool, budget, 1024, 10_000);
     const source = new PassThrough();
     source.write('part of it');
     setTimeout(() => source.destroy(), 20);
-    const error = await keeper.keep(source, options({ length: 500 })).catch((e: unknown) => e as BlobError);
+    const kept = keeper.keep(source, options({ length: 500 }));
+    const error = await settledOnFakeTime(kept).catch((e: unknown) => e as BlobError);
     expect(error).toBeInstanceOf(BlobError);
     expect([(error as BlobError).code, (error as BlobError).retriable]).toEqual(['blob_unreadable', true]);
     expect(budget.bytes).toBe(0);

@@ -1,3 +1,4 @@
+import { jest } from '@jest/globals';
 import type { Admin } from 'kafkajs';
 import { KafkaAdmin } from './admin.js';
 
@@ -47,11 +48,29 @@ function fakeAdmin(state: FakeState): Admin {
   } as unknown as Admin;
 }
 
+/** Moves jest's fake clock on 1 ms at a time until `work` settles (at most 20 s of it); then its outcome. */
+async function settled<T>(work: Promise<T>): Promise<T> {
+  let done = false;
+  work.then(
+    () => (done = true),
+    () => (done = true),
+  );
+  for (let t = 0; t < 20_000 && !done; t++) await jest.advanceTimersByTimeAsync(1);
+  if (!done) throw new Error('not settled within 20 s of fake time');
+  return work;
+}
+
 describe('ensureTopics', () => {
+  // The back-off and the time budget run on the fake clock; promise jobs, nextTick and setImmediate stay real.
+  beforeEach(() => jest.useFakeTimers({ doNotFake: ['nextTick', 'setImmediate', 'queueMicrotask'] }));
+  afterEach(() => jest.useRealTimers());
+
   it('waits out "does not host this topic-partition" and leaderless partitions after creating', async () => {
     const state: FakeState = { topics: new Set(), createCalls: [], metadataFailures: 3, leaderless: 2 };
     const admin = new KafkaAdmin(fakeAdmin(state));
-    const result = await admin.ensureTopics([{ topic: 't', numPartitions: 1 }], { timeoutMs: 10_000 });
+    const result = await settled(
+      admin.ensureTopics([{ topic: 't', numPartitions: 1 }], { timeoutMs: 10_000 }),
+    );
     expect(result).toEqual({ created: ['t'], existing: [], mismatches: [] });
     expect(state.createCalls).toEqual(['t']);
     expect(state.metadataFailures).toBe(0);
@@ -63,16 +82,18 @@ describe('ensureTopics', () => {
     state.createFailure = notHostedYet();
     const admin = new KafkaAdmin(fakeAdmin(state));
     const pending = admin.ensureTopics([{ topic: 't', numPartitions: 1 }], { timeoutMs: 10_000 });
-    await new Promise((r) => setTimeout(r, 50));
+    await jest.advanceTimersByTimeAsync(50);
     delete state.createFailure;
-    await expect(pending).resolves.toMatchObject({ created: ['t'] });
+    await expect(settled(pending)).resolves.toMatchObject({ created: ['t'] });
     expect(state.createCalls.length).toBeGreaterThanOrEqual(2);
   });
 
   it('gives up after its time with an error naming the topics and the broker answer', async () => {
     const state: FakeState = { topics: new Set(['t']), createCalls: [], metadataFailures: 1_000 };
     const admin = new KafkaAdmin(fakeAdmin(state));
-    await expect(admin.ensureTopics([{ topic: 't', numPartitions: 1 }], { timeoutMs: 300 })).rejects.toThrow(
+    await expect(
+      settled(admin.ensureTopics([{ topic: 't', numPartitions: 1 }], { timeoutMs: 300 })),
+    ).rejects.toThrow(
       /topics t not ready after \d+ attempts in 300 ms; last answer: waiting for leaders of t: This server does not host this topic-partition \(UNKNOWN_TOPIC_OR_PARTITION\)/,
     );
   });
@@ -85,7 +106,7 @@ describe('ensureTopics', () => {
     });
     const admin = new KafkaAdmin(fakeAdmin(state));
     await expect(
-      admin.ensureTopics([{ topic: 't', numPartitions: 1 }], { timeoutMs: 10_000 }),
+      settled(admin.ensureTopics([{ topic: 't', numPartitions: 1 }], { timeoutMs: 10_000 })),
     ).rejects.toThrow('creating topic t: Configuration is invalid (INVALID_CONFIG)');
     expect(state.createCalls).toEqual(['t']);
   });

@@ -1,5 +1,5 @@
+import { jest } from '@jest/globals';
 import { EventEmitter } from 'node:events';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { fullGc } from '../util/full-gc.js';
 import { consumerGroupClass, fixPausedFetchLoops, runnerClass } from './paused-fetch.js';
 
@@ -77,7 +77,7 @@ function pausedConsumer(options: {
   const broker = {
     fetch: async () => {
       seen.fetches += 1;
-      await sleep(20);
+      await new Promise((resolve) => setTimeout(resolve, 20));
       return options.records ? oneRecord() : { responses: [] };
     },
   };
@@ -159,28 +159,34 @@ function pausedConsumer(options: {
   };
 }
 
-/** Waits until `done()` holds, for at most `ms`; returns whether it held. */
+/**
+ * kafkajs's loop, its heartbeats and the idle wait run on jest's fake clock (Date.now and the timers),
+ * moved on by the tests; promise jobs, nextTick and setImmediate stay real.
+ */
+const sleep = (ms: number) => jest.advanceTimersByTimeAsync(ms);
+
+/** Moves fake time on 1 ms at a time until `done()` holds, for at most `ms`; returns whether it held. */
 async function until(done: () => boolean, ms = 2000): Promise<boolean> {
-  const deadline = Date.now() + ms;
-  while (!done() && Date.now() < deadline) await sleep(5);
+  for (let t = 0; t < ms && !done(); t++) await jest.advanceTimersByTimeAsync(1);
   return done();
 }
 
-/** Resolves 'done' when `promise` settles within `ms`, 'waiting' otherwise. */
+/** Resolves 'done' when `promise` settles within `ms` of fake time, 'waiting' otherwise. */
 async function within(promise: Promise<unknown>, ms = 2000): Promise<'done' | 'waiting'> {
-  const guard = new AbortController();
-  const waiting = sleep(ms, 'waiting' as const, { signal: guard.signal }).catch(() => 'waiting' as const);
-  try {
-    return await Promise.race([promise.then(() => 'done' as const), waiting]);
-  } finally {
-    guard.abort();
-  }
+  let settled = false;
+  void promise.then(
+    () => (settled = true),
+    () => (settled = true),
+  );
+  return (await until(() => settled, ms)) ? 'done' : 'waiting';
 }
 
 describe("kafkajs's fetch loop with fixPausedFetchLoops", () => {
   beforeAll(() => fixPausedFetchLoops());
-  afterEach(() => {
-    for (const runner of running.splice(0)) void runner.stop();
+  beforeEach(() => jest.useFakeTimers({ doNotFake: ['nextTick', 'setImmediate', 'queueMicrotask'] }));
+  afterEach(async () => {
+    await within(Promise.all(running.splice(0).map((runner) => runner.stop())));
+    jest.useRealTimers();
   });
 
   it('wakes once per heartbeat while every partition is paused (not every maxWaitTime), heartbeats on time', async () => {
@@ -188,7 +194,7 @@ describe("kafkajs's fetch loop with fixPausedFetchLoops", () => {
     c.start();
     expect(await until(() => c.seen.heartbeats >= 4)).toBe(true);
     const { loops, heartbeats } = c.seen;
-    await c.runner.stop();
+    expect(await within(c.runner.stop())).toBe('done');
     // kafkajs alone: one loop per maxWaitTime, about ten per heartbeat here.
     expect(loops).toBeLessThanOrEqual(heartbeats + 2);
     expect(c.seen.fetches).toBe(0);
@@ -259,9 +265,9 @@ describe("kafkajs's fetch loop with fixPausedFetchLoops", () => {
       collected = fetched!.deref() === undefined;
     }
     expect(collected).toBe(true);
-    // And it waits idle after that round: nothing more is fetched, nor looped for.
+    // And it waits idle after that round, up to its next heartbeat: nothing more is fetched, nor looped for.
     const loops = c.seen.loops;
-    await sleep(100);
+    await sleep(50_000);
     expect(c.seen.loops).toBe(loops);
     expect(c.seen.fetches).toBe(1);
     expect(await within(c.runner.stop())).toBe('done');
@@ -286,7 +292,7 @@ describe("kafkajs's fetch loop with fixPausedFetchLoops", () => {
     };
     c.start();
     expect(await until(() => c.seen.rejoins > 0)).toBe(true);
-    await c.runner.stop();
+    expect(await within(c.runner.stop())).toBe('done');
     expect(c.seen.heartbeats).toBeGreaterThan(0);
   });
 });

@@ -3,6 +3,7 @@
  * broker side is covered by test/connector/exactly-once.test.ts on the real stack): one transaction
  * per linger, one in flight per partition, abort and resend, revoke, fencing, graceful stop.
  */
+import { jest } from '@jest/globals';
 import type { Kafka } from 'kafkajs';
 import { silentLogger } from '../observability/logger.js';
 import { MessageTooLargeError } from './errors.js';
@@ -71,7 +72,20 @@ class FakeKafka {
   }
 }
 
-const tick = (ms = 0) => new Promise((r) => setTimeout(r, ms));
+/** Moves jest's fake clock on by `ms`: the linger and back-off timers due meanwhile fire. */
+const tick = (ms = 0) => jest.advanceTimersByTimeAsync(ms);
+
+/** Moves the fake clock on 1 ms at a time until `work` settles (at most 10 s of it); then its outcome. */
+async function settled<T>(work: Promise<T>): Promise<T> {
+  let done = false;
+  work.then(
+    () => (done = true),
+    () => (done = true),
+  );
+  for (let t = 0; t < 10_000 && !done; t++) await jest.advanceTimersByTimeAsync(1);
+  if (!done) throw new Error('not settled within 10 s of fake time');
+  return work;
+}
 
 function writers(
   kafka: FakeKafka,
@@ -86,18 +100,22 @@ function writers(
 }
 
 describe('TransactionalWriters', () => {
+  // Linger and back-off run on the fake clock; promise jobs, nextTick and setImmediate stay real.
+  beforeEach(() => jest.useFakeTimers({ doNotFake: ['nextTick', 'setImmediate', 'queueMicrotask'] }));
+  afterEach(() => jest.useRealTimers());
+
   it('initialises one transactional producer per partition on open (an empty transaction, aborted)', async () => {
     const kafka = new FakeKafka();
     const w = writers(kafka);
-    await w.open([0, 2]);
-    await w.open([2]);
+    await settled(w.open([0, 2]));
+    await settled(w.open([2]));
     expect(kafka.configs.map((c) => c.transactionalId).sort()).toEqual(['grp-arrived-0', 'grp-arrived-2']);
     expect(kafka.configs.every((c) => c.idempotent === true && c.maxInFlightRequests === 1)).toBe(true);
     expect(kafka.log.filter((l) => l.startsWith('abort'))).toEqual(['abort 0 0', 'abort 1 0']);
     expect(w.size).toBe(2);
     expect(w.owns(2)).toBe(true);
     expect(w.owns(1)).toBe(false);
-    await w.stop();
+    await settled(w.stop());
   });
 
   it('does not own a partition whose producer could not be initialised', async () => {
@@ -106,16 +124,16 @@ describe('TransactionalWriters', () => {
       throw Object.assign(new Error('broker down'), { retriable: true });
     };
     const w = writers(kafka);
-    await expect(w.open([4])).rejects.toThrow(/initialising transactional id grp-arrived-4/);
+    await expect(settled(w.open([4]))).rejects.toThrow(/initialising transactional id grp-arrived-4/);
     expect(w.owns(4)).toBe(false);
     expect(kafka.log).toContain('disconnect 0');
-    await expect(w.send(4, 't', { key: 'k', value: 'v' })).rejects.toBeInstanceOf(NotOwnedError);
+    await expect(settled(w.send(4, 't', { key: 'k', value: 'v' }))).rejects.toBeInstanceOf(NotOwnedError);
   });
 
   it('commits the records staged within one linger as one transaction, grouped by topic, and resolves on commit', async () => {
     const kafka = new FakeKafka();
     const w = writers(kafka, { lingerMs: 20 });
-    await w.open([0]);
+    await settled(w.open([0]));
     let release: () => void = () => undefined;
     kafka.commitHook = () => new Promise<void>((r) => (release = r));
     const done: string[] = [];
@@ -136,55 +154,55 @@ describe('TransactionalWriters', () => {
     ]);
     expect(done).toEqual([]); // sent, not committed yet
     release();
-    await Promise.all(sends);
+    await settled(Promise.all(sends));
     expect(done.sort()).toEqual(['a', 'a-state', 'b']);
     expect(kafka.commits).toBe(1);
-    await w.stop();
+    await settled(w.stop());
   });
 
   it('keeps one transaction in flight per partition; records gather meanwhile for the next one', async () => {
     const kafka = new FakeKafka();
     const w = writers(kafka, { lingerMs: 1 });
-    await w.open([0, 1]);
+    await settled(w.open([0, 1]));
     let release: () => void = () => undefined;
     kafka.commitHook = (n) => (n === 0 ? new Promise<void>((r) => (release = r)) : undefined);
     const first = w.send(0, 't', { key: 'a', value: '' });
     await tick(20);
     const later = [w.send(0, 't', { key: 'b', value: '' }), w.send(0, 't', { key: 'c', value: '' })];
     // Another partition is not held up by partition 0's open transaction.
-    await w.send(1, 't', { key: 'x', value: '' });
+    await settled(w.send(1, 't', { key: 'x', value: '' }));
     await tick(20);
     expect(kafka.keys()).toEqual([['a'], ['x']]);
     release();
-    await first;
-    await Promise.all(later);
+    await settled(first);
+    await settled(Promise.all(later));
     expect(kafka.keys()).toEqual([['a'], ['x'], ['b', 'c']]);
-    await w.stop();
+    await settled(w.stop());
   });
 
   it('splits a batch at maxBatch records', async () => {
     const kafka = new FakeKafka();
     const w = writers(kafka, { lingerMs: 1, maxBatch: 2 });
-    await w.open([0]);
-    await Promise.all(['a', 'b', 'c', 'd', 'e'].map((k) => w.send(0, 't', { key: k, value: '' })));
+    await settled(w.open([0]));
+    await settled(Promise.all(['a', 'b', 'c', 'd', 'e'].map((k) => w.send(0, 't', { key: k, value: '' }))));
     expect(kafka.keys()).toEqual([['a', 'b'], ['c', 'd'], ['e']]);
-    await w.stop();
+    await settled(w.stop());
   });
 
   it('keeps only the latest of records staged with replace for one key (state records)', async () => {
     const kafka = new FakeKafka();
     const w = writers(kafka, { lingerMs: 10 });
-    await w.open([0]);
+    await settled(w.open([0]));
     const sends = [
       w.send(0, 'state', { key: 'e1', value: 'v1', partition: 0 }, { replace: true }),
       w.send(0, 'results', { key: 'e1', value: 'r' }),
       w.send(0, 'state', { key: 'e1', value: 'v2', partition: 0 }, { replace: true }),
     ];
-    await Promise.all(sends);
+    await settled(Promise.all(sends));
     expect(kafka.sent).toHaveLength(1);
     const state = kafka.sent[0]!.topicMessages.find((t) => t.topic === 'state')!;
     expect(state.messages.map((m) => m.value)).toEqual(['v2']);
-    await w.stop();
+    await settled(w.stop());
   });
 
   it('aborts a failed transaction and sends its whole batch again in the next one', async () => {
@@ -195,11 +213,13 @@ describe('TransactionalWriters', () => {
       warn: (o: unknown) => warnings.push(o),
     } as unknown as typeof silentLogger;
     const w = writers(kafka, { logger });
-    await w.open([0]);
+    await settled(w.open([0]));
     kafka.sendHook = (n) => {
       if (n === 0) throw Object.assign(new Error('NOT_COORDINATOR'), { retriable: true });
     };
-    await Promise.all([w.send(0, 't', { key: 'a', value: '' }), w.send(0, 't', { key: 'b', value: '' })]);
+    await settled(
+      Promise.all([w.send(0, 't', { key: 'a', value: '' }), w.send(0, 't', { key: 'b', value: '' })]),
+    );
     expect(kafka.keys()).toEqual([
       ['a', 'b'],
       ['a', 'b'],
@@ -207,13 +227,13 @@ describe('TransactionalWriters', () => {
     expect(kafka.log).toContain('abort 0 2');
     expect(kafka.commits).toBe(1);
     expect(warnings).toEqual([expect.objectContaining({ partition: 0, attempt: 0, records: 2 })]);
-    await w.stop();
+    await settled(w.stop());
   });
 
   it('makes a new producer when the abort of a failed transaction failed too (its state unknown)', async () => {
     const kafka = new FakeKafka();
     const w = writers(kafka);
-    await w.open([3]);
+    await settled(w.open([3]));
     kafka.commitHook = (n) => {
       if (n === 0) throw new Error('request timed out');
     };
@@ -221,35 +241,35 @@ describe('TransactionalWriters', () => {
     kafka.abortHook = () => {
       if (kafka.log.at(-1) === 'abort 0 1') throw new Error('abort timed out');
     };
-    await w.send(3, 't', { key: 'a', value: '' });
+    await settled(w.send(3, 't', { key: 'a', value: '' }));
     expect(kafka.configs).toHaveLength(2);
     expect(kafka.configs[1]!.transactionalId).toBe('grp-arrived-3');
     expect(kafka.log).toContain('disconnect 0');
     expect(kafka.log).toContain('commit 1 1');
-    await w.stop();
+    await settled(w.stop());
   });
 
   it('fails the batch when fenced, without an abort, and refuses every later record of the partition', async () => {
     const kafka = new FakeKafka();
     const w = writers(kafka);
-    await w.open([0, 1]);
+    await settled(w.open([0, 1]));
     kafka.commitHook = () => {
       throw Object.assign(new Error('fenced'), { type: 'PRODUCER_FENCED' });
     };
     const sent = w.send(0, 't', { key: 'a', value: '' });
-    await expect(sent).rejects.toBeInstanceOf(FencedError);
-    await expect(sent).rejects.toMatchObject({ partition: 0 });
+    await expect(settled(sent)).rejects.toBeInstanceOf(FencedError);
+    await expect(settled(sent)).rejects.toMatchObject({ partition: 0 });
     expect(kafka.log.filter((l) => l.startsWith('abort 0'))).toEqual(['abort 0 0']); // only the open's
     expect(() => w.stage(0, 't', { key: 'b', value: '' })).toThrow(FencedError);
-    await expect(w.send(0, 't', { key: 'b', value: '' })).rejects.toBeInstanceOf(FencedError);
+    await expect(settled(w.send(0, 't', { key: 'b', value: '' }))).rejects.toBeInstanceOf(FencedError);
     expect(kafka.sent).toHaveLength(1);
-    await w.stop();
+    await settled(w.stop());
   });
 
   it('fails the records gathered behind a transaction that turns out fenced', async () => {
     const kafka = new FakeKafka();
     const w = writers(kafka, { lingerMs: 1 });
-    await w.open([0]);
+    await settled(w.open([0]));
     let fail: () => void = () => undefined;
     kafka.commitHook = () =>
       new Promise<void>(
@@ -264,13 +284,13 @@ describe('TransactionalWriters', () => {
     await expect(queued).rejects.toBeInstanceOf(FencedError);
     await tick(20);
     expect(kafka.keys()).toEqual([['a']]);
-    await w.stop();
+    await settled(w.stop());
   });
 
   it('on revoke drops the gathered records (NotOwnedError), sends nothing and closes the producer', async () => {
     const kafka = new FakeKafka();
     const w = writers(kafka, { lingerMs: 50 });
-    await w.open([0, 1]);
+    await settled(w.open([0, 1]));
     const dropped = w.send(0, 't', { key: 'a', value: '' });
     const kept = w.send(1, 't', { key: 'b', value: '' });
     await w.close([0]);
@@ -278,41 +298,41 @@ describe('TransactionalWriters', () => {
     expect(w.owns(0)).toBe(false);
     expect(() => w.stage(0, 't', { key: 'c', value: '' })).toThrow(NotOwnedError);
     expect(kafka.log).toContain('disconnect 0');
-    await kept;
+    await settled(kept);
     await tick(60);
     expect(kafka.keys()).toEqual([['b']]);
-    await w.stop();
+    await settled(w.stop());
   });
 
   it('does not send a failed batch again once the partition was revoked during the back-off', async () => {
     const kafka = new FakeKafka();
     const w = writers(kafka, { lingerMs: 1 });
-    await w.open([0]);
+    await settled(w.open([0]));
     kafka.sendHook = () => {
       throw Object.assign(new Error('NOT_COORDINATOR'), { retriable: true });
     };
     const sent = w.send(0, 't', { key: 'a', value: '' });
     await tick(20); // the first attempt failed; the writer waits (>= 50 ms) before the next
     const closing = w.close([0]);
-    await expect(sent).rejects.toBeInstanceOf(NotOwnedError);
-    await closing;
+    await expect(settled(sent)).rejects.toBeInstanceOf(NotOwnedError);
+    await settled(closing);
     expect(kafka.sent).toHaveLength(1);
   });
 
   it('at shutdown commits the gathered records before closing the producers', async () => {
     const kafka = new FakeKafka();
     const w = writers(kafka, { lingerMs: 1000 });
-    await w.open([0]);
+    await settled(w.open([0]));
     const sent = w.send(0, 't', { key: 'a', value: '' });
-    await w.stop();
-    await sent;
+    await settled(w.stop());
+    await settled(sent);
     expect(kafka.log.slice(-2)).toEqual(['commit 0 1', 'disconnect 0']);
   });
 
   it('at shutdown drains more than one batch behind a transaction in flight, one transaction at a time', async () => {
     const kafka = new FakeKafka();
     const w = writers(kafka, { lingerMs: 1, maxBatch: 2 });
-    await w.open([0]);
+    await settled(w.open([0]));
     let open = 0;
     let overlapped = false;
     let release: () => void = () => undefined;
@@ -331,8 +351,8 @@ describe('TransactionalWriters', () => {
     const rest = keys.slice(1).map((k) => w.send(0, 't', { key: k, value: '' }));
     const stopped = w.stop();
     release();
-    await stopped;
-    await Promise.all([first, ...rest]);
+    await settled(stopped);
+    await settled(Promise.all([first, ...rest]));
     expect(overlapped).toBe(false);
     expect(kafka.keys()).toEqual([['a'], ['b', 'c'], ['d', 'e'], ['f', 'g']]);
     expect(kafka.log.at(-1)).toBe('disconnect 0');
@@ -341,9 +361,9 @@ describe('TransactionalWriters', () => {
   it('refuses a record larger than its topic takes, at once', async () => {
     const kafka = new FakeKafka();
     const w = writers(kafka, { limitFor: () => 100 });
-    await w.open([0]);
+    await settled(w.open([0]));
     expect(() => w.stage(0, 't', { key: 'a', value: 'x'.repeat(200) })).toThrow(MessageTooLargeError);
-    await w.stop();
+    await settled(w.stop());
     expect(kafka.sent).toHaveLength(0);
   });
 });

@@ -1,3 +1,4 @@
+import { jest } from '@jest/globals';
 import { silentLogger } from '../../observability/logger.js';
 import type { LoopEngine, LoopState } from './loop-interfaces.js';
 import { PartitionPreparation } from './partition-preparation.js';
@@ -28,11 +29,16 @@ function parts(failFirst: number) {
   return { assigned, resumed, state, engine };
 }
 
+/** Moves jest's fake clock on 1 ms at a time until `what()` holds, for at most 1 s of it. */
 const until = async (what: () => boolean) => {
-  for (let i = 0; i < 200 && !what(); i++) await new Promise((r) => setTimeout(r, 5));
+  for (let i = 0; i < 1000 && !what(); i++) await jest.advanceTimersByTimeAsync(1);
 };
 
 describe('PartitionPreparation', () => {
+  // The retries' waits run on the fake clock; promise jobs, nextTick and setImmediate stay real.
+  beforeEach(() => jest.useFakeTimers({ doNotFake: ['nextTick', 'setImmediate', 'queueMicrotask'] }));
+  afterEach(() => jest.useRealTimers());
+
   it('prepares a gained partition once: state restored, offsets started at the group’s, documents resumed', async () => {
     const p = parts(0);
     const started: Array<[number, string]> = [];
@@ -78,7 +84,8 @@ describe('PartitionPreparation', () => {
     await until(() => p.assigned.length >= 2);
     prep.forget(2);
     const attempts = p.assigned.length;
-    await new Promise((r) => setTimeout(r, 50));
+    // A hundred retry intervals: none is tried.
+    await jest.advanceTimersByTimeAsync(500);
     expect(p.assigned.length).toBe(attempts);
     prep.stop();
   });

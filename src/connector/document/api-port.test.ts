@@ -1,16 +1,21 @@
+import { jest } from '@jest/globals';
 import type { Readable } from 'node:stream';
 import type { DocumentAnalysisClient } from '../../client/client.js';
 import { apiPort } from './api-port.js';
 import type { OpenedBlob } from '../types.js';
 
 describe('apiPort upload', () => {
+  afterEach(() => jest.useRealTimers());
+
   it('a blob that fails to open before the client reads the stream fails the stream, not the process', async () => {
+    jest.useFakeTimers({ doNotFake: ['nextTick', 'setImmediate', 'queueMicrotask'] });
     let stream: Readable | undefined;
     const client = {
       async upload(_url: string, factory: () => Readable) {
         stream = factory();
-        // No listener yet, as when the HTTP client attaches its own only once the socket is ready.
-        await new Promise((resolve) => setTimeout(resolve, 20));
+        // No listener yet, as when the HTTP client attaches its own only once the socket is ready
+        // (fake time; the event-loop turns between, where the open's failure lands, are real).
+        await jest.advanceTimersByTimeAsync(20);
       },
     } as unknown as DocumentAnalysisClient;
     const blob: OpenedBlob = {

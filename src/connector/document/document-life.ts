@@ -36,9 +36,11 @@ import { createdState, Run } from './run.js';
 import { ApiError } from '../../client/errors.js';
 import { retry } from '../../util/retry.js';
 import { within } from '../../util/within.js';
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { UnfinishedState } from '../state/document-state.js';
 import type { ArrivalEvent, Awaitable, OpenedBlob, SourceRecord } from '../types.js';
+
+/** A wait on the global timer (the one a unit test's fake clock replaces). */
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /** The longest a fetched result waits for its document's other results being fetched with it. */
 const SIBLING_WAIT_MS = 200;

@@ -181,7 +181,6 @@ function setup(
   const inputs = new FakeInputs();
   const scheduler = new PollScheduler();
   const finished: Array<{ state: FinishedDoc; outcome: string }> = [];
-  let notify: () => void = () => undefined;
   // Tests may replace `resolve` (a blob store with transient failures).
   const blobs = {
     resolve: async (): Promise<OpenedBlob> => {
@@ -211,19 +210,12 @@ function setup(
       ...options,
     },
     {
-      onFinished: (state, outcome) => {
-        finished.push({ state, outcome });
-        notify();
-      },
+      onFinished: (state, outcome) => finished.push({ state, outcome }),
       onSubmissionsLeftEmpty: (n) => leftEmpty.push(n),
     },
   );
-  const until = (n: number) =>
-    new Promise<void>((resolve) => {
-      const check = () => (finished.length >= n ? resolve() : undefined);
-      notify = check;
-      check();
-    });
+  /** Fake time moves on until `n` documents finished (at most 10 s of it). */
+  const until = (n: number) => waitUntil(() => finished.length >= n, 10_000);
   return { api, out, engine, finished, until, scheduler, inputs, blobs, leftEmpty };
 }
 
@@ -262,7 +254,34 @@ function pendingUpload(id: string, offset: string, awaited: Awaitable, character
   };
 }
 
-const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/**
+ * The engine's polls, deadlines and back-offs run on jest's fake clock, moved on by the tests; promise
+ * jobs, nextTick and setImmediate stay real, so that the awaited work between two timers runs.
+ */
+beforeEach(() => jest.useFakeTimers({ doNotFake: ['nextTick', 'setImmediate', 'queueMicrotask'] }));
+afterEach(() => jest.useRealTimers());
+
+/** Fake time moves on by `ms` (every timer due meanwhile fires, the work it starts runs). */
+const pause = (ms: number) => jest.advanceTimersByTimeAsync(ms);
+
+/** Fake time moves on 1 ms at a time until `condition` holds; throws when it does not within `ms`. */
+async function waitUntil(condition: () => boolean, ms = 2000): Promise<void> {
+  for (let t = 0; !condition(); t++) {
+    if (t >= ms) throw new Error(`condition not met within ${ms} ms of fake time`);
+    await jest.advanceTimersByTimeAsync(1);
+  }
+}
+
+/** Fake time moves on until `work` settles (at most `ms` of it); resolves or rejects as `work` does. */
+async function settled<T>(work: Promise<T>, ms = 10_000): Promise<T> {
+  let done = false;
+  work.then(
+    () => (done = true),
+    () => (done = true),
+  );
+  await waitUntil(() => done, ms);
+  return work;
+}
 
 describe('DocumentEngine', () => {
   it.each([
@@ -276,14 +295,15 @@ describe('DocumentEngine', () => {
       out.holdPublish = new Promise<void>((r) => (release = r));
       const publishing = new Promise<void>((r) => (out.onPublishing = r));
       await engine.admit(source, event({ pipeline_configuration: 'QUALITY_ONLY' }));
-      await publishing;
+      await settled(publishing);
       const statesBefore = out.states.length;
       let stopped: Promise<void> = Promise.resolve();
       if (how === 'stopped') stopped = engine.stop(5000);
       else engine.revoke([0]);
       release();
-      await stopped;
-      await new Promise((r) => setTimeout(r, 20));
+      await settled(stopped);
+      // Past any poll or state write the publish could still lead to.
+      await pause(1000);
       expect(out.results.map((r) => r.kind)).toEqual(['quality']);
       const after = out.states.slice(statesBefore);
       if (recordedAfter) {
@@ -366,7 +386,7 @@ describe('DocumentEngine', () => {
 
   it.each(['stop', 'revoke'])('sends what lingers at once on a %s', async (how) => {
     const { out, engine } = setup();
-    if (how === 'stop') await engine.stop(100);
+    if (how === 'stop') await settled(engine.stop(100));
     else engine.revoke([0]);
     expect(out.lingeringSent).toBe(1);
   });
@@ -377,14 +397,19 @@ describe('DocumentEngine', () => {
     api.holdDecision = new Promise<void>((r) => (release = r));
     await engine.admit(source, event({ enable_decision: true }), undefined);
     const fetched = (k: string) => api.calls.includes(`get:${k}`);
-    while (!['fraud', 'quality', 'classification', 'decision'].every(fetched))
-      await new Promise((r) => setImmediate(r));
-    for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
+    await waitUntil(() => ['fraud', 'quality', 'classification', 'decision'].every(fetched));
+    await pause(20);
     // Three results are in, the decision is still being fetched: nothing is published yet.
     expect(out.results).toEqual([]);
+    // An event-loop turn: counted by a real setImmediate chain (fake time moves on in many turns).
     const turns: number[] = [];
     let turn = 0;
-    const counting = setInterval(() => (turn += 1), 0);
+    let counting = true;
+    const count = () => {
+      turn += 1;
+      if (counting) setImmediate(count);
+    };
+    setImmediate(count);
     const publish = out.publishResult.bind(out);
     out.publishResult = (...a) => {
       turns.push(turn);
@@ -392,7 +417,7 @@ describe('DocumentEngine', () => {
     };
     release();
     await until(1);
-    clearInterval(counting);
+    counting = false;
     expect(out.results.map((r) => r.kind).sort()).toEqual(['classification', 'decision', 'fraud', 'quality']);
     expect(new Set(turns).size).toBe(1);
   });
@@ -401,10 +426,9 @@ describe('DocumentEngine', () => {
     const { api, out, engine } = setup();
     api.holdDecision = new Promise<void>(() => undefined);
     await engine.admit(source, event({ enable_decision: true }), undefined);
-    const deadline = Date.now() + 5000;
-    while (out.results.length < 3 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    await waitUntil(() => out.results.length >= 3, 1000).catch(() => undefined);
     expect(out.results.map((r) => r.kind).sort()).toEqual(['classification', 'fraud', 'quality']);
-    await engine.stop(100);
+    await settled(engine.stop(100));
   });
 
   it('sends characteristics before the upload when the event has them', async () => {
@@ -714,7 +738,8 @@ describe('DocumentEngine', () => {
       undefined,
     );
     const sub = out.states[0]!.submission_id;
-    await new Promise((r) => setTimeout(r, 30));
+    // Many polls' worth of time (well before the deadline): no poll fetches the decision.
+    await pause(1000);
     expect(api.calls).not.toContain('get:decision');
     expect(engine.inFlight).toBe(1);
     // The document's input partition has one running here (the group's share reads it).
@@ -731,7 +756,7 @@ describe('DocumentEngine', () => {
     expect(out.states.at(-1)?.status).toBe('DONE');
     // A delivery after the end changes nothing.
     engine.decisionReady(sub);
-    await new Promise((r) => setTimeout(r, 10));
+    await pause(1000);
     expect(out.results.filter((r) => r.kind === 'decision')).toHaveLength(1);
   });
 
@@ -743,14 +768,14 @@ describe('DocumentEngine', () => {
       pollMaxMs: 60_000,
     });
     await engine.admit(source, event({ enable_decision: true }), undefined);
-    await new Promise((r) => setTimeout(r, 20));
+    await pause(20);
     expect(api.calls.filter((c) => c.startsWith('get:'))).toEqual([]);
     engine.decisionReady(out.states[0]!.submission_id);
-    for (let i = 0; i < 200 && out.results.length < 2; i++) await new Promise((r) => setTimeout(r, 5));
+    await waitUntil(() => out.results.length >= 2, 1000).catch(() => undefined);
     expect(out.results.map((r) => r.kind).sort()).toEqual(['decision', 'fraud']);
     // The other results wait for their own polls.
     expect(api.calls).not.toContain('get:quality');
-    await engine.stop(100);
+    await settled(engine.stop(100));
     scheduler.stop();
   });
 
@@ -762,7 +787,7 @@ describe('DocumentEngine', () => {
       event({ pipeline_configuration: 'QUALITY_ONLY', enable_decision: true }),
       undefined,
     );
-    await new Promise((r) => setTimeout(r, 20));
+    await pause(20);
     engine.decisionReady(out.states[0]!.submission_id);
     await until(1);
     expect(api.calls.filter((c) => c === 'get:decision')).toHaveLength(3);
@@ -780,14 +805,13 @@ describe('DocumentEngine', () => {
     );
     const sub = out.states[0]!.submission_id;
     // The poll's GET is out when the delivery comes: a second GET starts, and both succeed.
-    for (let i = 0; i < 100 && !api.calls.includes('get:decision'); i++)
-      await new Promise((r) => setTimeout(r, 5));
+    await waitUntil(() => api.calls.includes('get:decision'), 500);
     engine.decisionReady(sub);
-    await new Promise((r) => setTimeout(r, 10));
+    await pause(10);
     expect(api.calls.filter((c) => c === 'get:decision')).toHaveLength(2);
     release();
     await until(1);
-    await new Promise((r) => setTimeout(r, 20));
+    await pause(1000);
     expect(out.results.filter((r) => r.kind === 'decision')).toHaveLength(1);
   });
 
@@ -871,7 +895,8 @@ describe('DocumentEngine', () => {
     expect(engine.inFlight).toBe(1);
     expect(engine.revoke([0])).toBe(1);
     expect(engine.inFlight).toBe(0);
-    await new Promise((r) => setTimeout(r, 30));
+    // Past its deadline: nothing of it runs on.
+    await pause(61_000);
     expect(out.deadLetters).toEqual([]);
     expect(out.states.some((s) => s.status === 'FAILED')).toBe(false);
   });
@@ -880,7 +905,7 @@ describe('DocumentEngine', () => {
     const { api, engine, until } = setup({ deleteAfterPublish: true });
     await engine.admit(source, event({ pipeline_configuration: 'QUALITY_ONLY' }), undefined);
     await until(1);
-    await new Promise((r) => setTimeout(r, 10));
+    await pause(10);
     expect(api.calls.at(-1)).toBe('delete');
   });
 
@@ -929,11 +954,12 @@ describe('DocumentEngine', () => {
       await expect(engine.admit(second, event({ event_id: 'evt-2' }))).rejects.toBeInstanceOf(
         RevocationInProgressError,
       );
-      await pause(20);
+      // Most of the barrier's bound: it still waits for the create that was sent.
+      await pause(4000);
       expect(barrierDone).toBe(false);
       answer();
-      expect(await first).toBe('started');
-      expect(await barrier).toBe(0);
+      expect(await settled(first)).toBe('started');
+      expect(await settled(barrier)).toBe(0);
       expect(api.calls.filter((c) => c === 'create')).toHaveLength(1);
       expect(out.states.map((st) => [st.event_id, st.status])).toContainEqual(['evt-1', 'CREATED']);
     });
@@ -944,7 +970,7 @@ describe('DocumentEngine', () => {
       api.queued = new Promise<void>((r) => (release = r));
       const queued = engine.admit(source, event());
       await pause(5);
-      expect(await engine.recordBeforeRevocation(5000)).toBe(0);
+      expect(await settled(engine.recordBeforeRevocation(5000))).toBe(0);
       release();
       await expect(queued).rejects.toBeInstanceOf(RevocationInProgressError);
       expect(api.calls).not.toContain('create');
@@ -952,7 +978,7 @@ describe('DocumentEngine', () => {
 
     it('creates again after the group settled, only for the partitions it kept', async () => {
       const { api, engine } = setup();
-      await engine.recordBeforeRevocation(1000);
+      await settled(engine.recordBeforeRevocation(1000));
       engine.assigned([0]);
       expect(await engine.admit(source, event())).toBe('started');
       await expect(
@@ -970,7 +996,7 @@ describe('DocumentEngine', () => {
         KafkaUnavailableError,
       );
       setTimeout(() => (out.failAll = null), 30);
-      expect(await engine.recordBeforeRevocation(5000)).toBe(0);
+      expect(await settled(engine.recordBeforeRevocation(5000))).toBe(0);
       engine.assigned([1]);
       expect(leftEmpty).toEqual([]);
       expect(out.states.map((st) => [st.event_id, st.status])).toEqual([['evt-1', 'CREATED']]);
@@ -982,7 +1008,7 @@ describe('DocumentEngine', () => {
       const { out, engine, leftEmpty } = setup();
       out.failAll = transient();
       await expect(engine.admit(source, event())).rejects.toThrow('no leader');
-      expect(await engine.recordBeforeRevocation(50)).toBe(1);
+      expect(await settled(engine.recordBeforeRevocation(50))).toBe(1);
       engine.assigned([0]);
       expect(leftEmpty).toEqual([]);
       engine.assigned([1]);
@@ -1002,11 +1028,3 @@ describe('DocumentEngine', () => {
     });
   });
 });
-
-async function waitUntil(condition: () => boolean, ms = 2000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!condition()) {
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 2));
-  }
-}

@@ -1,3 +1,4 @@
+import { jest } from '@jest/globals';
 import { WEBHOOK_EVENT_DECISION_FINISHED, type WebhookEvent } from '../../api/schemas.js';
 import type { RecordFeed, ViewRecord } from '../../kafka/view.js';
 import type { OutgoingMessage } from '../../kafka/producer.js';
@@ -115,7 +116,13 @@ describe('DecisionWebhooks', () => {
       answered = true;
       return o;
     });
-    await new Promise((r) => setTimeout(r, 10));
+    // Fake time moves on (promise jobs and setImmediate stay real): still no answer without the ack.
+    jest.useFakeTimers({ doNotFake: ['nextTick', 'setImmediate', 'queueMicrotask'] });
+    try {
+      await jest.advanceTimersByTimeAsync(1000);
+    } finally {
+      jest.useRealTimers();
+    }
     expect(answered).toBe(false);
     // This instance's engine need not wait for the record to fetch the decision.
     expect(engine.ready).toEqual(['sub-1']);

@@ -4,6 +4,7 @@
  * state record its caller writes next share one transaction; records of no input partition go
  * through the plain producer; a revoked or fenced partition refuses them.
  */
+import { jest } from '@jest/globals';
 import type { OutgoingMessage } from '../../kafka/producer.js';
 import { NotOwnedError, TransactionalWriters } from '../../kafka/transactions.js';
 import { silentLogger } from '../../observability/logger.js';
@@ -130,6 +131,8 @@ describe('exactly-once routing', () => {
     const { kafka, txns } = fakeKafka();
     const writers = new TransactionalWriters(kafka, { idPrefix: 'g-t', lingerMs: 50, logger: silentLogger });
     await writers.open([0]);
+    // The linger runs on jest's fake clock; promise jobs and setImmediate stay real (rejections are seen).
+    jest.useFakeTimers({ doNotFake: ['nextTick', 'setImmediate', 'queueMicrotask'] });
     const unhandled: unknown[] = [];
     const onUnhandled = (e: unknown) => unhandled.push(e);
     process.on('unhandledRejection', onUnhandled);
@@ -142,11 +145,13 @@ describe('exactly-once routing', () => {
       const state = transactionalStates(writers).send('state', { key: 'e', value: 's', partition: 0 });
       await writers.close([0]);
       await expect(state).rejects.toBeInstanceOf(NotOwnedError);
-      await new Promise((r) => setTimeout(r, 80));
+      // Well past the linger: no transaction is sent, no rejection goes unhandled.
+      await jest.advanceTimersByTimeAsync(1000);
       expect(txns()).toEqual([]);
       expect(unhandled).toEqual([]);
     } finally {
       process.off('unhandledRejection', onUnhandled);
+      jest.useRealTimers();
     }
   });
 });
