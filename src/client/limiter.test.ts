@@ -493,8 +493,27 @@ describe('AdaptiveRateLimiter', () => {
       limiter.setShare(4, 4);
       // The old scaling multiplied the floor by 5000 / 1: a rate of 5000/s before any answer.
       expect(limiter.currentRate()).toBe(10);
+      // In slow start a member keeps the initial rate whatever its share (see the next test).
       limiter.setShare(2, 4);
-      expect(limiter.currentRate()).toBe(5);
+      expect(limiter.currentRate()).toBe(10);
+    });
+
+    it('starts every member of a group at the initial rate (at most its ceiling), not the initial rate divided', () => {
+      const clock = new FakeClock();
+      const half = new AdaptiveRateLimiter({ ratePerSecond: 40, clock });
+      half.setShare(2, 4);
+      // Divided, two members began at 5/s each: a slow start twice as long, about a fifth of a
+      // second of the group's work lost at every start.
+      expect(half.currentRate()).toBe(10);
+      const eighth = new AdaptiveRateLimiter({ ratePerSecond: 40, clock });
+      eighth.setShare(1, 8);
+      expect(eighth.currentRate()).toBe(5);
+      // Once a limit was found, the rate follows the share: the group's members share what the API grants.
+      const found = new AdaptiveRateLimiter({ ratePerSecond: 40, clock });
+      found.onRateLimited(0);
+      const rate = found.currentRate();
+      found.setShare(1, 4);
+      expect(found.currentRate()).toBeCloseTo(rate / 4);
     });
 
     it('releases calls waiting at the floor as soon as a share is given, not a floor interval later', async () => {
@@ -507,9 +526,10 @@ describe('AdaptiveRateLimiter', () => {
       expect(times).toEqual([0]);
       limiter.setShare(1, 2);
       await clock.advance(600);
-      // At 5/s from 100 ms (the rest of the floor's interval rescaled to the new rate: 900 → 180 ms),
-      // then 200 ms apart: not at 1000 ms, where the floor had put the next slot.
-      expect(times).toEqual([0, 280, 480, 680]);
+      // At 10/s (slow start's initial rate, half the share's ceiling of 20/s) from 100 ms (the rest
+      // of the floor's interval rescaled to the new rate: 900 → 90 ms), then 100 ms apart: not at
+      // 1000 ms, where the floor had put the next slot.
+      expect(times).toEqual([0, 190, 290, 390]);
     });
 
     it('rejects a share that is not a part of a whole', () => {

@@ -124,6 +124,8 @@ export class AdaptiveRateLimiter {
   private readonly floor: number;
   private readonly decreaseFactor: number;
   private readonly clock: Clock;
+  /** The rate slow start begins at in every member of a group (at most its ceiling). */
+  private readonly initial: number;
   private shareOwned = 1;
   private shareTotal = 1;
   /**
@@ -165,6 +167,7 @@ export class AdaptiveRateLimiter {
     this.clock = options.clock ?? systemClock;
     const initial = options.initialRatePerSecond ?? 10;
     if (!(initial > 0)) throw new RangeError('initialRatePerSecond must be > 0');
+    this.initial = initial;
     this.rate = Math.min(this.ceiling, Math.max(this.floor, initial));
     this.wholeRate = this.rate;
   }
@@ -225,7 +228,12 @@ export class AdaptiveRateLimiter {
     this.shareOwned = owned;
     this.shareTotal = total;
     this.limit = this.wholeLimit === undefined ? undefined : this.wholeLimit * fraction;
-    this.setRate(this.wholeRate * fraction);
+    // In slow start (no limit found yet) a member keeps at least the initial rate, at most its
+    // ceiling: the initial rate bounds what one limiter sends before its first answer, and divided
+    // among the members it made the group's start that many times slower. The ceilings still add up
+    // to the configured rate.
+    const scaled = this.wholeRate * fraction;
+    this.setRate(this.limit === undefined ? Math.max(scaled, Math.min(this.initial, this.ceiling)) : scaled);
   }
 
   /**
