@@ -44,6 +44,7 @@ export class ConsumerLoop {
     this.commits = new OffsetCommits({
       arrived: o.topics.arrived,
       unfinishedOn: (p) => o.engine.unfinishedOn(p),
+      onDrained: (partitions) => o.groupShare?.onDrained(partitions),
       logger: o.logger,
     });
     this.preparation = new PartitionPreparation({

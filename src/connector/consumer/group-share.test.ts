@@ -56,7 +56,7 @@ function member(owned: number[]) {
   share.onJoin(owned);
   /** A reading of the group's offsets: end offsets and committed offsets of partitions 0..3. */
   const read = (highs: number[], commits: number[]) => share.onOffsets(ends(highs), committed(commits));
-  return { limiter, read };
+  return { limiter, share, read };
 }
 
 describe('GroupShare', () => {
@@ -73,19 +73,33 @@ describe('GroupShare', () => {
     ]);
   });
 
-  it('divides the limit among the partitions that still have work, once two readings agree', () => {
+  it('divides the limit among the partitions that still have work, a drained one’s part at once', () => {
     const { limiter, read } = member([2, 3]);
     read([50, 50, 50, 50], [0, 0, 0, 0]);
     expect(limiter.fraction).toBe(0.5);
-    // Partition 0 drained: the three busy ones divide the limit, from the second reading that says so.
+    // Partition 0 drained: its owner gave its part back when it committed the drain, so the three
+    // busy ones divide the limit from the first reading that says so.
     read([50, 50, 50, 50], [50, 20, 20, 20]);
-    expect(limiter.fraction).toBe(0.5);
-    read([50, 50, 50, 50], [50, 21, 21, 21]);
     expect(limiter.fraction).toBeCloseTo(2 / 3);
     read([50, 50, 50, 50], [50, 50, 40, 50]);
-    expect(limiter.fraction).toBeCloseTo(2 / 3);
-    read([50, 50, 50, 50], [50, 50, 41, 50]);
     expect(limiter.fraction).toBe(1);
+  });
+
+  it('gives its drained partitions’ part back when it commits the drain, before any reading', () => {
+    const { limiter, share, read } = member([0, 1]);
+    read([50, 50, 50, 50], [0, 0, 0, 0]);
+    expect(limiter.fraction).toBe(0.5);
+    share.onDrained([0]);
+    expect(limiter.fraction).toBeCloseTo(1 / 3);
+    // Not its partition, or already out: nothing changes.
+    share.onDrained([2, 0]);
+    expect(limiter.shares).toHaveLength(2);
+    // Its last busy partition: the floor.
+    share.onDrained([1]);
+    expect(limiter.fraction).toBe(0);
+    // The reading agrees (0 and 1 drained): the same.
+    read([50, 50, 50, 50], [50, 50, 0, 0]);
+    expect(limiter.fraction).toBe(0);
   });
 
   it('falls at once as its own partitions drain, to the floor', () => {
@@ -111,8 +125,7 @@ describe('GroupShare', () => {
     const { limiter, read } = member([0, 1]);
     read([50, 50, 50, 50], [50, 50, 50, 10]);
     expect(limiter.fraction).toBe(0);
-    read([50, 50, 50, 50], [50, 50, 50, 50]);
-    expect(limiter.fraction).toBe(0);
+    // The last busy partition drained (its owner gave its part back committing that): at once.
     read([50, 50, 50, 50], [50, 50, 50, 50]);
     expect(limiter.fraction).toBe(0.5);
     // Its own partition fills first: the others may be filling too, unseen yet.
@@ -125,8 +138,10 @@ describe('GroupShare', () => {
   it('keeps the busy members within the whole when each reads at most one reading behind', () => {
     // 3 members, 6 partitions, random owners and random busy sets; every member reads every state, at
     // its own moment: some at once, the others later but before the next state exists (a member
-    // reads the offsets at least once between two changes). After every read, the members holding a
-    // partition busy in the newest state (the ones that can be making calls) hold at most the whole.
+    // reads the offsets at least once between two changes). A partition that drains does so by its
+    // owner's commit, so its owner knows first (`onDrained`, before anyone reads the new state).
+    // After every read, the members holding a partition busy in the newest state (the ones that can
+    // be making calls) hold at most the whole.
     let seed = 7;
     const random = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
     const partitions = [0, 1, 2, 3, 4, 5];
@@ -158,6 +173,7 @@ describe('GroupShare', () => {
         // Often all idle (the partition share), else a random busy set.
         const state = partitions.map(() => random() < (step % 3 === 0 ? 0 : 0.5));
         states.push(state);
+        members.forEach((s, m) => s.onDrained(partitions.filter((p) => owner[p] === m && !state[p])));
         for (const m of [0, 1, 2].sort(() => random() - 0.5)) {
           if (random() < 0.5) read(m, state);
           else late.push(m);

@@ -62,8 +62,16 @@ export class GroupShare {
   private lastTarget: Share | null = null;
   private applied: Share | null = null;
 
-  /** The busy partitions of the last reading (null: none yet). */
+  /** The busy partitions of the last reading (null: none yet), less those drained here since. */
   private lastBusy: ReadonlySet<number> | null = null;
+  /**
+   * The busy partitions of the last reading as read. A partition committed here as drained that
+   * still has records past the commit (they were not fetched yet) never read drained: busy in the
+   * next reading, its part comes back at once.
+   */
+  private lastRead: ReadonlySet<number> | null = null;
+  /** The partitions this member held at the last reading. */
+  private heldAtReading: ReadonlySet<number> = new Set();
 
   /**
    * `totalPartitions`: the input topic's partition count (read at start-up). `readings`: whether
@@ -96,7 +104,7 @@ export class GroupShare {
    */
   onJoin(owned: readonly number[]): void {
     this.owned = [...owned];
-    if (!this.readings || this.lastBusy === null || this.lastBusy.size === 0) {
+    if (!this.readings || this.lastBusy === null || this.lastRead?.size === 0) {
       this.lastTarget = this.byPartitions();
       this.apply(this.lastTarget);
       return;
@@ -111,15 +119,43 @@ export class GroupShare {
   /**
    * A reading of the group's offsets on the input topic: a share that falls applies at once, one
    * that rises only if the previous reading gave at least as much (by then every member has read
-   * what this one read, and given back what it must).
+   * what this one read, and given back what it must). Unless no partition became busy since the
+   * last reading and this member holds no partition it did not hold then: then the rise comes only from partitions that drained, and
+   * each one's owner gave its part back when it committed the drain (`onDrained`), before any
+   * reading could show it; a member that has not read yet holds a share of a larger busy set,
+   * smaller than the one it will read.
    */
   onOffsets(ends: readonly PartitionOffsets[], committed: ReadonlyMap<number, GroupCommit>): void {
     const busy = busyPartitions(ends, committed);
+    const last = this.lastRead;
+    const held = this.heldAtReading;
+    const nothingNew =
+      last !== null && [...busy].every((p) => last.has(p)) && this.owned.every((p) => held.has(p));
     this.lastBusy = busy;
+    this.lastRead = busy;
+    this.heldAtReading = new Set(this.owned);
     const target = this.targetOf(busy);
     const previous = this.lastTarget ?? target;
     this.lastTarget = target;
-    this.apply(below(previous, target) ? previous : target);
+    this.apply(nothingNew || !below(previous, target) ? target : previous);
+  }
+
+  /**
+   * This member is committing these input partitions as drained (no document of them runs here):
+   * their part of the limit is given back now, before the commit lands and any member's reading
+   * shows them drained. A partition that still has records past the commit shows busy in the next
+   * reading, and its part comes back then (`lastRead`).
+   */
+  onDrained(partitions: readonly number[]): void {
+    const last = this.lastBusy;
+    if (last === null) return;
+    const busy = new Set(last);
+    for (const p of partitions) if (this.owned.includes(p)) busy.delete(p);
+    if (busy.size === last.size) return;
+    this.lastBusy = busy;
+    const target = this.targetOf(busy);
+    if (this.lastTarget === null || below(target, this.lastTarget)) this.lastTarget = target;
+    if (this.applied === null || below(target, this.applied)) this.apply(target);
   }
 
   private targetOf(busy: ReadonlySet<number>): Share {

@@ -67,7 +67,7 @@ export interface ConsumerLoopOptions {
    * The group's members spend one API rate limit: told the input partitions this member holds on
    * every join (docs/performance.md, "A group shares one API limit").
    */
-  groupShare?: { onJoin(owned: readonly number[]): void };
+  groupShare?: { onJoin(owned: readonly number[]): void; onDrained(partitions: readonly number[]): void };
   /** The group's committed offsets of the input partitions (null: none), read when this member gets some. */
   committedOffsets?: () => Promise<ReadonlyMap<number, string | null>>;
   heartbeatMs?: number;

@@ -73,6 +73,35 @@ describe('OffsetCommits', () => {
     expect(c.commits[1]![0]!.metadata).not.toBe(first![0]!.metadata);
   });
 
+  it('tells which input partitions it commits as drained before the commit is sent', async () => {
+    const unfinished = new Map([
+      [0, 0],
+      [1, 2],
+    ]);
+    const c = consumer();
+    const told: Array<{ partitions: number[]; commitsBefore: number }> = [];
+    const commits = new OffsetCommits({
+      arrived: 'in',
+      unfinishedOn: (p) => unfinished.get(p) ?? 0,
+      onDrained: (partitions) => told.push({ partitions, commitsBefore: c.commits.length }),
+      logger,
+    });
+    commits.attach(c);
+    for (const p of [0, 1]) {
+      commits.tracker('in').partition(p).track(0);
+      commits.tracker('in').partition(p).complete(0);
+    }
+    // Only partition 0 has nothing running here; told before its commit went out.
+    await commits.commit('interval');
+    expect(told).toEqual([{ partitions: [0], commitsBefore: 0 }]);
+    expect(c.commits).toHaveLength(1);
+    // A feedback topic's commits carry no such flag: nothing told.
+    commits.tracker('feedback').partition(0).track(0);
+    commits.tracker('feedback').partition(0).complete(0);
+    await commits.commit('interval');
+    expect(told).toHaveLength(1);
+  });
+
   it('keeps what it could not commit for the next commit', async () => {
     const failing = consumer(true);
     const commits = commitsOf();

@@ -22,6 +22,11 @@ export interface OffsetCommitsOptions {
   arrived: string;
   /** Documents of this input partition still running here. */
   unfinishedOn(partition: number): number;
+  /**
+   * Input partitions about to be committed as drained (no document of them runs here), told before
+   * the commit is sent: the group's share gives their part back first (`GroupShare.onDrained`).
+   */
+  onDrained?(partitions: number[]): void;
   logger: Logger;
 }
 
@@ -80,6 +85,11 @@ export class OffsetCommits {
         topic === this.o.arrived ? (p: number) => unfinishedMetadata(this.o.unfinishedOn(p) > 0) : undefined;
       const entries = tracker.toCommit(metadataOf).filter((e) => owned.has(e.partition));
       if (entries.length === 0) continue;
+      if (metadataOf) {
+        const done = unfinishedMetadata(false);
+        const drained = entries.filter((e) => e.metadata === done).map((e) => e.partition);
+        if (drained.length > 0) this.o.onDrained?.(drained);
+      }
       try {
         await consumer.commitOffsets(
           entries.map((e) => ({
