@@ -6,7 +6,7 @@ function tokenEndpoint(answer: (n: number) => { status: number; body: unknown })
   const fetchImpl = (async (url: string, init: RequestInit) => {
     const headers = new Headers(init.headers);
     calls.push({ url, auth: headers.get('authorization'), form: new URLSearchParams(String(init.body)) });
-    await new Promise((r) => setTimeout(r, 5));
+    await new Promise((r) => setTimeout(r, 5)); // on the fake clock
     const { status, body } = answer(calls.length);
     return new Response(JSON.stringify(body), { status });
   }) as unknown as typeof fetch;
@@ -21,7 +21,21 @@ const settings = {
   settingPrefix: 'kafka.oauth',
 };
 
+/** Moves jest's fake clock on 1 ms at a time until `work` settles (at most 1 s of it); then its outcome. */
+async function settled<T>(work: Promise<T>): Promise<T> {
+  let done = false;
+  work.then(
+    () => (done = true),
+    () => (done = true),
+  );
+  for (let t = 0; t < 1000 && !done; t++) await jest.advanceTimersByTimeAsync(1);
+  return work;
+}
+
 describe('OidcTokenSource', () => {
+  // The endpoint's answer and the token's expiry run on the fake clock; promise jobs, nextTick and
+  // setImmediate stay real.
+  beforeEach(() => jest.useFakeTimers({ doNotFake: ['nextTick', 'setImmediate', 'queueMicrotask'] }));
   afterEach(() => jest.useRealTimers());
 
   it('asks once for many concurrent callers, with the client credentials and the scope', async () => {
@@ -30,26 +44,25 @@ describe('OidcTokenSource', () => {
       body: { access_token: `t${n}`, expires_in: 300, token_type: 'Bearer' },
     }));
     const source = new OidcTokenSource({ ...settings, fetch: endpoint.fetchImpl });
-    const tokens = await Promise.all(Array.from({ length: 10 }, () => source.token()));
+    const tokens = await settled(Promise.all(Array.from({ length: 10 }, () => source.token())));
     expect(new Set(tokens)).toEqual(new Set(['t1']));
     expect(endpoint.calls).toHaveLength(1);
     expect(endpoint.calls[0]!.auth).toBe(`Basic ${Buffer.from('client:secret').toString('base64')}`);
     expect(endpoint.calls[0]!.form.get('grant_type')).toBe('client_credentials');
     expect(endpoint.calls[0]!.form.get('scope')).toBe('kafka read');
-    await source.token();
+    await settled(source.token());
     expect(endpoint.calls).toHaveLength(1);
   });
 
   it('keeps a token without expires_in for the default lifetime (300 s) instead of asking each time', async () => {
     const endpoint = tokenEndpoint((n) => ({ status: 200, body: { access_token: `t${n}` } }));
     const source = new OidcTokenSource({ ...settings, fetch: endpoint.fetchImpl });
-    expect(await source.token()).toBe('t1');
-    expect(await source.token()).toBe('t1');
+    expect(await settled(source.token())).toBe('t1');
+    expect(await settled(source.token())).toBe('t1');
     expect(endpoint.calls).toHaveLength(1);
   });
 
   it('asks again once the token is near its expiry', async () => {
-    jest.useFakeTimers({ doNotFake: ['nextTick', 'setImmediate', 'queueMicrotask'] });
     const endpoint = tokenEndpoint((n) => ({ status: 200, body: { access_token: `t${n}`, expires_in: 1 } }));
     const source = new OidcTokenSource({ ...settings, fetch: endpoint.fetchImpl });
     const first = source.token();
@@ -77,7 +90,7 @@ describe('OidcTokenSource', () => {
   ])('HTTP %i %o names the setting', async (status, body, message) => {
     const endpoint = tokenEndpoint(() => ({ status, body }));
     const source = new OidcTokenSource({ ...settings, fetch: endpoint.fetchImpl });
-    await expect(source.token()).rejects.toThrow(message);
+    await expect(settled(source.token())).rejects.toThrow(message);
   });
 
   it('names the token URL when the endpoint cannot be reached', async () => {
