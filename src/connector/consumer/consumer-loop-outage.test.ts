@@ -1,3 +1,4 @@
+import { jest } from '@jest/globals';
 import type { Assignment, BatchControl, IncomingBatch, TopicPartitionOffset } from '../../kafka/consumer.js';
 import { silentLogger } from '../../observability/logger.js';
 import { ConsumerLoop } from './consumer-loop.js';
@@ -90,20 +91,34 @@ function setup() {
   return { loop, consumer, handled, changes, probes: () => probes };
 }
 
+/** Moves jest's fake clock on 5 ms at a time until `condition` holds, at most 2.5 s of it. */
 const until = async (condition: () => boolean) => {
-  for (let i = 0; i < 500 && !condition(); i++) await new Promise((r) => setTimeout(r, 5));
+  for (let i = 0; i < 500 && !condition(); i++) await jest.advanceTimersByTimeAsync(5);
 };
 
+/** Moves the fake clock on 5 ms at a time until `p` settles (at most 5 s of it); then its outcome. */
+async function settle<T>(p: Promise<T>): Promise<T> {
+  let done = false;
+  const watched = p.finally(() => (done = true));
+  for (let i = 0; i < 1000 && !done; i++) await jest.advanceTimersByTimeAsync(5);
+  if (!done) throw new Error('still pending after 5 s of fake time');
+  return watched;
+}
+
 describe('ConsumerLoop during a registry outage', () => {
+  // The probes' back-off runs on the fake clock; promise jobs, nextTick and setImmediate stay real.
+  beforeEach(() => jest.useFakeTimers({ doNotFake: ['nextTick', 'setImmediate', 'queueMicrotask'] }));
+  afterEach(() => jest.useRealTimers());
+
   it('pauses both inputs without crashing, probes, resumes, then handles the failed record again', async () => {
     const { loop, consumer, handled, changes, probes } = setup();
     const control = new FakeControl();
-    await expect(loop.onBatch(batch('in', [1, 2, 3, 4]), control)).resolves.toBeUndefined();
+    await expect(settle(loop.onBatch(batch('in', [1, 2, 3, 4]), control))).resolves.toBeUndefined();
     // Every record taken is the loop's: the one that met the outage is handled again once it is over.
     expect(control.resolved).toEqual(['4']);
     expect(loop.pausedForOutage).toBe(true);
     expect(consumer.calls).toEqual(['pause in 0', 'pause fb 0']);
-    await loop.commit('interval');
+    await settle(loop.commit('interval'));
     expect(consumer.commits).toEqual([
       [{ topic: 'in', partition: 0, offset: '3', metadata: 'docstream:done' }],
     ]);
@@ -111,16 +126,16 @@ describe('ConsumerLoop during a registry outage', () => {
     // A batch fetched before the pause is left alone (fetched again after it).
     const stale = new FakeControl();
     handled.length = 0;
-    await loop.onBatch(batch('in', [5, 6]), stale);
+    await settle(loop.onBatch(batch('in', [5, 6]), stale));
     expect([handled, stale.resolved]).toEqual([[], []]);
 
     await until(() => !loop.pausedForOutage);
     expect(probes()).toBe(3);
     expect(changes).toEqual([true, false]);
     expect(consumer.calls.slice(2)).toEqual(['resume fb 0', 'resume in 0']);
-    await loop.idle();
+    await settle(loop.idle());
     expect(handled).toEqual(['3']);
-    await loop.commit('interval');
+    await settle(loop.commit('interval'));
     expect(consumer.commits.at(-1)).toEqual([
       { topic: 'in', partition: 0, offset: '5', metadata: 'docstream:done' },
     ]);
@@ -129,12 +144,12 @@ describe('ConsumerLoop during a registry outage', () => {
   it('treats a feedback record alike: no crash, input paused, the record handled again after', async () => {
     const { loop, consumer, handled } = setup();
     const control = new FakeControl();
-    await expect(loop.onBatch(batch('fb', [7]), control)).resolves.toBeUndefined();
+    await expect(settle(loop.onBatch(batch('fb', [7]), control))).resolves.toBeUndefined();
     expect(consumer.calls).toEqual(['pause in 0', 'pause fb 0']);
     await until(() => !loop.pausedForOutage);
-    await loop.idle();
+    await settle(loop.idle());
     expect(handled).toEqual(['fb7', 'fb7']);
-    await loop.commit('interval');
+    await settle(loop.commit('interval'));
     expect(consumer.commits).toEqual([[{ topic: 'fb', partition: 0, offset: '8' }]]);
   });
 

@@ -202,8 +202,9 @@ async function settle<T>(p: Promise<T>): Promise<T> {
   return watched;
 }
 
+/** Moves the fake clock on 10 ms at a time until `condition` holds, at most 5 s of it. */
 const until = async (condition: () => boolean) => {
-  for (let i = 0; i < 500 && !condition(); i++) await new Promise((r) => setTimeout(r, 10));
+  for (let i = 0; i < 500 && !condition(); i++) await jest.advanceTimersByTimeAsync(10);
 };
 
 function join(added: Assignment, removed: Assignment, assignment: Assignment): GroupJoin {
@@ -356,19 +357,20 @@ describe('ConsumerLoop', () => {
   });
 
   it('tries a record that could not be recorded again in the background; the commit waits for it', async () => {
+    jest.useFakeTimers();
     const { loop, reject, consumer, handled } = setup(10);
     reject.add('2');
     const control = new FakeControl();
-    await loop.onBatch(batch('in', 0, [1, 2, 3]), control);
+    await settle(loop.onBatch(batch('in', 0, [1, 2, 3]), control));
     // The fetch moves past every record taken.
     expect(control.resolved).toEqual(['3']);
     // Offset 1 is durable, 2 is not: the commit stops before 2 even though 3 completed.
-    await loop.commit('interval');
+    await settle(loop.commit('interval'));
     expect(consumer.commits).toEqual([[{ topic: 'in', partition: 0, offset: '2', metadata: DONE }]]);
     reject.delete('2');
     await until(() => handled.filter((h) => h === '0:2').length >= 2);
-    await loop.idle();
-    await loop.commit('interval');
+    await settle(loop.idle());
+    await settle(loop.commit('interval'));
     expect(consumer.commits.at(-1)).toEqual([{ topic: 'in', partition: 0, offset: '4', metadata: DONE }]);
   });
 
@@ -601,16 +603,17 @@ describe('ConsumerLoop', () => {
   });
 
   it('before rejoining, has the creates sent recorded, then commits what that made durable', async () => {
+    jest.useFakeTimers();
     const { loop, engine, consumer } = setup(10);
     loop.onGroupJoin(join({ in: [0, 1], fb: [0] }, {}, { in: [0, 1], fb: [0] }));
-    await loop.onBatch(batch('in', 0, [5, 6]), new FakeControl());
+    await settle(loop.onBatch(batch('in', 0, [5, 6]), new FakeControl()));
     let release: () => void = () => undefined;
     engine.recording = new Promise<void>((r) => (release = r));
     const rejoin = loop.beforeRejoin(5000);
     await until(() => engine.moves.includes('record within 5000'));
     expect(consumer.commits).toEqual([]);
     release();
-    await rejoin;
+    await settle(rejoin);
     expect(engine.moves).toEqual(['assigned 0,1', 'record within 5000', 'recorded']);
     expect(consumer.commits.flat()).toContainEqual(
       expect.objectContaining({ topic: 'in', partition: 0, offset: '7' }),
