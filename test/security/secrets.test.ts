@@ -175,7 +175,8 @@ describe('no secret in any output', () => {
         DOCSTREAM_REGISTRY_BEARER_TOKEN: '',
         DOCSTREAM_REGISTRY_USERNAME: 'docstream',
         DOCSTREAM_REGISTRY_URL: `http://docstream:${SECRETS.registry.password}@127.0.0.1:1/apis/ccompat/v7`,
-        DOCSTREAM_KAFKA_BROKERS: 'localhost:9092',
+        // The stack's Kafka (on whatever port it runs): the start-up gets past it to the registry.
+        DOCSTREAM_KAFKA_BROKERS: process.env.DOCSTREAM_KAFKA_BROKERS ?? 'localhost:9092',
         DOCSTREAM_HTTP_PORT: '0',
         DOCSTREAM_LOG_LEVEL: 'debug',
         DOCSTREAM_LOG_FORMAT: 'json',
