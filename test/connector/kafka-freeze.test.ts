@@ -1,35 +1,43 @@
 /**
- * The broker stalls (SIGSTOP of the local stack's Kafka process, then SIGCONT) for longer than the
+ * The broker stalls (SIGSTOP of the broker's process, then SIGCONT) for longer than the
  * consumer's session timeout while documents are in flight, in both delivery modes: the group
  * forgets the member, which joins again once the broker answers. Checked: the connector never
- * exits, every document gets its result, none is dead-lettered, none is submitted twice. In the
- * exclusive phase of the suite (it stalls the shared broker); the broker is always continued.
+ * exits, every document gets its result, none is dead-lettered, none is submitted twice. The broker
+ * is the file's own (`private-kafka.ts`), so the files running beside it keep theirs; it is always
+ * continued.
  */
 import { sampleBytes } from '../../src/demo/corpus.js';
-import { defaultStackOptions } from '../../src/stack/options.js';
 import { servicePaths } from '../../src/stack/paths.js';
 import { readPidFile } from '../../src/stack/process.js';
 import { E2E, arrival, waitFor } from '../harness/e2e.js';
+import { startPrivateKafka, type PrivateKafka } from '../harness/private-kafka.js';
 
 const SESSION_TIMEOUT_MS = 6000;
 
+let kafka: PrivateKafka;
+beforeAll(async () => {
+  kafka = await startPrivateKafka();
+}, 180_000);
+afterAll(() => kafka?.remove(), 180_000);
+
 function kafkaPid(): number {
-  const rec = readPidFile(servicePaths(defaultStackOptions().runDir, 'kafka').pidFile);
-  if (!rec) throw new Error('the local stack runs no Kafka (no pid file)');
+  const rec = readPidFile(servicePaths(kafka.runDir, 'kafka').pidFile);
+  if (!rec) throw new Error(`the test's Kafka has no pid file in ${kafka.runDir}`);
   return rec.pid;
 }
 
 describe.each(['at-least-once', 'exactly-once'])(
   'Kafka stalled past the session timeout (%s)',
   (delivery) => {
-    const env = new E2E();
+    let env: E2E;
     let frozen: number | null = null;
     beforeAll(async () => {
+      env = new E2E(1, { brokers: kafka.brokers });
       await env.start({ processing: { distribution: 'uniform', minMs: 500, maxMs: 1500 } });
     });
     afterAll(async () => {
       if (frozen !== null) process.kill(frozen, 'SIGCONT');
-      await env.stop();
+      await env?.stop();
     }, 60_000);
 
     it('the connector rides it out; every document gets its result once', async () => {

@@ -3,32 +3,31 @@
  * broker's data directory persists), in both delivery modes. Every API call is slowed so that the
  * broker goes away while creates are out: their answers arrive while Kafka takes no writes, so those
  * documents sit between their create and their state record. Checked: the connector never exits,
- * every document gets its result, none is dead-lettered, and none is submitted twice. Alone in the
- * exclusive phase of the suite (it stops the shared broker); Kafka is brought back up in afterAll
- * even when a test fails.
+ * every document gets its result, none is dead-lettered, and none is submitted twice. The broker is
+ * the file's own (`private-kafka.ts`), so the files running beside it keep theirs; it is brought
+ * back up before the clean-up even when a test fails.
  */
-import { execFile } from 'node:child_process';
-import path from 'node:path';
-import { promisify } from 'node:util';
 import { sampleBytes } from '../../src/demo/corpus.js';
 import { freePort } from '../../scripts/lib/harness.js';
 import { E2E, arrival, waitFor } from '../harness/e2e.js';
+import { startPrivateKafka, type PrivateKafka } from '../harness/private-kafka.js';
 
-const run = promisify(execFile);
-const CLI = path.resolve('dist/cli/index.js');
-
-function stack(action: 'up' | 'down'): Promise<unknown> {
-  return run(process.execPath, [CLI, 'stack', action, '--services', 'kafka'], { timeout: 150_000 });
-}
+let kafka: PrivateKafka;
+beforeAll(async () => {
+  kafka = await startPrivateKafka();
+}, 180_000);
+afterAll(() => kafka?.remove(), 180_000);
 
 describe.each(['at-least-once', 'exactly-once'])('Kafka restarted mid-run (%s)', (delivery) => {
-  const env = new E2E();
+  let env: E2E;
+  const stack = (action: 'up' | 'down') => kafka.stack(action);
   beforeAll(async () => {
+    env = new E2E(1, { brokers: kafka.brokers });
     await env.start({ processing: { distribution: 'uniform', minMs: 1000, maxMs: 2000 } });
   });
   afterAll(async () => {
     await stack('up');
-    await env.stop();
+    await env?.stop();
   }, 180_000);
 
   it('the connector recovers, every document gets its result, none is submitted twice', async () => {

@@ -11,7 +11,7 @@ import { missingRuntimeDefaults } from '../../src/cli/runtime-defaults.js';
 import { loadConfig, prefixedTopics, type Config } from '../../src/config/index.js';
 import { Connector } from '../../src/connector/connector.js';
 import { OUTPUT_KINDS, OutputReader } from '../../src/connector/outputs/output-reader.js';
-import { KafkaClient } from '../../src/kafka/index.js';
+import { KafkaClient, type KafkaProducer } from '../../src/kafka/index.js';
 import { silentLogger } from '../../src/observability/logger.js';
 import { Registry } from '../../src/serde/registry.js';
 import { startSandbox, type Sandbox, type SandboxConfig, type DeepPartial } from '../../src/sandbox/index.js';
@@ -70,9 +70,11 @@ function merge(
 
 export class E2E {
   readonly id = uniqueName('e2e');
-  readonly kafka = new KafkaClient({ brokers: BROKERS, clientId: 'docstream-e2e' });
+  /** The shared stack's brokers, or the ones given (a broker of the test's own: `private-kafka.ts`). */
+  readonly brokers: string[];
+  readonly kafka: KafkaClient;
   readonly registry = new Registry({ url: REGISTRY_URL });
-  readonly producer = this.kafka.producer();
+  readonly producer: KafkaProducer;
   readonly dir = fs.mkdtempSync(path.join(os.tmpdir(), 'docstream-e2e-'));
   readonly outputs: Decoded[] = [];
   /** Nonces of the read-up-to markers the collector has seen (`waitForOutputsRead`). */
@@ -87,7 +89,10 @@ export class E2E {
   readonly childLogs: string[][] = [];
   readonly topics: Config['topics'];
 
-  constructor(partitions = 1) {
+  constructor(partitions = 1, options: { brokers?: string[] } = {}) {
+    this.brokers = options.brokers ?? BROKERS;
+    this.kafka = new KafkaClient({ brokers: this.brokers, clientId: 'docstream-e2e' });
+    this.producer = this.kafka.producer();
     this.topics = prefixedTopics(this.id, partitions);
   }
 
@@ -120,7 +125,7 @@ export class E2E {
           {
             // A short session: a killed instance's partitions move on within seconds, not half a minute.
             kafka: {
-              brokers: BROKERS,
+              brokers: this.brokers,
               groupId: `${this.id}-group`,
               sessionTimeoutMs: 10000,
               heartbeatIntervalMs: 1000,
