@@ -15,6 +15,8 @@ export default {
   testTimeout: 120000,
   // Every file's wall time after each run (test/harness/file-times-reporter.js), for CI's log.
   reporters: ['default', '<rootDir>/test/harness/file-times-reporter.js'],
+  // The slowest files first, also on a fresh clone with no timings cached (a global option too).
+  testSequencer: '<rootDir>/test/harness/slow-first-sequencer.js',
   projects: [
     {
       ...common,
