@@ -8,9 +8,21 @@
  * sets to the event id), no dead letter, and neither process exits on its own.
  */
 import { sampleBytes } from '../../src/demo/corpus.js';
+import { freePort } from '../../scripts/lib/harness.js';
 import { E2E, arrival, exitOf, waitFor } from '../harness/e2e.js';
 
 const PARTITIONS = 4;
+
+/** Whether the instance serving /readyz on `port` holds input partitions whose state is restored. */
+async function holdsPartitions(port: number): Promise<boolean> {
+  try {
+    const res = await fetch(`http://127.0.0.1:${port}/readyz`);
+    const body = (await res.json()) as { checks: { partitions?: { ok: boolean } } };
+    return body.checks.partitions?.ok === true;
+  } catch {
+    return false; // not serving yet: still starting
+  }
+}
 
 const SLOW = {
   'a slow API': { faults: { extraLatencyMs: 2000 } },
@@ -50,8 +62,17 @@ describe.each([
     );
     // The second instance joins while the first one's creates are out or queued.
     await new Promise((r) => setTimeout(r, 1000));
-    const second = env.spawnConnector(overrides);
+    const port = await freePort();
+    const second = env.spawnConnector({ ...overrides, http: { host: '127.0.0.1', port } });
     await waitFor('results of the first wave', () => wave1.every((id) => quality().has(id)), 150_000);
+    // Scale-in needs the second instance in the group with partitions of its own: its start-up (the
+    // join waits for the first instance to rejoin) can outlast the first wave on a loaded machine, and
+    // a SIGTERM before it is done stops a process that holds nothing yet.
+    const deadline = Date.now() + 60_000;
+    while (!(await holdsPartitions(port))) {
+      if (Date.now() > deadline) throw new Error('the second instance holds no partitions after 60 s');
+      await new Promise((r) => setTimeout(r, 200));
+    }
 
     // Scale-in in the same conditions: the second instance stops while creates are out.
     const wave2 = Array.from({ length: slowApi ? 60 : 30 }, (_, i) => `evt-scale-b${i}`);
