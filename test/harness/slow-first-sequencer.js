@@ -4,8 +4,9 @@
 // of the longest integration files (small files that wait on slow APIs and rebalances) last.
 // This one is jest's, with one change: a file the cache has no time for takes its time from SLOW
 // (0 when not named there), so on a fresh clone the files named there go first, longest first, and
-// the rest follow by size. The seconds are each file's wall time in a CI run (the "file-time:" lines
-// of test/harness/file-times-reporter.js); only their order matters.
+// the rest follow by size. The seconds are about each file's wall time in a CI run (the "file-time:"
+// lines of test/harness/file-times-reporter.js; kafka-restart and kafka-freeze, which start a
+// broker of their own, placed by a run on this machine); only their order matters.
 import fs from 'node:fs';
 import path from 'node:path';
 import TestSequencer from '@jest/test-sequencer';
@@ -13,15 +14,15 @@ import TestSequencer from '@jest/test-sequencer';
 const SLOW = {
   'test/connector/scale-slow-api.test.ts': 123,
   'test/state/connector-state.test.ts': 93,
+  'test/connector/kafka-restart.test.ts': 75,
   'test/connector/resilience.test.ts': 68,
   'test/security/kafka-secured.test.ts': 66,
-  'test/connector/kafka-restart.test.ts': 57,
+  'test/connector/kafka-freeze.test.ts': 55,
   'test/connector/failures.test.ts': 49,
   'test/resilience.test.ts': 49,
   'test/connector/replay.test.ts': 47,
   'test/connector/api-weather.test.ts': 46,
   'test/connector/sticky-rebalance.test.ts': 38,
-  'test/connector/kafka-freeze.test.ts': 33,
   'test/cli/conventions.test.ts': 33,
   'test/connector/group-share.test.ts': 32,
   'test/client/client.test.ts': 30,
