@@ -63,7 +63,16 @@ describe.each(['at-least-once', 'exactly-once'])(
 
       const ids = [...before, ...after];
       const done = () => new Set(env.on('quality').map((o) => o.headers.event_id)).size;
-      await waitFor(`results of all ${ids.length} documents`, () => done() === ids.length, 120_000);
+      try {
+        await waitFor(`results of all ${ids.length} documents`, () => done() === ids.length, 120_000);
+      } catch (err) {
+        // Which documents are missing, and the end of the connector's log (its warnings and errors).
+        const missing = ids.filter((id) => !env.on('quality').some((o) => o.headers.event_id === id));
+        throw new Error(
+          `${(err as Error).message} (${done()} out; missing ${missing.join(', ')}); connector log: ` +
+            env.childLogs.at(-1)?.join('').slice(-3000),
+        );
+      }
       expect(child.exitCode).toBeNull();
       expect(env.on('dlq')).toEqual([]);
       const counts = env.sandbox.stats().submissionsByQueryId;
