@@ -29,11 +29,17 @@ interface Run {
   stderr: string;
 }
 
+/**
+ * How long one sample may run. Generous: the samples start JVMs and librdkafka clients beside the
+ * other integration files on a small machine, and a run that is killed says so in its stderr.
+ */
+const SAMPLE_BOUND_MS = 180_000;
+
 async function run(
   command: string,
   args: string[],
   env: Record<string, string>,
-  timeoutMs = 90_000,
+  timeoutMs = SAMPLE_BOUND_MS,
 ): Promise<Run> {
   try {
     const { stdout, stderr } = await exec(command, args, {
@@ -44,11 +50,12 @@ async function run(
     });
     return { code: 0, stdout, stderr };
   } catch (error) {
-    const e = error as { code?: number; stdout?: string; stderr?: string; message: string };
+    const e = error as { code?: number; killed?: boolean; stdout?: string; stderr?: string; message: string };
+    const killed = e.killed ? `\n(killed after ${timeoutMs / 1000} s without exiting)` : '';
     return {
       code: typeof e.code === 'number' ? e.code : -1,
       stdout: e.stdout ?? '',
-      stderr: e.stderr ?? e.message,
+      stderr: (e.stderr ?? e.message) + killed,
     };
   }
 }
@@ -132,31 +139,35 @@ describe('the producer and consumer samples (examples/) against the local stack'
     return env.forEvent(eventId);
   }
 
-  it.each(PRODUCERS)('the %s producer sends an event that docstream analyses', async (producer) => {
-    const eventId = eventOf(producer);
-    // Set by beforeAll: without it (the set-up failed) there is nothing to wait for.
-    expect(sent.has(producer)).toBe(true);
-    const out = await sent.get(producer)!;
-    expect({ code: out.code, stderr: out.code === 0 ? '' : out.stderr }).toEqual({ code: 0, stderr: '' });
-    expect(out.stdout).toContain(`sent ${eventId} to ${env.topics.arrived}`);
-    const results = await resultsOf(eventId);
-    const submissions = await env.submissions(eventId);
-    expect(submissions).toHaveLength(1);
-    expect(results.map((o) => env.kindOf(o)).sort()).toEqual([
-      'classification',
-      'decision',
-      'fraud',
-      'quality',
-    ]);
-    for (const o of results) {
-      expect(o.key).toBe(submissions[0]!.id);
-      expect(o.value).toMatchObject({ event_id: eventId, query_id: eventId, status: 'SUCCESS' });
-    }
-    // The Python and Java samples send attributes, which every result echoes.
-    if (/^(python|java)/.test(producer))
-      for (const o of results) expect(o.value.attributes).toEqual({ tenant: 'acme' });
-    expect(env.on('dlq').filter((o) => o.headers.event_id === eventId)).toEqual([]);
-  });
+  it.each(PRODUCERS)(
+    'the %s producer sends an event that docstream analyses',
+    async (producer) => {
+      const eventId = eventOf(producer);
+      // Set by beforeAll: without it (the set-up failed) there is nothing to wait for.
+      expect(sent.has(producer)).toBe(true);
+      const out = await sent.get(producer)!;
+      expect({ code: out.code, stderr: out.code === 0 ? '' : out.stderr }).toEqual({ code: 0, stderr: '' });
+      expect(out.stdout).toContain(`sent ${eventId} to ${env.topics.arrived}`);
+      const results = await resultsOf(eventId);
+      const submissions = await env.submissions(eventId);
+      expect(submissions).toHaveLength(1);
+      expect(results.map((o) => env.kindOf(o)).sort()).toEqual([
+        'classification',
+        'decision',
+        'fraud',
+        'quality',
+      ]);
+      for (const o of results) {
+        expect(o.key).toBe(submissions[0]!.id);
+        expect(o.value).toMatchObject({ event_id: eventId, query_id: eventId, status: 'SUCCESS' });
+      }
+      // The Python and Java samples send attributes, which every result echoes.
+      if (/^(python|java)/.test(producer))
+        for (const o of results) expect(o.value.attributes).toEqual({ tenant: 'acme' });
+      expect(env.on('dlq').filter((o) => o.headers.event_id === eventId)).toEqual([]);
+    },
+    300_000,
+  );
 
   it("the page's registration command (jq and curl) registers DocumentArrived under the subject it names", async () => {
     const page = fs.readFileSync('docs/producing.md', 'utf8');
@@ -242,7 +253,7 @@ describe('the producer and consumer samples (examples/) against the local stack'
     it('Python prints every fraud and decision result, with its submission id and decision', async () => {
       const out = await run(tools.python, ['examples/python/consume_results.py'], consumerEnv());
       expect(rows(out)).toEqual(expected);
-    });
+    }, 240_000);
 
     it('Java prints every fraud and decision result, with its submission id and decision', async () => {
       const javaCp = fs.readFileSync(tools.java, 'utf8').trim();
@@ -252,7 +263,7 @@ describe('the producer and consumer samples (examples/) against the local stack'
         consumerEnv(),
       );
       expect(rows(out)).toEqual(expected);
-    });
+    }, 240_000);
 
     it('kcat prints every fraud result with its submission id and event_id header', async () => {
       const out = await run('sh', ['examples/kcat/consume-results.sh', env.topics.fraud], mtls);
@@ -270,7 +281,7 @@ describe('the producer and consumer samples (examples/) against the local stack'
         .map((r) => ({ submission_id: r.submission_id, event_id: r.event_id }))
         .sort(byRow);
       expect(printed).toEqual(fraud);
-    });
+    }, 240_000);
   });
 });
 
