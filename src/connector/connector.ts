@@ -34,6 +34,11 @@ export interface ConnectorOptions {
    * so its supervisor restarts the process. Without it the connector stops itself.
    */
   onFatal?: (error: Error) => void;
+  /**
+   * Aborted when a stop is asked for during start-up (a SIGTERM while the state restores): start-up
+   * ends after the step under way, stops what it started, and `start` rejects with `StartupStopped`.
+   */
+  stopDuringStartup?: AbortSignal;
 }
 
 export class Connector {
@@ -164,14 +169,21 @@ export class Connector {
   /** Start-up in order; each step's failure names the step (`StartupError`). */
   private async boot(): Promise<void> {
     await this.prepareKafka();
+    this.checkStopDuringStartup();
     await this.startReaders();
+    this.checkStopDuringStartup();
     const { config } = this.options;
     if (config.webhooks.enabled || this.options.consume === false) await this.startReceiver();
     if (this.options.consume !== false) {
+      this.checkStopDuringStartup();
       await this.startConsuming();
       this.startOffsetReadings();
     }
     this.started = true;
+  }
+
+  private checkStopDuringStartup(): void {
+    if (this.options.stopDuringStartup?.aborted) throw new StartupStopped();
   }
 
   /**
@@ -439,6 +451,14 @@ async function step<T>(what: string, run: () => Promise<T>): Promise<T> {
     return await run();
   } catch (err) {
     throw new StartupError(what, err);
+  }
+}
+
+/** A stop was asked for during start-up; what had started is stopped again. */
+export class StartupStopped extends Error {
+  constructor() {
+    super('stopped during start-up');
+    this.name = 'StartupStopped';
   }
 }
 

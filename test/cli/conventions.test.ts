@@ -371,6 +371,27 @@ describe('one way to configure every command, no secret on the command line', ()
     expect(log).not.toContain(WEBHOOK_SECRET);
   });
 
+  it('run stops cleanly on a SIGTERM during start-up (exit 0, after the step under way)', async () => {
+    const info = path.join(dir, 'info-startup.json');
+    fs.writeFileSync(info, JSON.stringify({ log: { level: 'info', format: 'json' } }));
+    const child = spawn(process.execPath, [CLI, 'run', ...c, '-c', info], {
+      env: environment(),
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let log = '';
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (log += chunk));
+    // Its first line, logged once the signals are heard and before start-up connects to Kafka.
+    await waitFor(
+      'the first log line of start-up',
+      () => log.includes('optimisations') || child.exitCode !== null,
+    );
+    child.kill('SIGTERM');
+    expect(await exitOf(child, 60_000)).toBe(0);
+    expect(log).toContain('shutting down once the start-up step under way ends');
+    expect(log).toContain('stopped cleanly during start-up');
+    expect(log).not.toContain('connector running');
+  });
+
   it('stack status --json: 0 when the stack is healthy, 3 (and ok: false) when a service is not', async () => {
     const healthy = await cli(['stack', 'status', '--json']);
     const status = JSON.parse(healthy.stdout) as { ok: boolean };

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { Connector } from '../../connector/connector.js';
+import { Connector, StartupStopped } from '../../connector/connector.js';
 import { createLogger } from '../../observability/logger.js';
 import { startOpsServer, type OpsServer } from '../../observability/server.js';
 import { addConfigOption, configOf, type ConfigFlags } from '../config-option.js';
@@ -20,21 +20,58 @@ async function serve(opts: ConfigFlags, consume: boolean): Promise<void> {
   }
   const config = configOf(opts);
   const logger = createLogger({ level: config.log.level, format: config.log.format });
+  // Signals are heard from the start: one during start-up ends it after the step under way (a
+  // supervisor's SIGTERM to a starting instance leaves no member behind in the group); a second one
+  // during start-up (one waiting on an unreachable Kafka) exits at once.
+  let started = false;
+  let stopping = false;
+  const stopDuringStartup = new AbortController();
+  let finish: (exitCode: number) => void = () => undefined;
+  const stopped = new Promise<number>((resolve) => (finish = resolve));
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (stopping) {
+      if (started) return;
+      logger.warn({ signal }, 'second signal during start-up: exiting without stopping cleanly');
+      logger.flush();
+      process.exit(1);
+    }
+    stopping = true;
+    logger.info(
+      { signal },
+      started ? 'shutting down' : 'shutting down once the start-up step under way ends',
+    );
+    stopDuringStartup.abort();
+    finish(0);
+  };
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
   // Once, at start: which tuning runs and which is switched off (docs/optimisations.md).
   logger.info(
     { on: OPTIMISATION_NAMES.filter((name) => !off.includes(name)), off },
     off.length === 0 ? 'optimisations: all on' : `optimisations switched off: ${off.join(', ')}`,
   );
-  let fatal: ((error: Error) => void) | null = null;
   let connector: Connector;
   try {
-    connector = await Connector.start({ config, logger, consume, onFatal: (error) => fatal?.(error) });
+    connector = await Connector.start({
+      config,
+      logger,
+      consume,
+      stopDuringStartup: stopDuringStartup.signal,
+      // The consumer gave up restarting: stop and exit non-zero for the supervisor.
+      onFatal: () => finish(1),
+    });
   } catch (err) {
+    if (err instanceof StartupStopped) {
+      logger.info('stopped cleanly during start-up');
+      logger.flush();
+      process.exit(0);
+    }
     // Named step and cause (StartupError); a supervisor restarts the process.
     logger.fatal({ err: (err as Error).message }, 'start-up failed');
     logger.flush();
     process.exit(1);
   }
+  started = true;
   connector.metrics.inFlightLimit.set(config.connector.maxInFlight);
   let ops: OpsServer | null = null;
   if (config.http.port > 0) {
@@ -78,17 +115,8 @@ async function serve(opts: ConfigFlags, consume: boolean): Promise<void> {
     });
     logger.info({ url: ops.url }, 'metrics and health endpoints ready');
   }
-  logger.info(consume ? 'connector running' : 'webhook receiver running');
-  const exitCode = await new Promise<number>((resolve) => {
-    const shutdown = (signal: string) => {
-      logger.info({ signal }, 'shutting down');
-      resolve(0);
-    };
-    process.once('SIGTERM', () => shutdown('SIGTERM'));
-    process.once('SIGINT', () => shutdown('SIGINT'));
-    // The consumer gave up restarting: stop and exit non-zero for the supervisor.
-    fatal = () => resolve(1);
-  });
+  if (!stopping) logger.info(consume ? 'connector running' : 'webhook receiver running');
+  const exitCode = await stopped;
   // The stop bounds each of its steps by connector.shutdownTimeoutMs; should anything still hold the
   // process after it (a socket, a library's timer), it exits anyway.
   setTimeout(() => {
