@@ -21,7 +21,7 @@ const SLOW = {
   'test/connector/failures.test.ts': 49,
   'test/resilience.test.ts': 49,
   'test/connector/replay.test.ts': 47,
-  'test/connector/api-weather.test.ts': 46,
+  'test/connector/api-outages.test.ts': 46,
   'test/connector/sticky-rebalance.test.ts': 38,
   'test/cli/conventions.test.ts': 33,
   'test/connector/group-share.test.ts': 32,
