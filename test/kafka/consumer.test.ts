@@ -199,16 +199,25 @@ describe('consumer', () => {
     await second.connect();
     await second.subscribe([topic]);
     await second.run(async () => {});
-    await waitFor('the rejoin', () => joins.length === 2);
-    expect(rebalances).toBeGreaterThanOrEqual(1);
-    const kept = joins[1]!.assignment[topic] ?? [];
-    expect(kept).toHaveLength(1);
-    expect(joins[1]!.removed).toEqual({ [topic]: [0, 1].filter((partition) => !kept.includes(partition)) });
-    expect(joins[1]!.added).toEqual({});
+    // The join that shares the partitions with the second member. kafkajs can also rejoin on its own
+    // (stale metadata for a topic just created, on a busy broker): such a join keeps both partitions
+    // and comes without the rebalancing notice, which only a fetch answered "rebalance in progress"
+    // gives.
+    const sharing = (j: GroupJoin) => (j.assignment[topic]?.length ?? 0) === 1;
+    await waitFor('the join that shares the partitions', () => joins.some(sharing));
+    const at = joins.findIndex(sharing);
+    if (at === 1) expect(rebalances).toBeGreaterThanOrEqual(1);
+    expect(joins.slice(1, at).every((j) => (j.assignment[topic]?.length ?? 0) === 2)).toBe(true);
+    const kept = joins[at]!.assignment[topic]!;
+    expect(joins[at]!.removed).toEqual({ [topic]: [0, 1].filter((partition) => !kept.includes(partition)) });
+    expect(joins[at]!.added).toEqual({});
 
     await second.disconnect();
     running.splice(running.indexOf(second), 1);
-    await waitFor('the join after the second member left', () => joins.length === 3);
-    expect(joins[2]).toMatchObject({ assignment: { [topic]: [0, 1] }, removed: {} });
+    await waitFor('the join after the second member left', () =>
+      joins.slice(at + 1).some((j) => (j.assignment[topic]?.length ?? 0) === 2),
+    );
+    const after = joins.slice(at + 1).find((j) => (j.assignment[topic]?.length ?? 0) === 2)!;
+    expect(after).toMatchObject({ assignment: { [topic]: [0, 1] }, removed: {} });
   });
 });
