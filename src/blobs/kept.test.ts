@@ -9,6 +9,9 @@ import { PassThrough, Readable } from 'node:stream';
 import { BlobError } from './errors.js';
 import { Keeper, MemoryBudget, type KeepOptions } from './kept.js';
 import { Spool } from './spool.js';
+import { settledOnFakeTime as onFakeTime } from '../util/test-helpers.js';
+
+const settledOnFakeTime = <T>(work: Promise<T>) => onFakeTime(work, 10_000);
 
 const spool = new Spool();
 afterAll(() => spool.closeSync());
@@ -44,20 +47,6 @@ async function codeOf(run: Promise<unknown>): Promise<string> {
   } catch (error) {
     return error instanceof BlobError ? error.code : String(error);
   }
-}
-
-/**
- * Fake time (jest's clock: Date.now and the timers; promise jobs, nextTick and setImmediate stay real)
- * moves on 1 ms at a time until `work` settles, at most 10 s of it; then its outcome.
- */
-async function settledOnFakeTime<T>(work: Promise<T>): Promise<T> {
-  let done = false;
-  work.then(
-    () => (done = true),
-    () => (done = true),
-  );
-  for (let t = 0; t < 10_000 && !done; t++) await jest.advanceTimersByTimeAsync(1);
-  return work;
 }
 
 describe('Keeper', () => {

@@ -1,5 +1,8 @@
 import { jest } from '@jest/globals';
 import { OidcTokenSource } from './oidc-token.js';
+import { settledOnFakeTime } from '../util/test-helpers.js';
+
+const settled = <T>(work: Promise<T>) => settledOnFakeTime(work, 1_000);
 
 function tokenEndpoint(answer: (n: number) => { status: number; body: unknown }) {
   const calls: Array<{ url: string; auth: string | null; form: URLSearchParams }> = [];
@@ -20,17 +23,6 @@ const settings = {
   scope: 'kafka read',
   settingPrefix: 'kafka.oauth',
 };
-
-/** Moves jest's fake clock on 1 ms at a time until `work` settles (at most 1 s of it); then its outcome. */
-async function settled<T>(work: Promise<T>): Promise<T> {
-  let done = false;
-  work.then(
-    () => (done = true),
-    () => (done = true),
-  );
-  for (let t = 0; t < 1000 && !done; t++) await jest.advanceTimersByTimeAsync(1);
-  return work;
-}
 
 describe('OidcTokenSource', () => {
   // The endpoint's answer and the token's expiry run on the fake clock; promise jobs, nextTick and

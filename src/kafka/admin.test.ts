@@ -1,6 +1,9 @@
 import { jest } from '@jest/globals';
 import type { Admin } from 'kafkajs';
 import { KafkaAdmin } from './admin.js';
+import { settledOnFakeTime } from '../util/test-helpers.js';
+
+const settled = <T>(work: Promise<T>) => settledOnFakeTime(work, 20_000);
 
 /** The broker's answer while another instance's topic has not reached this broker's metadata yet. */
 const notHostedYet = () =>
@@ -46,18 +49,6 @@ function fakeAdmin(state: FakeState): Admin {
     },
     describeConfigs: async () => ({ resources: [] }),
   } as unknown as Admin;
-}
-
-/** Moves jest's fake clock on 1 ms at a time until `work` settles (at most 20 s of it); then its outcome. */
-async function settled<T>(work: Promise<T>): Promise<T> {
-  let done = false;
-  work.then(
-    () => (done = true),
-    () => (done = true),
-  );
-  for (let t = 0; t < 20_000 && !done; t++) await jest.advanceTimersByTimeAsync(1);
-  if (!done) throw new Error('not settled within 20 s of fake time');
-  return work;
 }
 
 describe('ensureTopics', () => {

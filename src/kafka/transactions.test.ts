@@ -8,6 +8,9 @@ import type { Kafka } from 'kafkajs';
 import { silentLogger } from '../observability/logger.js';
 import { MessageTooLargeError } from './errors.js';
 import { FencedError, isFencing, NotOwnedError, TransactionalWriters } from './transactions.js';
+import { settledOnFakeTime } from '../util/test-helpers.js';
+
+const settled = <T>(work: Promise<T>) => settledOnFakeTime(work, 10_000);
 
 interface SentBatch {
   producer: number;
@@ -74,18 +77,6 @@ class FakeKafka {
 
 /** Moves jest's fake clock on by `ms`: the linger and back-off timers due meanwhile fire. */
 const tick = (ms = 0) => jest.advanceTimersByTimeAsync(ms);
-
-/** Moves the fake clock on 1 ms at a time until `work` settles (at most 10 s of it); then its outcome. */
-async function settled<T>(work: Promise<T>): Promise<T> {
-  let done = false;
-  work.then(
-    () => (done = true),
-    () => (done = true),
-  );
-  for (let t = 0; t < 10_000 && !done; t++) await jest.advanceTimersByTimeAsync(1);
-  if (!done) throw new Error('not settled within 10 s of fake time');
-  return work;
-}
 
 function writers(
   kafka: FakeKafka,
