@@ -63,7 +63,9 @@ async function stateRecords(
   const want = new Map(ends.map((o) => [o.partition, Number(o.high)]));
   const out: Array<{ key: string; value: Buffer | null; partition: number }> = [];
   const seen = new Map<number, number>();
-  const consumer = env.kafka.consumer({ groupId: uniqueName('state-raw') });
+  // A short fetch wait: the disconnect below waits for the fetch under way, which on a topic read to
+  // its end only returns when its wait is over.
+  const consumer = env.kafka.consumer({ groupId: uniqueName('state-raw'), maxWaitTimeMs: 100 });
   await consumer.connect();
   await consumer.subscribe([env.topics.state], { fromBeginning: true });
   await consumer.run(async (batch, control) => {
@@ -219,9 +221,9 @@ describe('characteristics never reach the state topic', () => {
 });
 
 describe('retention: expiry after the window, replay inside it', () => {
-  // Wide enough that stopping, replaying and restarting fit inside it on a loaded machine, beside the
-  // file's other scenarios (at 20 s, alone, the replay once landed 254 ms after the window, which
-  // voids the first half of the test; the test checks that it did not).
+  // The window of the first half: wide enough that stopping, replaying and restarting fit inside it
+  // on a loaded machine, beside the file's other scenarios (at 20 s, alone, the replay once landed
+  // 254 ms after the window, which voids the first half of the test; the test checks that it did not).
   const state = { retentionMs: 60_000, expiryIntervalMs: 1000 };
   test.concurrent(
     'reuses submissions when replayed inside the window; expires and submits again after it',
@@ -248,7 +250,15 @@ describe('retention: expiry after the window, replay inside it', () => {
           Object.fromEntries(ids.map((id) => [id, 1])),
         );
 
-        // Past the window the owner writes each finished document's tombstone.
+        await connector.stop();
+
+        // Past the window the owner writes each finished document's tombstone. Rather than wait out
+        // the rest of the wide window, the owner restarts with one that ends a few seconds from now:
+        // expiry compares a document's finish with now minus the window, so a narrower window passes
+        // as a wider one would, later. Every document finished after producedAt, so they leave this
+        // window about five seconds after it was set: while the restarted owner runs.
+        const narrow = { ...state, retentionMs: Date.now() - producedAt + 5000 };
+        connector = await env.startConnector({ state: narrow });
         const tombstoned = async () => {
           const last = new Map<string, Buffer | null>();
           for (const r of await stateRecords(env)) last.set(r.key, r.value);
@@ -257,14 +267,14 @@ describe('retention: expiry after the window, replay inside it', () => {
         const deadline = Date.now() + 90_000;
         while (!(await tombstoned())) {
           if (Date.now() > deadline) throw new Error('no tombstones after the window');
-          await new Promise((r) => setTimeout(r, 2000));
+          await new Promise((r) => setTimeout(r, 500));
         }
         await connector.stop();
 
-        const after = await replayCli(['--config', env.writeConfig({ state }), '--to-earliest']);
+        const after = await replayCli(['--config', env.writeConfig({ state: narrow }), '--to-earliest']);
         expect(after.code).toBe(0);
         expect(after.stderr).toContain('warning: the replay starts');
-        connector = await env.startConnector({ state });
+        connector = await env.startConnector({ state: narrow });
         await waitFor(
           'the documents submitted again',
           () => Object.values(env.sandbox.stats().submissionsByQueryId).every((n) => n === 2),
@@ -386,8 +396,13 @@ describe('redelivery is not replay', () => {
         const file = await env.writeFile('doc.pdf', await sampleBytes('clean-pdf'));
         const ids = Array.from({ length: 10 }, (_, i) => `redeliver-${i}`);
         const n = ids.length;
-        // Nothing is committed by the first process: every record comes back after the crash.
-        const noCommit = { connector: { commitIntervalMs: 3_600_000 } };
+        // Nothing is committed by the first process: every record comes back after the crash. Its
+        // session is Kafka's shortest (group.min.session.timeout.ms): the next member's join waits for
+        // the killed member's session to end.
+        const noCommit = {
+          connector: { commitIntervalMs: 3_600_000 },
+          kafka: { sessionTimeoutMs: 6000 },
+        };
         await env.collect();
         await env.produce(
           ids.map((id) => arrival(id, file, { pipeline_configuration: 'QUALITY_ONLY' })),
