@@ -1,6 +1,7 @@
 /**
  * Crashes, rebalances and rate limits on the real stack: whatever happens to the connector, every
  * document ends with exactly one result set and exactly one submission (per event_id = query_id).
+ * The scenarios run side by side (each has its own topics, group and sandbox): they mostly wait.
  */
 import type { ChildProcess } from 'node:child_process';
 import { sampleBytes } from '../../src/demo/corpus.js';
@@ -53,136 +54,139 @@ async function committedTotal(env: E2E): Promise<number> {
   }
 }
 
-describe('SIGKILL with hundreds of documents in flight', () => {
-  const env = new E2E();
-  beforeAll(async () => {
-    await env.start({ processing: { distribution: 'uniform', minMs: 1500, maxMs: 2500 } });
-  });
+/**
+ * The session timeout of the SIGKILL scenario's connectors: the killed member holds its partitions
+ * until its session ends, so this is how long the new instance waits before it takes them over. An
+ * idle member heartbeats only about every 5 s (kafkajs's fetch wait), so it keeps a margin over that.
+ */
+const KILLED_SESSION_TIMEOUT_MS = 8000;
+
+describe('crashes, rebalances and rate limits', () => {
+  const envs: E2E[] = [];
   afterAll(async () => {
-    await env.stop();
+    await Promise.all(envs.map((e) => e.stop()));
   });
 
-  it('a new instance finishes every document without submitting any twice', async () => {
-    const file = await env.writeFile('doc.pdf', await sampleBytes('clean-pdf'));
-    const ids = Array.from({ length: 300 }, (_, i) => `evt-kill-${i}`);
-    await env.produce(ids.map((id) => arrival(id, file)));
-    const overrides = { connector: { maxInFlight: 500 }, api: { ratePerSecond: 400 } };
-    const first = env.spawnConnector(overrides);
-    await waitFor('the first submissions', () => env.sandbox.stats().submissionsCreated > 0, 30_000);
-    await env.collect();
-    // Every record admitted (its state durable, its offset committed): kill in the middle of uploads
-    // and polling, outside the documented window between a creation and its state record.
-    const deadline = Date.now() + 40_000;
-    while ((await committedTotal(env)) < ids.length) {
-      if (Date.now() > deadline) throw new Error('the first instance did not admit every record');
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    first.kill('SIGKILL');
-    await exited(first);
-    const atKill = distinctResults(env);
-    expect(atKill).toBeLessThan(ids.length * 3);
+  async function start(env: E2E, sandboxConfig: Parameters<E2E['start']>[0]): Promise<E2E> {
+    envs.push(env);
+    return env.start(sandboxConfig);
+  }
 
-    env.spawnConnector(overrides);
-    await waitFor('every result', () => distinctResults(env) >= ids.length * 3, 50_000);
-    await expectExactlyOnce(env, ids, FRAUD_KINDS);
-  });
-});
-
-describe('two instances in one group, one stopped mid-run', () => {
-  const env = new E2E(3);
-  beforeAll(async () => {
-    await env.start({ processing: { distribution: 'uniform', minMs: 1000, maxMs: 2000 } });
-  });
-  afterAll(async () => {
-    await env.stop();
-  });
-
-  it('the survivor takes the partitions over: nothing lost, nothing submitted twice', async () => {
-    const file = await env.writeFile('doc.pdf', await sampleBytes('clean-pdf'));
-    const ids = Array.from({ length: 150 }, (_, i) => `evt-group-${i}`);
-    const a = env.spawnConnector();
-    const b = env.spawnConnector();
-    // Both join before the input arrives, so both own partitions when the work starts.
-    const admin = env.kafka.admin();
-    await admin.connect();
-    try {
+  test.concurrent(
+    'SIGKILL with hundreds of documents in flight: a new instance finishes every document without submitting any twice',
+    async () => {
+      const env = await start(new E2E(), {
+        processing: { distribution: 'uniform', minMs: 1500, maxMs: 2500 },
+      });
+      const file = await env.writeFile('doc.pdf', await sampleBytes('clean-pdf'));
+      const ids = Array.from({ length: 300 }, (_, i) => `evt-kill-${i}`);
+      await env.produce(ids.map((id) => arrival(id, file)));
+      const overrides = {
+        connector: { maxInFlight: 500 },
+        api: { ratePerSecond: 400 },
+        kafka: { sessionTimeoutMs: KILLED_SESSION_TIMEOUT_MS },
+      };
+      const first = env.spawnConnector(overrides);
+      await waitFor('the first submissions', () => env.sandbox.stats().submissionsCreated > 0, 30_000);
+      await env.collect();
+      // Every record admitted (its state durable, its offset committed): kill in the middle of uploads
+      // and polling, outside the documented window between a creation and its state record.
       const deadline = Date.now() + 40_000;
-      for (;;) {
-        const g = await admin.describeGroup(`${env.id}-group`);
-        if (g.state === 'Stable' && g.members === 2) break;
-        if (Date.now() > deadline) throw new Error(`the group did not settle with 2 members: ${g.state}`);
-        await new Promise((r) => setTimeout(r, 200));
+      while ((await committedTotal(env)) < ids.length) {
+        if (Date.now() > deadline) throw new Error('the first instance did not admit every record');
+        await new Promise((r) => setTimeout(r, 50));
       }
-    } finally {
-      await admin.disconnect();
-    }
-    await env.produce(
-      ids.map((id) => arrival(id, file)),
-      (i) => `key-${i}`,
-    );
-    await waitFor('the first submissions', () => env.sandbox.stats().submissionsCreated >= 40, 30_000);
-    await env.collect();
-    a.kill('SIGTERM');
-    const code = await exited(a);
-    if (code !== 0) console.log(env.childLogs[0]!.join(''));
-    expect(code).toBe(0);
-    expect(b.exitCode).toBeNull();
-    await waitFor('every result', () => distinctResults(env) >= ids.length * 3, 50_000);
-    await expectExactlyOnce(env, ids, FRAUD_KINDS);
-  });
-});
+      first.kill('SIGKILL');
+      await exited(first);
+      const atKill = distinctResults(env);
+      expect(atKill).toBeLessThan(ids.length * 3);
 
-describe('a 429 storm and a low rate limit', () => {
-  const env = new E2E();
-  beforeAll(async () => {
-    await env.start({ rateLimit: { ratePerSecond: 10, burst: 10 } });
-  });
-  afterAll(async () => {
-    await env.stop();
-  });
+      env.spawnConnector(overrides);
+      await waitFor('every result', () => distinctResults(env) >= ids.length * 3, 50_000);
+      await expectExactlyOnce(env, ids, FRAUD_KINDS);
+    },
+  );
 
-  it('everything completes and nothing goes to the dead-letter topic', async () => {
-    const file = await env.writeFile('doc.pdf', await sampleBytes('clean-pdf'));
-    const ids = Array.from({ length: 30 }, (_, i) => `evt-storm-${i}`);
-    await env.startConnector({ api: { ratePerSecond: 50 } });
-    await env.collect();
-    await env.produce(ids.map((id) => arrival(id, file, { pipeline_configuration: 'QUALITY_ONLY' })));
-    await waitFor('the first submissions', () => env.sandbox.stats().submissionsCreated >= 5, 20_000);
-    env.sandbox.configure({ faults: { storm429: { durationMs: 3000 } } });
-    await waitFor('every result', () => distinctResults(env) >= ids.length, 50_000);
-    await expectExactlyOnce(env, ids, ['quality']);
-    expect(env.sandbox.stats().rateLimited).toBeGreaterThan(0);
-  });
-});
+  test.concurrent(
+    'two instances in one group, one stopped mid-run: the survivor takes the partitions over, nothing lost, nothing submitted twice',
+    async () => {
+      const env = await start(new E2E(3), {
+        processing: { distribution: 'uniform', minMs: 1000, maxMs: 2000 },
+      });
+      const file = await env.writeFile('doc.pdf', await sampleBytes('clean-pdf'));
+      const ids = Array.from({ length: 150 }, (_, i) => `evt-group-${i}`);
+      const a = env.spawnConnector();
+      const b = env.spawnConnector();
+      // Both join before the input arrives, so both own partitions when the work starts.
+      const admin = env.kafka.admin();
+      await admin.connect();
+      try {
+        const deadline = Date.now() + 40_000;
+        for (;;) {
+          const g = await admin.describeGroup(`${env.id}-group`);
+          if (g.state === 'Stable' && g.members === 2) break;
+          if (Date.now() > deadline) throw new Error(`the group did not settle with 2 members: ${g.state}`);
+          await new Promise((r) => setTimeout(r, 200));
+        }
+      } finally {
+        await admin.disconnect();
+      }
+      await env.produce(
+        ids.map((id) => arrival(id, file)),
+        (i) => `key-${i}`,
+      );
+      await waitFor('the first submissions', () => env.sandbox.stats().submissionsCreated >= 40, 30_000);
+      await env.collect();
+      a.kill('SIGTERM');
+      const code = await exited(a);
+      if (code !== 0) console.log(env.childLogs[0]!.join(''));
+      expect(code).toBe(0);
+      expect(b.exitCode).toBeNull();
+      await waitFor('every result', () => distinctResults(env) >= ids.length * 3, 50_000);
+      await expectExactlyOnce(env, ids, FRAUD_KINDS);
+    },
+  );
 
-describe('5xx and dropped connections on every endpoint, creates included', () => {
-  const env = new E2E();
-  beforeAll(async () => {
-    await env.start({ faults: { errorRate: 0.2, dropRate: 0.05 } });
-  });
-  afterAll(async () => {
-    await env.stop();
-  });
+  test.concurrent(
+    'a 429 storm and a low rate limit: everything completes and nothing goes to the dead-letter topic',
+    async () => {
+      const env = await start(new E2E(), { rateLimit: { ratePerSecond: 10, burst: 10 } });
+      const file = await env.writeFile('doc.pdf', await sampleBytes('clean-pdf'));
+      const ids = Array.from({ length: 30 }, (_, i) => `evt-storm-${i}`);
+      await env.startConnector({ api: { ratePerSecond: 50 } });
+      await env.collect();
+      await env.produce(ids.map((id) => arrival(id, file, { pipeline_configuration: 'QUALITY_ONLY' })));
+      await waitFor('the first submissions', () => env.sandbox.stats().submissionsCreated >= 5, 20_000);
+      env.sandbox.configure({ faults: { storm429: { durationMs: 3000 } } });
+      await waitFor('every result', () => distinctResults(env) >= ids.length, 50_000);
+      await expectExactlyOnce(env, ids, ['quality']);
+      expect(env.sandbox.stats().rateLimited).toBeGreaterThan(0);
+    },
+  );
 
-  it('creates whose answer was lost are retried: no good document dead-lettered, none analysed twice', async () => {
-    const file = await env.writeFile('doc.pdf', await sampleBytes('clean-pdf'));
-    const ids = Array.from({ length: 30 }, (_, i) => `evt-5xx-${i}`);
-    await env.startConnector({ api: { ratePerSecond: 100 } });
-    await env.collect();
-    await env.produce(ids.map((id) => arrival(id, file, { pipeline_configuration: 'QUALITY_ONLY' })));
-    await waitFor('every result', () => distinctResults(env) >= ids.length, 90_000);
-    expect(env.on('dlq')).toEqual([]);
-    const stats = env.sandbox.stats();
-    const createFaults = Object.entries(stats.requests)
-      .filter(([k]) => k.startsWith('POST /v2/submission ') && / 5\d\d$/.test(k))
-      .reduce((n, [, c]) => n + c, 0);
-    expect(createFaults + stats.droppedConnections).toBeGreaterThan(0);
-    // Each event's file went to exactly one submission (the sandbox shows a sha256 once uploaded).
-    const res = await fetch(`${env.sandbox.baseUrl}/_sandbox/submissions`);
-    const { items } = (await res.json()) as { items: Array<{ query_id: string; sha256: string | null }> };
-    const uploads = new Map<string, number>();
-    for (const s of items) if (s.sha256) uploads.set(s.query_id, (uploads.get(s.query_id) ?? 0) + 1);
-    expect([...uploads.keys()].sort()).toEqual([...ids].sort());
-    expect([...uploads.values()].filter((n) => n !== 1)).toEqual([]);
-  });
+  test.concurrent(
+    '5xx and dropped connections on every endpoint, creates included: creates whose answer was lost are retried, no good document dead-lettered, none analysed twice',
+    async () => {
+      const env = await start(new E2E(), { faults: { errorRate: 0.2, dropRate: 0.05 } });
+      const file = await env.writeFile('doc.pdf', await sampleBytes('clean-pdf'));
+      const ids = Array.from({ length: 30 }, (_, i) => `evt-5xx-${i}`);
+      await env.startConnector({ api: { ratePerSecond: 100 } });
+      await env.collect();
+      await env.produce(ids.map((id) => arrival(id, file, { pipeline_configuration: 'QUALITY_ONLY' })));
+      await waitFor('every result', () => distinctResults(env) >= ids.length, 90_000);
+      expect(env.on('dlq')).toEqual([]);
+      const stats = env.sandbox.stats();
+      const createFaults = Object.entries(stats.requests)
+        .filter(([k]) => k.startsWith('POST /v2/submission ') && / 5\d\d$/.test(k))
+        .reduce((n, [, c]) => n + c, 0);
+      expect(createFaults + stats.droppedConnections).toBeGreaterThan(0);
+      // Each event's file went to exactly one submission (the sandbox shows a sha256 once uploaded).
+      const res = await fetch(`${env.sandbox.baseUrl}/_sandbox/submissions`);
+      const { items } = (await res.json()) as { items: Array<{ query_id: string; sha256: string | null }> };
+      const uploads = new Map<string, number>();
+      for (const s of items) if (s.sha256) uploads.set(s.query_id, (uploads.get(s.query_id) ?? 0) + 1);
+      expect([...uploads.keys()].sort()).toEqual([...ids].sort());
+      expect([...uploads.values()].filter((n) => n !== 1)).toEqual([]);
+    },
+  );
 });
