@@ -95,6 +95,12 @@ export interface ResilienceOptions {
    * member joining, and a member stopped with SIGTERM.
    */
   groupMoves: boolean;
+  /**
+   * The members' session timeout: a SIGKILLed member holds its partitions until its session ends,
+   * so each kill costs about this long before its successor is ready; the stall outlasts it. An idle
+   * or fully paused member heartbeats only about every 5 s (kafkajs's fetch wait): keep a margin.
+   */
+  sessionTimeoutMs: number;
   /** Bound on the whole run, in ms. */
   timeoutMs: number;
   seed?: number;
@@ -113,6 +119,7 @@ export const SHORT: ResilienceOptions = {
   stormMs: 3000,
   kafkaRestart: false,
   groupMoves: false,
+  sessionTimeoutMs: 8000,
   timeoutMs: 240_000,
 };
 
@@ -128,6 +135,7 @@ export const LONG: ResilienceOptions = {
   stormMs: 8000,
   kafkaRestart: true,
   groupMoves: true,
+  sessionTimeoutMs: 10_000,
   timeoutMs: 900_000,
 };
 
@@ -203,8 +211,6 @@ type Action =
 /** The API's answer time during the slow-API moves: longer than the members' admission wait. */
 const SLOW_API_MS = 2500;
 const ADMISSION_WAIT_MS = 1000;
-/** The members' session timeout (`writeConnectorConfig`); a stall lasts longer. */
-const SESSION_TIMEOUT_MS = 10_000;
 
 /** Small seeded generator, so a failing run can be repeated with --seed. */
 function rng(seed: number): () => number {
@@ -300,6 +306,7 @@ export async function runResilience(options: ResilienceOptions): Promise<Resilie
         maxInFlight: 200,
         fileRoots: [dir],
         httpPort: port,
+        kafka: { sessionTimeoutMs: options.sessionTimeoutMs },
         connector: {
           pollInitialMs: 300,
           pollMaxMs: 2000,
@@ -459,7 +466,7 @@ export async function runResilience(options: ResilienceOptions): Promise<Resilie
           const pid = kafkaPid();
           process.kill(pid, 'SIGSTOP');
           try {
-            await sleep(SESSION_TIMEOUT_MS + 4000);
+            await sleep(options.sessionTimeoutMs + 4000);
           } finally {
             process.kill(pid, 'SIGCONT');
           }
