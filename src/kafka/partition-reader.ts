@@ -65,9 +65,10 @@ export class PartitionReader {
       groupId: `${this.settings.groupPrefix ?? 'docstream-reader'}-${randomUUID()}`,
       maxBytesPerPartition: this.settings.maxBytesPerPartition ?? 4 * 1024 * 1024,
       maxWaitTimeMs: this.settings.maxWaitTimeMs ?? 100,
-      // The group's only member: after a crash (the broker away) its restart rejoins as a new member,
-      // and the group waits for the old one's session to expire first. A short session keeps that
-      // wait, the delay of a restore after Kafka comes back, short.
+      // The group's only member: after a crash (the broker away) its restart rejoins as the member
+      // the group still holds (`rejoin-barrier.ts`); where that is not possible (another kafkajs
+      // version) it joins as a new member, and the group waits for the old one's session to expire
+      // first. A short session keeps that wait, the delay of a restore after Kafka comes back, short.
       sessionTimeoutMs: this.settings.sessionTimeoutMs ?? PRIVATE_SESSION_TIMEOUT_MS,
     });
     this.consumer = consumer;

@@ -57,4 +57,41 @@ describe('the rejoin barrier', () => {
     });
     await expect(failing.joinAndSync()).rejects.toThrow('joined anyway');
   });
+
+  it("has a consumer's restart rejoin as the member that crashed without leaving", async () => {
+    expect(installRejoinBarrier()).toBe(true);
+    const proto = kafkajsInternal<{ prototype: GroupProto }>('consumer/consumerGroup.js').prototype;
+    type Group = GroupProto & { memberId: string | null };
+    const joinedAs: Array<string | null> = [];
+    // A group member as kafkajs makes one per (re)start of a consumer, on the consumer's one cluster.
+    // kafkajs's own joinAndSync starts by calling its retrier: it records the id the join would
+    // send, then the coordinator's answer (`assigned`) becomes the member id.
+    const member = (cluster: object, assigned: string): Group => {
+      const group: Group = Object.assign(Object.create(proto) as Group, {
+        cluster,
+        memberId: null,
+        assigners: [],
+        retrier: () => {
+          joinedAs.push(group.memberId);
+          group.memberId = assigned;
+          return Promise.resolve();
+        },
+      });
+      return group;
+    };
+    const cluster = {};
+    const first = member(cluster, 'member-1');
+    await first.joinAndSync();
+    // It crashed while the broker was away: its leave failed, its id is still set.
+    const restarted = member(cluster, 'member-1');
+    await restarted.joinAndSync();
+    // A rejoin of the same member (a rebalance) keeps the id it has.
+    await restarted.joinAndSync();
+    // It left (the coordinator took the leave, kafkajs cleared the id): the next start is a new member.
+    restarted.memberId = null;
+    await member(cluster, 'member-2').joinAndSync();
+    // Another consumer (its own cluster) never takes this one's id.
+    await member({}, 'member-3').joinAndSync();
+    expect(joinedAs).toEqual([null, 'member-1', 'member-1', null, null]);
+  });
 });

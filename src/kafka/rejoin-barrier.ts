@@ -11,7 +11,7 @@
  * under `BEFORE_REJOIN` before it joins. The hook bounds its own wait; the join then goes on as
  * kafkajs wrote it. Applied only to the kafkajs version it was written against; on any other the
  * consumer joins without the barrier, `installRejoinBarrier` says so, and the Kafka client's one
- * start-up line (`unpatchedNotice`) names it.
+ * start-up line (`unpatchedNotice`) names it. Restarts rejoin as the crashed member: `rejoinAsCrashedMember`.
  */
 import { installedKafkajsVersion, kafkajsInternal, PATCHED_KAFKAJS_VERSION } from './kafkajs-internals.js';
 
@@ -27,10 +27,17 @@ export interface HasRejoinHook {
 
 interface ConsumerGroupLike {
   assigners: HasRejoinHook[];
+  /** Set by a join; cleared by a leave that the coordinator took, or by UNKNOWN_MEMBER_ID. */
+  memberId: string | null;
+  /** The consumer's cluster: one per kafkajs consumer, kept across its restarts. */
+  cluster: object;
   joinAndSync(): Promise<void>;
 }
 
 let installed: boolean | undefined;
+
+/** The last group member each consumer (by its cluster) joined with. */
+const lastGroup = new WeakMap<object, ConsumerGroupLike>();
 
 /**
  * Wraps kafkajs's `joinAndSync` once per process. Returns false (and wraps nothing) when the installed
@@ -47,9 +54,29 @@ export function installRejoinBarrier(version: string = installedKafkajsVersion()
       // A hook that fails must not keep the member out of its group.
       if (hook) await hook().catch(() => undefined);
     }
+    rejoinAsCrashedMember(this);
     return joinAndSync.call(this);
   };
   return (installed = true);
+}
+
+/**
+ * A restart after a crash whose leave did not reach the coordinator rejoins as that member. After a
+ * crash kafkajs starts a new `ConsumerGroup` (no member id) on the consumer's same cluster object.
+ * When the crashed one could not leave (the broker was away: its member id is still set), the
+ * coordinator keeps that member (a restarted broker reloads it) until its session times out, and a
+ * join as a new member waits that whole session timeout before the rebalance completes. So the new
+ * group's first join sends the crashed member's id, as Kafka's own clients keep their member id
+ * across a lost coordinator. If the coordinator no longer knows it (the session expired meanwhile),
+ * kafkajs's join gets UNKNOWN_MEMBER_ID, forgets the id and joins again as a new member.
+ */
+function rejoinAsCrashedMember(group: ConsumerGroupLike): void {
+  if (typeof group.cluster !== 'object' || group.cluster === null) return;
+  const previous = lastGroup.get(group.cluster);
+  lastGroup.set(group.cluster, group);
+  if (!group.memberId && previous !== undefined && previous !== group && previous.memberId) {
+    group.memberId = previous.memberId;
+  }
 }
 
 /** Whether the barrier is in place (after `installRejoinBarrier`). */
