@@ -6,16 +6,14 @@
 // (0 when not named there), so on a fresh clone the files named there go first, longest first, and
 // the rest follow by size. The seconds are about each file's wall time in a CI run (the "file-time:"
 // lines of test/harness/file-times-reporter.js; kafka-restart and kafka-freeze, which start a
-// broker of their own, and scale-slow-api and connector-state, since their cases run side by side,
-// placed by runs on this machine); only their order matters.
+// broker of their own, and scale-slow-api, connector-state and kafka-secured, since their cases run
+// side by side, placed by runs on this machine); only their order matters.
 import fs from 'node:fs';
 import path from 'node:path';
 import TestSequencer from '@jest/test-sequencer';
 
 const SLOW = {
-  'test/connector/kafka-restart.test.ts': 75,
   'test/connector/resilience.test.ts': 68,
-  'test/security/kafka-secured.test.ts': 66,
   'test/connector/kafka-freeze.test.ts': 55,
   'test/connector/failures.test.ts': 49,
   'test/resilience.test.ts': 49,
@@ -24,9 +22,11 @@ const SLOW = {
   'test/state/connector-state.test.ts': 41,
   'test/connector/scale-slow-api.test.ts': 39,
   'test/connector/sticky-rebalance.test.ts': 38,
+  'test/connector/kafka-restart.test.ts': 37,
   'test/cli/conventions.test.ts': 33,
   'test/connector/group-share.test.ts': 32,
   'test/client/client.test.ts': 30,
+  'test/security/kafka-secured.test.ts': 20,
 };
 
 function hint(test) {
