@@ -123,11 +123,22 @@ describe('the API has a bad minute', () => {
   const envs: E2E[] = [];
   const proxies: ApiProxy[] = [];
 
+  // What scenarios that failed left (a passed one stops its own at its end); each scenario has its
+  // own connector, sandbox and topics, so they stop side by side.
   afterAll(async () => {
-    // Each scenario has its own connector, sandbox and topics: they stop side by side.
     await Promise.all(proxies.map((p) => p.close()));
     await Promise.all(envs.map((e) => e.stop()));
   });
+
+  /** Stops a passed scenario's proxy and environment at once, while the others still run. */
+  async function release(e2e: E2E, proxy?: ApiProxy): Promise<void> {
+    if (proxy) {
+      proxies.splice(proxies.indexOf(proxy), 1);
+      await proxy.close();
+    }
+    envs.splice(envs.indexOf(e2e), 1);
+    await e2e.stop();
+  }
 
   async function env(partitions = 2): Promise<E2E> {
     const e2e = await new E2E(partitions).start();
@@ -152,6 +163,7 @@ describe('the API has a bad minute', () => {
       e2e.sandbox.configure({ faults: { errorRate: 0 } });
       await expectAllDone(e2e, [...before, ...during], 90_000);
       expect(connector.pausedForOutage).toBe(false);
+      await release(e2e);
     },
     240_000,
   );
@@ -170,6 +182,7 @@ describe('the API has a bad minute', () => {
       await holdOutage(e2e, await groupMember(e2e));
       await proxy.listen();
       await expectAllDone(e2e, ids, 90_000);
+      await release(e2e, proxy);
     },
     240_000,
   );
@@ -189,6 +202,7 @@ describe('the API has a bad minute', () => {
       await holdOutage(e2e, await groupMember(e2e));
       proxy.tokenDown = false;
       await expectAllDone(e2e, ids, 90_000);
+      await release(e2e, proxy);
     },
     240_000,
   );
@@ -207,6 +221,7 @@ describe('the API has a bad minute', () => {
       await holdOutage(e2e, member);
       e2e.sandbox.configure({ faults: { dropRate: 0 } });
       await expectAllDone(e2e, ids, 90_000);
+      await release(e2e);
     },
     240_000,
   );
@@ -234,6 +249,7 @@ describe('the API has a bad minute', () => {
       await waitFor('the others done', () => done().length === others.length, 60_000);
       expect(e2e.on('dlq')).toHaveLength(1);
       expect(e2e.sandbox.stats().submissionsCreated).toBe(1 + others.length);
+      await release(e2e);
     },
     240_000,
   );
