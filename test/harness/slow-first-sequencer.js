@@ -22,10 +22,10 @@ const SLOW = {
   'test/state/connector-state.test.ts': 41,
   'test/connector/scale-slow-api.test.ts': 39,
   'test/connector/sticky-rebalance.test.ts': 38,
-  'test/connector/kafka-restart.test.ts': 37,
   'test/cli/conventions.test.ts': 33,
   'test/connector/group-share.test.ts': 32,
   'test/client/client.test.ts': 30,
+  'test/connector/kafka-restart.test.ts': 26,
   'test/security/kafka-secured.test.ts': 20,
 };
 
