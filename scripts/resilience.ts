@@ -608,10 +608,14 @@ export async function runResilience(options: ResilienceOptions): Promise<Resilie
       },
     };
   } finally {
-    const c = connector as ConnectorProcess | null;
-    if (c) await c.stop();
-    const e = extra as ConnectorProcess | null;
-    if (e) await e.stop();
+    // The report is complete (or the run failed): nothing reads what the members do from here, so
+    // they are killed, not stopped gracefully (a graceful stop waits for the consumer's fetch and
+    // commits into topics about to be deleted; graceful-stop.test.ts checks it).
+    for (const member of [connector, extra] as Array<ConnectorProcess | null>) {
+      if (!member) continue;
+      member.kill('SIGKILL');
+      await member.exited;
+    }
     await collector.stop();
     await producer.disconnect().catch(() => undefined);
     await sandbox.close();
