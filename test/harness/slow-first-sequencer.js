@@ -13,19 +13,19 @@ import path from 'node:path';
 import TestSequencer from '@jest/test-sequencer';
 
 const SLOW = {
-  'test/connector/resilience.test.ts': 68,
   'test/connector/kafka-freeze.test.ts': 55,
   'test/connector/failures.test.ts': 49,
-  'test/resilience.test.ts': 49,
   'test/connector/replay.test.ts': 47,
-  'test/connector/api-outages.test.ts': 46,
+  'test/resilience.test.ts': 46,
   'test/state/connector-state.test.ts': 41,
   'test/connector/scale-slow-api.test.ts': 39,
   'test/connector/sticky-rebalance.test.ts': 38,
+  'test/connector/api-outages.test.ts': 33,
   'test/cli/conventions.test.ts': 33,
   'test/connector/group-share.test.ts': 32,
   'test/client/client.test.ts': 30,
   'test/connector/kafka-restart.test.ts': 26,
+  'test/connector/resilience.test.ts': 22,
   'test/security/kafka-secured.test.ts': 20,
 };
 
