@@ -38,7 +38,11 @@ import { failureOf } from './outputs/dead-letters.js';
 import { KafkaError, KafkaUnavailableError, isMessageTooLarge } from '../kafka/errors.js';
 import { RevocationInProgressError } from './document/create-gate.js';
 import { RegistryUnavailableError } from '../serde/registry.js';
-import { transactionalOutputs, transactionalStates } from './outputs/delivery-modes.js';
+import {
+  transactionalLoopState,
+  transactionalOutputs,
+  transactionalStates,
+} from './outputs/delivery-modes.js';
 import { DocumentEngine } from './document/engine.js';
 import { InputRecords } from './document/inputs.js';
 import { KafkaOutput } from './outputs/output.js';
@@ -357,22 +361,8 @@ export function buildLoop(
     commitIntervalMs: config.connector.commitIntervalMs,
     admissionWaitMs: config.connector.admissionWaitMs,
     engine: parts.engine,
-    // exactly-once: a partition's transactional id is initialised (fencing its previous owner and
-    // aborting that owner's open transaction) before its state is restored and anything admitted;
-    // on revoke its gathered records are dropped and its producer closed.
-    state: transactions
-      ? {
-          assign: async (partitions) => {
-            await transactions.open(partitions);
-            await state.assign(partitions);
-          },
-          revoke: (partitions) => {
-            state.revoke(partitions);
-            void transactions.close(partitions);
-          },
-          unfinished: (partition) => state.unfinished(partition),
-        }
-      : state,
+    // exactly-once: each partition's transactional producer opened and closed with it.
+    state: transactions ? transactionalLoopState(state, transactions) : state,
     arrivals: arrivalHandler({
       decoder: registry,
       engine: parts.engine,

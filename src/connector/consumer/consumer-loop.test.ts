@@ -77,6 +77,8 @@ class FakeState implements LoopState {
   reads: number[][] = [];
   revoked: number[][] = [];
   byPartition = new Map<number, UnfinishedState[]>();
+  /** Set by a test: a state whose records' writer may outlive a crash (exactly-once). */
+  leave?: (partitions: number[]) => () => void;
   async assign(partitions: number[]): Promise<void> {
     this.reads.push(partitions);
   }
@@ -618,6 +620,72 @@ describe('ConsumerLoop', () => {
     expect(consumer.commits.flat()).toContainEqual(
       expect.objectContaining({ topic: 'in', partition: 0, offset: '7' }),
     );
+  });
+
+  /**
+   * Exactly-once: a partition's state records go through its own writer, which a revoke closes. A
+   * crash must not close it before the barrier before the next join wrote the creates sent.
+   */
+  function writersPerPartition(state: FakeState, order: string[]) {
+    const open = new Set<number>();
+    state.assign = async (partitions) => {
+      order.push(`open ${partitions.join(',')}`);
+      for (const p of partitions) open.add(p);
+    };
+    state.revoke = (partitions) => {
+      order.push(`close ${partitions.join(',')}`);
+      for (const p of partitions) open.delete(p);
+    };
+    state.leave = (partitions) => {
+      order.push(`left ${partitions.join(',')}`);
+      return () => state.revoke(partitions);
+    };
+    return open;
+  }
+
+  const crashed: GroupJoin = {
+    memberId: '',
+    isLeader: false,
+    assignment: {},
+    added: {},
+    removed: { in: [0, 1], fb: [0] },
+  };
+
+  it('after a crash keeps the left partitions writable until the barrier before the next join recorded for them', async () => {
+    jest.useFakeTimers();
+    const { loop, engine, state } = setup(10);
+    const order: string[] = [];
+    const open = writersPerPartition(state, order);
+    loop.onGroupJoin(join({ in: [0, 1], fb: [0] }, {}, { in: [0, 1], fb: [0] }));
+    await until(() => open.size === 2);
+    // The barrier records each create sent: possible only through its partition's open writer.
+    const writable: number[][] = [];
+    engine.recordBeforeRevocation = async () => {
+      writable.push([...open]);
+      return 0;
+    };
+    loop.onGroupJoin(crashed);
+    expect(open).toEqual(new Set([0, 1]));
+    await settle(loop.beforeRejoin(5000));
+    expect(writable).toEqual([[0, 1]]);
+    expect(open).toEqual(new Set());
+    loop.onGroupJoin(join({ in: [1] }, {}, { in: [1] }));
+    await until(() => open.size === 1);
+    expect(order).toEqual(['open 0', 'open 1', 'left 0,1', 'close 0,1', 'open 1']);
+  });
+
+  it("after a crash without a barrier (another kafkajs), closes the left partitions' writer at the next join, before opening any", async () => {
+    jest.useFakeTimers();
+    const { loop, state } = setup(10);
+    const order: string[] = [];
+    const open = writersPerPartition(state, order);
+    loop.onGroupJoin(join({ in: [0, 1], fb: [0] }, {}, { in: [0, 1], fb: [0] }));
+    await until(() => open.size === 2);
+    loop.onGroupJoin(crashed);
+    loop.onGroupJoin(join({ in: [0] }, {}, { in: [0] }));
+    await until(() => open.size === 1);
+    expect(open).toEqual(new Set([0]));
+    expect(order).toEqual(['open 0', 'open 1', 'left 0,1', 'close 0,1', 'open 0']);
   });
 
   it('holds creates when the crashed consumer left its group, and lets them go again at the next join', () => {

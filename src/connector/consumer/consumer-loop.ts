@@ -39,6 +39,8 @@ export class ConsumerLoop {
   private readonly idleWaiters: Array<() => void> = [];
   /** Waits cut short by a stop (a record's back-off, a batch's wait for its admissions). */
   private readonly sleepers = new Set<() => void>();
+  /** Closes what writes the state records of the partitions left at a crash (`LoopState.leave`). */
+  private closeLeft: (() => void) | null = null;
 
   constructor(private readonly o: ConsumerLoopOptions) {
     this.commits = new OffsetCommits({
@@ -113,8 +115,18 @@ export class ConsumerLoop {
    * Called before the consumer (re)joins its group, which releases every partition it holds: no
    * create is sent from now on; the creates already sent are recorded and the offsets that made
    * durable are committed, all within `timeoutMs` (a submission still unrecorded then stays empty).
+   * After a crash this also records for the partitions the member left (`LoopState.leave`).
    */
   async beforeRejoin(timeoutMs: number): Promise<void> {
+    try {
+      await this.recordBeforeRejoin(timeoutMs);
+    } finally {
+      // The barrier recorded what it could for the partitions left at a crash: their writer closes.
+      this.endLeft();
+    }
+  }
+
+  private async recordBeforeRejoin(timeoutMs: number): Promise<void> {
     const record = this.o.engine.recordBeforeRevocation;
     if (!record || this.stopping) return;
     const started = Date.now();
@@ -138,19 +150,34 @@ export class ConsumerLoop {
       );
   }
 
+  private endLeft(): void {
+    const close = this.closeLeft;
+    this.closeLeft = null;
+    close?.();
+  }
+
   /** The group's answer to a rebalance: drop what was lost, prepare what was gained, start unpaused. */
   onGroupJoin(join: GroupJoin): void {
     const { arrived, feedback } = this.o.topics;
     const removed = join.removed[arrived] ?? [];
     // The consumer crashed and left its group (`memberId` empty): nothing is created until it joined
     // again, and what it created but could not record is written before then (`beforeRejoin`).
-    if (join.memberId === '') this.o.engine.holdCreates?.();
-    else this.o.engine.assigned?.(join.assignment[arrived] ?? []);
+    const left = join.memberId === '';
+    if (left) this.o.engine.holdCreates?.();
+    else {
+      // Joined: the writer of the partitions left at a crash closes now if no barrier closed it
+      // (another kafkajs), before any partition is prepared again.
+      this.endLeft();
+      this.o.engine.assigned?.(join.assignment[arrived] ?? []);
+    }
     let stopped = 0;
     if (removed.length > 0) {
       // Every step of a running document is recorded as it happens: stopping them loses nothing.
       stopped = this.o.engine.revoke(removed) ?? 0;
-      this.o.state.revoke(removed);
+      if (left && this.o.state.leave) {
+        this.endLeft();
+        this.closeLeft = this.o.state.leave(removed);
+      } else this.o.state.revoke(removed);
       for (const p of removed) {
         this.commits.drop(arrived, p);
         this.preparation.forget(p);

@@ -43,6 +43,13 @@ export interface LoopEngine {
 export interface LoopState {
   assign(partitions: number[]): Promise<void>;
   revoke(partitions: number[]): void;
+  /**
+   * The member left its group (a crash): the partitions are forgotten as by `revoke`, but what
+   * writes their state records stays open, so that the barrier before the next join
+   * (`beforeRejoin`) can still record the creates sent for them. Returns the call that closes it,
+   * made once that barrier ran (or at the next join, without a barrier). Absent: a crash revokes.
+   */
+  leave?(partitions: number[]): () => void;
   unfinished(partition: number): UnfinishedState[];
 }
 

@@ -8,7 +8,9 @@ import { jest } from '@jest/globals';
 import type { OutgoingMessage } from '../../kafka/producer.js';
 import { NotOwnedError, TransactionalWriters } from '../../kafka/transactions.js';
 import { silentLogger } from '../../observability/logger.js';
-import { transactionalOutputs, transactionalStates } from './delivery-modes.js';
+import { settledOnFakeTime } from '../../util/test-helpers.js';
+import type { LoopState } from '../consumer/loop-interfaces.js';
+import { transactionalLoopState, transactionalOutputs, transactionalStates } from './delivery-modes.js';
 
 /** What TransactionalWriters is built on (the Kafka client library's client). */
 type Kafka = ConstructorParameters<typeof TransactionalWriters>[0];
@@ -153,5 +155,62 @@ describe('exactly-once routing', () => {
       process.off('unhandledRejection', onUnhandled);
       jest.useRealTimers();
     }
+  });
+
+  describe('the state as the consumer loop sees it', () => {
+    function store() {
+      const moves: string[] = [];
+      const state: LoopState = {
+        assign: async (partitions) => void moves.push(`restore ${partitions.join(',')}`),
+        revoke: (partitions) => void moves.push(`forget ${partitions.join(',')}`),
+        unfinished: () => [],
+      };
+      return { state, moves };
+    }
+
+    it("opens a partition's producer before restoring it, and on revoke refuses its records at once", async () => {
+      const { kafka, txns } = fakeKafka();
+      const writers = new TransactionalWriters(kafka, { idPrefix: 'g-t', lingerMs: 5, logger: silentLogger });
+      const { state, moves } = store();
+      const loopState = transactionalLoopState(state, writers);
+      await loopState.assign([1]);
+      expect(writers.owns(1)).toBe(true);
+      loopState.revoke([1]);
+      expect(moves).toEqual(['restore 1', 'forget 1']);
+      await expect(
+        transactionalStates(writers).send('state', { key: 'evt-1', value: 's', partition: 1 }),
+      ).rejects.toBeInstanceOf(NotOwnedError);
+      expect(txns()).toEqual([]);
+    });
+
+    it('after a crash keeps the producer until closed: a state record the broker does not take yet commits once it does', async () => {
+      // Three commits fail as while the broker is away (retriable), then it takes them.
+      const { kafka, txns } = fakeKafka(3);
+      const writers = new TransactionalWriters(kafka, { idPrefix: 'g-t', lingerMs: 5, logger: silentLogger });
+      const { state, moves } = store();
+      const loopState = transactionalLoopState(state, writers);
+      await loopState.assign([1]);
+      const close = loopState.leave!([1]);
+      expect(moves).toEqual(['restore 1', 'forget 1']);
+      jest.useFakeTimers({ doNotFake: ['nextTick', 'setImmediate', 'queueMicrotask'] });
+      try {
+        // The barrier before the next join records a create sent for partition 1.
+        const recorded = transactionalStates(writers).send(
+          'state',
+          { key: 'evt-1', value: 's', partition: 1 },
+          { replace: true },
+        );
+        await settledOnFakeTime(recorded, 30_000);
+        expect(txns().map((t) => t.outcome)).toEqual(['aborted', 'aborted', 'aborted', 'committed']);
+        expect(txns().at(-1)!.records).toEqual([['state', 'evt-1']]);
+        close();
+        expect(writers.owns(1)).toBe(false);
+        await expect(
+          transactionalStates(writers).send('state', { key: 'evt-2', value: 's', partition: 1 }),
+        ).rejects.toBeInstanceOf(NotOwnedError);
+      } finally {
+        jest.useRealTimers();
+      }
+    });
   });
 });

@@ -13,6 +13,7 @@
 import type { CoalescingSender, SendOptions } from '../../kafka/coalescer.js';
 import type { OutgoingMessage } from '../../kafka/producer.js';
 import type { TransactionalWriters } from '../../kafka/transactions.js';
+import type { LoopState } from '../consumer/loop-interfaces.js';
 import type { OutputSender } from './output.js';
 
 export type Delivery = 'at-least-once' | 'exactly-once';
@@ -48,5 +49,32 @@ export function transactionalStates(writers: TransactionalWriters): Sender {
         return Promise.reject(new Error('a state record names its partition (the input partition)'));
       return writers.send(message.partition, topic, message, { replace: options.replace });
     },
+  };
+}
+
+/**
+ * The state as the consumer loop sees it under exactly-once: a partition's transactional id is
+ * initialised (fencing its previous owner and aborting that owner's open transaction) before its
+ * state is restored and anything admitted; on revoke its gathered records are dropped and its
+ * producer closed. After a crash (`leave`) the producers stay open until the barrier before the
+ * next join recorded the creates sent for those partitions: a write the broker does not take yet is
+ * retried in its transaction, not refused as not owned. Kept open meanwhile is safe: once another
+ * member initialised the partition's id, this producer is fenced and writes nothing more.
+ */
+export function transactionalLoopState(state: LoopState, writers: TransactionalWriters): LoopState {
+  return {
+    assign: async (partitions) => {
+      await writers.open(partitions);
+      await state.assign(partitions);
+    },
+    revoke: (partitions) => {
+      state.revoke(partitions);
+      void writers.close(partitions);
+    },
+    leave: (partitions) => {
+      state.revoke(partitions);
+      return () => void writers.close(partitions);
+    },
+    unfinished: (partition) => state.unfinished(partition),
   };
 }
