@@ -359,25 +359,48 @@ describe('resilience', () => {
   });
 
   it('resends a create whose connection dropped, and reads', async () => {
-    const events: CallEvent[] = [];
-    const c = client({
-      retry: { minDelayMs: 10, maxDelayMs: 20, maxTotalMs: 400 },
-      onCall: (e) => events.push(e),
+    // A sandbox of its own: clients of the tests before this one, left unavailable, probe the shared
+    // one in the background, and their probes would be dropped and counted too.
+    const own = await startSandbox({
+      seed: 7,
+      clients: [
+        {
+          clientId: 'sandbox-client',
+          clientSecret: 'sandbox-secret',
+          scopes: ['submissions.read', 'submissions.write'],
+        },
+      ],
     });
-    const { submission_id: id } = await submitted(c);
-    sandbox.configure({ faults: { dropRate: 1 } });
-    const dropped = sandbox.stats().droppedConnections;
-    const create = await caught(c.createSubmission());
-    expect(create).toBeInstanceOf(ConnectionError);
-    expect((create as ConnectionError).requestSent).toBe(true);
-    const creates = events.filter((e) => e.endpoint === '/v2/submission').length;
-    expect(creates).toBeGreaterThan(1);
-    const read = await caught(c.getQuality(id));
-    expect(read).toBeInstanceOf(ConnectionError);
-    const reads = events.filter((e) => e.endpoint === '/v2/submission/{id}/quality').length;
-    expect(reads).toBeGreaterThan(1);
-    expect(sandbox.stats().droppedConnections - dropped).toBe(creates + reads);
-    sandbox.configure({ faults: { dropRate: 0 } });
+    try {
+      const events: CallEvent[] = [];
+      const c = client({
+        baseUrl: own.baseUrl,
+        retry: { minDelayMs: 10, maxDelayMs: 20, maxTotalMs: 400 },
+        // No probe of its own while the API counts as unavailable: every call is one made below.
+        health: { probeMinMs: 60_000, probeMaxMs: 60_000 },
+        onCall: (e) => events.push(e),
+      });
+      const { submission_id: id } = await submitted(c);
+      own.configure({ faults: { dropRate: 1 } });
+      const dropped = own.stats().droppedConnections;
+      const before = events.length;
+      const create = await caught(c.createSubmission());
+      expect(create).toBeInstanceOf(ConnectionError);
+      expect((create as ConnectionError).requestSent).toBe(true);
+      const creates = events.slice(before).filter((e) => e.endpoint === '/v2/submission').length;
+      expect(creates).toBeGreaterThan(1);
+      const read = await caught(c.getQuality(id));
+      expect(read).toBeInstanceOf(ConnectionError);
+      const after = events.slice(before);
+      const reads = after.filter((e) => e.endpoint === '/v2/submission/{id}/quality').length;
+      expect(reads).toBeGreaterThan(1);
+      // Nothing else was sent, and every try reached the sandbox and had its connection dropped.
+      expect(after).toHaveLength(creates + reads);
+      expect(after.every((e) => e.status === undefined)).toBe(true);
+      expect(own.stats().droppedConnections - dropped).toBe(creates + reads);
+    } finally {
+      await own.close();
+    }
   });
 });
 
