@@ -4,29 +4,31 @@
 // of the longest integration files (small files that wait on slow APIs and rebalances) last.
 // This one is jest's, with one change: a file the cache has no time for takes its time from SLOW
 // (0 when not named there), so on a fresh clone the files named there go first, longest first, and
-// the rest follow by size. The seconds are about each file's wall time in a CI run (the "file-time:"
-// lines of test/harness/file-times-reporter.js; kafka-restart and kafka-freeze, which start a
-// broker of their own, and scale-slow-api, connector-state and kafka-secured, since their cases run
-// side by side, placed by runs on this machine); only their order matters.
+// the rest follow by size. The seconds are each file's wall time in a fresh-clone CI run with three
+// files at a time (the "file-time:" lines of test/harness/file-times-reporter.js); only their order
+// matters.
 import fs from 'node:fs';
 import path from 'node:path';
 import TestSequencer from '@jest/test-sequencer';
 
 const SLOW = {
-  'test/connector/kafka-freeze.test.ts': 55,
-  'test/connector/failures.test.ts': 49,
-  'test/connector/replay.test.ts': 47,
-  'test/resilience.test.ts': 46,
-  'test/state/connector-state.test.ts': 41,
-  'test/connector/scale-slow-api.test.ts': 39,
-  'test/connector/sticky-rebalance.test.ts': 38,
-  'test/connector/api-outages.test.ts': 33,
-  'test/cli/conventions.test.ts': 33,
-  'test/connector/group-share.test.ts': 32,
-  'test/client/client.test.ts': 30,
-  'test/connector/kafka-restart.test.ts': 26,
-  'test/connector/resilience.test.ts': 22,
-  'test/security/kafka-secured.test.ts': 20,
+  'test/connector/kafka-freeze.test.ts': 79,
+  'test/connector/kafka-restart.test.ts': 75,
+  'test/connector/failures.test.ts': 74,
+  'test/state/connector-state.test.ts': 74,
+  'test/connector/replay.test.ts': 71,
+  'test/examples/samples.test.ts': 65,
+  'test/connector/scale-slow-api.test.ts': 60,
+  'test/resilience.test.ts': 59,
+  'test/cli/conventions.test.ts': 51,
+  'test/cli/exit-codes.test.ts': 49,
+  'test/connector/resilience.test.ts': 47,
+  'test/connector/sticky-rebalance.test.ts': 47,
+  'test/connector/api-outages.test.ts': 38,
+  'test/operator/inspect-status.test.ts': 38,
+  'test/operator/dlq.test.ts': 35,
+  'test/client/client.test.ts': 34,
+  'test/security/kafka-secured.test.ts': 33,
 };
 
 function hint(test) {
