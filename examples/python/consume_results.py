@@ -16,8 +16,10 @@ from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
-# The writer's schema is fetched from the registry by the id in each value.
-deserialize = AvroDeserializer(SchemaRegistryClient({"url": os.environ["REGISTRY_URL"]}))
+# The writer's schema is fetched from the registry by the id in each value. The registry client
+# waits for an answer without a bound unless given one; with it, a request that gets no answer is
+# retried (the client's max.retries) instead of stalling the consumer.
+deserialize = AvroDeserializer(SchemaRegistryClient({"url": os.environ["REGISTRY_URL"], "timeout": 10}))
 consumer = Consumer({
     "bootstrap.servers": os.environ["KAFKA_BOOTSTRAP"],
     "security.protocol": "SASL_SSL",

@@ -36,7 +36,9 @@ if "--avro" in sys.argv:
     from confluent_kafka.schema_registry.avro import AvroSerializer
     from confluent_kafka.serialization import MessageField, SerializationContext
 
-    registry = SchemaRegistryClient({"url": os.environ["REGISTRY_URL"]})
+    # Without a timeout the registry client waits for an answer without a bound; with one, a request
+    # that gets no answer is retried (the client's max.retries).
+    registry = SchemaRegistryClient({"url": os.environ["REGISTRY_URL"], "timeout": 10})
     schema = open(os.environ.get("AVRO_SCHEMA", "avro/DocumentArrived.avsc")).read()
     # Registers the schema under <topic>-value on first use (TopicNameStrategy).
     serialize = AvroSerializer(registry, schema)

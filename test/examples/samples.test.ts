@@ -44,14 +44,19 @@ async function run(
   try {
     const { stdout, stderr } = await exec(command, args, {
       cwd: ROOT,
-      env: { ...process.env, ...env },
+      // A Python sample killed at the bound prints where each of its threads was (faulthandler
+      // dumps them on SIGABRT); the others are killed as usual.
+      env: { ...process.env, PYTHONFAULTHANDLER: '1', ...env },
       timeout: timeoutMs,
+      killSignal: command.includes('python') ? 'SIGABRT' : 'SIGTERM',
       maxBuffer: 16 * 1024 * 1024,
     });
     return { code: 0, stdout, stderr };
   } catch (error) {
     const e = error as { code?: number; killed?: boolean; stdout?: string; stderr?: string; message: string };
-    const killed = e.killed ? `\n(killed after ${timeoutMs / 1000} s without exiting)` : '';
+    const killed = e.killed
+      ? `\n(killed after ${timeoutMs / 1000} s without exiting; its output: ${(e.stdout ?? '').slice(-500)})`
+      : '';
     return {
       code: typeof e.code === 'number' ? e.code : -1,
       stdout: e.stdout ?? '',
