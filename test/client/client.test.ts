@@ -37,6 +37,13 @@ const TENANT_ADMIN = {
   privateKeyPem: keys.privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
 };
 
+/** The sandbox's client that `client()` signs in as. */
+const WRITER = {
+  clientId: 'sandbox-client',
+  clientSecret: 'sandbox-secret',
+  scopes: ['submissions.read', 'submissions.write'],
+};
+
 // The integration project's testTimeout is a global-only option jest ignores per project.
 jest.setTimeout(60_000);
 
@@ -101,11 +108,7 @@ beforeAll(async () => {
     processing: { distribution: 'fixed', meanMs: 150 },
     seed: 7,
     clients: [
-      {
-        clientId: 'sandbox-client',
-        clientSecret: 'sandbox-secret',
-        scopes: ['submissions.read', 'submissions.write'],
-      },
+      WRITER,
       { clientId: 'reader', clientSecret: 'reader-secret', scopes: ['submissions.read'] },
       {
         clientId: TENANT_ADMIN.clientId,
@@ -361,16 +364,7 @@ describe('resilience', () => {
   it('resends a create whose connection dropped, and reads', async () => {
     // A sandbox of its own: clients of the tests before this one, left unavailable, probe the shared
     // one in the background, and their probes would be dropped and counted too.
-    const own = await startSandbox({
-      seed: 7,
-      clients: [
-        {
-          clientId: 'sandbox-client',
-          clientSecret: 'sandbox-secret',
-          scopes: ['submissions.read', 'submissions.write'],
-        },
-      ],
-    });
+    const own = await startSandbox({ seed: 7, clients: [WRITER] });
     try {
       const events: CallEvent[] = [];
       const c = client({

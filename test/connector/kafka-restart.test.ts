@@ -16,7 +16,7 @@ import { PATHS } from '../../src/api/schemas.js';
 import { sampleBytes } from '../../src/demo/corpus.js';
 import { freePort } from '../../scripts/lib/harness.js';
 import { E2E, arrival, waitFor } from '../harness/e2e.js';
-import { forward } from '../harness/proxy.js';
+import { forward, sendOn } from '../harness/proxy.js';
 import { startPrivateKafka, type PrivateKafka } from '../harness/private-kafka.js';
 
 /** Whether a request is a create (`POST /v2/submission`) or a quality result read. */
@@ -64,30 +64,19 @@ class AnswerHold {
     req: http.IncomingMessage,
     res: http.ServerResponse,
   ): void {
-    const out = http.request(
-      {
-        host: upstream.hostname,
-        port: upstream.port,
-        method: req.method,
-        path: req.url,
-        headers: req.headers,
-      },
-      (answer) => {
-        const chunks: Buffer[] = [];
-        answer.on('data', (chunk: Buffer) => chunks.push(chunk));
-        answer.on('end', () => {
-          const send = () =>
-            new Promise<void>((resolve) => {
-              res.writeHead(answer.statusCode ?? 502, answer.headers);
-              res.end(Buffer.concat(chunks), () => resolve());
-            });
-          if (this.holding && (kind === 'create' || answer.statusCode === 200)) this.held[kind].push(send);
-          else void send();
-        });
-      },
-    );
-    out.on('error', () => res.destroy());
-    req.pipe(out);
+    sendOn(upstream, req, res, (answer) => {
+      const chunks: Buffer[] = [];
+      answer.on('data', (chunk: Buffer) => chunks.push(chunk));
+      answer.on('end', () => {
+        const send = () =>
+          new Promise<void>((resolve) => {
+            res.writeHead(answer.statusCode ?? 502, answer.headers);
+            res.end(Buffer.concat(chunks), () => resolve());
+          });
+        if (this.holding && (kind === 'create' || answer.statusCode === 200)) this.held[kind].push(send);
+        else void send();
+      });
+    });
   }
 
   async listen(): Promise<void> {

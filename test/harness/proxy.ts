@@ -4,6 +4,26 @@
  */
 import http from 'node:http';
 
+/**
+ * Sends `req` on to `upstream` (its body, or `body` when the proxy read it) and hands the answer to
+ * `onAnswer`; a request the upstream does not take destroys the client's connection.
+ */
+export function sendOn(
+  upstream: URL,
+  req: http.IncomingMessage,
+  res: http.ServerResponse,
+  onAnswer: (answer: http.IncomingMessage) => void,
+  body?: Buffer,
+): void {
+  const out = http.request(
+    { host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: req.headers },
+    onAnswer,
+  );
+  out.on('error', () => res.destroy());
+  if (body) out.end(body);
+  else req.pipe(out);
+}
+
 /** Sends `req` on to `upstream` (its body, or `body` when the proxy read it) and pipes the answer. */
 export function forward(
   upstream: URL,
@@ -11,14 +31,14 @@ export function forward(
   res: http.ServerResponse,
   body?: Buffer,
 ): void {
-  const out = http.request(
-    { host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: req.headers },
+  sendOn(
+    upstream,
+    req,
+    res,
     (answer) => {
       res.writeHead(answer.statusCode ?? 502, answer.headers);
       answer.pipe(res);
     },
+    body,
   );
-  out.on('error', () => res.destroy());
-  if (body) out.end(body);
-  else req.pipe(out);
 }
