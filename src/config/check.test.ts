@@ -156,4 +156,32 @@ describe('checkConfigFile', () => {
     // A warning names the variable, never the secret's value.
     expect(warnings.join(' ')).not.toContain('hunter2');
   });
+
+  it('relates the heartbeat to the session: refused at or above it, a warning above a third', () => {
+    const at = checkConfigFile(
+      tmpFile('at.json', JSON.stringify({ kafka: { sessionTimeoutMs: 9000, heartbeatIntervalMs: 9000 } })),
+    );
+    expect(at.errors).toEqual([
+      expect.stringMatching(
+        /kafka\.heartbeatIntervalMs \(9000\) must be below kafka\.sessionTimeoutMs \(9000\)/,
+      ),
+    ]);
+    // The session's default (30 s) applies when only the heartbeat is set.
+    const over = checkConfigFile(
+      tmpFile('over.json', JSON.stringify({ kafka: { heartbeatIntervalMs: 12000 } })),
+    );
+    expect(over.errors).toEqual([]);
+    expect(over.warnings).toEqual([
+      expect.stringMatching(
+        /kafka\.heartbeatIntervalMs \(12000\) is over a third of kafka\.sessionTimeoutMs \(30000\)/,
+      ),
+    ]);
+    const fine = checkConfigFile(
+      tmpFile(
+        'fine.env',
+        'DOCSTREAM_KAFKA_SESSION_TIMEOUT_MS=9000\nDOCSTREAM_KAFKA_HEARTBEAT_INTERVAL_MS=3000\n',
+      ),
+    );
+    expect(fine).toMatchObject({ errors: [], warnings: [] });
+  });
 });

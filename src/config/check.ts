@@ -99,6 +99,22 @@ function crossChecks(result: CheckResult, values: Map<string, unknown>, origin: 
         result.errors.push(`${origin}: kafka.saslMechanism is oauthbearer but ${key} is not set`);
     }
   }
+  const setting = (section: 'kafka', key: string): number => {
+    const value = values.get(`${section}.${key}`);
+    if (typeof value === 'number') return value;
+    return (sections[section]![key] as { default: number }).default;
+  };
+  const session = setting('kafka', 'sessionTimeoutMs');
+  const heartbeat = setting('kafka', 'heartbeatIntervalMs');
+  if (heartbeat >= session) {
+    result.errors.push(
+      `${origin}: kafka.heartbeatIntervalMs (${heartbeat}) must be below kafka.sessionTimeoutMs (${session}); a third of it or less`,
+    );
+  } else if (heartbeat * 3 > session) {
+    result.warnings.push(
+      `${origin}: kafka.heartbeatIntervalMs (${heartbeat}) is over a third of kafka.sessionTimeoutMs (${session}): one lost heartbeat can cost the member its partitions`,
+    );
+  }
   for (const [cert, key] of [
     ['kafka.sslCertFile', 'kafka.sslKeyFile'],
     ['registry.certFile', 'registry.keyFile'],

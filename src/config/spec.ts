@@ -280,7 +280,7 @@ export const CONFIG_SPEC = {
     shutdownTimeoutMs: f.int(30000, 'Bound on a graceful shutdown.', 100),
     revocationTimeoutMs: f.int(
       40000,
-      "How long a member that is giving up its partitions (a rebalance, a restart of its consumer) waits for the submissions it already created to be recorded in the state topic before it lets them go; no new submission is created meanwhile. A create still unanswered then leaves an empty submission (counted in docstream_submissions_left_empty_total). Below kafkajs' rebalance timeout (60 s), which bounds how long the group waits for a member.",
+      "How long a member that is giving up its partitions (a rebalance, a restart of its consumer) waits for the submissions it already created to be recorded in the state topic before it lets them go; no new submission is created meanwhile. A create still unanswered then leaves an empty submission (counted in docstream_submissions_left_empty_total). The member keeps heartbeating while it waits, so a wait longer than kafka.sessionTimeoutMs does not cost it its partitions; it stays below kafkajs' rebalance timeout (60 s), which bounds how long the group waits for a member.",
       0,
       55000,
     ),

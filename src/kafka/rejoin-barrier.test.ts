@@ -94,4 +94,77 @@ describe('the rejoin barrier', () => {
     await member({}, 'member-3').joinAndSync();
     expect(joinedAs).toEqual([null, 'member-1', 'member-1', null, null]);
   });
+
+  it('keeps the member alive while its hook outlasts the session, and stops once the coordinator forgets it', async () => {
+    jest.useFakeTimers();
+    expect(installRejoinBarrier()).toBe(true);
+    const proto = kafkajsInternal<{ prototype: GroupProto }>('consumer/consumerGroup.js').prototype;
+    const beats: Array<{ groupId: string; groupGenerationId: number; memberId: string }> = [];
+    let forget = false;
+    const coordinator = {
+      heartbeat: (request: { groupId: string; groupGenerationId: number; memberId: string }) => {
+        beats.push(request);
+        // A coordinator preparing a rebalance renews the session and answers REBALANCE_IN_PROGRESS.
+        const type = forget ? 'UNKNOWN_MEMBER_ID' : 'REBALANCE_IN_PROGRESS';
+        return Promise.reject(Object.assign(new Error(type), { type }));
+      },
+    };
+    let release: () => void = () => undefined;
+    const joined: string[] = [];
+    const group = Object.assign(Object.create(proto) as GroupProto, {
+      groupId: 'g',
+      memberId: 'member-1',
+      generationId: 7,
+      sessionTimeout: 9000,
+      coordinator,
+      cluster: {},
+      assigners: [{ [BEFORE_REJOIN]: () => new Promise<void>((resolve) => (release = resolve)) }],
+      retrier: () => {
+        joined.push('join');
+        return Promise.resolve();
+      },
+    });
+    const joining = group.joinAndSync();
+    // Three sessions long: a heartbeat every third of the session, with the generation it holds.
+    await jest.advanceTimersByTimeAsync(27_000);
+    expect(beats).toHaveLength(9);
+    expect(beats[0]).toEqual({ groupId: 'g', groupGenerationId: 7, memberId: 'member-1' });
+    expect(joined).toEqual([]);
+    // The coordinator no longer knows the member: no more heartbeats of that generation.
+    forget = true;
+    await jest.advanceTimersByTimeAsync(9000);
+    expect(beats).toHaveLength(10);
+    release();
+    await joining;
+    expect(joined).toEqual(['join']);
+  });
+
+  it('sends no heartbeat for a member that has not joined, nor after its hook returned', async () => {
+    jest.useFakeTimers();
+    expect(installRejoinBarrier()).toBe(true);
+    const proto = kafkajsInternal<{ prototype: GroupProto }>('consumer/consumerGroup.js').prototype;
+    const heartbeat = jest.fn(() => Promise.resolve());
+    const hookFor = (ms: number) => () => new Promise<void>((resolve) => setTimeout(resolve, ms));
+    const make = (memberId: string | null, ms: number) =>
+      Object.assign(Object.create(proto) as GroupProto, {
+        groupId: 'g',
+        memberId,
+        generationId: memberId ? 3 : null,
+        sessionTimeout: 3000,
+        coordinator: { heartbeat },
+        cluster: {},
+        assigners: [{ [BEFORE_REJOIN]: hookFor(ms) }],
+        retrier: () => Promise.resolve(),
+      });
+    const fresh = make(null, 5000).joinAndSync();
+    await jest.advanceTimersByTimeAsync(5000);
+    await fresh;
+    expect(heartbeat).not.toHaveBeenCalled();
+    const joined = make('member-2', 2500).joinAndSync();
+    await jest.advanceTimersByTimeAsync(2500);
+    await joined;
+    expect(heartbeat).toHaveBeenCalledTimes(2);
+    await jest.advanceTimersByTimeAsync(10_000);
+    expect(heartbeat).toHaveBeenCalledTimes(2);
+  });
 });

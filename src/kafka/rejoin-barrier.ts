@@ -9,7 +9,7 @@
  * How: `ConsumerGroup.prototype.joinAndSync`, the one path every (re)join takes (start, rebalance,
  * unknown member, stale metadata), awaits the hook that the member's own partition assigner carries
  * under `BEFORE_REJOIN` before it joins. The hook bounds its own wait; the join then goes on as
- * kafkajs wrote it. Applied only to the kafkajs version it was written against; on any other the
+ * kafkajs wrote it, the member heartbeating meanwhile (`keepAlive`). Applied only to the kafkajs version it was written against; on any other the
  * consumer joins without the barrier, `installRejoinBarrier` says so, and the Kafka client's one
  * start-up line (`unpatchedNotice`) names it. Restarts rejoin as the crashed member: `rejoinAsCrashedMember`.
  */
@@ -25,8 +25,17 @@ export interface HasRejoinHook {
   [BEFORE_REJOIN]?: () => Promise<void>;
 }
 
+/** The coordinator connection of a group member, as far as heartbeats go. */
+interface CoordinatorLike {
+  heartbeat(request: { groupId: string; groupGenerationId: number; memberId: string }): Promise<unknown>;
+}
+
 interface ConsumerGroupLike {
   assigners: HasRejoinHook[];
+  groupId?: string;
+  generationId?: number | null;
+  coordinator?: CoordinatorLike | null;
+  sessionTimeout?: number;
   /** Set by a join; cleared by a leave that the coordinator took, or by UNKNOWN_MEMBER_ID. */
   memberId: string | null;
   /** The consumer's cluster: one per kafkajs consumer, kept across its restarts. */
@@ -49,15 +58,57 @@ export function installRejoinBarrier(version: string = installedKafkajsVersion()
   const proto = kafkajsInternal<{ prototype: ConsumerGroupLike }>('consumer/consumerGroup.js').prototype;
   const joinAndSync = proto.joinAndSync;
   proto.joinAndSync = async function (this: ConsumerGroupLike) {
-    for (const assigner of this.assigners) {
-      const hook = assigner[BEFORE_REJOIN];
-      // A hook that fails must not keep the member out of its group.
-      if (hook) await hook().catch(() => undefined);
+    const hooks = this.assigners.flatMap((assigner) => assigner[BEFORE_REJOIN] ?? []);
+    if (hooks.length > 0) {
+      const alive = keepAlive(this);
+      try {
+        // A hook that fails must not keep the member out of its group.
+        for (const hook of hooks) await hook().catch(() => undefined);
+      } finally {
+        alive.stop();
+      }
     }
     rejoinAsCrashedMember(this);
     return joinAndSync.call(this);
   };
   return (installed = true);
+}
+
+/** Heartbeats per session timeout while a barrier waits (Kafka's clients send about three). */
+const HEARTBEATS_PER_SESSION = 3;
+
+/** Answers that say the member is gone: no later heartbeat of this generation can help. */
+const MEMBER_GONE = new Set(['UNKNOWN_MEMBER_ID', 'ILLEGAL_GENERATION', 'FENCED_INSTANCE_ID']);
+
+/**
+ * Heartbeats of the member's current generation every third of its session, until `stop`: nothing
+ * else heartbeats inside a join, and a barrier longer than the session would otherwise have the
+ * coordinator expire the member and hand its partitions on before their creates are recorded. A
+ * coordinator preparing a rebalance answers REBALANCE_IN_PROGRESS and still renews the member's
+ * session (it waits up to the rebalance timeout for the member's join), so the member is neither
+ * expired nor its partitions handed on while the barrier records their creates. Nothing is sent for
+ * a member that has not joined yet (no member id, generation or coordinator); a member the
+ * coordinator no longer knows stops heartbeating; any other failure is tried again at the next beat.
+ */
+export function keepAlive(group: ConsumerGroupLike): { stop(): void } {
+  const { memberId, generationId, coordinator, groupId } = group;
+  if (!memberId || generationId == null || !coordinator || !groupId) return { stop: () => undefined };
+  const every = Math.max(100, Math.floor((group.sessionTimeout ?? 30_000) / HEARTBEATS_PER_SESSION));
+  let gone = false;
+  let sending = false;
+  const beat = () => {
+    if (gone || sending) return;
+    sending = true;
+    coordinator
+      .heartbeat({ groupId, groupGenerationId: generationId, memberId })
+      .catch((err: unknown) => {
+        if (MEMBER_GONE.has((err as { type?: string }).type ?? '')) gone = true;
+      })
+      .finally(() => (sending = false));
+  };
+  const timer = setInterval(beat, every);
+  timer.unref();
+  return { stop: () => clearInterval(timer) };
 }
 
 /**
