@@ -7,7 +7,14 @@ import { jest } from '@jest/globals';
 import type { Kafka } from 'kafkajs';
 import { silentLogger } from '../observability/logger.js';
 import { MessageTooLargeError } from './errors.js';
-import { FencedError, isFencing, NotOwnedError, TransactionalWriters } from './transactions.js';
+import {
+  FencedError,
+  isConcurrentTransaction,
+  isFatalToProducer,
+  isFencing,
+  NotOwnedError,
+  TransactionalWriters,
+} from './transactions.js';
 import { settledOnFakeTime } from '../util/test-helpers.js';
 
 const settled = <T>(work: Promise<T>) => settledOnFakeTime(work, 10_000);
@@ -240,6 +247,96 @@ describe('TransactionalWriters', () => {
     await settled(w.stop());
   });
 
+  it('makes a new producer (the id initialised again) when the broker refuses its sequence after a leader change', async () => {
+    const kafka = new FakeKafka();
+    let renewed = 0;
+    const w = writers(kafka, { onProducerRenewed: () => (renewed += 1) });
+    await settled(w.open([2]));
+    // Every send of the first producer is refused, as a broker refuses it after a leader change.
+    kafka.sendHook = () => {
+      if (kafka.sent.at(-1)!.producer === 0)
+        throw Object.assign(new Error('The broker received an out of order sequence number'), {
+          type: 'OUT_OF_ORDER_SEQUENCE_NUMBER',
+          retriable: false,
+        });
+    };
+    const sends = [w.send(2, 't', { key: 'a', value: '' }), w.send(2, 't', { key: 'b', value: '' })];
+    await settled(Promise.all(sends));
+    expect(kafka.sent.map((b) => b.producer)).toEqual([0, 1]);
+    expect(kafka.keys()).toEqual([
+      ['a', 'b'],
+      ['a', 'b'],
+    ]);
+    expect(kafka.configs).toHaveLength(2);
+    expect(kafka.configs[1]!.transactionalId).toBe('grp-arrived-2');
+    expect(kafka.log).toContain('disconnect 0');
+    expect(kafka.log).toContain('abort 1 0'); // the new producer's initialisation
+    expect(kafka.log).toContain('commit 1 2');
+    expect(renewed).toBe(1);
+    await settled(w.stop());
+  });
+
+  it('makes a new producer on UNKNOWN_PRODUCER_ID, INVALID_TXN_STATE and kafkajs transaction state errors', async () => {
+    const failures = [
+      Object.assign(new Error('unknown producer'), { type: 'UNKNOWN_PRODUCER_ID' }),
+      new Error('x', { cause: { originalError: { type: 'INVALID_TXN_STATE' } } }),
+      Object.assign(new Error('Transaction state exception: Cannot call "send" in state "ABORTING"'), {
+        name: 'KafkaJSNonRetriableError',
+      }),
+    ];
+    for (const failure of failures) {
+      const kafka = new FakeKafka();
+      const w = writers(kafka);
+      await settled(w.open([0]));
+      kafka.commitHook = (n) => {
+        if (n === 0) throw failure;
+      };
+      await settled(w.send(0, 't', { key: 'a', value: '' }));
+      expect(kafka.sent.map((b) => b.producer)).toEqual([0, 1]);
+      expect(kafka.log).toContain('commit 1 1');
+      await settled(w.stop());
+    }
+  });
+
+  it('does not initialise the id again once the partition was revoked during the back-off', async () => {
+    const kafka = new FakeKafka();
+    const w = writers(kafka, { lingerMs: 1 });
+    await settled(w.open([0]));
+    kafka.sendHook = () => {
+      throw Object.assign(new Error('out of order'), { type: 'OUT_OF_ORDER_SEQUENCE_NUMBER' });
+    };
+    const sent = w.send(0, 't', { key: 'a', value: '' });
+    await tick(20);
+    const closing = w.close([0]);
+    await expect(settled(sent)).rejects.toBeInstanceOf(NotOwnedError);
+    await settled(closing);
+    expect(kafka.configs).toHaveLength(1);
+  });
+
+  it('retries a transaction refused with CONCURRENT_TRANSACTIONS on the same producer, quietly and soon', async () => {
+    const kafka = new FakeKafka();
+    const warnings: unknown[] = [];
+    const logger = {
+      ...silentLogger,
+      warn: (o: unknown) => warnings.push(o),
+    } as unknown as typeof silentLogger;
+    let concurrent = 0;
+    const w = writers(kafka, { logger, onConcurrentTransaction: () => (concurrent += 1) });
+    await settled(w.open([0]));
+    kafka.sendHook = (n) => {
+      if (n < 3)
+        throw Object.assign(new Error('concurrent'), { type: 'CONCURRENT_TRANSACTIONS', retriable: true });
+    };
+    const sent = w.send(0, 't', { key: 'a', value: '' });
+    await tick(5 + 3 * 40);
+    await settled(sent);
+    expect(kafka.sent.map((b) => b.producer)).toEqual([0, 0, 0, 0]);
+    expect(concurrent).toBe(3);
+    expect(warnings).toEqual([]);
+    expect(kafka.configs).toHaveLength(1);
+    await settled(w.stop());
+  });
+
   it('fails the batch when fenced, without an abort, and refuses every later record of the partition', async () => {
     const kafka = new FakeKafka();
     const w = writers(kafka);
@@ -369,5 +466,21 @@ describe('isFencing', () => {
     expect(isFencing(new Error('NOT_COORDINATOR'))).toBe(false);
     expect(isFencing({ type: 'CONCURRENT_TRANSACTIONS' })).toBe(false);
     expect(isFencing(undefined)).toBe(false);
+    expect(isFencing({ type: 'OUT_OF_ORDER_SEQUENCE_NUMBER' })).toBe(false);
+  });
+
+  it('tells failures fatal to a producer from fences and from transient ones', () => {
+    expect(isFatalToProducer({ type: 'OUT_OF_ORDER_SEQUENCE_NUMBER' })).toBe(true);
+    expect(isFatalToProducer({ errors: [{ type: 'UNKNOWN_PRODUCER_ID' }] })).toBe(true);
+    expect(isFatalToProducer(new Error('x', { cause: { type: 'INVALID_TXN_STATE' } }))).toBe(true);
+    expect(
+      isFatalToProducer(new Error('Transaction state exception: Cannot call "commit" in state "READY"')),
+    ).toBe(true);
+    expect(isFatalToProducer({ type: 'INVALID_PRODUCER_EPOCH' })).toBe(false);
+    expect(isFatalToProducer({ type: 'PRODUCER_FENCED' })).toBe(false);
+    expect(isFatalToProducer({ type: 'CONCURRENT_TRANSACTIONS' })).toBe(false);
+    expect(isFatalToProducer(new Error('NOT_COORDINATOR'))).toBe(false);
+    expect(isConcurrentTransaction({ cause: { type: 'CONCURRENT_TRANSACTIONS' } })).toBe(true);
+    expect(isConcurrentTransaction({ type: 'NOT_COORDINATOR' })).toBe(false);
   });
 });

@@ -62,6 +62,10 @@ export interface TransactionalSettings {
   logger: Logger;
   /** Told of every committed transaction: its records and how long it took. */
   onCommit?: (records: number, ms: number) => void;
+  /** Told of every try refused with CONCURRENT_TRANSACTIONS (the previous EndTxn still completing). */
+  onConcurrentTransaction?: () => void;
+  /** Told of every producer made again after a failure fatal to the previous one. */
+  onProducerRenewed?: () => void;
 }
 
 interface Staged {
@@ -72,18 +76,67 @@ interface Staged {
   settle: Array<{ resolve: () => void; reject: (err: unknown) => void }>;
 }
 
-/** True when the error (or one it wraps) says a newer producer of the same transactional id exists. */
+/** The `type` of the error and of every error it wraps (cause, originalError, an aggregate's errors). */
+function errorTypes(err: unknown): string[] {
+  const types: string[] = [];
+  const queue: unknown[] = [err];
+  for (let i = 0; i < queue.length && i < 32; i++) {
+    const e = queue[i] as {
+      type?: unknown;
+      cause?: unknown;
+      originalError?: unknown;
+      errors?: unknown;
+    } | null;
+    if (!e || typeof e !== 'object') continue;
+    if (typeof e.type === 'string') types.push(e.type);
+    if (e instanceof FencedError) types.push('PRODUCER_FENCED');
+    queue.push(e.cause, e.originalError, ...(Array.isArray(e.errors) ? e.errors : []));
+  }
+  return types;
+}
+
+/**
+ * True when the error (or one it wraps) says a newer producer of the same transactional id exists.
+ * kafkajs speaks protocol versions older than PRODUCER_FENCED (code 90): the broker tells it of a
+ * new owner's fence as INVALID_PRODUCER_EPOCH. The same answer follows a coordinator's epoch bump
+ * (a transaction aborted at its timeout), which no answer kafkajs can get tells apart from a fence;
+ * so INVALID_PRODUCER_EPOCH stays a fence: re-initialising the id on it could fence a real new owner
+ * after it restored the partition's state, and both would then write the partition's results.
+ */
 export function isFencing(err: unknown): boolean {
-  for (
-    let e = err as { type?: string; cause?: unknown; originalError?: unknown } | undefined, i = 0;
-    e && i < 8;
-    i++
-  ) {
-    if (e.type === 'PRODUCER_FENCED' || e.type === 'INVALID_PRODUCER_EPOCH') return true;
-    if (e instanceof FencedError) return true;
-    e = (e.cause ?? e.originalError) as typeof e;
+  return errorTypes(err).some((t) => t === 'PRODUCER_FENCED' || t === 'INVALID_PRODUCER_EPOCH');
+}
+
+/**
+ * True when the failure ends this producer's usefulness but is no fence: after a partition leader
+ * change the broker may refuse the producer's sequence (OUT_OF_ORDER_SEQUENCE_NUMBER) or not know
+ * its id (UNKNOWN_PRODUCER_ID), and every later send on that producer fails the same way; the
+ * coordinator may refuse a transaction in a state it does not expect (INVALID_TXN_STATE), and
+ * kafkajs refuses calls its own state machine does not allow ("Transaction state exception").
+ * Only a new producer (the id initialised again, a new epoch) can send the records.
+ */
+export function isFatalToProducer(err: unknown): boolean {
+  if (isFencing(err)) return false;
+  if (
+    errorTypes(err).some(
+      (t) => t === 'OUT_OF_ORDER_SEQUENCE_NUMBER' || t === 'UNKNOWN_PRODUCER_ID' || t === 'INVALID_TXN_STATE',
+    )
+  )
+    return true;
+  for (let e = err as { message?: unknown; cause?: unknown } | undefined, i = 0; e && i < 8; i++) {
+    if (
+      typeof e.message === 'string' &&
+      /Transaction state exception|Cannot continue to use transaction once ended/.test(e.message)
+    )
+      return true;
+    e = e.cause as typeof e;
   }
   return false;
+}
+
+/** The coordinator is still ending the previous transaction (CONCURRENT_TRANSACTIONS): try again soon. */
+export function isConcurrentTransaction(err: unknown): boolean {
+  return errorTypes(err).includes('CONCURRENT_TRANSACTIONS');
 }
 
 /** One input partition's transactional producer and the batch gathering for its next transaction. */
@@ -97,7 +150,10 @@ class PartitionWriter {
   /** `close` is draining the batch: no timer takes one any more. */
   private closing = false;
   private fenced: FencedError | null = null;
-  /** The producer's transaction state is unknown (an abort failed): make a new one before the next. */
+  /**
+   * Make a new producer before the next transaction: the abort of a failed one failed (its state is
+   * unknown), or the failure was fatal to the producer (`isFatalToProducer`).
+   */
   private broken = false;
 
   constructor(
@@ -208,18 +264,27 @@ class PartitionWriter {
           backoff: { initialMs: 100, maxMs: 5000 },
           classify: (err) => {
             if (isFencing(err)) this.fence(err);
-            return given() ? { retry: false } : { retry: true };
+            if (given()) return { retry: false };
+            // The previous transaction's EndTxn is still completing: a short wait, not the back-off.
+            if (isConcurrentTransaction(err)) return { retry: true, counts: false, notBeforeMs: 20 };
+            return { retry: true };
           },
-          onRetry: (err, tries) =>
-            this.s.logger.warn(
-              {
-                partition: this.partition,
-                attempt: tries - 1,
-                records: items.length,
-                err: (err as Error).message,
-              },
-              'transaction failed; aborted, sending its records again',
-            ),
+          onRetry: (err, tries) => {
+            const details = {
+              partition: this.partition,
+              attempt: tries - 1,
+              records: items.length,
+              err: (err as Error).message,
+            };
+            if (isConcurrentTransaction(err)) {
+              this.s.onConcurrentTransaction?.();
+              this.s.logger.debug(details, 'transaction refused while the previous one ends; trying again');
+            } else if (isFatalToProducer(err)) {
+              this.s.logger.warn(details, 'producer unusable; a new one will send the records again');
+            } else {
+              this.s.logger.warn(details, 'transaction failed; aborted, sending its records again');
+            }
+          },
         },
       );
     } catch (err) {
@@ -231,8 +296,13 @@ class PartitionWriter {
   private async transact(items: Staged[]): Promise<void> {
     if (this.broken || !this.producer) {
       await this.producer?.disconnect().catch(() => undefined);
-      this.broken = false;
+      this.producer = null;
+      // Initialising the id fences whoever else holds it: only while this member still owns the
+      // partition (a revoke closes the writer first; `flush` checks before each try).
+      if (this.closed || this.fenced) throw this.fenced ?? new NotOwnedError(this.partition);
       await this.open();
+      this.broken = false;
+      this.s.onProducerRenewed?.();
     }
     const producer = this.producer!;
     const txn = await producer.transaction();
@@ -245,7 +315,11 @@ class PartitionWriter {
       });
       await txn.commit();
     } catch (err) {
-      if (!isFencing(err)) await txn.abort().catch(() => (this.broken = true));
+      if (isFatalToProducer(err)) {
+        // The coordinator aborts the open transaction when the new producer initialises the id.
+        this.broken = true;
+        await txn.abort().catch(() => undefined);
+      } else if (!isFencing(err)) await txn.abort().catch(() => (this.broken = true));
       throw err;
     }
   }
