@@ -89,7 +89,7 @@ function errorTypes(err: unknown): string[] {
     } | null;
     if (!e || typeof e !== 'object') continue;
     if (typeof e.type === 'string') types.push(e.type);
-    if (e instanceof FencedError) types.push('PRODUCER_FENCED');
+    if ((queue[i] as unknown) instanceof FencedError) types.push('PRODUCER_FENCED');
     queue.push(e.cause, e.originalError, ...(Array.isArray(e.errors) ? e.errors : []));
   }
   return types;
