@@ -4,7 +4,9 @@ import {
   assignersFor,
   assignmentDifference,
   DEFAULT_RESTART_POLICY,
+  type GroupJoin,
   headerBuffers,
+  KafkaConsumer,
   restartDelay,
 } from './consumer.js';
 import { STICKY_PROTOCOL, stickyAssigner } from './sticky-assignor.js';
@@ -72,5 +74,45 @@ describe('restartDelay', () => {
     expect(restartDelay(policy, 20, 0)).toBe(30_000);
     expect(restartDelay(policy, 1, 1)).toBe(250);
     expect(restartDelay(policy, 200, 0.5)).toBe(22_500);
+  });
+});
+
+describe('KafkaConsumer group listeners', () => {
+  /** A kafkajs consumer stand-in: only its events, so a join can be emitted by hand. */
+  function fakeKafka() {
+    const handlers = new Map<string, (event: { payload: unknown }) => void>();
+    const errors: Array<{ message: string; extra: unknown }> = [];
+    const consumer = {
+      events: { GROUP_JOIN: 'join', CRASH: 'crash' },
+      on: (name: string, handler: (event: { payload: unknown }) => void) => handlers.set(name, handler),
+      logger: () => ({ error: (message: string, extra: unknown) => errors.push({ message, extra }) }),
+    };
+    const join = (memberAssignment: Record<string, number[]>) =>
+      handlers.get('join')!({ payload: { memberId: 'm', isLeader: true, memberAssignment } });
+    const kafka = { consumer: () => consumer } as unknown as ConstructorParameters<typeof KafkaConsumer>[0];
+    return { kafka, join, errors };
+  }
+
+  it('tells every listener even when one throws, logs it, and tells the thrower the change again', () => {
+    const { kafka, join, errors } = fakeKafka();
+    const consumer = new KafkaConsumer(kafka, { groupId: 'g' });
+    const first: GroupJoin[] = [];
+    const second: GroupJoin[] = [];
+    let failing = true;
+    consumer.onGroupJoin((j) => {
+      first.push(j);
+      if (failing) throw new Error('listener broke');
+    });
+    consumer.onGroupJoin((j) => second.push(j));
+    expect(() => join({ t: [0, 1] })).not.toThrow();
+    expect(second.map((j) => j.added)).toEqual([{ t: [0, 1] }]);
+    expect(errors).toEqual([
+      expect.objectContaining({ extra: expect.objectContaining({ groupId: 'g', error: 'listener broke' }) }),
+    ]);
+    failing = false;
+    join({ t: [1, 2] });
+    // The listener that threw is told all it gained since it last took a change; the other only what is new.
+    expect(first[1]).toMatchObject({ added: { t: [1, 2] }, removed: {} });
+    expect(second[1]).toMatchObject({ added: { t: [2] }, removed: { t: [0] } });
   });
 });

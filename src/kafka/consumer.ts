@@ -141,7 +141,10 @@ export interface GroupJoin {
   memberId: string;
   isLeader: boolean;
   assignment: Assignment;
-  /** Partitions gained and lost relative to the previous join of this member. */
+  /**
+   * Partitions gained and lost relative to what the listener told last held: the previous join of
+   * this member, or an older one when the listener threw at the last (it is told that change again).
+   */
   added: Assignment;
   removed: Assignment;
 }
@@ -192,6 +195,8 @@ export class KafkaConsumer {
   /** When the current assignment reached this member (its claim's time, `sticky-assignor.ts`). */
   private assignedAt = 0;
   private readonly joinListeners = new Set<(join: GroupJoin) => void>();
+  /** What each join listener last took without throwing (its changes are counted from it). */
+  private readonly listenerAssignments = new Map<(join: GroupJoin) => void, Assignment>();
   private readonly crashListeners = new Set<(crash: ConsumerCrash) => void>();
   private readonly restartListeners = new Set<(restart: ConsumerRestart) => void>();
   private readonly fatalListeners = new Set<(error: Error) => void>();
@@ -255,7 +260,7 @@ export class KafkaConsumer {
       // Strictly increasing, so this member's next claim is newer than its last even within 1 ms.
       this.assignedAt = Math.max(this.lastJoinAt, this.assignedAt + 1);
       if (!this.fatal) this.isHealthy = true;
-      for (const listener of this.joinListeners) listener(join);
+      this.tellListeners(join, 'a group listener failed after a join');
     });
     this.consumer.on(this.consumer.events.CRASH, (event) => {
       this.crashed(kafkaError(event.payload.error, `consumer of group ${this.groupId} crashed`));
@@ -310,17 +315,38 @@ export class KafkaConsumer {
    */
   private leftGroup(): void {
     const removed = this.assignment;
-    if (Object.keys(removed).length === 0) return;
+    const held = [...this.listenerAssignments.values()].some((a) => Object.keys(a).length > 0);
+    if (Object.keys(removed).length === 0 && !held) return;
     this.assignment = {};
     const left: GroupJoin = { memberId: '', isLeader: false, assignment: {}, added: {}, removed };
+    this.tellListeners(left, 'a group listener failed after a crash');
+  }
+
+  /**
+   * Tells every listener of a join or a leave, each in isolation: called from kafkajs' join (a throw
+   * would fail the join, and the retried join would report nothing changed) or crash event (a throw
+   * would take the process down), and one listener's failure must not skip the others. Each
+   * listener is told the change from what it last took without throwing, so one that failed is told
+   * the same change again, with anything newer, at the next join or leave instead of being left
+   * half-moved for good.
+   */
+  private tellListeners(change: GroupJoin, failure: string): void {
     for (const listener of this.joinListeners) {
-      // Called from kafkajs' crash event: a listener that throws here would take the process down.
+      const held = this.listenerAssignments.get(listener) ?? {};
+      const own: GroupJoin = {
+        ...change,
+        added: assignmentDifference(change.assignment, held),
+        removed: assignmentDifference(held, change.assignment),
+      };
       try {
-        listener(left);
+        listener(own);
+        this.listenerAssignments.set(listener, change.assignment);
       } catch (err) {
-        this.consumer.logger().error('a group listener failed after a crash', {
+        this.consumer.logger().error(failure, {
           groupId: this.groupId,
+          memberId: change.memberId,
           error: (err as Error).message,
+          stack: (err as Error).stack,
         });
       }
     }
@@ -486,7 +512,12 @@ export class KafkaConsumer {
    */
   onGroupJoin(listener: (join: GroupJoin) => void): Unsubscribe {
     this.joinListeners.add(listener);
-    return () => this.joinListeners.delete(listener);
+    // A listener added now holds nothing yet: the next join reports all it gets as added.
+    this.listenerAssignments.set(listener, {});
+    return () => {
+      this.joinListeners.delete(listener);
+      this.listenerAssignments.delete(listener);
+    };
   }
 
   /**
