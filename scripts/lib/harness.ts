@@ -188,7 +188,13 @@ export function writeConnectorConfig(dir: string, s: ConnectorSettings): string 
     topics: s.topics,
     registry: { url: REGISTRY_URL },
     api: { baseUrl: s.apiBaseUrl, ratePerSecond: s.ratePerSecond, ...(s.api ?? {}) },
-    connector: { maxInFlight: s.maxInFlight, commitIntervalMs: 500, ...(s.connector ?? {}) },
+    // Benchmarks feed their input before the connector starts: a backlog they mean to have analysed.
+    connector: {
+      maxInFlight: s.maxInFlight,
+      commitIntervalMs: 500,
+      startFrom: 'earliest',
+      ...(s.connector ?? {}),
+    },
     blobs: { fileRoots: s.fileRoots, ...(s.maxBytes !== undefined ? { maxBytes: s.maxBytes } : {}) },
     http: { host: '127.0.0.1', port: s.httpPort },
     log: { level: s.logLevel ?? 'warn', format: 'json' },

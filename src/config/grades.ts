@@ -104,6 +104,10 @@ export const CONFIG_GRADES: Record<string, Grade> = {
   'connector.maxAttributesBytes': low(),
   'connector.redactFields': medium(),
   'connector.shutdownTimeoutMs': medium(),
+  'connector.startFrom': high({
+    risk: 'unset: a first start on a topic holding more than connector.firstStartBacklogLimit records refuses to start',
+  }),
+  'connector.firstStartBacklogLimit': low(),
   'connector.revocationTimeoutMs': low(),
   'connector.admissionWaitMs': low(),
   'connector.delivery': high(),

@@ -278,6 +278,15 @@ export const CONFIG_SPEC = {
       'Fields (dotted paths, e.g. blob.url or attributes.email) removed from the copy of the original record in dead letters; submission_characteristics always is.',
     ),
     shutdownTimeoutMs: f.int(30000, 'Bound on a graceful shutdown.', 100),
+    startFrom: f.string(
+      '',
+      'Where the group starts reading an input partition it has no committed offset for, when that partition already holds records (a first start on a topic with history): earliest (analyse the history, each record a paid API call), latest (only records that arrive from now on), or an ISO-8601 timestamp (records from then on). Unset: start from the beginning when the partitions without a committed offset hold at most connector.firstStartBacklogLimit records in all, else refuse to start and say how many.',
+    ),
+    firstStartBacklogLimit: f.int(
+      1000,
+      'Records on input partitions without a committed offset that an unset connector.startFrom analyses at a first start; past it `docstream run` refuses to start until connector.startFrom says earliest, latest or a timestamp.',
+      0,
+    ),
     revocationTimeoutMs: f.int(
       40000,
       "How long a member that is giving up its partitions (a rebalance, a restart of its consumer) waits for the submissions it already created to be recorded in the state topic before it lets them go; no new submission is created meanwhile. A create still unanswered then leaves an empty submission (counted in docstream_submissions_left_empty_total). The member keeps heartbeating while it waits, so a wait longer than kafka.sessionTimeoutMs does not cost it its partitions; it stays below kafkajs' rebalance timeout (60 s), which bounds how long the group waits for a member.",

@@ -20,6 +20,7 @@ import { DecisionWebhooks } from './outputs/decision-webhooks.js';
 import type { DocumentEngine } from './document/engine.js';
 import type { GroupShare } from './consumer/group-share.js';
 import { ReadingPace, updateLag, type LagSources } from './consumer/lag.js';
+import { decideStart, parseStartFrom } from './first-contact.js';
 import { ensureTopology } from './topology.js';
 import { buildLoop, buildParts, type ConnectorParts } from './wiring.js';
 
@@ -272,9 +273,19 @@ export class Connector {
       if (this.options.onFatal) this.options.onFatal(error);
       else void this.stop();
     });
+    const start = await step('deciding where the group starts on the input', () =>
+      decideStart({
+        admin: this.parts.admin,
+        groupId: config.kafka.groupId,
+        topic: t.arrived,
+        startFrom: parseStartFrom(config.connector.startFrom, config.connector.firstStartBacklogLimit),
+        logger: this.log,
+      }),
+    );
     await step('joining the consumer group', async () => {
       await consumer.connect();
-      await consumer.subscribe([t.arrived, t.feedback], { fromBeginning: true });
+      await consumer.subscribe([t.arrived], { fromBeginning: start.fromBeginning });
+      await consumer.subscribe([t.feedback], { fromBeginning: true });
     });
     await consumer.run(this.loop.onBatch, {
       autoResolve: false,
