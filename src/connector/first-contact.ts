@@ -9,7 +9,7 @@
  * between this check and the first fetch is not skipped; with members already active (another
  * instance started first and did the same) the group's own commits stand.
  */
-import type { KafkaAdmin } from '../kafka/admin.js';
+import { INACTIVE_GROUP_STATES, type KafkaAdmin } from '../kafka/admin.js';
 import type { Logger } from '../observability/logger.js';
 
 export type StartFrom =
@@ -64,8 +64,6 @@ export interface StartDecision {
   analysed: number;
 }
 
-const INACTIVE = new Set(['Empty', 'Dead']);
-
 export async function decideStart(o: {
   admin: Admin;
   groupId: string;
@@ -109,7 +107,7 @@ export async function decideStart(o: {
     0,
   );
   const group = await admin.describeGroup(groupId);
-  if (INACTIVE.has(group.state)) {
+  if (INACTIVE_GROUP_STATES.has(group.state)) {
     await admin.commitGroupOffsets(groupId, topic, chosen);
     logger.info(
       { topic, partitions: chosen.size, backlog, analysed, startFrom: startFrom.kind },

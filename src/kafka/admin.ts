@@ -133,7 +133,7 @@ function describeAnswer(error: unknown): string {
 }
 
 /** States in which a group has no members, so its offsets may be changed from outside. */
-const INACTIVE_GROUP_STATES = new Set(['Empty', 'Dead']);
+export const INACTIVE_GROUP_STATES = new Set(['Empty', 'Dead']);
 
 export class KafkaAdmin {
   private readonly admin: Admin;

@@ -97,6 +97,25 @@ function writers(
   });
 }
 
+/**
+ * A record whose every send fails with `failure`, its partition revoked while the writer waits to
+ * try again (the first attempt failed; the next is >= 50 ms away): the record fails as not owned.
+ */
+async function revokedInBackOff(failure: Error): Promise<FakeKafka> {
+  const kafka = new FakeKafka();
+  const w = writers(kafka, { lingerMs: 1 });
+  await settled(w.open([0]));
+  kafka.sendHook = () => {
+    throw failure;
+  };
+  const sent = w.send(0, 't', { key: 'a', value: '' });
+  await tick(20);
+  const closing = w.close([0]);
+  await expect(settled(sent)).rejects.toBeInstanceOf(NotOwnedError);
+  await settled(closing);
+  return kafka;
+}
+
 describe('TransactionalWriters', () => {
   // Linger and back-off run on the fake clock; promise jobs, nextTick and setImmediate stay real.
   beforeEach(() => jest.useFakeTimers({ doNotFake: ['nextTick', 'setImmediate', 'queueMicrotask'] }));
@@ -299,17 +318,9 @@ describe('TransactionalWriters', () => {
   });
 
   it('does not initialise the id again once the partition was revoked during the back-off', async () => {
-    const kafka = new FakeKafka();
-    const w = writers(kafka, { lingerMs: 1 });
-    await settled(w.open([0]));
-    kafka.sendHook = () => {
-      throw Object.assign(new Error('out of order'), { type: 'OUT_OF_ORDER_SEQUENCE_NUMBER' });
-    };
-    const sent = w.send(0, 't', { key: 'a', value: '' });
-    await tick(20);
-    const closing = w.close([0]);
-    await expect(settled(sent)).rejects.toBeInstanceOf(NotOwnedError);
-    await settled(closing);
+    const kafka = await revokedInBackOff(
+      Object.assign(new Error('out of order'), { type: 'OUT_OF_ORDER_SEQUENCE_NUMBER' }),
+    );
     expect(kafka.configs).toHaveLength(1);
   });
 
@@ -393,17 +404,7 @@ describe('TransactionalWriters', () => {
   });
 
   it('does not send a failed batch again once the partition was revoked during the back-off', async () => {
-    const kafka = new FakeKafka();
-    const w = writers(kafka, { lingerMs: 1 });
-    await settled(w.open([0]));
-    kafka.sendHook = () => {
-      throw Object.assign(new Error('NOT_COORDINATOR'), { retriable: true });
-    };
-    const sent = w.send(0, 't', { key: 'a', value: '' });
-    await tick(20); // the first attempt failed; the writer waits (>= 50 ms) before the next
-    const closing = w.close([0]);
-    await expect(settled(sent)).rejects.toBeInstanceOf(NotOwnedError);
-    await settled(closing);
+    const kafka = await revokedInBackOff(Object.assign(new Error('NOT_COORDINATOR'), { retriable: true }));
     expect(kafka.sent).toHaveLength(1);
   });
 
