@@ -12,9 +12,10 @@ import { rejoinBarrierInstalled } from '../kafka/rejoin-barrier.js';
 import { TopicView } from '../kafka/view.js';
 import type { Logger } from '../observability/logger.js';
 import { ConnectorMetrics } from '../observability/metrics.js';
+import { errorText } from '../observability/redact.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../webhooks/receiver.js';
 import { WebhookVerifier } from '../webhooks/verify.js';
-import { within } from '../util/within.js';
+import { outcomeWithin, within } from '../util/within.js';
 import type { ConsumerLoop } from './consumer/consumer-loop.js';
 import { DecisionWebhooks } from './outputs/decision-webhooks.js';
 import type { DocumentEngine } from './document/engine.js';
@@ -406,6 +407,13 @@ export class Connector {
    * `connector.shutdownTimeoutMs`: what has not settled by then (a slow blob's admission, a step
    * half-way) is abandoned, its offset not committed; the next owner resumes it from the state.
    */
+  /** Waits for one step of the stop within `ms`; one that fails or runs out of time is a warning. */
+  private async stopStep(what: string, work: Promise<unknown> | undefined, ms: number): Promise<void> {
+    const outcome = await outcomeWithin(work, ms);
+    if (outcome.state === 'failed') this.log.warn({ err: errorText(outcome.err) }, `stop: ${what} failed`);
+    if (outcome.state === 'late') this.log.warn(`stop: ${what} did not finish in time`);
+  }
+
   stop(): Promise<void> {
     this.stopping ??= (async () => {
       this.loop.stop();
@@ -429,9 +437,10 @@ export class Connector {
         await this.engine.stop(settleLeft());
         p.scheduler.stop();
         await within(this.webhooks?.stop(), settleLeft());
-        // exactly-once: what the settled steps gathered is committed before the offsets.
-        await within(p.transactions?.stop(), left());
-        await within(this.loop.commit('stop'), left());
+        // exactly-once: what the settled steps gathered is committed before the offsets. A flush
+        // that fails or runs out of time is aborted; the next owner reads those records again.
+        await this.stopStep('the exactly-once flush', p.transactions?.stop(), left());
+        await this.stopStep('the final offset commit', this.loop.commit('stop'), left());
       } finally {
         // The consumer may leave the group now (its partitions move to the others).
         this.loop.release();
@@ -445,7 +454,10 @@ export class Connector {
         () => p.producer.disconnect(),
         () => p.admin.disconnect(),
       ]) {
-        if (!(await within(part(), left()))) {
+        const outcome = await outcomeWithin(part(), left());
+        if (outcome.state === 'failed')
+          this.log.warn({ err: errorText(outcome.err) }, 'stop: a part failed to stop');
+        if (outcome.state === 'late') {
           this.log.warn('stop: its time ran out before every part stopped');
           break;
         }

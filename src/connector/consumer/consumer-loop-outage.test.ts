@@ -191,4 +191,24 @@ describe('ConsumerLoop during a registry outage', () => {
       [{ topic: 'fb', partition: 0, offset: '4' }],
     ]);
   });
+  it("ends the outage probe's back-off at stop: no timer left waiting, no probe sent after it", async () => {
+    const { loop } = setup();
+    let probes = 0;
+    loop.pauseFor(new Outage('the API is unavailable'), {
+      isOutage: () => true,
+      probe: async () => {
+        probes += 1;
+        throw new Error('still down');
+      },
+      initialDelayMs: 20_000,
+      maxDelayMs: 30_000,
+    });
+    expect(loop.pausedForOutage).toBe(true);
+    await jest.advanceTimersByTimeAsync(5);
+    loop.stop();
+    await jest.advanceTimersByTimeAsync(5);
+    expect(loop.pausedForOutage).toBe(false);
+    expect(probes).toBe(0);
+    expect(jest.getTimerCount()).toBe(0);
+  });
 });

@@ -421,7 +421,10 @@ export class ConsumerLoop {
     this.consumer.pause(feedback, this.assigned(feedback));
     this.o.logger.warn({ err: (err as Error).message }, 'input paused: a dependency is unavailable');
     handling.onChange?.(true, err);
-    this.outage = retry(() => handling.probe(err), {
+    // The back-off waits are the loop's own sleeps, which a stop ends: no probe is sent after it.
+    const probe = () => (this.stopping ? Promise.reject(new Error('stopping')) : handling.probe(err));
+    this.outage = retry(probe, {
+      clock: { now: () => performance.now(), sleep: (ms) => this.sleep(ms) },
       waitFirst: true,
       backoff: { initialMs: handling.initialDelayMs ?? 500, maxMs: handling.maxDelayMs ?? 30_000 },
       classify: () => (this.stopping ? { retry: false } : { retry: true }),

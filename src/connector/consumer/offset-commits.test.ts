@@ -127,4 +127,79 @@ describe('OffsetCommits', () => {
     await commits.commit('interval');
     expect(c.commits).toHaveLength(0);
   });
+  it('sends one commit at a time: one asked for meanwhile waits, then sends the newer offset', async () => {
+    const sent: Array<{ offsets: TopicPartitionOffset[]; answer: () => void }> = [];
+    const c = {
+      ...consumer(),
+      commitOffsets: (offsets: TopicPartitionOffset[]) =>
+        new Promise<void>((resolve) => sent.push({ offsets, answer: resolve })),
+    };
+    const commits = commitsOf();
+    commits.attach(c);
+    const p0 = commits.tracker('in').partition(0);
+    p0.track(0);
+    p0.complete(0);
+    const first = commits.commit('interval');
+    await Promise.resolve();
+    expect(sent.map((s) => s.offsets[0]!.offset)).toEqual(['1']);
+    p0.track(1);
+    p0.complete(1);
+    const second = commits.commit('partition drained');
+    p0.track(2);
+    p0.complete(2);
+    const third = commits.commit('stop');
+    // Nothing more goes out while the first is unanswered: an older offset cannot land after a newer.
+    await new Promise((r) => setImmediate(r));
+    expect(sent).toHaveLength(1);
+    sent[0]!.answer();
+    await first;
+    await new Promise((r) => setImmediate(r));
+    // The two asked for meanwhile are one commit, of what is safe when it is sent.
+    expect(sent.map((s) => s.offsets[0]!.offset)).toEqual(['1', '3']);
+    sent[1]!.answer();
+    await Promise.all([second, third]);
+    expect(sent).toHaveLength(2);
+  });
+
+  it('logs a failed commit as a warning, with the reason and the error', async () => {
+    const lines: Array<{ level: string; obj: Record<string, unknown>; msg: string }> = [];
+    const record = (level: string) => (obj: Record<string, unknown>, msg: string) =>
+      lines.push({ level, obj, msg });
+    const capturing = { ...logger, warn: record('warn'), debug: record('debug') } as unknown as typeof logger;
+    const commits = new OffsetCommits({ arrived: 'in', unfinishedOn: () => 0, logger: capturing });
+    commits.attach(consumer(true));
+    commits.tracker('in').partition(0).track(3);
+    commits.tracker('in').partition(0).complete(3);
+    await commits.commit('stop');
+    expect(lines).toEqual([
+      {
+        level: 'warn',
+        obj: expect.objectContaining({ reason: 'stop', err: expect.stringContaining('rebalancing') }),
+        msg: expect.stringContaining('commit failed'),
+      },
+    ]);
+  });
+
+  it('forgets what was committed for a partition dropped while the commit was in flight', async () => {
+    const answers: Array<() => void> = [];
+    const c = { ...consumer(), commitOffsets: () => new Promise<void>((resolve) => answers.push(resolve)) };
+    const commits = commitsOf();
+    commits.attach(c);
+    const tracker = commits.tracker('in');
+    tracker.partition(0).track(0);
+    tracker.partition(0).complete(0);
+    const sending = commits.commit('interval');
+    await Promise.resolve();
+    commits.drop('in', 0);
+    answers[0]!();
+    await sending;
+    // Given back later, the partition's first completed offset is committed again, not taken as sent.
+    tracker.partition(0).track(0);
+    tracker.partition(0).complete(0);
+    const again = commits.commit('interval');
+    await Promise.resolve();
+    expect(answers).toHaveLength(2);
+    answers[1]!();
+    await again;
+  });
 });

@@ -36,6 +36,11 @@ export class OffsetCommits {
   private intervalCommit: NodeJS.Timeout | null = null;
   private consumer: LoopConsumer | null = null;
   private stopping = false;
+  /** The commit being sent; commits go one at a time so that a newer offset is never overtaken. */
+  private inFlight: Promise<void> | null = null;
+  /** The one commit asked for while another was in flight: sent after it, with the offsets of then. */
+  private queued: Promise<void> | null = null;
+  private queuedReason: CommitReason = 'interval';
 
   constructor(private readonly o: OffsetCommitsOptions) {}
 
@@ -74,8 +79,28 @@ export class OffsetCommits {
     this.trackers.get(topic)?.drop(partition);
   }
 
-  /** Commits the highest safe offset of every assigned partition that moved. */
-  async commit(reason: CommitReason): Promise<void> {
+  /**
+   * Commits the highest safe offset of every assigned partition that moved. One commit is in flight
+   * at a time: asked for meanwhile, the commit waits for it and then sends what is safe by then, so
+   * the offsets recorded for a partition only move forward. Several asked for meanwhile are one.
+   */
+  commit(reason: CommitReason): Promise<void> {
+    if (this.inFlight) {
+      this.queuedReason = reason;
+      this.queued ??= this.inFlight.then(() => {
+        this.queued = null;
+        return this.commit(this.queuedReason);
+      });
+      return this.queued;
+    }
+    const sending = this.send(reason).finally(() => {
+      if (this.inFlight === sending) this.inFlight = null;
+    });
+    this.inFlight = sending;
+    return sending;
+  }
+
+  private async send(reason: CommitReason): Promise<void> {
     const consumer = this.consumer;
     if (!consumer) return;
     const assignment = consumer.currentAssignment();
@@ -101,9 +126,13 @@ export class OffsetCommits {
         );
         tracker.markCommitted(entries);
       } catch (err) {
-        // A rebalance in progress: the next owner starts from the last committed offset and
-        // recognises recorded documents by their state, so nothing is lost or submitted twice.
-        this.o.logger.debug({ err: (err as Error).message, reason }, 'commit failed; will retry');
+        // Kept for the next commit. If the partition moves first (a rebalance in progress), its next
+        // owner starts from the last committed offset and recognises recorded documents by their
+        // state, so nothing is lost or submitted twice; but the records since are read again.
+        this.o.logger.warn(
+          { err: (err as Error).message, type: (err as { type?: string }).type, reason, topic },
+          'offset commit failed; retried at the next commit',
+        );
       }
     }
   }

@@ -107,8 +107,12 @@ export class OffsetTracker {
     return out;
   }
 
+  /** Records what a commit sent; a partition dropped while the commit was in flight stays dropped. */
   markCommitted(entries: OffsetCommit[]): void {
-    for (const e of entries) this.committed.set(e.partition, { offset: e.offset, metadata: e.metadata });
+    for (const e of entries) {
+      if (this.partitions.has(e.partition))
+        this.committed.set(e.partition, { offset: e.offset, metadata: e.metadata });
+    }
   }
 
   /** Whether a partition last committed here with this metadata passes `test`. */
