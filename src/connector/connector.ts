@@ -416,6 +416,8 @@ export class Connector {
 
   stop(): Promise<void> {
     this.stopping ??= (async () => {
+      // No partition is given to this member in a rebalance that meets its stop (`assignSticky`).
+      this.consumer?.markLeaving();
       this.loop.stop();
       if (this.lagTimer) clearInterval(this.lagTimer);
       if (this.expiryTimer) clearInterval(this.expiryTimer);

@@ -204,6 +204,8 @@ export class KafkaConsumer {
   private readonly policy: Required<RestartPolicy>;
   private runConfig: ConsumerRunConfig | undefined;
   private stopping = false;
+  /** Set by `markLeaving`: announced at every join from then on. */
+  private leaving = false;
   private isHealthy = true;
   private fatal = false;
   private crashesInARow = 0;
@@ -233,6 +235,7 @@ export class KafkaConsumer {
           () => this.claim(),
           () => settings.advertised ?? null,
           () => this.beforeRejoin(),
+          () => this.leaving,
         ),
       ),
       ...(settings.sessionTimeoutMs !== undefined ? { sessionTimeout: settings.sessionTimeoutMs } : {}),
@@ -265,6 +268,14 @@ export class KafkaConsumer {
     this.consumer.on(this.consumer.events.CRASH, (event) => {
       this.crashed(kafkaError(event.payload.error, `consumer of group ${this.groupId} crashed`));
     });
+  }
+
+  /**
+   * This member is stopping: from its next join on it says so, and the group's leader gives it no
+   * partition while another member can take them (`assignSticky`). It stays a member until `stop`.
+   */
+  markLeaving(): void {
+    this.leaving = true;
   }
 
   /** Runs the barriers before this member (re)joins its group, one after the other. */

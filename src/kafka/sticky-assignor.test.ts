@@ -5,6 +5,7 @@ import {
   assignSticky,
   decodeClaim,
   encodeClaim,
+  leavingOf,
   minimumMoves,
   STICKY_PROTOCOL,
   stickyAssigner,
@@ -305,5 +306,56 @@ describe('stickyAssigner (the kafkajs side)', () => {
       (r) => AssignerProtocol.MemberAssignment.decode(r.memberAssignment)!.assignment[IN]!.length,
     );
     expect(counts).toEqual([3, 3]);
+  });
+  it('gives a stopping member nothing, its partitions to the others, in kafkajs’ own encoding', async () => {
+    const held = { [IN]: [0, 1, 4], [FB]: [0, 1] };
+    const stopping = stickyAssigner(
+      () => ({ assignedAt: 5, assignment: held }),
+      () => null,
+      undefined,
+      () => true,
+    )({ cluster, groupId: 'g', logger: undefined as never });
+    const b = create({ [IN]: [2, 3, 5] });
+    const members = [
+      { memberId: 'a', memberMetadata: stopping.protocol({ topics: [IN, FB] }).metadata },
+      { memberId: 'b', memberMetadata: b.protocol({ topics: [IN, FB] }).metadata },
+    ];
+    const result = await b.assign({ members, topics: [IN, FB] });
+    const decoded = Object.fromEntries(
+      result.map((r) => [
+        r.memberId,
+        AssignerProtocol.MemberAssignment.decode(r.memberAssignment)!.assignment,
+      ]),
+    );
+    expect(decoded).toEqual({ a: {}, b: { [IN]: range(6), [FB]: [0, 1] } });
+  });
+});
+
+describe('a stopping member (leaving)', () => {
+  it('is announced in the user data, with or without a claim, and read back', () => {
+    const claim = { assignedAt: 7, assignment: { [IN]: [1] } };
+    expect(leavingOf(encodeClaim(claim, null, true))).toBe(true);
+    expect(decodeClaim(encodeClaim(claim, null, true))).toEqual(claim);
+    expect(leavingOf(encodeClaim(null, null, true))).toBe(true);
+    expect(decodeClaim(encodeClaim(null, null, true))).toBeNull();
+    expect(leavingOf(encodeClaim(claim, '127.0.0.1:1'))).toBe(false);
+    expect(leavingOf(Buffer.from([0, 1]))).toBe(false);
+  });
+
+  it('takes no partition while another member stays; the others stay balanced and sticky', () => {
+    const before = new Map(range(12).map((p) => [p, ids(3)[p % 3]!]));
+    const members = membersFrom(ids(3), before).map((m, i) => (i === 1 ? { ...m, leaving: true } : m));
+    const after = assignSticky(members, { [IN]: range(12), [FB]: range(12) });
+    expect(after.get(ids(3)[1]!)).toEqual({});
+    const counts = [ids(3)[0]!, ids(3)[2]!].map((id) => after.get(id)![IN]!.length);
+    expect(counts).toEqual([6, 6]);
+    // Only the leaving member's four partitions moved.
+    expect(moved(before, owners(after))).toBe(4);
+  });
+
+  it('still holds partitions when every member is stopping: someone must', () => {
+    const members = membersFrom(ids(2), new Map()).map((m) => ({ ...m, leaving: true }));
+    const after = assignSticky(members, { [IN]: range(4) });
+    expect([...after.values()].map((a) => a[IN]!.length)).toEqual([2, 2]);
   });
 });

@@ -37,18 +37,39 @@ export interface StickyMember {
   topics: readonly string[];
   /** null: the member holds nothing (a new member, or one whose claim could not be read). */
   claim: StickyClaim | null;
+  /** The member is stopping: it is given nothing while another member can take its share. */
+  leaving?: boolean;
 }
 
 /**
- * The user data a member joins with: its claim as compact JSON (a few bytes per partition), and the
- * address of its metrics endpoint when it has one (`m`, read by `docstream status`; members that do
- * not know the field ignore it, and a member holding nothing sends `{v, m}`, which reads as no claim).
+ * The user data a member joins with: its claim as compact JSON (a few bytes per partition), the
+ * address of its metrics endpoint when it has one (`m`, read by `docstream status`), and `l: 1` when
+ * it is stopping (`leaving`). Members that do not know a field ignore it; a member holding nothing
+ * sends `{v, m}` or `{v, l}`, which reads as no claim.
  */
-export function encodeClaim(claim: StickyClaim | null, advertised: string | null = null): Buffer {
-  const m = advertised ? { m: advertised } : {};
+export function encodeClaim(
+  claim: StickyClaim | null,
+  advertised: string | null = null,
+  leaving = false,
+): Buffer {
+  const extra = { ...(advertised ? { m: advertised } : {}), ...(leaving ? { l: 1 } : {}) };
   if (claim === null)
-    return advertised ? Buffer.from(JSON.stringify({ v: CLAIM_VERSION, ...m })) : Buffer.alloc(0);
-  return Buffer.from(JSON.stringify({ v: CLAIM_VERSION, at: claim.assignedAt, a: claim.assignment, ...m }));
+    return Object.keys(extra).length > 0
+      ? Buffer.from(JSON.stringify({ v: CLAIM_VERSION, ...extra }))
+      : Buffer.alloc(0);
+  return Buffer.from(
+    JSON.stringify({ v: CLAIM_VERSION, at: claim.assignedAt, a: claim.assignment, ...extra }),
+  );
+}
+
+/** Whether a member joined saying it is stopping (`encodeClaim`'s `l`). */
+export function leavingOf(userData: Buffer | null | undefined): boolean {
+  if (!userData || userData.length === 0) return false;
+  try {
+    return (JSON.parse(userData.toString('utf8')) as { l?: unknown }).l === 1;
+  } catch {
+    return false;
+  }
 }
 
 /** The metrics address a member announced in its user data (`encodeClaim`), or null. */
@@ -115,6 +136,14 @@ export function assignSticky(
   members: readonly StickyMember[],
   partitionsOf: Readonly<Record<string, readonly number[]>>,
 ): Map<string, TopicPartitions> {
+  // A stopping member takes no partition, not even its own, while another member can take them:
+  // a stop that meets a rebalance hands its partitions on then, and is given none it must prepare.
+  const staying = members.filter((m) => !m.leaving);
+  if (staying.length > 0 && staying.length < members.length) {
+    const out = assignSticky(staying, partitionsOf);
+    for (const m of members) if (m.leaving) out.set(m.memberId, {});
+    return out;
+  }
   const sorted = [...members].sort((a, b) => byId(a.memberId, b.memberId));
   const out = new Map<string, TopicPartitions>(sorted.map((m) => [m.memberId, {}]));
   if (sorted.length === 0) return out;
@@ -233,13 +262,14 @@ export function minimumMoves(
 
 /**
  * The assigner kafkajs runs: `claim` is asked at every join for what this member holds now (and
- * `advertised` for its metrics address); the leader's `assign` reads every member's claim and topics
- * from the join's metadata.
+ * `advertised` for its metrics address, `leaving` whether it is stopping); the leader's `assign`
+ * reads every member's claim, topics and leaving flag from the join's metadata.
  */
 export function stickyAssigner(
   claim: () => StickyClaim | null,
   advertised: () => string | null = () => null,
   beforeRejoin?: () => Promise<void>,
+  leaving: () => boolean = () => false,
 ): PartitionAssigner {
   return ({ cluster }): Assigner & HasRejoinHook => ({
     // The member's barrier before it gives its partitions up (`rejoin-barrier.ts`).
@@ -252,7 +282,7 @@ export function stickyAssigner(
         metadata: AssignerProtocol.MemberMetadata.encode({
           version: PROTOCOL_VERSION,
           topics,
-          userData: encodeClaim(claim(), advertised()),
+          userData: encodeClaim(claim(), advertised(), leaving()),
         }),
       };
     },
@@ -281,7 +311,13 @@ function memberOf(topics: string[]): (member: GroupMember) => StickyMember {
   return ({ memberId, memberMetadata }) => {
     try {
       const metadata = AssignerProtocol.MemberMetadata.decode(memberMetadata);
-      return { memberId, topics: metadata?.topics ?? topics, claim: decodeClaim(metadata?.userData) };
+      const userData = metadata?.userData;
+      return {
+        memberId,
+        topics: metadata?.topics ?? topics,
+        claim: decodeClaim(userData),
+        leaving: leavingOf(userData),
+      };
     } catch {
       return { memberId, topics, claim: null };
     }
