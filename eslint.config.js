@@ -12,4 +12,16 @@ export default tseslint.config(
       'no-console': 'off',
     },
   },
+  {
+    // The product's code, with the type-checked promise rules: every promise is awaited or handled
+    // (a rejection nobody handles ends the Node process), and none is passed where a callback's
+    // result is ignored.
+    files: ['src/**/*.ts'],
+    ignores: ['src/**/*.test.ts'],
+    languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
+    rules: {
+      '@typescript-eslint/no-floating-promises': ['error', { ignoreVoid: false }],
+      '@typescript-eslint/no-misused-promises': 'error',
+    },
+  },
 );

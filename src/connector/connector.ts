@@ -272,7 +272,7 @@ export class Connector {
     consumer.onFatal((error) => {
       this.log.fatal({ err: error.message }, 'the consumer gave up restarting');
       if (this.options.onFatal) this.options.onFatal(error);
-      else void this.stop();
+      else this.stop().catch((err: unknown) => this.log.error({ err: errorText(err) }, 'stop failed'));
     });
     const start = await step('deciding where the group starts on the input', () =>
       decideStart({
@@ -321,8 +321,10 @@ export class Connector {
       const seen = { batches: this.loop.batchesSeen, inFlight: this.engine.inFlight };
       if (!pace.due(now, seen)) return;
       this.readingOffsets = true;
-      void updateLag(lagSources)
+      updateLag(lagSources)
         .then((groupIdle) => pace.read(now, seen, groupIdle))
+        // The lag is read again at the next tick; meanwhile the metric keeps its last value.
+        .catch((err: unknown) => this.log.debug({ err: errorText(err) }, 'consumer lag not read'))
         .finally(() => (this.readingOffsets = false));
     }, readEvery);
     this.lagTimer.unref();

@@ -362,7 +362,7 @@ export function buildLoop(
     admissionWaitMs: config.connector.admissionWaitMs,
     engine: parts.engine,
     // exactly-once: each partition's transactional producer opened and closed with it.
-    state: transactions ? transactionalLoopState(state, transactions) : state,
+    state: transactions ? transactionalLoopState(state, transactions, logger) : state,
     arrivals: arrivalHandler({
       decoder: registry,
       engine: parts.engine,

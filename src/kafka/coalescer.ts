@@ -154,7 +154,21 @@ export class CoalescingSender {
     if (this.inFlight || this.queue.length === 0) return;
     this.inFlight = true;
     // Once the current turn is over: what the same turn sends meets this in one request.
-    setImmediate(() => void this.flush());
+    setImmediate(() => {
+      this.flush().catch((err: unknown) => this.failQueued(err));
+    });
+  }
+
+  /**
+   * `flush` settles every message it takes, whatever the broker answers; only a defect can make it
+   * throw. Then what is queued is refused with that error rather than left waiting for good.
+   */
+  private failQueued(err: unknown): void {
+    this.inFlight = false;
+    const queued = this.queue.splice(0);
+    this.replaceable.clear();
+    this.eager = 0;
+    for (const item of queued) rejectAll(item, err);
   }
 
   private takeBatch(): Pending[] {

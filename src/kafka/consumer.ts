@@ -316,7 +316,10 @@ export class KafkaConsumer {
     const event = { error, attempt: this.crashesInARow, delayMs, restarts: this.restartCount };
     for (const listener of this.restartListeners) listener(event);
     clearTimeout(this.restartTimer);
-    this.restartTimer = setTimeout(() => void this.restartRun(), delayMs);
+    // restartRun reports its own failure as a crash; it does not reject.
+    this.restartTimer = setTimeout(() => {
+      this.restartRun().catch(() => undefined);
+    }, delayMs);
   }
 
   /**

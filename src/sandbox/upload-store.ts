@@ -153,14 +153,16 @@ export class UploadSink extends Writable {
     this.chunks = null;
     this.freeHeld();
     const settled = this.busy.catch(() => undefined);
-    void settled
+    settled
       .then(async () => {
         const file = this.file;
         this.file = null;
         await file?.close();
       })
-      .catch(() => undefined)
-      .then(() => callback(error));
+      .then(
+        () => callback(error),
+        () => callback(error),
+      );
   }
 
   private take(buffers: Buffer[], callback: (error?: Error | null) => void): void {

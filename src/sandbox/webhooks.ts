@@ -59,7 +59,7 @@ export class WebhookDispatcher {
     const copies = chance(this.random(), config.duplicateRate) ? 2 : 1;
     for (let i = 0; i < copies; i++) {
       if (config.outOfOrder) this.hold(message);
-      else void this.attempt(message, 1);
+      else this.deliver(message, 1);
     }
   }
 
@@ -76,7 +76,7 @@ export class WebhookDispatcher {
     this.scheduler.after(this.getConfig().webhook.outOfOrderWindowMs, () => {
       const batch = this.held.reverse();
       this.held = [];
-      for (const m of batch) void this.attempt(m, 1);
+      for (const m of batch) this.deliver(m, 1);
     });
   }
 
@@ -126,6 +126,13 @@ export class WebhookDispatcher {
       { webhookId: message.id, attempt, outcome, delay },
       'webhook delivery failed; retrying',
     );
-    this.scheduler.after(delay, () => void this.attempt(message, attempt + 1));
+    this.scheduler.after(delay, () => this.deliver(message, attempt + 1));
+  }
+
+  /** One delivery attempt in the background; `attempt` catches what the request throws. */
+  private deliver(message: Message, attempt: number): void {
+    this.attempt(message, attempt).catch((err: unknown) =>
+      this.logger.error({ webhookId: message.id, err: (err as Error).message }, 'webhook delivery failed'),
+    );
   }
 }

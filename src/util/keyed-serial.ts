@@ -11,14 +11,11 @@ export class KeyedSerial {
   run<T>(key: string, task: () => Promise<T>): Promise<T> {
     const before = this.tails.get(key);
     const result = before ? before.then(task) : task();
-    const tail = result.then(
-      () => undefined,
-      () => undefined,
-    );
-    this.tails.set(key, tail);
-    void tail.then(() => {
+    const forget = () => {
       if (this.tails.get(key) === tail) this.tails.delete(key);
-    });
+    };
+    const tail: Promise<void> = result.then(forget, forget);
+    this.tails.set(key, tail);
     return result;
   }
 

@@ -102,7 +102,7 @@ export async function startWebhookReceiver(options: ReceiverOptions): Promise<We
       connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(timeouts.headersMs / 2))),
     },
     (req, res) => {
-      void (async () => {
+      (async () => {
         const path = (req.url ?? '/').split('?')[0];
         if (path !== options.path) return answer(res, 404, 'not found', 'not_found');
         if (req.method !== 'POST') return answer(res, 405, 'only POST is accepted', 'method_not_allowed');
@@ -152,7 +152,10 @@ export async function startWebhookReceiver(options: ReceiverOptions): Promise<We
           );
           return answer(res, 503, 'not processed; retry later', 'error');
         }
-      })();
+      })().catch((err: unknown) => {
+        logger.error({ err: err instanceof Error ? err.message : String(err) }, 'webhook request failed');
+        if (!res.headersSent) answer(res, 500, 'internal error', 'error');
+      });
     },
   );
   // A last resort for a socket that stays silent in any other phase.

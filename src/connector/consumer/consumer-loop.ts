@@ -224,10 +224,11 @@ export class ConsumerLoop {
   private hold(released: Promise<void>, control: BatchControl): Promise<void> {
     return new Promise<void>((resolve) => {
       const stopBeating = this.heartbeatEvery(control, resolve);
-      void released.then(() => {
+      const end = () => {
         stopBeating();
         resolve();
-      });
+      };
+      released.then(end, end);
     });
   }
 
@@ -318,7 +319,7 @@ export class ConsumerLoop {
    * called): the notice is the last moment to commit before the partitions may move.
    */
   onRebalanceNotice(): void {
-    void this.commits.commit('rebalance notice');
+    this.commits.commitInBackground('rebalance notice');
   }
 
   /** Feedback records one by one; one that takes longer than the batch's wait goes on in the background. */

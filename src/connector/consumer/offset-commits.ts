@@ -51,7 +51,7 @@ export class OffsetCommits {
   /** Commits every `intervalMs` from now until `stop`. */
   startInterval(intervalMs: number): void {
     if (this.intervalCommit || this.stopping) return;
-    this.intervalCommit = setInterval(() => void this.commit('interval'), intervalMs);
+    this.intervalCommit = setInterval(() => this.commitInBackground('interval'), intervalMs);
     this.intervalCommit.unref();
   }
 
@@ -98,6 +98,13 @@ export class OffsetCommits {
     });
     this.inFlight = sending;
     return sending;
+  }
+
+  /** A commit nobody waits for (a timer, a notice); a failed one is logged by `send` already. */
+  commitInBackground(reason: CommitReason): void {
+    this.commit(reason).catch((err: unknown) =>
+      this.o.logger.warn({ err: (err as Error).message, reason }, 'offset commit failed'),
+    );
   }
 
   private async send(reason: CommitReason): Promise<void> {
@@ -150,7 +157,7 @@ export class OffsetCommits {
     if (!drained) return;
     this.drainCommit = setTimeout(() => {
       this.drainCommit = null;
-      void this.commit('partition drained');
+      this.commitInBackground('partition drained');
     }, 0);
   }
 }

@@ -39,12 +39,9 @@ export class CreateGate {
 
   /** Tracks a create that was sent until `settled` (its state recorded, or the create given up). */
   track(settled: Promise<unknown>): void {
-    const done = settled.then(
-      () => undefined,
-      () => undefined,
-    );
+    const forget = () => void this.sent.delete(done);
+    const done: Promise<void> = settled.then(forget, forget);
     this.sent.add(done);
-    void done.then(() => this.sent.delete(done));
   }
 
   /** Creates sent whose state is not recorded yet. */

@@ -69,15 +69,27 @@ export class InFlight {
     }
     if (this.bySubmission.get(run.state.submission_id) === run)
       this.bySubmission.delete(run.state.submission_id);
-    if (cancelled) void run.blob?.cleanup();
+    if (cancelled) {
+      run.blob
+        ?.cleanup()
+        .catch((err: unknown) =>
+          this.logger.warn(
+            { err: (err as Error).message },
+            'a stopped document’s spooled file was not removed',
+          ),
+        );
+    }
     this.onCapacityFreed();
   }
 
   /** Runs a background step; its unexpected failure is logged, and `settle` waits for it. */
   track(step: Promise<unknown>): void {
-    const guarded = step.catch((err: unknown) => this.logger.error({ err }, 'unexpected connector error'));
+    const forget = () => void this.steps.delete(guarded);
+    const guarded: Promise<void> = step.then(forget, (err: unknown) => {
+      this.logger.error({ err }, 'unexpected connector error');
+      forget();
+    });
     this.steps.add(guarded);
-    void guarded.finally(() => this.steps.delete(guarded));
   }
 
   /** Resolves when every step in progress settled, or after `timeoutMs`. */

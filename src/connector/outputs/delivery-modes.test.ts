@@ -172,7 +172,7 @@ describe('exactly-once routing', () => {
       const { kafka, txns } = fakeKafka();
       const writers = new TransactionalWriters(kafka, { idPrefix: 'g-t', lingerMs: 5, logger: silentLogger });
       const { state, moves } = store();
-      const loopState = transactionalLoopState(state, writers);
+      const loopState = transactionalLoopState(state, writers, silentLogger);
       await loopState.assign([1]);
       expect(writers.owns(1)).toBe(true);
       loopState.revoke([1]);
@@ -188,7 +188,7 @@ describe('exactly-once routing', () => {
       const { kafka, txns } = fakeKafka(3);
       const writers = new TransactionalWriters(kafka, { idPrefix: 'g-t', lingerMs: 5, logger: silentLogger });
       const { state, moves } = store();
-      const loopState = transactionalLoopState(state, writers);
+      const loopState = transactionalLoopState(state, writers, silentLogger);
       await loopState.assign([1]);
       const close = loopState.leave!([1]);
       expect(moves).toEqual(['restore 1', 'forget 1']);

@@ -13,6 +13,7 @@
 import type { CoalescingSender, SendOptions } from '../../kafka/coalescer.js';
 import type { OutgoingMessage } from '../../kafka/producer.js';
 import type { TransactionalWriters } from '../../kafka/transactions.js';
+import type { Logger } from '../../observability/logger.js';
 import type { LoopState } from '../consumer/loop-interfaces.js';
 import type { OutputSender } from './output.js';
 
@@ -61,7 +62,22 @@ export function transactionalStates(writers: TransactionalWriters): Sender {
  * retried in its transaction, not refused as not owned. Kept open meanwhile is safe: once another
  * member initialised the partition's id, this producer is fenced and writes nothing more.
  */
-export function transactionalLoopState(state: LoopState, writers: TransactionalWriters): LoopState {
+export function transactionalLoopState(
+  state: LoopState,
+  writers: TransactionalWriters,
+  logger: Pick<Logger, 'warn'>,
+): LoopState {
+  // A writer that fails to close had its transaction aborted: the partition's next owner fences it.
+  const close = (partitions: number[]): void => {
+    writers
+      .close(partitions)
+      .catch((err: unknown) =>
+        logger.warn(
+          { partitions, err: (err as Error).message },
+          'transactional writer did not close cleanly',
+        ),
+      );
+  };
   return {
     assign: async (partitions) => {
       await writers.open(partitions);
@@ -69,11 +85,11 @@ export function transactionalLoopState(state: LoopState, writers: TransactionalW
     },
     revoke: (partitions) => {
       state.revoke(partitions);
-      void writers.close(partitions);
+      close(partitions);
     },
     leave: (partitions) => {
       state.revoke(partitions);
-      return () => void writers.close(partitions);
+      return () => close(partitions);
     },
     unfinished: (partition) => state.unfinished(partition),
   };

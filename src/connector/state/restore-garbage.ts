@@ -73,7 +73,10 @@ export class RestoreGarbage {
     if (this.stopped || this.restoring > 0) return;
     if (!this.first && this.records < this.o.thresholdRecords) return;
     this.cancel();
-    this.timer = setTimeout(() => void this.collect(), this.o.quietMs);
+    // collect catches what its collection throws; onCollected is the caller's log line.
+    this.timer = setTimeout(() => {
+      this.collect().catch(() => undefined);
+    }, this.o.quietMs);
     // Never what keeps a stopping process alive.
     this.timer.unref();
   }
