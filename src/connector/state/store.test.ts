@@ -3,7 +3,7 @@ import type { ChangelogSink } from '../../kafka/changelog.js';
 import { createLogger, silentLogger } from '../../observability/logger.js';
 import type { FinishedState, UnfinishedState } from './document-state.js';
 import { encodeState } from './record.js';
-import { OwnedState, type StateFeed } from './store.js';
+import { OwnedState, TOMBSTONES_IN_FLIGHT, type StateFeed } from './store.js';
 
 const DAY = 86_400_000;
 const NOW = 1_800_000_000_000;
@@ -113,6 +113,47 @@ describe('OwnedState', () => {
     expect(store.unfinished(2).map((s) => s.event_id)).toEqual(['open']);
     await new Promise((r) => setImmediate(r));
     expect(tombstones).toEqual(['2/old']);
+  });
+
+  it('keeps at most TOMBSTONES_IN_FLIGHT tombstones out when an expiry finds thousands', async () => {
+    let now = NOW;
+    let feed!: FakeFeed;
+    const answers: Array<() => void> = [];
+    const sent: string[] = [];
+    const store = new OwnedState((sink) => (feed = new FakeFeed(sink)), {
+      inputTopic: 'in',
+      retentionMs: DAY,
+      logger: silentLogger,
+      now: () => now,
+      tombstone: (p, id) =>
+        new Promise<void>((resolve) => {
+          sent.push(`${p}/${id}`);
+          answers.push(resolve);
+        }),
+      collectGarbage: null,
+    });
+    await store.assign([0, 1]);
+    const total = 3 * TOMBSTONES_IN_FLIGHT + 7;
+    for (let i = 0; i < total; i++) store.put(finished(`d${i}`, i % 2, NOW));
+    now = NOW + 2 * DAY;
+    expect(store.expire()).toBe(total);
+    expect(store.tombstonesInFlight).toBe(TOMBSTONES_IN_FLIGHT);
+    expect(sent).toHaveLength(TOMBSTONES_IN_FLIGHT);
+    // Partition 1 leaves: its waiting tombstones are dropped, not sent for a partition not owned.
+    feed.revoke([1]);
+    let answered = 0;
+    while (answered < answers.length) {
+      answers[answered++]!();
+      await Promise.resolve();
+      await Promise.resolve();
+      expect(store.tombstonesInFlight).toBeLessThanOrEqual(TOMBSTONES_IN_FLIGHT);
+    }
+    await new Promise((r) => setImmediate(r));
+    expect(store.tombstonesInFlight).toBe(0);
+    const later = sent.slice(TOMBSTONES_IN_FLIGHT);
+    expect(later.length).toBeGreaterThan(0);
+    expect(later.every((s) => s.startsWith('0/'))).toBe(true);
+    expect(new Set(sent).size).toBe(sent.length);
   });
 
   it('expires finished documents of owned partitions on the timer, with their tombstones', async () => {

@@ -22,6 +22,13 @@ const COLLECT_AFTER_RECORDS = 10_000;
 /** Quiet time after a restore before collecting: the next partition of a rebalance may follow. */
 const COLLECT_QUIET_MS = 1000;
 
+/**
+ * Tombstones of expired documents out at once at most: an expiry or a restore can find a partition's
+ * whole history expired, and each tombstone held in the producer's queue costs memory until Kafka
+ * acknowledges it. The rest wait here, as an event id each, and go as earlier ones are acknowledged.
+ */
+export const TOMBSTONES_IN_FLIGHT = 500;
+
 /** The changelog reader as the store drives it (`ChangelogReader`, or a fake in unit tests). */
 export interface StateFeed {
   start(): Promise<void>;
@@ -56,9 +63,17 @@ export class OwnedState {
   readonly partitions: PartitionState;
   private readonly feed: StateFeed;
   private readonly garbage: RestoreGarbage;
+  private readonly tombstone: OwnedStateOptions['tombstone'];
+  private readonly logger: Logger;
+  /** Expired documents whose tombstone waits for room (`TOMBSTONES_IN_FLIGHT`), oldest first. */
+  private expiredWaiting: Array<{ partition: number; eventId: string }> = [];
+  private expiredNext = 0;
+  private tombstonesOut = 0;
 
   constructor(open: (sink: ChangelogSink) => StateFeed, options: OwnedStateOptions) {
     const { logger } = options;
+    this.logger = logger;
+    this.tombstone = options.tombstone;
     const collect = options.collectGarbage === undefined ? restoreCollector() : options.collectGarbage;
     this.garbage = new RestoreGarbage({
       thresholdRecords: collect ? COLLECT_AFTER_RECORDS : Infinity,
@@ -77,14 +92,8 @@ export class OwnedState {
       ...(options.now ? { now: options.now } : {}),
       onExpired: (partition, eventId) => {
         if (!this.feed.owns(partition)) return;
-        options
-          .tombstone(partition, eventId)
-          .catch((err: unknown) =>
-            logger.warn(
-              { partition, err: (err as Error).message },
-              'tombstone of an expired document not written; the next expiry or restore retries',
-            ),
-          );
+        this.expiredWaiting.push({ partition, eventId });
+        this.sendTombstones();
       },
       onBadRecord: (partition, offset, err) =>
         logger.warn({ partition, offset, err: err.message }, 'state record ignored'),
@@ -105,6 +114,38 @@ export class OwnedState {
 
   start(): Promise<void> {
     return this.feed.start();
+  }
+
+  /** Tombstones of expired documents out now (at most `TOMBSTONES_IN_FLIGHT`). */
+  get tombstonesInFlight(): number {
+    return this.tombstonesOut;
+  }
+
+  /**
+   * Sends waiting tombstones while fewer than `TOMBSTONES_IN_FLIGHT` are out; one for a partition
+   * that left meanwhile is dropped (its next owner expires the document itself).
+   */
+  private sendTombstones(): void {
+    while (this.tombstonesOut < TOMBSTONES_IN_FLIGHT && this.expiredNext < this.expiredWaiting.length) {
+      const { partition, eventId } = this.expiredWaiting[this.expiredNext++]!;
+      if (!this.feed.owns(partition)) continue;
+      this.tombstonesOut += 1;
+      const done = () => {
+        this.tombstonesOut -= 1;
+        this.sendTombstones();
+      };
+      this.tombstone(partition, eventId).then(done, (err: unknown) => {
+        this.logger.warn(
+          { partition, err: (err as Error).message },
+          'tombstone of an expired document not written; the next expiry or restore retries',
+        );
+        done();
+      });
+    }
+    if (this.expiredNext === this.expiredWaiting.length) {
+      this.expiredWaiting = [];
+      this.expiredNext = 0;
+    }
   }
 
   stop(): Promise<void> {
