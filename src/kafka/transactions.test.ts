@@ -147,6 +147,46 @@ describe('TransactionalWriters', () => {
     await expect(settled(w.send(4, 't', { key: 'k', value: 'v' }))).rejects.toBeInstanceOf(NotOwnedError);
   });
 
+  it('closes a producer whose partition was revoked while its id was being initialised, and refuses the partition', async () => {
+    const kafka = new FakeKafka();
+    let connected!: () => void;
+    kafka.connectHook = () => new Promise<void>((resolve) => (connected = resolve));
+    const w = writers(kafka);
+    const opening = w.open([3]);
+    opening.catch(() => undefined);
+    await tick(1);
+    // Revoked (`close`, not awaited by the revoke) before the producer has connected.
+    const closing = w.close([3]);
+    connected();
+    await expect(settled(opening)).rejects.toBeInstanceOf(NotOwnedError);
+    await settled(closing);
+    expect(w.owns(3)).toBe(false);
+    expect(w.size).toBe(0);
+    expect(kafka.log).toContain('disconnect 0');
+    expect(() => w.stage(3, 't', { key: 'a', value: '' })).toThrow(NotOwnedError);
+    // Assigned again later: a producer of its own, the id initialised again, not the revoked one.
+    kafka.connectHook = () => undefined;
+    await settled(w.open([3]));
+    expect(kafka.configs).toHaveLength(2);
+    expect(kafka.log.filter((l) => l.startsWith('abort'))).toEqual(['abort 0 0', 'abort 1 0']);
+    await settled(w.stop());
+  });
+
+  it('opens a partition once when two assignments open it at the same time', async () => {
+    const kafka = new FakeKafka();
+    let connected!: () => void;
+    kafka.connectHook = () => new Promise<void>((resolve) => (connected = resolve));
+    const w = writers(kafka);
+    const first = w.open([1]);
+    await tick(1);
+    const second = w.open([1]);
+    connected();
+    await settled(Promise.all([first, second]));
+    expect(kafka.configs).toHaveLength(1);
+    expect(w.owns(1)).toBe(true);
+    await settled(w.stop());
+  });
+
   it('commits the records staged within one linger as one transaction, grouped by topic, and resolves on commit', async () => {
     const kafka = new FakeKafka();
     const w = writers(kafka, { lingerMs: 20 });

@@ -155,6 +155,8 @@ class PartitionWriter {
    * unknown), or the failure was fatal to the producer (`isFatalToProducer`).
    */
   private broken = false;
+  /** Set while `open` initialises the id: `close` waits for it before it disconnects the producer. */
+  private opening: Promise<void> | null = null;
 
   constructor(
     private readonly kafka: Kafka,
@@ -162,12 +164,29 @@ class PartitionWriter {
     private readonly s: TransactionalSettings,
   ) {}
 
+  /** Closed (or closing after a revoke): it takes no record and its producer is, or will be, disconnected. */
+  get isClosed(): boolean {
+    return this.closed;
+  }
+
   get transactionalId(): string {
     return `${this.s.idPrefix}-${this.partition}`;
   }
 
-  /** Connects and initialises the transactional id: fences the previous owner, aborts its transaction. */
-  async open(): Promise<void> {
+  /**
+   * Connects and initialises the transactional id: fences the previous owner, aborts its transaction.
+   * Rejects with NotOwnedError when the writer was closed meanwhile (`close` disconnects the producer
+   * once this settled).
+   */
+  open(): Promise<void> {
+    const opening = this.initialise();
+    this.opening = opening;
+    return opening.finally(() => {
+      if (this.opening === opening) this.opening = null;
+    });
+  }
+
+  private async initialise(): Promise<void> {
     const producer = this.kafka.producer({
       transactionalId: this.transactionalId,
       idempotent: true,
@@ -187,6 +206,7 @@ class PartitionWriter {
       await producer.disconnect().catch(() => undefined);
       throw kafkaError(err, `initialising transactional id ${this.transactionalId}`);
     }
+    if (this.closed) throw new NotOwnedError(this.partition);
   }
 
   /**
@@ -352,6 +372,8 @@ class PartitionWriter {
       await this.flushing;
     }
     this.closed = true;
+    // Closed while its id was being initialised: the producer it makes is disconnected here too.
+    await this.opening?.catch(() => undefined);
     await this.producer?.disconnect().catch(() => undefined);
     this.producer = null;
   }
@@ -363,20 +385,40 @@ class PartitionWriter {
  */
 export class TransactionalWriters {
   private readonly writers = new Map<number, PartitionWriter>();
+  /**
+   * Writers whose id is being initialised, each with its `open`: a revoke (`close`) meanwhile takes
+   * the writer out and closes it, so it never becomes a partition's writer.
+   */
+  private readonly opening = new Map<number, { writer: PartitionWriter; opened: Promise<void> }>();
 
   constructor(
     private readonly kafka: Kafka,
     private readonly settings: TransactionalSettings,
   ) {}
 
-  /** Creates and initialises the producers of `partitions` not yet open (fencing their previous owners). */
+  /**
+   * Creates and initialises the producers of `partitions` not yet open (fencing their previous
+   * owners). Rejects with NotOwnedError for a partition revoked (`close`) before its producer was.
+   */
   async open(partitions: number[]): Promise<void> {
     await Promise.all(
       partitions
         .filter((p) => !this.writers.has(p))
         .map(async (p) => {
-          const writer = new PartitionWriter(this.kafka, p, this.settings);
-          await writer.open();
+          let entry = this.opening.get(p);
+          if (!entry) {
+            const writer = new PartitionWriter(this.kafka, p, this.settings);
+            entry = { writer, opened: writer.open() };
+            this.opening.set(p, entry);
+          }
+          const { writer, opened } = entry;
+          try {
+            await opened;
+          } finally {
+            if (this.opening.get(p)?.writer === writer) this.opening.delete(p);
+          }
+          // Revoked while it opened: the revoke holds (it closed the writer).
+          if (writer.isClosed) throw new NotOwnedError(p);
           this.writers.set(p, writer);
         }),
     );
@@ -420,22 +462,25 @@ export class TransactionalWriters {
     return writer.stage(topic, message, options.replace ?? false);
   }
 
-  /** Revoked: gathered records fail, the producers close. */
+  /** Revoked: gathered records fail, the producers close (one still being opened too, once it is). */
   async close(partitions: number[]): Promise<void> {
     await Promise.all(
       partitions.map(async (p) => {
-        const writer = this.writers.get(p);
+        const writer = this.writers.get(p) ?? this.opening.get(p)?.writer;
         this.writers.delete(p);
+        this.opening.delete(p);
         await writer?.close(false);
       }),
     );
   }
 
-  /** Shutdown: every gathered record is committed, then the producers close. */
+  /** Shutdown: every gathered record is committed, then the producers close (those opening too). */
   async stop(): Promise<void> {
-    const all = [...this.writers.values()];
+    const open = [...this.writers.values()];
+    const opening = [...this.opening.values()].map((o) => o.writer);
     this.writers.clear();
-    await Promise.all(all.map((w) => w.close(true)));
+    this.opening.clear();
+    await Promise.all([...open.map((w) => w.close(true)), ...opening.map((w) => w.close(false))]);
   }
 }
 
