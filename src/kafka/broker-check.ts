@@ -9,8 +9,8 @@ import { fixIdleRequestQueues } from './request-queue.js';
 const { Kafka, logLevel } = kafkajs;
 fixIdleRequestQueues();
 
-/** True when `broker` (host:port) lists the cluster's brokers within `timeoutMs`. */
-export async function brokerAnswers(broker: string, timeoutMs: number): Promise<boolean> {
+/** True when `broker` (host:port) lists at least `minBrokers` of the cluster's brokers within `timeoutMs`. */
+export async function brokerAnswers(broker: string, timeoutMs: number, minBrokers = 1): Promise<boolean> {
   const kafka = new Kafka({
     clientId: 'docstream-stack-health',
     brokers: [broker],
@@ -23,7 +23,7 @@ export async function brokerAnswers(broker: string, timeoutMs: number): Promise<
   try {
     await admin.connect();
     const cluster = await admin.describeCluster();
-    return cluster.brokers.length > 0;
+    return cluster.brokers.length >= Math.max(1, minBrokers);
   } catch {
     return false;
   } finally {

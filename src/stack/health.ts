@@ -27,11 +27,11 @@ export async function httpStatus(url: string, timeoutMs = 2000): Promise<number 
   }
 }
 
-/** A real Kafka check: the port is open and a metadata request lists at least one broker. */
-export async function kafkaHealthy(broker: string, timeoutMs = 3000): Promise<boolean> {
+/** A real Kafka check: the port is open and a metadata request lists at least `minBrokers` brokers. */
+export async function kafkaHealthy(broker: string, timeoutMs = 3000, minBrokers = 1): Promise<boolean> {
   const [host, portText] = splitHostPort(broker);
   if (!(await tcpOpen(host, Number(portText), Math.min(timeoutMs, 1000)))) return false;
-  return brokerAnswers(broker, timeoutMs);
+  return brokerAnswers(broker, timeoutMs, minBrokers);
 }
 
 function splitHostPort(hostPort: string): [string, string] {

@@ -1,7 +1,13 @@
 import { existsSync, rmdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { waitUntilHealthy } from './health.js';
-import { selectedServices, validateOptions, type ServiceName, type StackOptions } from './options.js';
+import {
+  kafkaNodePorts,
+  selectedServices,
+  validateOptions,
+  type ServiceName,
+  type StackOptions,
+} from './options.js';
 import { servicePaths } from './paths.js';
 import {
   isOurProcess,
@@ -15,7 +21,7 @@ import {
   writePidFile,
   type PidRecord,
 } from './process.js';
-import { registryUrl, SERVICES, type ServiceDef } from './services.js';
+import { allKafkaUnits, registryUrl, serviceUnits, SERVICES, type ServiceDef } from './services.js';
 import { describeRemoved, partitionDirWarning, processesUsing, removeServiceDir } from './state-dir.js';
 
 export { defaultStackOptions, DEFAULT_PORTS, PORT_ENV, SERVICE_NAMES } from './options.js';
@@ -43,9 +49,19 @@ function installLockFile(o: StackOptions): string {
   return join(o.cacheDir, '.install.lock');
 }
 
-/** The pid record of a service if the process it names is ours and alive; clears stale pid files. */
-function runningRecord(o: StackOptions, name: ServiceName): PidRecord | undefined {
-  const file = servicePaths(o.runDir, name).pidFile;
+/** A unit's pid file: the service's, or a cluster node's. */
+function pidFileOf(o: StackOptions, def: ServiceDef): string {
+  return def.pidFile?.(o) ?? servicePaths(o.runDir, def.name).pidFile;
+}
+
+/** How messages name a unit: the service, or a cluster node (`kafka-2`). */
+function labelOf(def: ServiceDef): string {
+  return def.label ?? def.name;
+}
+
+/** The pid record of a unit if the process it names is ours and alive; clears stale pid files. */
+function runningRecord(o: StackOptions, def: ServiceDef): PidRecord | undefined {
+  const file = pidFileOf(o, def);
   const rec = readPidFile(file);
   if (!rec) return undefined;
   if (isOurProcess(rec)) return rec;
@@ -65,7 +81,7 @@ function seconds(ms: number): string {
 
 function failureReport(o: StackOptions, def: ServiceDef, why: string): string {
   const logs = def.logFiles(o).filter((f) => existsSync(f) && statSync(f).size > 0);
-  const lines = [`${def.name}: ${why}; log: ${logs[0] ?? def.logFiles(o)[0]}`];
+  const lines = [`${labelOf(def)}: ${why}; log: ${logs[0] ?? def.logFiles(o)[0]}`];
   for (const f of logs) lines.push(`--- last 20 lines of ${f} ---`, tailFile(f, 20));
   return lines.join('\n');
 }
@@ -86,24 +102,27 @@ export async function stackUp(o: StackOptions): Promise<UpResult> {
     const names = selectedServices(o);
     const result: UpResult = { started: [], alreadyRunning: [] };
 
+    const units = names.flatMap((name) => serviceUnits(name, { ...o, brokers: o.brokers ?? 1 }));
+    if (names.includes('kafka')) refuseOtherKafkaLayout(o, units);
+
     if (o.fresh) {
-      for (const name of [...names].reverse()) {
-        const rec = runningRecord(o, name);
+      for (const def of [...units].reverse()) {
+        const rec = runningRecord(o, def);
         if (rec) {
-          o.log(`${name}: stopping (pid ${rec.pid}) for --fresh`);
+          o.log(`${labelOf(def)}: stopping (pid ${rec.pid}) for --fresh`);
           await stopProcess(rec, 30_000);
-          removePidFile(servicePaths(o.runDir, name).pidFile);
+          removePidFile(pidFileOf(o, def));
         }
-        SERVICES[name].wipe(o);
-        o.log(`${name}: data wiped`);
+        def.wipe(o);
+        o.log(`${labelOf(def)}: data wiped`);
       }
     }
 
     // Services already running from this run dir: make sure they are (or become) healthy.
     const toStart: ServiceDef[] = [];
-    for (const name of names) {
-      const def = SERVICES[name];
-      const rec = runningRecord(o, name);
+    for (const def of units) {
+      const name = labelOf(def);
+      const rec = runningRecord(o, def);
       if (!rec) {
         toStart.push(def);
         continue;
@@ -126,7 +145,7 @@ export async function stackUp(o: StackOptions): Promise<UpResult> {
       }
       await def.afterHealthy?.(o);
       o.log(`${name}: already running (pid ${rec.pid}, ${def.endpoint(o)})`);
-      result.alreadyRunning.push(name);
+      if (!result.alreadyRunning.includes(def.name)) result.alreadyRunning.push(def.name);
     }
 
     // Pre-flight: every port of every service to start must be free, before anything starts.
@@ -134,8 +153,8 @@ export async function stackUp(o: StackOptions): Promise<UpResult> {
     for (const def of toStart) {
       for (const { label, port } of def.ports(o)) {
         if (await isPortInUse(port)) {
-          const what = label === def.name ? '' : ` (${label})`;
-          busy.push(`${def.name}: port ${port}${what} is already in use by another process`);
+          const what = label === labelOf(def) ? '' : ` (${label})`;
+          busy.push(`${labelOf(def)}: port ${port}${what} is already in use by another process`);
         }
       }
     }
@@ -146,7 +165,8 @@ export async function stackUp(o: StackOptions): Promise<UpResult> {
 
     if (toStart.length > 0) {
       await withLock(installLockFile(o), Math.max(o.timeoutMs, 600_000), async () => {
-        for (const def of toStart) await def.install(o);
+        // Once per service: a cluster's nodes share their artifacts.
+        for (const name of new Set(toStart.map((d) => d.name))) await SERVICES[name].install(o);
       });
     }
 
@@ -162,8 +182,8 @@ export async function stackUp(o: StackOptions): Promise<UpResult> {
         ports: def.ports(o).map((p) => p.port),
         startedAt: new Date(started).toISOString(),
       };
-      writePidFile(servicePaths(o.runDir, def.name).pidFile, rec);
-      o.log(`${def.name}: started (pid ${pid}), waiting until healthy`);
+      writePidFile(pidFileOf(o, def), rec);
+      o.log(`${labelOf(def)}: started (pid ${pid}), waiting until healthy`);
       pending.push({ def, rec, started });
     }
 
@@ -175,8 +195,8 @@ export async function stackUp(o: StackOptions): Promise<UpResult> {
         });
         if (health === 'healthy') {
           await def.afterHealthy?.(o);
-          o.log(`${def.name}: healthy in ${seconds(Date.now() - started)} (${def.endpoint(o)})`);
-          result.started.push(def.name);
+          o.log(`${labelOf(def)}: healthy in ${seconds(Date.now() - started)} (${def.endpoint(o)})`);
+          if (!result.started.includes(def.name)) result.started.push(def.name);
           return undefined;
         }
         const why =
@@ -184,12 +204,14 @@ export async function stackUp(o: StackOptions): Promise<UpResult> {
             ? 'exited before becoming healthy'
             : `not healthy within ${seconds(o.timeoutMs)}; stopped it`;
         if (health === 'timeout') await stopProcess(rec, 10_000);
-        removePidFile(servicePaths(o.runDir, def.name).pidFile);
+        removePidFile(pidFileOf(o, def));
         return failureReport(o, def, why);
       }),
     );
     const failures = outcomes.filter((f): f is string => f !== undefined);
     if (failures.length > 0) throw new StackError(failures.join('\n'));
+    // A cluster with some nodes started now is "started", not also "already running".
+    result.alreadyRunning = result.alreadyRunning.filter((n) => !result.started.includes(n));
     warnOfManyPartitions(o);
     return result;
   });
@@ -206,19 +228,27 @@ export async function stackDown(o: StackOptions): Promise<void> {
   const inUse: string[] = [];
   await withLock(lockFile(o), o.timeoutMs, async () => {
     for (const name of [...selectedServices(o)].reverse()) {
-      const file = servicePaths(o.runDir, name).pidFile;
-      const rec = readPidFile(file);
-      if (!rec || !isOurProcess(rec)) {
-        removePidFile(file);
-        o.log(`${name}: not running`);
-      } else {
-        const started = Date.now();
-        const how = await stopProcess(rec, Math.min(o.timeoutMs, 30_000));
-        removePidFile(file);
-        o.log(
-          `${name}: ${how === 'killed' ? 'killed (did not stop on SIGTERM)' : 'stopped'} (pid ${rec.pid}) in ${seconds(Date.now() - started)}`,
-        );
-      }
+      // Every Kafka process of this run dir, single node or cluster, whatever `brokers` says.
+      const units = name === 'kafka' ? allKafkaUnits(o) : [SERVICES[name]];
+      const recs = units.map((def) => ({
+        def,
+        file: pidFileOf(o, def),
+        rec: readPidFile(pidFileOf(o, def)),
+      }));
+      const live = recs.filter((r) => r.rec && isOurProcess(r.rec));
+      for (const r of recs) if (!live.includes(r)) removePidFile(r.file);
+      if (live.length === 0) o.log(`${name}: not running`);
+      await Promise.all(
+        live.map(async ({ def, file, rec }) => {
+          if (!rec) return;
+          const started = Date.now();
+          const how = await stopProcess(rec, Math.min(o.timeoutMs, 30_000));
+          removePidFile(file);
+          o.log(
+            `${labelOf(def)}: ${how === 'killed' ? 'killed (did not stop on SIGTERM)' : 'stopped'} (pid ${rec.pid}) in ${seconds(Date.now() - started)}`,
+          );
+        }),
+      );
       if (o.wipe) wipeService(o, name, inUse);
     }
   });
@@ -249,6 +279,21 @@ function wipeService(o: StackOptions, name: ServiceName, inUse: string[]): void 
   );
 }
 
+/**
+ * Refuses to start one Kafka layout over the other in the same run dir (a single node while a cluster
+ * runs there, or the other way round): they would share ports and the run dir's meaning.
+ */
+function refuseOtherKafkaLayout(o: StackOptions, wanted: ServiceDef[]): void {
+  const other = allKafkaUnits(o).filter((d) => !wanted.some((w) => labelOf(w) === labelOf(d)));
+  const running = other.map((d) => [d, runningRecord(o, d)] as const).filter(([, rec]) => rec);
+  if (running.length === 0) return;
+  const what = running.map(([d, rec]) => `${labelOf(d)} (pid ${rec!.pid})`).join(', ');
+  const asked = (o.brokers ?? 1) > 1 ? `a ${o.brokers}-node cluster` : 'a single Kafka node';
+  throw new StackError(
+    `kafka: ${what} already running from ${o.runDir}, not ${asked}; run \`docstream stack down\` first or use another --run-dir`,
+  );
+}
+
 /** Kafka's partition directories, when there are so many that the broker may run out of memory. */
 function warnOfManyPartitions(o: StackOptions): void {
   if (!selectedServices(o).includes('kafka')) return;
@@ -258,6 +303,8 @@ function warnOfManyPartitions(o: StackOptions): void {
 
 interface ServiceStatus {
   service: ServiceName;
+  /** A cluster's node (`kafka-2`); absent for a service that runs as one process. */
+  node?: string;
   /** Set when the process was started by `up` from this run dir and is alive. */
   pid?: number;
   ports: number[];
@@ -269,14 +316,15 @@ interface ServiceStatus {
 export async function stackStatus(o: StackOptions): Promise<{ ok: boolean; services: ServiceStatus[] }> {
   checkOptions(o);
   const services: ServiceStatus[] = [];
-  for (const name of selectedServices(o)) {
-    const def = SERVICES[name];
-    const found = runningRecord(o, name);
+  for (const def of selectedServices(o).flatMap((name) => serviceUnits(name, o))) {
+    const name = labelOf(def);
+    const found = runningRecord(o, def);
     const elsewhere = found && !samePorts(found, def, o) ? found : undefined;
     const rec = elsewhere ? undefined : found;
     const healthy = await def.healthy(o);
     const st: ServiceStatus = {
-      service: name,
+      service: def.name,
+      ...(def.label ? { node: def.label } : {}),
       ports: def.ports(o).map((p) => p.port),
       endpoint: def.endpoint(o),
       healthy,
@@ -300,10 +348,16 @@ export async function stackStatus(o: StackOptions): Promise<{ ok: boolean; servi
   return { ok: services.every((s) => s.healthy), services };
 }
 
+/** The Kafka nodes of the layout asked for, else of the one the run dir runs (for `env`). */
+export function kafkaBrokerCount(o: StackOptions): number {
+  return o.brokers ?? serviceUnits('kafka', o).length;
+}
+
 /** Shell `export` lines pointing docstream (and AWS SDKs) at this stack. */
-export function stackEnv(o: Pick<StackOptions, 'ports'>): string[] {
+export function stackEnv(o: Pick<StackOptions, 'ports' | 'brokers' | 'nodePorts'>): string[] {
+  const brokers = kafkaNodePorts(o).map((n) => `localhost:${n.kafka}`);
   return [
-    `export DOCSTREAM_KAFKA_BROKERS=localhost:${o.ports.kafka}`,
+    `export DOCSTREAM_KAFKA_BROKERS=${brokers.join(',')}`,
     `export DOCSTREAM_REGISTRY_URL=${registryUrl(o)}`,
     `export DOCSTREAM_BLOBS_S3_ENDPOINT=http://localhost:${o.ports.s3}`,
     'export AWS_ACCESS_KEY_ID=test',

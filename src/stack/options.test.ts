@@ -4,6 +4,7 @@ import {
   defaultPorts,
   DEFAULT_PORTS,
   defaultStackOptions,
+  parseNodePorts,
   selectedServices,
   validateOptions,
 } from './options.js';
@@ -57,10 +58,45 @@ describe('ports', () => {
     expect(validateOptions({ ...ok, services: ['kafka', 'zk' as never] })[0]).toMatch(/unknown service 'zk'/);
   });
 
+  test("brokers: 1 or 3; a cluster takes its nodes' ports into the duplicate check", () => {
+    const ok = defaultStackOptions({ ports: { ...DEFAULT_PORTS } });
+    expect(validateOptions({ ...ok, brokers: 3 })).toEqual([]);
+    expect(validateOptions({ ...ok, brokers: 2 })).toEqual(['brokers must be 1 or 3 (got 2)']);
+    expect(
+      validateOptions({
+        ...ok,
+        brokers: 3,
+        nodePorts: [
+          { kafka: 8081, controller: 9103 },
+          { kafka: 9112, controller: 9113 },
+        ],
+      }),
+    ).toEqual(['ports registry and kafka node 2 are both 8081']);
+    expect(validateOptions({ ...ok, brokers: 3, nodePorts: [{ kafka: 9102, controller: 9103 }] })).toEqual([
+      'a 3-node cluster takes the ports of nodes 2-3: 2 kafka:controller pairs (got 1)',
+    ]);
+    // One node: the node ports are not used, so not checked.
+    expect(validateOptions({ ...ok, nodePorts: [{ kafka: 8081, controller: 8081 }] })).toEqual([]);
+  });
+
+  test('node ports as kafka:controller pairs', () => {
+    expect(parseNodePorts('19102:19103, 19112:19113')).toEqual([
+      { kafka: 19102, controller: 19103 },
+      { kafka: 19112, controller: 19113 },
+    ]);
+    expect(() => parseNodePorts('19102')).toThrow(/'19102' is not a kafka:controller port pair/);
+  });
+
   test('service selection keeps the start order', () => {
     expect(selectedServices({})).toEqual(['kafka', 'registry', 's3']);
     expect(selectedServices({ services: ['s3', 'kafka'] })).toEqual(['kafka', 's3']);
   });
+});
+
+test('stackEnv of a cluster lists every node', () => {
+  expect(stackEnv({ ports: { ...DEFAULT_PORTS }, brokers: 3 })[0]).toBe(
+    'export DOCSTREAM_KAFKA_BROKERS=localhost:9092,localhost:9102,localhost:9112',
+  );
 });
 
 test('stackEnv', () => {

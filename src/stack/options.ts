@@ -29,8 +29,31 @@ export interface StackOptions {
   fresh?: boolean;
   /** `down` only: once stopped, remove the selected services' directories (data, logs, configs, keys). */
   wipe?: boolean;
+  /**
+   * Kafka nodes: 1 (the default, a single broker+controller with the secured listeners too) or 3, a
+   * KRaft cluster of three broker+controller nodes with PLAINTEXT listeners only (`services.ts`).
+   * Unset, `status` and `down` take the layout the run dir runs.
+   */
+  brokers?: number;
+  /** A cluster's nodes 2.. ports (node 1 has `ports.kafka` and `ports.kafkaController`); see `kafkaNodePorts`. */
+  nodePorts?: KafkaNodePorts[];
   log: (line: string) => void;
 }
+
+/** One Kafka node's listeners: PLAINTEXT (clients and replication) and the KRaft controller's. */
+export interface KafkaNodePorts {
+  kafka: number;
+  controller: number;
+}
+
+/** The sizes `--brokers` accepts: one node, or a cluster that survives the loss of one node. */
+export const BROKER_COUNTS = [1, 3] as const;
+
+/** A cluster's node n (from 1) listens on node 1's ports + NODE_PORT_STEP × (n - 1) unless told otherwise. */
+export const NODE_PORT_STEP = 10;
+
+export const BROKERS_ENV = 'DOCSTREAM_STACK_BROKERS';
+export const NODE_PORTS_ENV = 'DOCSTREAM_STACK_KAFKA_NODE_PORTS';
 
 export const DEFAULT_PORTS: StackPorts = {
   kafka: 9092,
@@ -70,15 +93,51 @@ export function defaultPorts(env: Record<string, string | undefined> = process.e
   return ports;
 }
 
+/** `19102:19103,19112:19113`: nodes 2.. as kafka:controller pairs. */
+export function parseNodePorts(text: string): KafkaNodePorts[] {
+  return text.split(',').map((pair) => {
+    const m = /^\s*(\d+):(\d+)\s*$/.exec(pair);
+    if (!m) throw new Error(`'${pair}' is not a kafka:controller port pair (e.g. 19102:19103)`);
+    return { kafka: Number(m[1]), controller: Number(m[2]) };
+  });
+}
+
+/** The cluster size from DOCSTREAM_STACK_BROKERS, undefined when unset. */
+export function brokersFromEnv(env: Record<string, string | undefined> = process.env): number | undefined {
+  const raw = env[BROKERS_ENV];
+  if (raw === undefined || raw === '') return undefined;
+  if (!/^\d+$/.test(raw)) throw new Error(`${BROKERS_ENV}=${raw} is not a number of brokers`);
+  return Number(raw);
+}
+
 export function defaultStackOptions(overrides: Partial<StackOptions> = {}): StackOptions {
-  return {
+  const o: StackOptions = {
     cacheDir: defaultCacheDir(),
     runDir: defaultRunDir(),
     ports: defaultPorts(),
     timeoutMs: 180_000,
     log: (line) => process.stdout.write(line + '\n'),
-    ...overrides,
   };
+  const brokers = brokersFromEnv();
+  if (brokers !== undefined) o.brokers = brokers;
+  const nodePorts = process.env[NODE_PORTS_ENV];
+  if (nodePorts) o.nodePorts = parseNodePorts(nodePorts);
+  return { ...o, ...overrides };
+}
+
+/** Every Kafka node's ports, node 1 first: one entry for the single node, `brokers` for a cluster. */
+export function kafkaNodePorts(o: Pick<StackOptions, 'ports' | 'brokers' | 'nodePorts'>): KafkaNodePorts[] {
+  const n = o.brokers ?? 1;
+  const nodes: KafkaNodePorts[] = [{ kafka: o.ports.kafka, controller: o.ports.kafkaController }];
+  for (let i = 1; i < n; i++) {
+    nodes.push(
+      o.nodePorts?.[i - 1] ?? {
+        kafka: o.ports.kafka + NODE_PORT_STEP * i,
+        controller: o.ports.kafkaController + NODE_PORT_STEP * i,
+      },
+    );
+  }
+  return nodes;
 }
 
 export function selectedServices(opts: Pick<StackOptions, 'services'>): ServiceName[] {
@@ -90,7 +149,23 @@ export function selectedServices(opts: Pick<StackOptions, 'services'>): ServiceN
 export function validateOptions(opts: StackOptions): string[] {
   const problems: string[] = [];
   const seen = new Map<number, string>();
-  for (const [name, port] of Object.entries(opts.ports)) {
+  const brokers = opts.brokers ?? 1;
+  const cluster = (BROKER_COUNTS as readonly number[]).includes(brokers) && brokers > 1;
+  if (!(BROKER_COUNTS as readonly number[]).includes(brokers))
+    problems.push(`brokers must be ${BROKER_COUNTS.join(' or ')} (got ${String(opts.brokers)})`);
+  if (opts.nodePorts && cluster && opts.nodePorts.length !== brokers - 1)
+    problems.push(
+      `a ${brokers}-node cluster takes the ports of nodes 2-${brokers}: ${brokers - 1} kafka:controller pairs (got ${opts.nodePorts.length})`,
+    );
+  const named = Object.entries(opts.ports);
+  if (cluster) {
+    kafkaNodePorts(opts)
+      .slice(1)
+      .forEach((p, i) => {
+        named.push([`kafka node ${i + 2}`, p.kafka], [`kafka node ${i + 2} controller`, p.controller]);
+      });
+  }
+  for (const [name, port] of named) {
     if (!Number.isInteger(port) || port < 1 || port > 65535) {
       problems.push(`port ${name} must be an integer between 1 and 65535 (got ${String(port)})`);
       continue;

@@ -1,7 +1,15 @@
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { appendFileSync, existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
-import { delimiter, join } from 'node:path';
+import {
+  appendFileSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
+import { delimiter, dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import {
   ensureApicurio,
@@ -23,13 +31,17 @@ import {
   readSecureListeners,
   secureListenerProperties,
 } from './secure.js';
-import type { SpawnSpec } from './process.js';
-import type { ServiceName, StackOptions } from './options.js';
+import { isOurProcess, readPidFile, type SpawnSpec } from './process.js';
+import { kafkaNodePorts, type KafkaNodePorts, type ServiceName, type StackOptions } from './options.js';
 
 const execFileAsync = promisify(execFile);
 
 export interface ServiceDef {
   name: ServiceName;
+  /** How messages name it when a service runs as several processes (a cluster's `kafka-2`); else `name`. */
+  label?: string;
+  /** Its pid file, when not the service's own (`servicePaths`). */
+  pidFile?(o: StackOptions): string;
   /** Every port the service binds, with a label for messages. */
   ports(o: StackOptions): Array<{ label: string; port: number }>;
   /** The address clients use. */
@@ -70,14 +82,28 @@ interface KafkaConfigInput {
   dataDir: string;
   /** Extra listeners (secured), their protocols and settings. */
   secure?: ReturnType<typeof secureListenerProperties>;
+  /** A node of a KRaft cluster: its id (from 1) and every node's ports, node 1 first. */
+  cluster?: { nodeId: number; nodes: KafkaNodePorts[] };
 }
 
-/** server.properties for a single-node KRaft broker+controller, PLAINTEXT on localhost. */
+/**
+ * server.properties for a KRaft node that is broker and controller, PLAINTEXT on localhost: the single
+ * node of the default stack, or one node of a cluster (a static quorum of every node's controller;
+ * internal topics and new topics replicated to 3 with 2 in sync, so one node can be lost).
+ */
 export function kafkaServerProperties(c: KafkaConfigInput): string {
+  const cluster = c.cluster;
+  const rf = cluster ? Math.min(3, cluster.nodes.length) : 1;
+  const minIsr = cluster ? Math.max(1, rf - 1) : 1;
   const props: Array<[string, string | number]> = [
     ['process.roles', 'broker,controller'],
-    ['node.id', 1],
-    ['controller.quorum.bootstrap.servers', `localhost:${c.controllerPort}`],
+    ['node.id', cluster?.nodeId ?? 1],
+    cluster
+      ? [
+          'controller.quorum.voters',
+          cluster.nodes.map((n, i) => `${i + 1}@localhost:${n.controller}`).join(','),
+        ]
+      : ['controller.quorum.bootstrap.servers', `localhost:${c.controllerPort}`],
     [
       'listeners',
       [
@@ -95,12 +121,19 @@ export function kafkaServerProperties(c: KafkaConfigInput): string {
     ],
     ['log.dirs', c.dataDir],
     ['num.partitions', 1],
+    ...(cluster
+      ? ([
+          ['default.replication.factor', rf],
+          ['min.insync.replicas', minIsr],
+        ] as Array<[string, number]>)
+      : []),
     ['auto.create.topics.enable', 'true'],
-    ['offsets.topic.replication.factor', 1],
-    ['transaction.state.log.replication.factor', 1],
-    ['transaction.state.log.min.isr', 1],
-    ['share.coordinator.state.topic.replication.factor', 1],
-    ['share.coordinator.state.topic.min.isr', 1],
+    // The offsets topic takes its min ISR from min.insync.replicas (no setting of its own).
+    ['offsets.topic.replication.factor', rf],
+    ['transaction.state.log.replication.factor', rf],
+    ['transaction.state.log.min.isr', minIsr],
+    ['share.coordinator.state.topic.replication.factor', rf],
+    ['share.coordinator.state.topic.min.isr', minIsr],
     ['group.initial.rebalance.delay.ms', 0],
     // A development stack: keep the disk small.
     ['log.retention.hours', 168],
@@ -250,6 +283,139 @@ const kafka: ServiceDef = {
     rmSync(kafkaFiles(o).dataDir, { recursive: true, force: true });
   },
 };
+
+// A Kafka cluster: `brokers` nodes, each broker and controller, under <run dir>/kafka/node-<n>.
+// Combined nodes rather than separate controllers: three JVMs instead of six on a small machine, and a
+// node killed takes a controller with it, so the quorum's fail-over is tried as well as the brokers'.
+// PLAINTEXT only: the secured listeners stay the single node's.
+
+/** Where node n of a cluster keeps its pid, logs, config and data. */
+export function kafkaNodeFiles(runDir: string, node: number) {
+  const dir = join(servicePaths(runDir, 'kafka').dir, `node-${node}`);
+  const dataDir = join(dir, 'data');
+  return {
+    dir,
+    pidFile: join(dir, 'kafka.pid'),
+    outFile: join(dir, 'kafka.out'),
+    dataDir,
+    properties: join(dir, 'server.properties'),
+    log4j: join(dir, 'log4j2.xml'),
+    logFile: join(dir, 'kafka.log'),
+    formatted: join(dataDir, 'meta.properties'),
+  };
+}
+
+/** The cluster's id, made once for all its nodes (each formats its storage with it). */
+function clusterId(o: StackOptions): string {
+  const file = join(servicePaths(o.runDir, 'kafka').dir, 'cluster.id');
+  if (existsSync(file)) return readFileSync(file, 'utf8').trim();
+  const id = newClusterId();
+  mkdirSync(dirname(file), { recursive: true });
+  writeFileSync(file, id + '\n');
+  return id;
+}
+
+function kafkaNode(node: number, count: number): ServiceDef {
+  const label = `kafka-${node}`;
+  const mine = (o: StackOptions) => kafkaNodePorts({ ...o, brokers: count })[node - 1]!;
+  return {
+    name: 'kafka',
+    label,
+    pidFile: (o) => kafkaNodeFiles(o.runDir, node).pidFile,
+    ports: (o) => [
+      { label, port: mine(o).kafka },
+      { label: `${label} controller`, port: mine(o).controller },
+    ],
+    endpoint: (o) => `localhost:${mine(o).kafka}`,
+    install: kafka.install,
+    async prepare(o) {
+      const libs = await ensureKafka(o.cacheDir, o.log);
+      const java = await ensureJava(17, o);
+      const f = kafkaNodeFiles(o.runDir, node);
+      mkdirSync(f.dir, { recursive: true });
+      writeFileSync(
+        f.properties,
+        kafkaServerProperties({
+          port: mine(o).kafka,
+          controllerPort: mine(o).controller,
+          dataDir: f.dataDir,
+          cluster: { nodeId: node, nodes: kafkaNodePorts({ ...o, brokers: count }) },
+        }),
+      );
+      writeFileSync(f.log4j, kafkaLog4j2Xml(f.logFile));
+      const jvm = [
+        '-Xmx512m',
+        '-Xms128m',
+        '-Djava.awt.headless=true',
+        `-Dlog4j2.configurationFile=${f.log4j}`,
+      ];
+      const cp = ['-cp', join(libs, '*')];
+      if (!existsSync(f.formatted)) {
+        const id = clusterId(o);
+        o.log(`${label}: formatting storage in ${f.dataDir} (cluster id ${id})`);
+        try {
+          const args = [...jvm, ...cp, 'kafka.tools.StorageTool', 'format', '-t', id, '-c', f.properties];
+          const { stdout, stderr } = await execFileAsync(java.java, args, { timeout: o.timeoutMs });
+          appendFileSync(f.outFile, stdout + stderr);
+        } catch (err) {
+          const e = err as { stdout?: string; stderr?: string; message: string };
+          throw new Error(`${label}: formatting storage failed: ${e.stderr || e.stdout || e.message}`);
+        }
+      }
+      return {
+        command: java.java,
+        args: [...jvm, `-Ddocstream.stack.service=${label}`, ...cp, 'kafka.Kafka', f.properties],
+        cwd: f.dir,
+        env: process.env,
+        outFile: f.outFile,
+      };
+    },
+    // Healthy once this node's metadata lists every node: the cluster can then place 3 replicas.
+    healthy: (o) => kafkaHealthy(`localhost:${mine(o).kafka}`, 3000, count),
+    logFiles: (o) => [kafkaNodeFiles(o.runDir, node).logFile, kafkaNodeFiles(o.runDir, node).outFile],
+    wipe(o) {
+      rmSync(kafkaNodeFiles(o.runDir, node).dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** The nodes of a `count`-node cluster, node 1 first. */
+export function kafkaClusterNodes(count: number): ServiceDef[] {
+  return Array.from({ length: count }, (_, i) => kafkaNode(i + 1, count));
+}
+
+/** The cluster nodes whose directories the run dir holds (a cluster started there before), else none. */
+export function recordedClusterSize(runDir: string): number {
+  const dir = servicePaths(runDir, 'kafka').dir;
+  if (!existsSync(dir)) return 0;
+  return readdirSync(dir).filter((e) => /^node-\d+$/.test(e)).length;
+}
+
+/**
+ * The processes a service runs as: one, or for Kafka with `brokers` > 1 one per node. With `brokers`
+ * unset, Kafka's are the cluster's when the run dir holds a running cluster (so that `status` shows it).
+ */
+export function serviceUnits(name: ServiceName, o: StackOptions): ServiceDef[] {
+  if (name !== 'kafka') return [SERVICES[name]];
+  const n = o.brokers ?? (clusterRecorded(o) ? recordedClusterSize(o.runDir) : 1);
+  return n > 1 ? kafkaClusterNodes(n) : [kafka];
+}
+
+/** A cluster runs from the run dir, or it ran there and no single node ever did. */
+function clusterRecorded(o: StackOptions): boolean {
+  const nodes = recordedClusterSize(o.runDir);
+  if (nodes > 0 && !existsSync(kafkaFiles(o).dataDir)) return true;
+  for (let i = 1; i <= nodes; i++) {
+    const rec = readPidFile(kafkaNodeFiles(o.runDir, i).pidFile);
+    if (rec && isOurProcess(rec)) return true;
+  }
+  return false;
+}
+
+/** Every Kafka process this run dir may have started, whichever the layout: for `down`. */
+export function allKafkaUnits(o: StackOptions): ServiceDef[] {
+  return [kafka, ...kafkaClusterNodes(recordedClusterSize(o.runDir))];
+}
 
 // ---------------------------------------------------------------------------------------------
 // Schema registry (Apicurio, Confluent-compatible API under /apis/ccompat/v7)

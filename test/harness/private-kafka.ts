@@ -3,7 +3,8 @@
  * run directory under the temp dir and free ports for all five of its listeners. For the tests that
  * stop or stall their broker (kafka-restart, kafka-freeze): on the shared broker they would disturb
  * every file running beside them. The schema registry and the S3 store stay the shared ones (neither
- * keeps anything in Kafka).
+ * keeps anything in Kafka). `startPrivateCluster` does the same for a three-node cluster
+ * (`--brokers 3`), whose nodes a test kills with SIGKILL and starts again one at a time.
  */
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
@@ -11,7 +12,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { freePort } from '../../scripts/lib/harness.js';
-import { PORT_ENV } from '../../src/stack/options.js';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { BROKERS_ENV, NODE_PORTS_ENV, PORT_ENV } from '../../src/stack/options.js';
+import { kafkaNodeFiles } from '../../src/stack/services.js';
 
 const run = promisify(execFile);
 const CLI = path.resolve('dist/cli/index.js');
@@ -62,4 +65,76 @@ export async function startPrivateKafka(): Promise<PrivateKafka> {
     throw err;
   }
   return kafka;
+}
+
+export interface PrivateCluster {
+  /** Every node's PLAINTEXT address, node 1 first. */
+  brokers: string[];
+  runDir: string;
+  /** SIGKILLs node n (from 1), the whole process group, and waits until it is gone. */
+  kill(node: number): Promise<void>;
+  /** Starts the nodes that are not running (`stack up --brokers 3`), waiting until every node is healthy. */
+  up(): Promise<void>;
+  /** Stops every node and removes the run directory. */
+  remove(): Promise<void>;
+}
+
+/** Gone, or a zombie its parent has not reaped yet (it holds no port or file any more). */
+function processGone(pid: number): boolean {
+  try {
+    return fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.startsWith('Z') ?? true;
+  } catch {
+    return true;
+  }
+}
+
+export async function startPrivateCluster(): Promise<PrivateCluster> {
+  const runDir = fs.mkdtempSync(path.join(os.tmpdir(), 'docstream-cluster-'));
+  const nodes = [];
+  for (let i = 0; i < 3; i++) nodes.push({ kafka: await freePort(), controller: await freePort() });
+  const env = {
+    ...process.env,
+    DOCSTREAM_STACK_RUN_DIR: runDir,
+    [BROKERS_ENV]: '3',
+    [PORT_ENV.kafka]: String(nodes[0]!.kafka),
+    [PORT_ENV.kafkaController]: String(nodes[0]!.controller),
+    [NODE_PORTS_ENV]: nodes
+      .slice(1)
+      .map((n) => `${n.kafka}:${n.controller}`)
+      .join(','),
+  };
+  const cli = async (...args: string[]): Promise<void> => {
+    await run(process.execPath, [CLI, 'stack', ...args, '--services', 'kafka'], { env, timeout: 240_000 });
+  };
+  const cluster: PrivateCluster = {
+    brokers: nodes.map((n) => `localhost:${n.kafka}`),
+    runDir,
+    async kill(node) {
+      const rec = JSON.parse(fs.readFileSync(kafkaNodeFiles(runDir, node).pidFile, 'utf8')) as {
+        pid: number;
+      };
+      try {
+        process.kill(-rec.pid, 'SIGKILL');
+      } catch {
+        process.kill(rec.pid, 'SIGKILL');
+      }
+      for (let i = 0; i < 100 && !processGone(rec.pid); i++) await sleep(100);
+      if (!processGone(rec.pid)) throw new Error(`kafka-${node} (pid ${rec.pid}) still runs after SIGKILL`);
+    },
+    up: () => cli('up'),
+    async remove() {
+      try {
+        await cli('down', '--wipe');
+      } finally {
+        fs.rmSync(runDir, { recursive: true, force: true });
+      }
+    },
+  };
+  try {
+    await cluster.up();
+  } catch (err) {
+    await cluster.remove().catch(() => undefined);
+    throw err;
+  }
+  return cluster;
 }

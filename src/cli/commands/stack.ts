@@ -2,6 +2,7 @@ import { InvalidArgumentError, type Command } from 'commander';
 import {
   DEFAULT_PORTS,
   defaultStackOptions,
+  kafkaBrokerCount,
   PORT_ENV,
   SERVICE_NAMES,
   stackDown,
@@ -15,6 +16,14 @@ import {
   type ServiceName,
   type StackOptions,
 } from '../../stack/index.js';
+import {
+  BROKER_COUNTS,
+  BROKERS_ENV,
+  NODE_PORT_STEP,
+  NODE_PORTS_ENV,
+  parseNodePorts,
+  type KafkaNodePorts,
+} from '../../stack/options.js';
 import { EXIT_NOT_FOUND } from '../exit-codes.js';
 import { examples } from '../help.js';
 
@@ -33,6 +42,8 @@ interface CommonFlags {
   services?: ServiceName[];
   fresh?: boolean;
   wipe?: boolean;
+  brokers?: number;
+  kafkaNodePorts?: KafkaNodePorts[];
 }
 
 function parsePort(value: string): number {
@@ -40,6 +51,26 @@ function parsePort(value: string): number {
   if (!/^\d+$/.test(value) || n < 1 || n > 65535)
     throw new InvalidArgumentError('must be a port number (1-65535)');
   return n;
+}
+
+function parseBrokers(value: string): number {
+  const n = Number(value);
+  if (!(BROKER_COUNTS as readonly number[]).includes(n))
+    throw new InvalidArgumentError(`must be ${BROKER_COUNTS.join(' or ')}`);
+  return n;
+}
+
+function parseNodePortList(value: string): KafkaNodePorts[] {
+  try {
+    const pairs = parseNodePorts(value);
+    for (const p of pairs) {
+      parsePort(String(p.kafka));
+      parsePort(String(p.controller));
+    }
+    return pairs;
+  } catch (err) {
+    throw new InvalidArgumentError((err as Error).message);
+  }
 }
 
 function parseSeconds(value: string): number {
@@ -146,7 +177,17 @@ function withCommonOptions(cmd: Command): Command {
       parsePort,
       d.ports.registryManagement,
     )
-    .option('--s3-port <port>', port('port of the S3-compatible server', 's3'), parsePort, d.ports.s3);
+    .option('--s3-port <port>', port('port of the S3-compatible server', 's3'), parsePort, d.ports.s3)
+    .option(
+      '--brokers <n>',
+      `Kafka nodes: 1 (default), or 3 for a KRaft cluster of broker+controller nodes, replication 3 and min ISR 2, PLAINTEXT only; status and down find the layout running when it is not given (env: ${BROKERS_ENV})`,
+      parseBrokers,
+    )
+    .option(
+      '--kafka-node-ports <list>',
+      `a cluster's nodes 2 and 3 as kafka:controller port pairs, comma-separated (default: node 1's ports + ${NODE_PORT_STEP} per node; env: ${NODE_PORTS_ENV})`,
+      parseNodePortList,
+    );
 }
 
 function toOptions(
@@ -170,6 +211,10 @@ function toOptions(
     timeoutMs: (flags.timeout ?? d.timeoutMs / 1000) * 1000,
     log,
   };
+  const brokers = flags.brokers ?? d.brokers;
+  if (brokers !== undefined) o.brokers = brokers;
+  const nodePorts = flags.kafkaNodePorts ?? d.nodePorts;
+  if (nodePorts) o.nodePorts = nodePorts;
   if (flags.services) o.services = flags.services;
   if (flags.fresh) o.fresh = true;
   if (flags.wipe) o.wipe = true;
@@ -216,7 +261,7 @@ export function registerStackCommand(program: Command): void {
     up,
     'docstream stack up',
     'docstream stack up --services kafka,registry --kafka-port 19092',
-    'docstream stack up --fresh',
+    'docstream stack up --services kafka --brokers 3 --run-dir /tmp/cluster --kafka-port 19092',
   );
 
   const down = withCommonOptions(stack.command('down'))
@@ -252,7 +297,7 @@ export function registerStackCommand(program: Command): void {
     )
     .action((flags: CommonFlags & { secure?: boolean }) => {
       const o = toOptions(flags);
-      const lines = stackEnv(o);
+      const lines = stackEnv({ ...o, brokers: kafkaBrokerCount(o) });
       if (flags.secure) {
         const secure = readSecureListeners(o);
         if (!secure) {
