@@ -118,15 +118,14 @@ export async function stackUp(o: StackOptions): Promise<UpResult> {
       }
     }
 
-    // Services already running from this run dir: make sure they are (or become) healthy.
-    const toStart: ServiceDef[] = [];
+    // Services already running from this run dir: make sure they are (or become) healthy. A cluster
+    // node's health needs every node, so with some of its nodes to start it is waited for after them.
+    const toStart = units.filter((def) => !runningRecord(o, def));
+    const waitAfterStart: Array<() => Promise<void>> = [];
     for (const def of units) {
       const name = labelOf(def);
       const rec = runningRecord(o, def);
-      if (!rec) {
-        toStart.push(def);
-        continue;
-      }
+      if (!rec) continue;
       if (!samePorts(rec, def, o)) {
         throw new StackError(
           `${name}: already running from ${o.runDir} on port(s) ${rec.ports.join(',')} (pid ${rec.pid}), ` +
@@ -136,16 +135,20 @@ export async function stackUp(o: StackOptions): Promise<UpResult> {
               .join(',')}; run \`docstream stack down\` first or use another --run-dir`,
         );
       }
-      const health = await waitUntilHealthy(() => def.healthy(o), {
-        timeoutMs: o.timeoutMs,
-        stillRunning: () => isOurProcess(rec),
-      });
-      if (health !== 'healthy') {
-        throw new StackError(failureReport(o, def, `running (pid ${rec.pid}) but not healthy (${health})`));
-      }
-      await def.afterHealthy?.(o);
-      o.log(`${name}: already running (pid ${rec.pid}, ${def.endpoint(o)})`);
-      if (!result.alreadyRunning.includes(def.name)) result.alreadyRunning.push(def.name);
+      const check = async () => {
+        const health = await waitUntilHealthy(() => def.healthy(o), {
+          timeoutMs: o.timeoutMs,
+          stillRunning: () => isOurProcess(rec),
+        });
+        if (health !== 'healthy') {
+          throw new StackError(failureReport(o, def, `running (pid ${rec.pid}) but not healthy (${health})`));
+        }
+        await def.afterHealthy?.(o);
+        o.log(`${name}: already running (pid ${rec.pid}, ${def.endpoint(o)})`);
+        if (!result.alreadyRunning.includes(def.name)) result.alreadyRunning.push(def.name);
+      };
+      if (def.label && toStart.some((d) => d.name === def.name)) waitAfterStart.push(check);
+      else await check();
     }
 
     // Pre-flight: every port of every service to start must be free, before anything starts.
@@ -187,8 +190,14 @@ export async function stackUp(o: StackOptions): Promise<UpResult> {
       pending.push({ def, rec, started });
     }
 
-    const outcomes = await Promise.all(
-      pending.map(async ({ def, rec, started }) => {
+    const outcomes = await Promise.all([
+      ...waitAfterStart.map((check) =>
+        check().then(
+          () => undefined,
+          (err: unknown) => (err as Error).message,
+        ),
+      ),
+      ...pending.map(async ({ def, rec, started }) => {
         const health = await waitUntilHealthy(() => def.healthy(o), {
           timeoutMs: o.timeoutMs,
           stillRunning: () => isOurProcess(rec),
@@ -207,7 +216,7 @@ export async function stackUp(o: StackOptions): Promise<UpResult> {
         removePidFile(pidFileOf(o, def));
         return failureReport(o, def, why);
       }),
-    );
+    ]);
     const failures = outcomes.filter((f): f is string => f !== undefined);
     if (failures.length > 0) throw new StackError(failures.join('\n'));
     // A cluster with some nodes started now is "started", not also "already running".
