@@ -380,4 +380,38 @@ describe('messageSize', () => {
     const full = messageSize({ key: 'kk', value: Buffer.alloc(100), headers: { event_id: 'é' } });
     expect(full - bare).toBeGreaterThanOrEqual(2 + 100 + 'event_id'.length + 2);
   });
+  it('never lets a lazy message’s linger hold the process, and sends it at once when asked', async () => {
+    const requests: number[] = [];
+    const producer = {
+      sendBatch: async (batches: Array<{ topic: string; messages: OutgoingMessage[] }>) => {
+        requests.push(batches.length);
+        return [];
+      },
+    };
+    const sender = new CoalescingSender(producer, 500, { lazyLingerMs: 60_000 });
+    const lazy = sender.send('s', { key: 'k', value: 'x' }, { lazy: true });
+    const timer = (sender as unknown as { lingering: NodeJS.Timeout }).lingering;
+    expect(timer.hasRef()).toBe(false);
+    // A stop asks for what lingers: it goes now, not a minute later.
+    sender.sendLingeringNow();
+    await lazy;
+    expect(requests).toEqual([1]);
+  });
+
+  it('refuses what is queued when a flush throws, instead of leaving it waiting for good', async () => {
+    let calls = 0;
+    const producer = {
+      sendBatch: async () => {
+        calls += 1;
+        return [];
+      },
+    };
+    const sender = new CoalescingSender(producer);
+    // A defect inside the flush (here: taking a batch) is all that can make it throw.
+    (sender as unknown as { takeBatch: () => never }).takeBatch = () => {
+      throw new TypeError('a bug');
+    };
+    await expect(sender.send('a', { key: '1', value: 'x' })).rejects.toThrow('a bug');
+    expect(calls).toBe(0);
+  });
 });

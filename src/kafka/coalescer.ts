@@ -214,6 +214,8 @@ export class CoalescingSender {
       this.lingering = undefined;
       this.start();
     }, this.options.lazyLingerMs ?? DEFAULT_LAZY_LINGER_MS);
+    // A stop sends what lingers at once (`sendLingeringNow`); the timer never holds the process.
+    this.lingering.unref();
   }
 
   private async sendOneByOne(items: Pending[]): Promise<void> {
