@@ -13,6 +13,7 @@
  *                                      a scale-out and a scale-in while creates are slow, storms
  *   npm run resilience -- --group-moves=false   without the stall and the slow-API scale events
  *   npm run resilience -- --delivery exactly-once   the same with connector.delivery = exactly-once
+ *   npm run resilience -- --churn      five members joining and leaving under a slow API (`lib/churn.ts`)
  *
  * Some of the kills (--crash-point-kills) fall between a result's publication and its state record:
  * the connectors run with DOCSTREAM_TEST_CRASH_AFTER_PUBLISH=0 (`src/connector/consumer/crash-point.ts`) and
@@ -55,11 +56,13 @@ import {
   recordedSubmissions,
   sleep,
   prefixedTopics,
+  uploadsPerQuery,
   uniqueName,
   waitUntil,
   writeConnectorConfig,
   type Arrival,
 } from './lib/harness.js';
+import { CHURN, churnFailures, printChurnReport, runChurn, type ChurnOptions } from './lib/churn.js';
 import { malformedInputs, type MalformedInput } from './lib/malformed.js';
 
 /** Counts re-emitted result records by the latest action that started before each was written. */
@@ -657,25 +660,6 @@ function isStormFailure(code: string): boolean {
   return /^api_5\d\d$/.test(code) || /^E[A-Z]+$/.test(code);
 }
 
-/**
- * Per query id (= event id), the submissions given a file (the sandbox lists each with its sha256
- * once uploaded): more than one is a document analysed twice. Submissions without a file are empty.
- */
-async function uploadsPerQuery(baseUrl: string): Promise<{ analysedTwice: string[]; empty: number }> {
-  const res = await fetch(`${baseUrl}/_sandbox/submissions`);
-  const { items } = (await res.json()) as {
-    items: Array<{ query_id: string | null; sha256: string | null }>;
-  };
-  const uploaded = new Map<string, number>();
-  let empty = 0;
-  for (const s of items) {
-    if (s.sha256 === null) empty += 1;
-    else if (s.query_id !== null) uploaded.set(s.query_id, (uploaded.get(s.query_id) ?? 0) + 1);
-  }
-  const analysedTwice = [...uploaded].filter(([, n]) => n > 1).map(([q, n]) => `${q} x${n}`);
-  return { analysedTwice, empty };
-}
-
 export function printReport(r: ResilienceReport): void {
   const lines = [
     `resilience (${r.durationS} s, seed ${r.options.seed}, delivery ${r.options.delivery}): ${r.kills} kills ` +
@@ -730,6 +714,7 @@ async function main(end: (code: number) => Promise<never>): Promise<void> {
     storms: true,
     allowCrashWindow: false,
     timeoutS: 0,
+    churn: false,
   });
   const base = flags.short ? SHORT : LONG;
   const delivery = String(flags.delivery);
@@ -737,6 +722,9 @@ async function main(end: (code: number) => Promise<never>): Promise<void> {
     process.stderr.write(`error: --delivery is at-least-once or exactly-once, not ${delivery}\n`);
     process.exit(2);
   }
+  const log = (line: string) =>
+    process.stderr.write(`[resilience ${new Date().toISOString().slice(11, 19)}] ${line}\n`);
+  if (flags.churn === true) return runChurnScenario({ ...CHURN, delivery, log }, end);
   const options: ResilienceOptions = {
     ...base,
     ...(Number(flags.docs) > 0 ? { docs: Math.min(5000, Number(flags.docs)) } : {}),
@@ -751,7 +739,7 @@ async function main(end: (code: number) => Promise<never>): Promise<void> {
     kafkaRestart: base.kafkaRestart && flags.kafkaRestart !== false,
     groupMoves: base.groupMoves && flags.groupMoves !== false,
     storms: base.storms && flags.storms !== false,
-    log: (line) => process.stderr.write(`[resilience ${new Date().toISOString().slice(11, 19)}] ${line}\n`),
+    log,
   };
   // The hard stop, past the run's own bound (the clean-up included).
   setTimeout(() => {
@@ -770,6 +758,27 @@ async function main(end: (code: number) => Promise<never>): Promise<void> {
   // second analysis. --allow-crash-window is kept for old invocations and changes nothing now.
   void flags.allowCrashWindow;
   await end(report.lost > 0 || report.analysedTwice > 0 ? 1 : 0);
+}
+
+/** `--churn`: members joining and leaving under a slow API (`lib/churn.ts`); exits 1 on a broken promise. */
+async function runChurnScenario(options: ChurnOptions, end: (code: number) => Promise<never>): Promise<void> {
+  setTimeout(() => {
+    process.stderr.write('resilience: hard stop\n');
+    void end(3);
+  }, options.timeoutMs + 120_000).unref();
+  const report = await runChurn(options);
+  printChurnReport(report);
+  const failures = churnFailures(report);
+  console.log(failures.length ? `FAILED: ${failures.join('; ')}` : 'passed');
+  const dir = path.resolve('bench-results');
+  fs.mkdirSync(dir, { recursive: true });
+  const file = path.join(
+    dir,
+    `churn-${options.delivery}-${new Date().toISOString().replace(/[:.]/g, '-')}.json`,
+  );
+  fs.writeFileSync(file, JSON.stringify(report, null, 2));
+  console.log(`written ${path.relative(process.cwd(), file)}`);
+  await end(failures.length > 0 ? 1 : 0);
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {

@@ -698,3 +698,22 @@ export async function recordedSubmissions(
   }
   return out;
 }
+
+/**
+ * Per query id (= event id), the submissions given a file (the sandbox lists each with its sha256
+ * once uploaded): more than one is a document analysed twice. Submissions without a file are empty.
+ */
+export async function uploadsPerQuery(baseUrl: string): Promise<{ analysedTwice: string[]; empty: number }> {
+  const res = await fetch(`${baseUrl}/_sandbox/submissions`);
+  const { items } = (await res.json()) as {
+    items: Array<{ query_id: string | null; sha256: string | null }>;
+  };
+  const uploaded = new Map<string, number>();
+  let empty = 0;
+  for (const s of items) {
+    if (s.sha256 === null) empty += 1;
+    else if (s.query_id !== null) uploaded.set(s.query_id, (uploaded.get(s.query_id) ?? 0) + 1);
+  }
+  const analysedTwice = [...uploaded].filter(([, n]) => n > 1).map(([q, n]) => `${q} x${n}`);
+  return { analysedTwice, empty };
+}
