@@ -148,8 +148,11 @@ class FakeInputs implements InputPort {
   add(src: SourceRecord, ev: ArrivalEvent): void {
     this.records.set(src.offset, { source: src, event: ev });
   }
+  /** While set, a read-back waits for it (the input topic slow to answer). */
+  held: Promise<void> | null = null;
   async recall(pointers: InputPointer[]) {
     this.reads.push(...pointers);
+    if (this.held) await this.held;
     return pointers.map((p) => this.records.get(p.offset) ?? null);
   }
   async read(pointer: InputPointer) {
@@ -566,6 +569,36 @@ describe('DocumentEngine', () => {
     });
     expect(out.deadLetters[0]?.source).toMatchObject({ offset: '12', value: null });
     expect(out.states.filter((s) => s.event_id === 'evt-gone').at(-1)?.status).toBe('FAILED');
+  });
+
+  it('starts no resumed document of a partition revoked while its input records were read back', async () => {
+    const { api, out, engine, inputs, until } = setup();
+    const ev = event({ event_id: 'evt-rv' });
+    inputs.add({ ...source, offset: '21' }, ev);
+    inputs.add({ ...source, partition: 1, offset: '22' }, { ...ev, event_id: 'evt-kept' });
+    let release!: () => void;
+    inputs.held = new Promise((resolve) => (release = resolve));
+    const revokedState = pendingUpload('rv', '21', 'fraud', false);
+    const keptState = {
+      ...pendingUpload('kept', '22', 'fraud', false),
+      input: { topic: 'documents.arrived', partition: 1, offset: '22' },
+    };
+    const resuming = engine.resume([revokedState, keptState]);
+    await new Promise((resolve) => setImmediate(resolve));
+    // Partition 0 goes to another member while its records are read back; partition 1 stays.
+    expect(engine.revoke([0])).toBe(0);
+    release();
+    await resuming;
+    expect(engine.unfinishedOn(0)).toBe(0);
+    expect(engine.unfinishedOn(1)).toBe(1);
+    await until(1);
+    expect(out.states.filter((s) => s.event_id === 'evt-rv')).toEqual([]);
+    expect(api.calls.filter((c) => c === 'upload')).toHaveLength(1);
+    expect(out.states.filter((s) => s.event_id === 'evt-kept').at(-1)?.status).toBe('DONE');
+
+    // Assigned again later: resumed as usual.
+    await engine.resume([revokedState]);
+    expect(engine.unfinishedOn(0)).toBe(1);
   });
 
   it('uploads a resumed document again while its blob store fails transiently, until its deadline', async () => {

@@ -45,6 +45,12 @@ export class DocumentEngine {
   private readonly inFlightRuns: InFlight;
   private readonly life: DocumentLife;
   private readonly capacityListeners = new Set<() => void>();
+  /**
+   * Per input partition, how many times it was revoked here: a step that awaited goes on for a
+   * partition only while this count is the one it saw before the await.
+   */
+  private readonly revocations = new Map<number, number>();
+  private stopped = false;
 
   constructor(
     private readonly ports: EnginePorts,
@@ -153,13 +159,17 @@ export class DocumentEngine {
    * Continues documents recorded in state but not finished (after a restart or a rebalance): each
    * one's input record is read back for its identity and, while its upload is pending, its blob and
    * characteristics. A document whose input is gone keeps going with what the state knows (its
-   * pending upload then fails into a dead letter). Throws when the input topic cannot be read now.
+   * pending upload then fails into a dead letter). A document whose partition was revoked (or the
+   * engine stopped) while the input was read back is not started: its new owner resumes it. Throws
+   * when the input topic cannot be read now.
    */
   async resume(states: UnfinishedState[]): Promise<void> {
     const toResume = states.filter((s) => !this.inFlightRuns.has(s.event_id));
     if (toResume.length === 0) return;
+    const epochs = toResume.map((s) => this.revocationsOf(s.input.partition));
     const inputs = await this.ports.inputs.recall(toResume.map((s) => s.input));
     toResume.forEach((s, i) => {
+      if (this.stopped || this.revocationsOf(s.input.partition) !== epochs[i]) return;
       // Its record may have arrived (and resumed it) while the input was read back.
       if (this.inFlightRuns.has(s.event_id)) return;
       const recalled = inputs[i];
@@ -188,11 +198,16 @@ export class DocumentEngine {
    */
   revoke(partitions: Iterable<number>): number {
     const set = new Set(partitions);
+    for (const p of set) this.revocations.set(p, this.revocationsOf(p) + 1);
     const runs = this.inFlightRuns.runs(set);
     for (const run of runs) this.inFlightRuns.remove(run, 'revoked');
     this.life.forget(set);
     this.life.sendLingeringNow();
     return runs.length;
+  }
+
+  private revocationsOf(partition: number): number {
+    return this.revocations.get(partition) ?? 0;
   }
 
   /**
@@ -230,6 +245,7 @@ export class DocumentEngine {
 
   /** Stops everything; resolves when no step is half-way (an upload or a publish in progress). */
   async stop(timeoutMs: number): Promise<void> {
+    this.stopped = true;
     for (const run of this.inFlightRuns.runs()) this.inFlightRuns.remove(run, 'stopped');
     this.life.sendLingeringNow();
     await this.inFlightRuns.settle(timeoutMs);
