@@ -72,6 +72,8 @@ export interface ChurnReport {
   analysedTwice: number;
   analysedTwiceQueryIds: string[];
   emptySubmissions: number;
+  /** Empty submissions by the last member move before the sandbox created them. */
+  emptyAfter: Record<string, number>;
   lost: number;
   lostIds: string[];
   /** Members that exited on their own (not stopped or killed by the scenario), with their log tail. */
@@ -84,8 +86,10 @@ export async function runChurn(options: ChurnOptions): Promise<ChurnReport> {
   const deadline = started + options.timeoutMs;
   const at = () => `${((Date.now() - started) / 1000).toFixed(1)} s`;
   const moves: string[] = [];
+  const moveTimes: Array<{ what: string; at: number }> = [];
   const move = (what: string) => {
     moves.push(`${at()} ${what}`);
+    moveTimes.push({ what, at: Date.now() });
     log(what);
   };
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'docstream-churn-'));
@@ -211,6 +215,7 @@ export async function runChurn(options: ChurnOptions): Promise<ChurnReport> {
       if (!collector.settled(a.event_id)) lostIds.push(a.event_id);
     }
     const { analysedTwice, empty } = await uploadsPerQuery(sandbox.baseUrl);
+    const emptyAfter = await emptiesByMove(sandbox.baseUrl, moveTimes);
     const ownExits = [...members]
       .filter(([name, m]) => !ended.has(name) && !m.running)
       .map(([name, m]) => `${name} (code ${m.child.exitCode}): ${m.logTail.slice(-500)}`);
@@ -226,6 +231,7 @@ export async function runChurn(options: ChurnOptions): Promise<ChurnReport> {
       analysedTwice: analysedTwice.length,
       analysedTwiceQueryIds: analysedTwice,
       emptySubmissions: empty,
+      emptyAfter,
       lost: lostIds.length,
       lostIds,
       ownExits,
@@ -245,6 +251,24 @@ export async function runChurn(options: ChurnOptions): Promise<ChurnReport> {
   }
 }
 
+/** The sandbox's submissions never given a file, by the last member move before each was created. */
+async function emptiesByMove(
+  baseUrl: string,
+  moves: Array<{ what: string; at: number }>,
+): Promise<Record<string, number>> {
+  const res = await fetch(`${baseUrl}/_sandbox/submissions`);
+  const { items } = (await res.json()) as { items: Array<{ sha256: string | null; created: string }> };
+  const out: Record<string, number> = {};
+  for (const s of items) {
+    if (s.sha256 !== null) continue;
+    const created = Date.parse(s.created);
+    let last = 'none';
+    for (const m of moves) if (m.at <= created) last = m.what;
+    out[last] = (out[last] ?? 0) + 1;
+  }
+  return out;
+}
+
 export function printChurnReport(r: ChurnReport): void {
   const lines = [
     `churn (${r.durationS} s, delivery ${r.options.delivery}, ${r.options.partitions} partitions, ` +
@@ -256,7 +280,12 @@ export function printChurnReport(r: ChurnReport): void {
     `  dead letters:          ${r.deadLetters}${r.deadLetters ? ` ${JSON.stringify(r.deadLetterCodes)}` : ''}`,
     `  analysed twice:        ${r.analysedTwice}` +
       (r.analysedTwice ? ` (${r.analysedTwiceQueryIds.slice(0, 10).join(', ')})` : ''),
-    `  empty submissions:     ${r.emptySubmissions} (created, never given a file: never analysed)`,
+    `  empty submissions:     ${r.emptySubmissions} (created, never given a file: never analysed)` +
+      (r.emptySubmissions
+        ? `; by the move before each was created: ${Object.entries(r.emptyAfter)
+            .map(([m, n]) => `${m} ${n}`)
+            .join(', ')}`
+        : ''),
     `  lost documents:        ${r.lost}${r.lost ? ` (${r.lostIds.slice(0, 10).join(', ')})` : ''}`,
     `  members that exited on their own: ${r.ownExits.length ? r.ownExits.join('\n    ') : 'none'}`,
   ];
