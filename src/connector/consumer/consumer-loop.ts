@@ -13,6 +13,7 @@
  */
 import type { BatchControl, GroupJoin, IncomingBatch, IncomingMessage } from '../../kafka/consumer.js';
 import { retry } from '../../util/retry.js';
+import { within } from '../../util/within.js';
 import type { LoopConsumer, ConsumerLoopOptions, OutageHandling } from './loop-interfaces.js';
 import { OffsetCommits, type CommitReason } from './offset-commits.js';
 import type { PartitionOffsets } from './offsets.js';
@@ -128,15 +129,15 @@ export class ConsumerLoop {
 
   private async recordBeforeRejoin(timeoutMs: number): Promise<void> {
     const record = this.o.engine.recordBeforeRevocation;
-    if (!record || this.stopping) return;
+    // Stopping too: a rebalance that meets the stop hands this member's partitions on (it joins as
+    // leaving), and what it created for them but did not record yet would stay empty.
+    if (!record) return;
     const started = Date.now();
     const unrecorded = await record.call(this.o.engine, timeoutMs);
     // The admissions just recorded complete their offsets as their handlers return.
     await new Promise((resolve) => setImmediate(resolve));
-    await this.waitAtMost(
-      this.commits.commit('before rejoin'),
-      Math.max(0, started + timeoutMs - Date.now()),
-    );
+    // Not `waitAtMost`, which a stop ends at once: the commit is what makes the records durable.
+    await within(this.commits.commit('before rejoin'), Math.max(0, started + timeoutMs - Date.now()));
     const ms = Date.now() - started;
     if (unrecorded > 0)
       this.o.logger.warn(
