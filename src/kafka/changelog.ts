@@ -34,7 +34,8 @@ export interface ChangelogSink {
 }
 
 interface Restore {
-  target: number;
+  /** The end offset to reach; null while the topic's offsets are being read. */
+  target: number | null;
   /** Records read for this restore so far, and when it began (for the log line at its end). */
   records: number;
   startedAt: number;
@@ -52,7 +53,12 @@ export class ChangelogReader {
   private readonly reader: PartitionReader;
   /** Partitions still restoring, with the end offset they must reach. */
   private readonly restoring = new Map<number, Restore>();
-  private readonly owned = new Set<number>();
+  /**
+   * Owned partitions, each with the epoch of the `assign` that took it: a step of that assign after
+   * an await goes on only while the partition still has its epoch (not revoked, not taken again).
+   */
+  private readonly owned = new Map<number, number>();
+  private epochs = 0;
 
   constructor(
     kafka: KafkaClient,
@@ -74,27 +80,61 @@ export class ChangelogReader {
 
   /**
    * Starts owning `partitions` (those already owned are left as they are) and resolves once each has
-   * been restored to the end offset it had when `assign` was called.
+   * been restored to the end offset it had when `assign` was called. Owned from the call on: a
+   * `revoke` before the restore ended (while the offsets are read too) rejects it and drops the
+   * partition.
    */
   async assign(partitions: number[]): Promise<void> {
     const fresh = [...new Set(partitions)].filter((p) => !this.owned.has(p));
-    const waits: Array<Promise<void>> = [];
-    if (fresh.length > 0) {
-      const offsets = new Map((await this.admin.topicOffsets(this.topic)).map((o) => [o.partition, o]));
-      for (const partition of fresh) {
-        const range = offsets.get(partition);
-        if (!range) throw new KafkaError(`${this.topic} has no partition ${partition}`, { retriable: false });
-        this.owned.add(partition);
-        const low = Number(range.low);
-        const high = Number(range.high);
-        if (high > low)
-          this.restoring.set(partition, { target: high, records: 0, startedAt: Date.now(), waiters: [] });
-        else if (this.settings.tail === false) continue;
-        this.reader.openPartition(partition, low, (messages) => this.deliver(partition, messages));
-      }
-    }
-    for (const partition of partitions) waits.push(this.restored(partition));
+    const claimed = fresh.map((partition) => {
+      const epoch = ++this.epochs;
+      this.owned.set(partition, epoch);
+      this.restoring.set(partition, { target: null, records: 0, startedAt: Date.now(), waiters: [] });
+      return { partition, epoch };
+    });
+    const waits = partitions.map((partition) => this.restored(partition));
+    if (claimed.length > 0)
+      this.openAtOffsets(claimed).catch((err: unknown) => {
+        for (const { partition, epoch } of claimed) this.abandon(partition, epoch, err as Error);
+      });
     await this.withTimeout(Promise.all(waits), partitions);
+  }
+
+  /**
+   * Reads the topic's offsets, then opens each partition claimed at its first record, to be restored
+   * to its end offset; a partition revoked or taken again meanwhile is left to that revoke or assign.
+   */
+  private async openAtOffsets(claimed: Array<{ partition: number; epoch: number }>): Promise<void> {
+    const offsets = new Map((await this.admin.topicOffsets(this.topic)).map((o) => [o.partition, o]));
+    for (const { partition, epoch } of claimed) {
+      if (this.owned.get(partition) !== epoch) continue;
+      const range = offsets.get(partition);
+      if (!range) {
+        const missing = new KafkaError(`${this.topic} has no partition ${partition}`, { retriable: false });
+        this.abandon(partition, epoch, missing);
+        continue;
+      }
+      const restore = this.restoring.get(partition)!;
+      const low = Number(range.low);
+      const high = Number(range.high);
+      if (high > low) restore.target = high;
+      else {
+        this.restoring.delete(partition);
+        for (const waiter of restore.waiters) waiter.resolve();
+        if (this.settings.tail === false) continue;
+      }
+      this.reader.openPartition(partition, low, (messages) => this.deliver(partition, messages));
+    }
+  }
+
+  /** A claim that could not start its restore: the partition is not owned, its `assign` rejects with `err`. */
+  private abandon(partition: number, epoch: number, err: Error): void {
+    if (this.owned.get(partition) !== epoch) return;
+    this.owned.delete(partition);
+    this.reader.closePartition(partition);
+    const restore = this.restoring.get(partition);
+    this.restoring.delete(partition);
+    for (const waiter of restore?.waiters ?? []) waiter.reject(err);
   }
 
   /** Stops reading `partitions` and has the sink drop them. */
@@ -122,7 +162,7 @@ export class ChangelogReader {
   }
 
   ownedPartitions(): number[] {
-    return [...this.owned].sort((a, b) => a - b);
+    return [...this.owned.keys()].sort((a, b) => a - b);
   }
 
   async stop(): Promise<void> {
@@ -155,7 +195,7 @@ export class ChangelogReader {
       }
     }
     const next = this.reader.position(partition);
-    if (restore && next !== null && next >= restore.target) {
+    if (restore && restore.target !== null && next !== null && next >= restore.target) {
       this.restoring.delete(partition);
       // What a partition's move costs its new owner: the records read again (the scale-events bench).
       this.logger.info(

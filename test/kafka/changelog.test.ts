@@ -4,6 +4,7 @@
  * tailing continues after restore (or stops there with `tail: false`); and one record is fetched back by (partition, offset).
  */
 import { jest } from '@jest/globals';
+import type { KafkaAdmin } from '../../src/kafka/admin.js';
 import { ChangelogReader, type ChangelogRecord } from '../../src/kafka/changelog.js';
 import { RecordReader } from '../../src/kafka/record-reader.js';
 import { silentLogger } from '../../src/observability/logger.js';
@@ -146,6 +147,45 @@ describe('ChangelogReader', () => {
       await producer.send(topic, [{ key: 'first', value: 'v', partition: 0 }]);
       await waitFor('first record', () => sink.records.length === 1);
     } finally {
+      await reader.stop();
+    }
+  });
+
+  it('honours a revoke that comes while the end offsets are read: the partition is neither restored nor kept', async () => {
+    const topic = await newTopic(2, { 'cleanup.policy': 'compact' });
+    await fill(topic, 2, 20);
+    const sink = new RecordingSink();
+    // The restore is held at its first step, the reading of the topic's offsets.
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const slowAdmin = {
+      topicOffsets: async (t: string) => {
+        await held;
+        return admin.topicOffsets(t);
+      },
+    } as unknown as KafkaAdmin;
+    const reader = new ChangelogReader(client, slowAdmin, topic, sink, silentLogger);
+    await reader.start();
+    try {
+      const assigning = reader.assign([0]);
+      assigning.catch(() => undefined);
+      expect(reader.caughtUp([0])).toBe(false);
+      reader.revoke([0]);
+      release();
+      await expect(assigning).rejects.toThrow(/partition 0 was revoked while restoring/);
+      expect(reader.owns(0)).toBe(false);
+      expect(reader.ownedPartitions()).toEqual([]);
+      // Nothing of it is read afterwards either: the partition was never opened.
+      await producer.send(topic, [{ key: 'late', value: 'x', partition: 0 }]);
+      await new Promise((resolve) => setTimeout(resolve, 1500));
+      expect(sink.of(0)).toEqual([]);
+
+      // Assigned again: restored from its first record, the late one included.
+      await reader.assign([0]);
+      expect(reader.caughtUp([0])).toBe(true);
+      expect(sink.of(0)).toHaveLength(22);
+    } finally {
+      release();
       await reader.stop();
     }
   });
