@@ -228,6 +228,24 @@ describe('ConsumerLoop', () => {
     expect(loop.paused).toBe(true);
   });
 
+  it('takes no record of a batch whose partition left while it was being prepared', async () => {
+    const { loop, state, handled } = setup(3);
+    let restored!: () => void;
+    state.assign = async (partitions) => {
+      state.reads.push(partitions);
+      await new Promise<void>((resolve) => (restored = resolve));
+    };
+    loop.onGroupJoin(join({ in: [2] }, {}, { in: [2] }));
+    const control = new FakeControl();
+    const handling = loop.onBatch(batch('in', 2, [5, 6]), control);
+    await until(() => state.reads.length > 0);
+    loop.onGroupJoin(join({}, { in: [2] }, { in: [] }));
+    restored();
+    await settle(handling);
+    expect(handled).toEqual([]);
+    expect(control.resolved).toEqual([]);
+  });
+
   it('when full, waits for a slot and keeps admitting as documents finish, without pausing', async () => {
     const { loop, consumer, engine, handled } = setup(2, 4, 5000);
     const control = new FakeControl();

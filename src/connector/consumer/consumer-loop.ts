@@ -17,7 +17,7 @@ import { within } from '../../util/within.js';
 import type { LoopConsumer, ConsumerLoopOptions, OutageHandling } from './loop-interfaces.js';
 import { OffsetCommits, type CommitReason } from './offset-commits.js';
 import type { PartitionOffsets } from './offsets.js';
-import { PartitionPreparation } from './partition-preparation.js';
+import { PartitionLeftError, PartitionPreparation } from './partition-preparation.js';
 import { settleRecord } from './record-settling.js';
 
 export class ConsumerLoop {
@@ -263,7 +263,13 @@ export class ConsumerLoop {
       control.isRunning() && !control.isStale() && !this.stopping && !this.outage && !heartbeatFailed;
     try {
       // No record of a partition is admitted before its state is restored (heartbeats go on meanwhile).
-      await this.preparation.prepare(batch.partition);
+      try {
+        await this.preparation.prepare(batch.partition);
+      } catch (err) {
+        // Revoked meanwhile: its records are its new owner's.
+        if (err instanceof PartitionLeftError) return;
+        throw err;
+      }
       for (const message of batch.messages) {
         if (!taking()) break;
         // Checked again after every wait: the slot is taken in the same turn as the check.

@@ -34,6 +34,13 @@ const until = async (what: () => boolean) => {
   for (let i = 0; i < 1000 && !what(); i++) await jest.advanceTimersByTimeAsync(1);
 };
 
+/** A promise and the call that resolves it. */
+function held<T = void>(): { promise: Promise<T>; release: (value: T) => void } {
+  let release!: (value: T) => void;
+  const promise = new Promise<T>((resolve) => (release = resolve));
+  return { promise, release };
+}
+
 describe('PartitionPreparation', () => {
   // The retries' waits run on the fake clock; promise jobs, nextTick and setImmediate stay real.
   beforeEach(() => jest.useFakeTimers({ doNotFake: ['nextTick', 'setImmediate', 'queueMicrotask'] }));
@@ -69,6 +76,72 @@ describe('PartitionPreparation', () => {
     await until(() => p.resumed.length > 0);
     expect(p.assigned).toEqual([[1], [1], [1]]);
     expect(p.resumed).toEqual([1]);
+    prep.stop();
+  });
+
+  it('resumes nothing of a partition that left while its state was restored', async () => {
+    const p = parts(0);
+    const restore = held();
+    p.state.assign = async (partitions) => {
+      p.assigned.push(partitions);
+      await restore.promise;
+    };
+    const started: number[] = [];
+    const prep = new PartitionPreparation({
+      ...p,
+      logger: silentLogger,
+      committedOffsets: async () => new Map([[5, '9']]),
+      startAt: (partition) => started.push(partition),
+    });
+    const preparing = prep.prepare(5);
+    preparing.catch(() => undefined);
+    await until(() => p.assigned.length > 0);
+    prep.forget(5);
+    restore.release();
+    await expect(preparing).rejects.toThrow(/partition 5 left while it was being prepared/);
+    expect(started).toEqual([]);
+    expect(p.resumed).toEqual([]);
+    prep.stop();
+  });
+
+  it('resumes nothing of a partition that left while the group’s offsets were read', async () => {
+    const p = parts(0);
+    const offsets = held<ReadonlyMap<number, string | null>>();
+    const started: number[] = [];
+    const prep = new PartitionPreparation({
+      ...p,
+      logger: silentLogger,
+      committedOffsets: () => offsets.promise,
+      startAt: (partition) => started.push(partition),
+    });
+    prep.gained([6]);
+    await until(() => p.assigned.length > 0);
+    prep.forget(6);
+    offsets.release(new Map([[6, '3']]));
+    await jest.advanceTimersByTimeAsync(100);
+    expect(started).toEqual([]);
+    expect(p.resumed).toEqual([]);
+    prep.stop();
+  });
+
+  it('resumes a partition that left and came back once, by its new preparation', async () => {
+    const p = parts(0);
+    const first = held();
+    let calls = 0;
+    p.state.assign = async (partitions) => {
+      p.assigned.push(partitions);
+      if (calls++ === 0) await first.promise;
+    };
+    const prep = new PartitionPreparation({ ...p, logger: silentLogger, startAt: () => undefined });
+    prep.gained([7]);
+    await until(() => p.assigned.length > 0);
+    prep.forget(7);
+    prep.gained([7]);
+    await until(() => p.resumed.length > 0);
+    first.release();
+    await jest.advanceTimersByTimeAsync(100);
+    expect(p.assigned).toEqual([[7], [7]]);
+    expect(p.resumed).toEqual([7]);
     prep.stop();
   });
 

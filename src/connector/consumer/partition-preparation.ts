@@ -15,6 +15,14 @@ interface Hold {
   wake?: () => void;
 }
 
+/** The partition left (was revoked, or left and came back) while it was being prepared: nothing more is done for it. */
+export class PartitionLeftError extends Error {
+  constructor(readonly partition: number) {
+    super(`partition ${partition} left while it was being prepared`);
+    this.name = 'PartitionLeftError';
+  }
+}
+
 type CommittedOffsets = Promise<ReadonlyMap<number, string | null> | undefined> | undefined;
 
 export interface PartitionPreparationOptions {
@@ -100,25 +108,42 @@ export class PartitionPreparation {
 
   /**
    * Restores the state of a newly assigned partition, then resumes its unfinished documents.
-   * `committed`: the group's offsets read at the join, else read here when preparing starts.
+   * `committed`: the group's offsets read at the join, else read here when preparing starts. Every
+   * step after an await goes on only while this preparation is still the partition's (it was not
+   * forgotten: revoked, or revoked and gained again); else it rejects with PartitionLeftError, and
+   * the revoke has undone what was set up (the restored state dropped, the writer closed).
    */
   prepare(partition: number, committed?: CommittedOffsets): Promise<void> {
     let p = this.prepared.get(partition);
     if (!p) {
       const reading = committed ?? this.readCommitted();
-      p = this.o.state.assign([partition]).then(async () => {
-        await this.startFromCommitted(partition, p, reading);
-        const unfinished = this.o.state.unfinished(partition);
-        await this.o.engine.resume(unfinished);
-        if (unfinished.length > 0)
-          this.o.logger.info({ partition, documents: unfinished.length }, 'resumed unfinished documents');
-      });
+      const stillHeld = () => {
+        if (this.prepared.get(partition) !== p) throw new PartitionLeftError(partition);
+      };
+      p = this.o.state
+        .assign([partition])
+        // A restore that failed because the partition was revoked meanwhile: it left.
+        .catch((err: unknown) => {
+          stillHeld();
+          throw err;
+        })
+        .then(async () => {
+          stillHeld();
+          await this.startFromCommitted(partition, reading, stillHeld);
+          const unfinished = this.o.state.unfinished(partition);
+          await this.o.engine.resume(unfinished);
+          if (unfinished.length > 0)
+            this.o.logger.info({ partition, documents: unfinished.length }, 'resumed unfinished documents');
+        });
       p.catch((err: unknown) => {
         if (this.prepared.get(partition) === p) this.prepared.delete(partition);
-        this.o.logger.warn(
-          { partition, err: (err as Error).message },
-          'preparing a partition failed; will retry',
-        );
+        if (err instanceof PartitionLeftError)
+          this.o.logger.debug({ partition }, 'partition left while it was being prepared');
+        else
+          this.o.logger.warn(
+            { partition, err: (err as Error).message },
+            'preparing a partition failed; will retry',
+          );
       });
       this.prepared.set(partition, p);
     }
@@ -129,16 +154,16 @@ export class PartitionPreparation {
    * A partition this member just got starts its offsets at the group's committed one, so that this
    * member commits it again with its own metadata even before a new record of it is done (the
    * previous owner's may say documents still run that this member resumes and finishes). Skipped
-   * when the offset cannot be read, or when the partition left again meanwhile.
+   * when the offset cannot be read; `stillHeld` throws when the partition left while it was read.
    */
   private async startFromCommitted(
     partition: number,
-    preparing: Promise<void> | undefined,
     reading: CommittedOffsets,
+    stillHeld: () => void,
   ): Promise<void> {
     const offset = (await reading)?.get(partition) ?? null;
-    if (offset === null || this.prepared.get(partition) !== preparing) return;
-    this.o.startAt(partition, offset);
+    stillHeld();
+    if (offset !== null) this.o.startAt(partition, offset);
   }
 
   /** The group's committed input offsets, or undefined when they cannot be read (nothing to start at). */
