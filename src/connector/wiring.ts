@@ -390,6 +390,10 @@ export function buildLoop(
     },
     // Kafka did not take a record's outcome (state, dead letter), or the API asked to be tried again:
     // the record is handled again; anything else thrown ends it in a dead letter (`record-settling.ts`).
+    // FencedError and NotOwnedError (exactly-once: the partition's writer was fenced or closed) are
+    // tried again too: they mean the partition is, or is about to be, another member's, so the record
+    // is given up once the revoke arrives and its new owner handles it; a dead letter would end a
+    // document that is not this member's to end (and would go through the same writer).
     retriable: (err) =>
       (err instanceof KafkaError && !isMessageTooLarge(err)) ||
       err instanceof RevocationInProgressError ||
