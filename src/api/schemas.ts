@@ -1,13 +1,13 @@
 /**
- * The Document Analysis API contract (../shared/spec/document-analysis-api.md), declared once.
+ * The Document Analysis API contract (summarised in docs/api.md), declared once.
  *
  * The client validates what it sends and what it receives with these schemas; the sandbox
  * validates requests and shapes its answers with the same ones. Request bodies are strict
  * (an unknown field is an error that names it); response bodies are loose (unknown fields are
  * kept, so a newer server never loses data on its way through the client).
  *
- * Where the spec says "not shown", the sandbox's choice is declared here and documented in the
- * README's "Sandbox decisions" section; such shapes are marked SANDBOX-DEFINED.
+ * Where the spec says "not shown", the sandbox's choice is declared here and documented in
+ * docs/sandbox.md, "Sandbox decisions"; such shapes are marked SANDBOX-DEFINED.
  */
 import { z } from 'zod';
 
