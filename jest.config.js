@@ -1,7 +1,7 @@
 // Jest runs ESM TypeScript through ts-jest (transpile-only: tsconfig.json sets isolatedModules, and
 // `npm run typecheck` is the type check); `.js` import specifiers map back to `.ts` sources.
 // ts-jest + jest 29 because every package they pull in is platform-neutral, so package-lock.json is
-// complete for every OS and `npm ci` accepts it (see README, "Dependencies").
+// complete for every OS and `npm ci` accepts it (see CONTRIBUTING.md, "Dependencies and why").
 const tsJest = ['ts-jest', { useESM: true, tsconfig: '<rootDir>/tsconfig.json' }];
 const common = {
   extensionsToTreatAsEsm: ['.ts'],

@@ -114,7 +114,7 @@ const LATE_KEPT_MS = 20;
  * holds `owned` of the group's `total` input partitions lowers its ceiling to that share of the
  * configured rate, so the group's ceilings add up to the configured rate; discovery works below that
  * ceiling, unchanged, for what nobody knows (other clients of the account, a limit lower than
- * configured). See docs/performance.md, "A group shares one limit".
+ * configured). See docs/performance.md, "A group shares one API limit".
  */
 export class AdaptiveRateLimiter {
   /** The configured rate: the ceiling of an instance that holds the whole share. */

@@ -1,4 +1,4 @@
-/** CONTRIBUTING.md's "Where each step lives" names every source file of the connector, so that it stays a true map. */
+/** CONTRIBUTING.md's "Layout", its table of where each step lives, names every source file of the connector, so that it stays a true map. */
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';

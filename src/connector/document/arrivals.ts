@@ -10,7 +10,7 @@
  *
  * One admission per `event_id` at a time: a record whose event is being admitted (another copy in the
  * same batch, a producer's retry) waits for that admission, then reads the state it recorded and
- * follows the redelivery rules, as if it came later (`engine.ts`; the README's "The same event twice").
+ * follows the redelivery rules, as if it came later (`engine.ts`; docs/semantics.md, "The same event twice").
  */
 import type { IncomingMessage } from '../../kafka/consumer.js';
 import { isMessageTooLarge } from '../../kafka/errors.js';

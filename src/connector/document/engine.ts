@@ -140,7 +140,7 @@ export class DocumentEngine {
   /**
    * An `event_id` names one document: a copy of its event that points at another blob is not
    * submitted (the first blob is, or was, analysed), and says so in a dead letter, whether it came with the
-   * first copy or long after it (the README's "The same event twice").
+   * first copy or long after it (docs/semantics.md, "The same event twice").
    */
   private async anotherBlob(source: SourceRecord, event: ArrivalEvent, submissionId: string): Promise<void> {
     const message =
