@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { checkConfigFile } from './check.js';
+import { checkConfigFile, readinessProblems } from './check.js';
 import { loadConfig } from './load.js';
 
 const examples = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../config');
@@ -183,5 +183,62 @@ describe('checkConfigFile', () => {
       ),
     );
     expect(fine).toMatchObject({ errors: [], warnings: [] });
+  });
+  it('refuses a start position it cannot use, a remote plaintext broker and the sandbox secret sent elsewhere', () => {
+    const file = tmpFile(
+      'notready.json',
+      JSON.stringify({
+        connector: { startFrom: 'yesterday' },
+        kafka: { brokers: ['localhost:9092', 'kafka-1.internal:9092'] },
+        api: { baseUrl: 'https://document-analysis.eu-1.example.com', clientSecret: 'sandbox-secret' },
+      }),
+    );
+    expect(checkConfigFile(file).errors).toEqual([
+      expect.stringMatching(/connector\.startFrom: expected earliest, latest or an ISO-8601 timestamp/),
+      expect.stringMatching(
+        /kafka\.brokers: kafka-1\.internal:9092 is not on this machine and the connection is plaintext/,
+      ),
+      expect.stringMatching(
+        /api\.clientSecret is the sandbox's public secret but api\.baseUrl .* is not the local sandbox/,
+      ),
+    ]);
+    const ready = tmpFile(
+      'ready.json',
+      JSON.stringify({
+        connector: { startFrom: '2026-01-31T00:00:00Z' },
+        kafka: { brokers: ['kafka-1.internal:9093'], sslCaFile: '/etc/docstream/ca.pem' },
+        api: { baseUrl: 'http://localhost:8080', clientSecret: 'sandbox-secret' },
+      }),
+    );
+    expect(checkConfigFile(ready).errors).toEqual([]);
+  });
+
+  it('checks the effective configuration here: files it names, a plaintext remote broker, the sandbox secret', () => {
+    const ca = tmpFile('ca.pem', '-----BEGIN CERTIFICATE-----\n');
+    const settings = {
+      kafka: {
+        brokers: ['kafka-1.internal:9093'],
+        ssl: false,
+        sslCaFile: ca,
+        sslCertFile: '',
+        sslKeyFile: '',
+      },
+      registry: { caFile: '/nonexistent/registry-ca.pem', certFile: '', keyFile: '' },
+      api: { baseUrl: 'https://document-analysis.eu-1.example.com', clientSecret: 'sandbox-secret' },
+    };
+    expect(readinessProblems(settings)).toEqual([
+      'registry.caFile: /nonexistent/registry-ca.pem does not exist on this machine',
+      expect.stringMatching(
+        /^api\.clientSecret: the sandbox's public secret is sent to https:\/\/document-analysis/,
+      ),
+    ]);
+    expect(
+      readinessProblems({
+        ...settings,
+        kafka: { ...settings.kafka, sslCaFile: '' },
+        registry: { caFile: '', certFile: '', keyFile: '' },
+        api: { baseUrl: 'http://127.0.0.1:8080', clientSecret: 'sandbox-secret' },
+      }),
+    ).toEqual([expect.stringMatching(/^kafka\.brokers: kafka-1\.internal:9093 is not on this machine/)]);
   });
 });

@@ -8,6 +8,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { resolveAddress } from '../client/cells.js';
 import { ConfigError, coerce } from './load.js';
+import { parseStartFrom } from './start-from.js';
+import { isLoopbackHost, plaintextBrokerProblem } from './transport.js';
 import { CONFIG_SPEC, RESERVED_ENV, envName, type FieldSpec } from './spec.js';
 
 interface CheckResult {
@@ -115,6 +117,33 @@ function crossChecks(result: CheckResult, values: Map<string, unknown>, origin: 
       `${origin}: kafka.heartbeatIntervalMs (${heartbeat}) is over a third of kafka.sessionTimeoutMs (${session}): one lost heartbeat can cost the member its partitions`,
     );
   }
+  const startFrom = values.get('connector.startFrom');
+  if (typeof startFrom === 'string') {
+    try {
+      parseStartFrom(startFrom, 0);
+    } catch (err) {
+      result.errors.push(`${origin}: ${(err as Error).message}`);
+    }
+  }
+  const brokers = values.get('kafka.brokers');
+  if (Array.isArray(brokers)) {
+    const tls =
+      values.get('kafka.ssl') === true ||
+      Boolean(values.get('kafka.sslCaFile')) ||
+      Boolean(values.get('kafka.sslCertFile'));
+    const problem = plaintextBrokerProblem(brokers as string[], tls);
+    if (problem) result.errors.push(`${origin}: kafka.brokers: ${problem}`);
+  }
+  const baseUrl = values.get('api.baseUrl');
+  if (
+    values.get('api.clientSecret') === SANDBOX_SECRET &&
+    typeof baseUrl === 'string' &&
+    !isSandboxAddress(baseUrl)
+  ) {
+    result.errors.push(
+      `${origin}: api.clientSecret is the sandbox's public secret but api.baseUrl (${baseUrl}) is not the local sandbox: set your client's secret, from a file (DOCSTREAM_API_CLIENT_SECRET_FILE)`,
+    );
+  }
   for (const [cert, key] of [
     ['kafka.sslCertFile', 'kafka.sslKeyFile'],
     ['registry.certFile', 'registry.keyFile'],
@@ -123,6 +152,53 @@ function crossChecks(result: CheckResult, values: Map<string, unknown>, origin: 
       result.errors.push(`${origin}: ${cert} and ${key} go together (a client certificate and its key)`);
     }
   }
+}
+
+/** The sandbox's public client secret (the default): fine only against the sandbox on this machine. */
+const SANDBOX_SECRET = (sections.api!.clientSecret as { default: string }).default;
+
+function isSandboxAddress(url: string): boolean {
+  try {
+    return isLoopbackHost(new URL(url).hostname);
+  } catch {
+    return false;
+  }
+}
+
+/** A configuration as loaded (every key, defaults included), for `readinessProblems`. */
+export interface EffectiveSettings {
+  kafka: { brokers: string[]; ssl: boolean; sslCaFile: string; sslCertFile: string; sslKeyFile: string };
+  registry: { caFile: string; certFile: string; keyFile: string };
+  api: { baseUrl: string; clientSecret: string };
+}
+
+/**
+ * What keeps the effective configuration (files and environment, as `run` loads it here) from
+ * working against a real deployment: files it names that do not exist on this machine, brokers
+ * off this machine over plaintext, the sandbox's public secret sent to an API that is not it.
+ */
+export function readinessProblems(config: EffectiveSettings): string[] {
+  const problems: string[] = [];
+  const files: Array<[string, string]> = [
+    ['kafka.sslCaFile', config.kafka.sslCaFile],
+    ['kafka.sslCertFile', config.kafka.sslCertFile],
+    ['kafka.sslKeyFile', config.kafka.sslKeyFile],
+    ['registry.caFile', config.registry.caFile],
+    ['registry.certFile', config.registry.certFile],
+    ['registry.keyFile', config.registry.keyFile],
+  ];
+  for (const [key, file] of files) {
+    if (file !== '' && !fs.existsSync(file)) problems.push(`${key}: ${file} does not exist on this machine`);
+  }
+  const tls = config.kafka.ssl || config.kafka.sslCaFile !== '' || config.kafka.sslCertFile !== '';
+  const plaintext = plaintextBrokerProblem(config.kafka.brokers, tls);
+  if (plaintext) problems.push(`kafka.brokers: ${plaintext}`);
+  if (config.api.clientSecret === SANDBOX_SECRET && !isSandboxAddress(config.api.baseUrl)) {
+    problems.push(
+      `api.clientSecret: the sandbox's public secret is sent to ${config.api.baseUrl}, which is not the local sandbox: set your client's secret (DOCSTREAM_API_CLIENT_SECRET_FILE)`,
+    );
+  }
+  return problems;
 }
 
 function checkJson(text: string, origin: string): CheckResult {

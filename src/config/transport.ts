@@ -4,7 +4,7 @@
  */
 import { classifyAddress } from '../blobs/address.js';
 
-function isLoopbackHost(hostname: string): boolean {
+export function isLoopbackHost(hostname: string): boolean {
   const host = hostname.toLowerCase().replace(/\.$/, '');
   if (host === 'localhost' || host.endsWith('.localhost')) return true;
   return classifyAddress(host) === 'loopback';
@@ -47,4 +47,26 @@ export function apiUrls(api: {
     }
   }
   return urls;
+}
+
+/** The host of a Kafka bootstrap address (`host:port`, `[v6]:port`). */
+function brokerHost(address: string): string {
+  const v6 = /^\[([^\]]+)\]/.exec(address);
+  if (v6) return v6[1]!;
+  const colon = address.lastIndexOf(':');
+  return colon > 0 ? address.slice(0, colon) : address;
+}
+
+/**
+ * Why these brokers may not be reached as configured, or null: a broker not on this machine over a
+ * plaintext connection carries the records (documents' metadata) and any SASL password in clear.
+ */
+export function plaintextBrokerProblem(brokers: readonly string[], tls: boolean): string | null {
+  if (tls) return null;
+  const remote = brokers.find((b) => !isLoopbackHost(brokerHost(b.trim())));
+  if (remote === undefined) return null;
+  return (
+    `${remote} is not on this machine and the connection is plaintext (records and credentials ` +
+    'readable on the network): set kafka.ssl to true (kafka.sslCaFile for a private CA)'
+  );
 }

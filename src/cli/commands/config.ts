@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { checkConfigFile } from '../../config/check.js';
+import { checkConfigFile, readinessProblems } from '../../config/check.js';
 import { configReference, redactConfig } from '../../config/index.js';
 import { redactText } from '../../observability/redact.js';
 import { addConfigOption, configOf, type ConfigFlags } from '../config-option.js';
@@ -52,17 +52,18 @@ export function registerConfigCommand(program: Command): void {
       [];
     if (all.length === 0) {
       // Nothing named: what a command would load here (the default files and the environment).
-      let error: string | null = null;
+      // Files it names are checked here, on the machine it runs on.
+      const errors: string[] = [];
       try {
-        configOf({});
+        errors.push(...readinessProblems(configOf({})).map(redactText));
       } catch (err) {
-        error = redactText((err as Error).message);
+        errors.push(redactText((err as Error).message));
       }
       results.push({
         file: '(effective configuration)',
-        ok: error === null,
+        ok: errors.length === 0,
         keys: 0,
-        errors: error === null ? [] : [error],
+        errors,
         warnings: [],
       });
     }
