@@ -10,7 +10,7 @@
  * Prints, per scale event, the partitions that changed owner against the least any balanced
  * assignment allows (and what kafkajs' round-robin would have moved), and checks that the members'
  * shares of the limit never add up to more than the whole. What is modelled, and what is not:
- * docs/performance.md, "Issue 22: sticky assignment, and the group's share in simulation".
+ * docs/performance.md, "The group's share in simulation".
  */
 import { GroupShare } from '../src/connector/consumer/group-share.js';
 import type { GroupCommit, PartitionOffsets } from '../src/kafka/admin.js';
