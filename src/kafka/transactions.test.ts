@@ -246,6 +246,30 @@ describe('TransactionalWriters', () => {
     await settled(w.stop());
   });
 
+  it('refuses new records as retriable past maxGathered while a transaction is retried, and takes them again after', async () => {
+    const kafka = new FakeKafka();
+    const w = writers(kafka, { lingerMs: 1, maxBatch: 2, maxGathered: 3 });
+    await settled(w.open([0]));
+    let release: () => void = () => undefined;
+    kafka.commitHook = (n) => (n === 0 ? new Promise<void>((r) => (release = r)) : undefined);
+    const first = w.send(0, 't', { key: 'a', value: '' });
+    await tick(20);
+    const gathered = ['b', 'c', 'd'].map((k) => w.send(0, 't', { key: k, value: '' }, { replace: true }));
+    const refused = w.send(0, 't', { key: 'e', value: '' });
+    await expect(refused).rejects.toMatchObject({
+      retriable: true,
+      message: expect.stringMatching(/backpressure/),
+    });
+    // A record replacing one gathered adds nothing: it is taken.
+    const replaced = w.send(0, 't', { key: 'd', value: 'newer' }, { replace: true });
+    release();
+    await settled(first);
+    await settled(Promise.all([...gathered, replaced]));
+    await settled(w.send(0, 't', { key: 'e', value: '' }));
+    expect(kafka.keys()).toEqual([['a'], ['b', 'c'], ['d'], ['e']]);
+    await settled(w.stop());
+  });
+
   it('keeps only the latest of records staged with replace for one key (state records)', async () => {
     const kafka = new FakeKafka();
     const w = writers(kafka, { lingerMs: 10 });

@@ -59,6 +59,12 @@ export interface TransactionalSettings {
   transactionTimeoutMs?: number;
   /** Records per transaction (default 2000). */
   maxBatch?: number;
+  /**
+   * Records a partition gathers at most while its transaction is out or retried (default ten
+   * transactions' worth): past it, a new record is refused as retriable (backpressure) until a
+   * transaction takes some, so that a transaction failing for long does not gather without end.
+   */
+  maxGathered?: number;
   logger: Logger;
   /** Told of every committed transaction: its records and how long it took. */
   onCommit?: (records: number, ms: number) => void;
@@ -227,6 +233,16 @@ class PartitionWriter {
         queued.message = message;
         queued.size = size;
         queued.settle.push({ resolve, reject });
+        return;
+      }
+      const gathered = this.s.maxGathered ?? 10 * (this.s.maxBatch ?? 2000);
+      if (this.batch.length >= gathered) {
+        reject(
+          new KafkaError(
+            `partition ${this.partition}: ${this.batch.length} records wait for its transaction (backpressure); try again`,
+            { retriable: true },
+          ),
+        );
         return;
       }
       const item: Staged = { topic, message, size, settle: [{ resolve, reject }] };
