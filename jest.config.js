@@ -28,6 +28,15 @@ export default {
       ...common,
       displayName: 'integration',
       testMatch: ['<rootDir>/test/**/*.test.ts'],
+      // kafka-cluster kills nodes of a three-node cluster under the connector and, until the defects it
+      // finds are fixed (CONTRIBUTING, "The local stack"), fails in most runs: it runs on its own,
+      // `npm run test:cluster` (DOCSTREAM_TEST_CLUSTER=1), not in `npm test`.
+      testPathIgnorePatterns: [
+        '/node_modules/',
+        ...(globalThis.process.env.DOCSTREAM_TEST_CLUSTER
+          ? []
+          : ['/test/connector/kafka-cluster\\.test\\.ts$']),
+      ],
       globalSetup: '<rootDir>/test/harness/global-setup.ts',
       globalTeardown: '<rootDir>/test/harness/global-teardown.ts',
     },

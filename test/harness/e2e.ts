@@ -89,11 +89,16 @@ export class E2E {
   readonly childLogs: string[][] = [];
   readonly topics: Config['topics'];
 
-  constructor(partitions = 1, options: { brokers?: string[] } = {}) {
+  /** `replicationFactor`: of every topic this test creates, and the connector's (1 by default, one broker). */
+  constructor(partitions = 1, options: { brokers?: string[]; replicationFactor?: number } = {}) {
     this.brokers = options.brokers ?? BROKERS;
     this.kafka = new KafkaClient({ brokers: this.brokers, clientId: 'docstream-e2e' });
     this.producer = this.kafka.producer();
-    this.topics = prefixedTopics(this.id, partitions);
+    const topics = prefixedTopics(this.id, partitions);
+    this.topics =
+      options.replicationFactor === undefined
+        ? topics
+        : { ...topics, replicationFactor: options.replicationFactor };
   }
 
   async start(sandboxConfig: DeepPartial<SandboxConfig> = {}): Promise<this> {
@@ -109,6 +114,7 @@ export class E2E {
       [this.topics.arrived, this.topics.feedback].map((topic) => ({
         topic,
         numPartitions: this.topics.outputPartitions,
+        replicationFactor: this.topics.replicationFactor,
       })),
     );
     await admin.disconnect();
@@ -275,7 +281,11 @@ export class E2E {
     const admin = this.kafka.admin();
     await admin.connect();
     await admin.ensureTopics(
-      OUTPUT_KINDS.map((kind) => ({ topic: t[kind], numPartitions: t.outputPartitions })),
+      OUTPUT_KINDS.map((kind) => ({
+        topic: t[kind],
+        numPartitions: t.outputPartitions,
+        replicationFactor: t.replicationFactor,
+      })),
     );
     await admin.disconnect();
     const reader = new OutputReader({
@@ -285,14 +295,21 @@ export class E2E {
       decoder: this.registry,
     });
     this.collector = reader;
-    await reader.start((r) => {
-      const marker = r.headers[MARKER_HEADER];
-      if (marker !== undefined) {
-        this.markersSeen.add(marker);
-        return;
-      }
-      this.outputs.push({ topic: r.topic, key: r.key, headers: r.headers, value: r.value! });
-    });
+    // A reader that could not start (a cluster whose nodes do not all know the new topics yet) is
+    // stopped, so that the caller may call collect() again.
+    await reader
+      .start((r) => {
+        const marker = r.headers[MARKER_HEADER];
+        if (marker !== undefined) {
+          this.markersSeen.add(marker);
+          return;
+        }
+        this.outputs.push({ topic: r.topic, key: r.key, headers: r.headers, value: r.value! });
+      })
+      .catch(async (err: unknown) => {
+        await reader.stop().catch(() => undefined);
+        throw err;
+      });
   }
 
   /**

@@ -12,6 +12,7 @@ import path from 'node:path';
 import TestSequencer from '@jest/test-sequencer';
 
 const SLOW = {
+  'test/connector/kafka-cluster.test.ts': 225,
   'test/connector/kafka-freeze.test.ts': 79,
   'test/connector/kafka-restart.test.ts': 75,
   'test/connector/failures.test.ts': 74,
