@@ -183,6 +183,40 @@ describe('exactly-once routing', () => {
       expect(txns()).toEqual([]);
     });
 
+    /** Writers whose producers connect only once `connected` is called. */
+    function slowWriters() {
+      const { kafka } = fakeKafka();
+      let connected!: () => void;
+      const held = new Promise<void>((resolve) => (connected = resolve));
+      const slow = {
+        producer: (config: unknown) => ({
+          ...(kafka as unknown as { producer: (c: unknown) => object }).producer(config),
+          connect: () => held,
+        }),
+      } as unknown as Kafka;
+      const writers = new TransactionalWriters(slow, { idPrefix: 'g-t', lingerMs: 5, logger: silentLogger });
+      return { writers, connected: () => connected() };
+    }
+
+    it.each(['revoke', 'leave'] as const)(
+      'restores nothing of a partition that went (%s) while its producer opened',
+      async (how) => {
+        const { writers, connected } = slowWriters();
+        const { state, moves } = store();
+        const loopState = transactionalLoopState(state, writers, silentLogger);
+        const assigning = loopState.assign([1]);
+        assigning.catch(() => undefined);
+        await new Promise((resolve) => setImmediate(resolve));
+        const close = how === 'revoke' ? loopState.revoke([1]) : loopState.leave!([1]);
+        connected();
+        await expect(assigning).rejects.toBeInstanceOf(NotOwnedError);
+        expect(moves).toEqual(['forget 1']);
+        close?.();
+        await new Promise((resolve) => setImmediate(resolve));
+        expect(writers.owns(1)).toBe(false);
+      },
+    );
+
     it('after a crash keeps the producer until closed: a state record the broker does not take yet commits once it does', async () => {
       // Three commits fail as while the broker is away (retriable), then it takes them.
       const { kafka, txns } = fakeKafka(3);

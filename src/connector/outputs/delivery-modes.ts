@@ -12,7 +12,7 @@
  */
 import type { CoalescingSender, SendOptions } from '../../kafka/coalescer.js';
 import type { OutgoingMessage } from '../../kafka/producer.js';
-import type { TransactionalWriters } from '../../kafka/transactions.js';
+import { NotOwnedError, type TransactionalWriters } from '../../kafka/transactions.js';
 import type { Logger } from '../../observability/logger.js';
 import type { LoopState } from '../consumer/loop-interfaces.js';
 import type { OutputSender } from './output.js';
@@ -78,16 +78,27 @@ export function transactionalLoopState(
         ),
       );
   };
+  // Per partition, how many times it was revoked or left: an assign whose producers opened across
+  // one restores nothing (after a leave the producer stays open until the barrier closes it).
+  const departures = new Map<number, number>();
+  const depart = (partitions: number[]): void => {
+    for (const p of partitions) departures.set(p, (departures.get(p) ?? 0) + 1);
+  };
   return {
     assign: async (partitions) => {
+      const seen = partitions.map((p) => departures.get(p) ?? 0);
       await writers.open(partitions);
+      const gone = partitions.find((p, i) => (departures.get(p) ?? 0) !== seen[i]);
+      if (gone !== undefined) throw new NotOwnedError(gone);
       await state.assign(partitions);
     },
     revoke: (partitions) => {
+      depart(partitions);
       state.revoke(partitions);
       close(partitions);
     },
     leave: (partitions) => {
+      depart(partitions);
       state.revoke(partitions);
       return () => close(partitions);
     },
