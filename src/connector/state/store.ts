@@ -65,7 +65,7 @@ export class OwnedState {
   private readonly garbage: RestoreGarbage;
   private readonly tombstone: OwnedStateOptions['tombstone'];
   private readonly logger: Logger;
-  /** Expired documents whose tombstone waits for room (`TOMBSTONES_IN_FLIGHT`), oldest first. */
+  /** Expired documents whose tombstone waits for capacity (`TOMBSTONES_IN_FLIGHT`), oldest first. */
   private expiredWaiting: Array<{ partition: number; eventId: string }> = [];
   private expiredNext = 0;
   private tombstonesOut = 0;
