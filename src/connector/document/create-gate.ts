@@ -32,9 +32,13 @@ export class CreateGate {
 
   /** Throws when a create for a document of `partition` may not be sent now. */
   check(partition: number): void {
-    if (this.revoking || (this.owned !== null && !this.owned.has(partition)))
-      throw new RevocationInProgressError(partition);
+    if (!this.holds(partition)) throw new RevocationInProgressError(partition);
     if (this.kafkaDown !== null) throw new KafkaUnavailableError(this.kafkaDown);
+  }
+
+  /** Whether `partition` is this member's now: assigned, and no revoke or crash under way. */
+  holds(partition: number): boolean {
+    return !this.revoking && (this.owned === null || this.owned.has(partition));
   }
 
   /** Tracks a create that was sent until `settled` (its state recorded, or the create given up). */

@@ -99,6 +99,10 @@ export class DocumentLife {
     const earlier = this.unrecorded.get(event.event_id);
     if (earlier) {
       await this.recordCreated(earlier);
+      // Recorded late (Kafka refused the write at first): the document goes on here only while its
+      // partition is still this member's. After a crash or during a revoke another member may own
+      // it by now; that owner resumes it from the state, and a run here would upload it twice.
+      if (!this.gate.holds(source.partition)) throw new RevocationInProgressError(source.partition);
       this.start(Run.process(earlier, event, source, this.now()));
       return 'started';
     }

@@ -953,6 +953,21 @@ describe('DocumentEngine', () => {
     expect(out.states.at(-1)?.status).toBe('DONE');
   });
 
+  it('records a create whose state write failed once its partition left (a crash), but uploads nothing', async () => {
+    const { api, out, engine } = setup();
+    out.failOnce.add('CREATED');
+    await expect(engine.admit(source, event(), undefined)).rejects.toThrow('state topic unavailable');
+    // The consumer crashed and left its group: the partition may be another member's by now.
+    engine.holdCreates();
+    await expect(engine.admit(source, event(), undefined)).rejects.toThrow(/being revoked/);
+    await pause(1000);
+    // Recorded (its owner resumes it from the state), never given the file here.
+    expect(out.states.map((st) => st.status)).toEqual(['CREATED']);
+    expect(api.calls.filter((c) => c === 'create')).toHaveLength(1);
+    expect(api.calls).not.toContain('upload');
+    expect(engine.inFlight).toBe(0);
+  });
+
   it('retries a state write that fails in the background instead of leaving the document in flight', async () => {
     const { out, engine, until } = setup();
     out.failOnce.add('UPLOADED');
