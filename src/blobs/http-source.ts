@@ -4,13 +4,14 @@
  * (`kept.ts`): a retried upload never fetches it again. A host name is resolved when a connection
  * is opened, every address is classified there, and the socket connects only to addresses that
  * passed (the connection's `lookup`), so a DNS answer cannot change between the check and the
- * connection; an IP literal is checked before each request. Redirects are followed by hand and
- * each hop passes the same checks.
+ * connection; an IP literal is checked before each request. Through a proxy (`api.proxyUrl`) the
+ * proxy connects, so the name's addresses are checked here before each request instead. Redirects
+ * are followed by hand and each hop passes the same checks.
  */
 import dns from 'node:dns';
 import net, { type LookupFunction } from 'node:net';
 import type { Readable } from 'node:stream';
-import type { Agent, Dispatcher } from 'undici';
+import type { Agent, Dispatcher, ProxyAgent } from 'undici';
 import type { Logger } from '../observability/logger.js';
 import { classifyAddress, isAddressAllowed } from './address.js';
 import { BlobError } from './errors.js';
@@ -24,8 +25,10 @@ import {
   header,
   parseLength,
   pooledAgent,
+  pooledProxyAgent,
   RequestDeadline,
 } from './pool.js';
+import { NO_PROXY_ROUTES, proxyFor, type ProxyRoutes } from '../util/proxy.js';
 import type { BlobRef, OpenedBlob } from './types.js';
 import { displayUrl } from './url.js';
 
@@ -81,17 +84,34 @@ export class HttpBlobReader {
   private readonly limits: TransferLimits;
   private readonly agent: Agent;
   private readonly literals = new Map<string, ResolvedAddress[]>();
+  /** One pool per proxy URL, opened on first use. */
+  private readonly tunnels = new Map<string, ProxyAgent>();
+  private readonly routes: ProxyRoutes;
 
   constructor(
     private readonly policy: BlobPolicy,
     private readonly keeper: Keeper,
     private readonly logger: Logger,
     private readonly resolver: HostResolver = systemResolver,
-    connectionsPerHost = DEFAULT_CONNECTIONS_PER_HOST,
+    private readonly connectionsPerHost = DEFAULT_CONNECTIONS_PER_HOST,
+    private readonly egress: { routes: ProxyRoutes; ca?: string[] } = { routes: NO_PROXY_ROUTES },
   ) {
     this.hosts = new Set(policy.httpHosts.map(normalizeHostEntry));
     this.limits = transferLimits(policy);
-    this.agent = pooledAgent(connectionsPerHost, this.checkedLookup);
+    this.routes = egress.routes;
+    this.agent = pooledAgent(connectionsPerHost, this.checkedLookup, egress.ca);
+  }
+
+  /** The pool a request to `url` goes through: direct, or the tunnel of its proxy. */
+  private dispatcherFor(url: URL): Dispatcher | null {
+    const proxy = proxyFor(url, this.routes);
+    if (proxy === null) return null;
+    let tunnel = this.tunnels.get(proxy);
+    if (tunnel === undefined) {
+      tunnel = pooledProxyAgent(this.connectionsPerHost, proxy, this.egress.ca);
+      this.tunnels.set(proxy, tunnel);
+    }
+    return tunnel;
   }
 
   /** The addresses of `hostname` a connection may go to, or a BlobError saying why none. */
@@ -195,14 +215,17 @@ export class HttpBlobReader {
       // A name's addresses are checked when a connection to it opens (`checkedLookup`); a
       // connection to an IP literal asks no lookup, so a literal is checked here.
       const host = this.allowedHost(url);
-      if (net.isIP(host) !== 0) this.literalAddresses(host);
+      const tunnel = this.dispatcherFor(url);
+      // Through a proxy no lookup of this process runs for the connection: the name is checked here.
+      if (tunnel !== null) await this.allowedAddresses(host);
+      else if (net.isIP(host) !== 0) this.literalAddresses(host);
       const left = total > 0 ? Math.max(1, total - (Date.now() - startedAt)) : Infinity;
       // The total bound covers the wait for the answer here; from the first byte on, the keeper does.
       const deadline = new RequestDeadline(left);
       let response: Dispatcher.ResponseData;
       try {
         // Origin and path given apart: the URL was parsed and checked already.
-        response = await this.agent.request({
+        response = await (tunnel ?? this.agent).request({
           origin: url.origin,
           path: `${url.pathname}${url.search}`,
           method: 'GET',
@@ -287,5 +310,6 @@ export class HttpBlobReader {
 
   close(): void {
     void this.agent.destroy().catch(() => undefined);
+    for (const tunnel of this.tunnels.values()) void tunnel.destroy().catch(() => undefined);
   }
 }

@@ -14,6 +14,7 @@ import { S3BlobReader } from './s3-source.js';
 import { Spool } from './spool.js';
 import type { BlobRef, OpenedBlob } from './types.js';
 import { parseBlobUrl } from './url.js';
+import type { ProxyRoutes } from '../util/proxy.js';
 
 export { BlobError, type BlobErrorCode } from './errors.js';
 export type { BlobPolicy } from './policy.js';
@@ -32,6 +33,8 @@ export interface BlobSourceDeps {
    * once (`connector.maxInFlight`), fewer than a burst would open without a cap.
    */
   connectionsPerHost?: number;
+  /** The proxy of http(s) blobs and the CAs trusted for them (src/util/proxy.ts); default: direct. */
+  egress?: { routes: ProxyRoutes; ca?: string[] };
 }
 
 export interface BlobSource {
@@ -49,7 +52,14 @@ export function createBlobSource(policy: BlobPolicy, deps: BlobSourceDeps = {}):
   const inMemoryBytes = policy.inMemoryBytes ?? IN_MEMORY_BYTES;
   const keeper = new Keeper(spool, budget, inMemoryBytes, policy.maxBytes);
   const files = new FileBlobReader(policy, logger, { smallFileBytes: inMemoryBytes, budget });
-  const http = new HttpBlobReader(policy, keeper, logger, deps.resolveHost, deps.connectionsPerHost);
+  const http = new HttpBlobReader(
+    policy,
+    keeper,
+    logger,
+    deps.resolveHost,
+    deps.connectionsPerHost,
+    deps.egress,
+  );
   const s3 = new S3BlobReader(policy, keeper, logger, deps.s3Client, deps.connectionsPerHost);
 
   async function resolve(ref: BlobRef): Promise<OpenedBlob> {

@@ -6,7 +6,7 @@
  */
 import { EventEmitter } from 'node:events';
 import type { LookupFunction } from 'node:net';
-import { Agent, type Dispatcher } from 'undici';
+import { Agent, ProxyAgent, type Dispatcher } from 'undici';
 
 /** Connections kept per origin when the source is not told how many documents run at once. */
 export const DEFAULT_CONNECTIONS_PER_HOST = 64;
@@ -18,12 +18,33 @@ const IDLE_SOCKET_MS = 4_000;
 /** Bound on opening a connection (TCP and TLS). */
 const CONNECT_TIMEOUT_MS = 10_000;
 
-export function pooledAgent(connections: number, lookup?: LookupFunction): Agent {
+/** `ca`: the CAs trusted for https origins (undefined: Node's roots). */
+export function pooledAgent(connections: number, lookup?: LookupFunction, ca?: string[]): Agent {
   return new Agent({
     connections,
     keepAliveTimeout: IDLE_SOCKET_MS,
     keepAliveMaxTimeout: IDLE_SOCKET_MS,
-    connect: lookup ? { timeout: CONNECT_TIMEOUT_MS, lookup } : { timeout: CONNECT_TIMEOUT_MS },
+    connect: {
+      timeout: CONNECT_TIMEOUT_MS,
+      ...(lookup ? { lookup } : {}),
+      ...(ca ? { ca } : {}),
+    },
+  });
+}
+
+/**
+ * The same pool through an HTTP proxy (a CONNECT tunnel per connection, for http and https
+ * origins); the proxy resolves the origin's name. `ca` is trusted for the origins and an https proxy.
+ */
+export function pooledProxyAgent(connections: number, proxy: string, ca?: string[]): ProxyAgent {
+  const tls = { timeout: CONNECT_TIMEOUT_MS, ...(ca ? { ca } : {}) };
+  return new ProxyAgent({
+    uri: proxy,
+    connections,
+    keepAliveTimeout: IDLE_SOCKET_MS,
+    keepAliveMaxTimeout: IDLE_SOCKET_MS,
+    requestTls: tls,
+    proxyTls: tls,
   });
 }
 

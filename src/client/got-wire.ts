@@ -4,31 +4,30 @@
  * what `wire.ts` buys; it answers as `Wire` does (`WireResponse`, or a `WireError` with Node's code).
  */
 import got, { RequestError } from 'got';
-import type http from 'node:http';
 import type https from 'node:https';
 import {
   DEFAULT_MAX_SOCKETS,
-  keepAliveAgents,
+  EgressAgents,
+  type Egress,
   WireError,
   type WireRequest,
   type WireResponse,
 } from './wire.js';
 
 export class GotWire {
-  private readonly httpAgent: http.Agent;
-  private readonly httpsAgent: https.Agent;
+  private readonly agents: EgressAgents;
 
-  constructor(maxSockets = DEFAULT_MAX_SOCKETS) {
-    ({ http: this.httpAgent, https: this.httpsAgent } = keepAliveAgents(maxSockets));
+  constructor(maxSockets = DEFAULT_MAX_SOCKETS, egress?: Egress) {
+    this.agents = new EgressAgents(maxSockets, egress);
   }
 
   close(): void {
-    this.httpAgent.destroy();
-    this.httpsAgent.destroy();
+    this.agents.destroy();
   }
 
   async exchange(request: WireRequest): Promise<WireResponse> {
     try {
+      const agent = this.agents.agentFor(new URL(request.url));
       const response = await got(request.url, {
         method: request.method as 'GET',
         headers: request.headers,
@@ -44,7 +43,8 @@ export class GotWire {
         throwHttpErrors: false,
         decompress: false,
         timeout: { request: request.timeoutMs },
-        agent: { http: this.httpAgent, https: this.httpsAgent },
+        // A tunnelling agent serves both schemes; got types its https agent as node's.
+        agent: { http: agent, https: agent as https.Agent },
       });
       return {
         statusCode: response.statusCode,

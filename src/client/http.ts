@@ -21,7 +21,7 @@ import {
 } from './errors.js';
 import type { AdaptiveRateLimiter, CallPriority, Clock } from './limiter.js';
 import { systemClock } from './limiter.js';
-import { Wire, WireError, type WireResponse } from './wire.js';
+import { Wire, WireError, type Egress, type WireResponse } from './wire.js';
 import { GotWire } from './got-wire.js';
 import { optimisationOn } from '../util/optimisations.js';
 import { parseRetryAfter, type RetryPolicy } from './retry.js';
@@ -99,6 +99,8 @@ export interface SenderOptions {
   timeoutMs: number;
   /** Connections kept per origin (API, token endpoint, upload host); more requests queue. */
   maxSockets?: number;
+  /** Proxy and CAs of every request (API, token endpoint, upload URLs); default: direct, Node's CAs. */
+  egress?: Egress;
   tokens?: TokenSource;
   logger?: Logger;
   onCall?: OnCall;
@@ -140,8 +142,8 @@ export class HttpSender {
     this.clock = options.clock ?? systemClock;
     this.tokens = options.tokens;
     this.wire = optimisationOn('http-client-wire')
-      ? new Wire(options.maxSockets)
-      : new GotWire(options.maxSockets);
+      ? new Wire(options.maxSockets, options.egress)
+      : new GotWire(options.maxSockets, options.egress);
   }
 
   /** Closes the pooled connections (idle ones at once, busy ones when their request ends) and the gate. */

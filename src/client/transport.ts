@@ -11,6 +11,7 @@ import { HttpSender, type OnCall } from './http.js';
 import { AdaptiveRateLimiter, type Clock } from './limiter.js';
 import { ApiHealth, type ApiHealthOptions } from './health.js';
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from './retry.js';
+import type { Egress } from './wire.js';
 
 const isFunction = (v: unknown) => typeof v === 'function';
 
@@ -48,6 +49,12 @@ export const CommonOptionsShape = {
     .optional(),
   timeoutMs: z.number().int().positive().optional(),
   maxSockets: z.number().int().positive().optional(),
+  egress: z
+    .strictObject({
+      routes: z.strictObject({ https: z.string(), http: z.string(), noProxy: z.string() }),
+      ca: z.array(z.string()).optional(),
+    })
+    .optional(),
   logger: z.custom<Logger>((v) => typeof v === 'object' && v !== null, 'must be a logger').optional(),
   onCall: z.custom<OnCall>(isFunction, 'must be a function').optional(),
   clock: z.custom<Clock>((v) => typeof v === 'object' && v !== null, 'must be a clock').optional(),
@@ -72,6 +79,11 @@ export interface CommonOptions {
   timeoutMs?: number;
   /** Keep-alive connections per origin (default 256); requests beyond wait for a free one. */
   maxSockets?: number;
+  /**
+   * The proxy of every request (API, token endpoint, upload URLs) and the CAs trusted for them
+   * (`proxyRoutes`, `trustedCas` of src/util/proxy.ts); default: direct, Node's CAs.
+   */
+  egress?: Egress;
   logger?: Logger;
   onCall?: OnCall;
   clock?: Clock;
@@ -118,6 +130,7 @@ export function createTransport(
     retry,
     timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
     maxSockets: options.maxSockets,
+    egress: options.egress,
     logger: options.logger,
     onCall: options.onCall,
     clock: options.clock,

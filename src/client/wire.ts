@@ -11,6 +11,8 @@
 import http from 'node:http';
 import https from 'node:https';
 import { Readable } from 'node:stream';
+import { HttpsProxyAgent } from 'https-proxy-agent';
+import { NO_PROXY_ROUTES, proxyFor, type ProxyRoutes } from '../util/proxy.js';
 
 export interface WireRequest {
   method: string;
@@ -58,25 +60,73 @@ const IDLE_SOCKET_MS = 4_000;
  * sockets and closes the rest after a burst, so a backlog of uploads opened new TCP connections.
  * Here idle sockets are kept up to the pool size and closed only after IDLE_SOCKET_MS.
  */
-export function keepAliveAgents(maxSockets: number): { http: http.Agent; https: https.Agent } {
-  const pool = {
+function poolOptions(maxSockets: number) {
+  return {
     keepAlive: true,
     maxSockets,
     maxFreeSockets: maxSockets,
     scheduling: 'lifo' as const,
     timeout: IDLE_SOCKET_MS,
   };
-  return { http: new http.Agent(pool), https: new https.Agent(pool) };
+}
+
+export function keepAliveAgents(
+  maxSockets: number,
+  ca?: string[],
+): { http: http.Agent; https: https.Agent } {
+  const pool = poolOptions(maxSockets);
+  return { http: new http.Agent(pool), https: new https.Agent(ca ? { ...pool, ca } : pool) };
+}
+
+/** How the client's connections leave this machine: through which proxy, trusting which CAs. */
+export interface Egress {
+  routes: ProxyRoutes;
+  /** CAs for https targets (and an https proxy); undefined: Node's roots. */
+  ca?: string[];
+}
+
+/**
+ * The direct pool and one tunnelling pool (HTTP CONNECT, kept alive like the direct one) per proxy
+ * URL, chosen per origin: a URL that `NO_PROXY` names, or no proxy, goes direct.
+ */
+export class EgressAgents {
+  private readonly direct: { http: http.Agent; https: https.Agent };
+  private readonly tunnels = new Map<string, http.Agent>();
+
+  constructor(
+    private readonly maxSockets: number,
+    private readonly egress: Egress = { routes: NO_PROXY_ROUTES },
+  ) {
+    this.direct = keepAliveAgents(maxSockets, egress.ca);
+  }
+
+  /** The agent of a request to `url` (an absolute http or https URL). */
+  agentFor(url: URL): http.Agent {
+    const proxy = proxyFor(url, this.egress.routes);
+    if (proxy === null) return url.protocol === 'https:' ? this.direct.https : this.direct.http;
+    let tunnel = this.tunnels.get(proxy);
+    if (tunnel === undefined) {
+      const pool = poolOptions(this.maxSockets);
+      tunnel = new HttpsProxyAgent(proxy, this.egress.ca ? { ...pool, ca: this.egress.ca } : pool);
+      this.tunnels.set(proxy, tunnel);
+    }
+    return tunnel;
+  }
+
+  destroy(): void {
+    this.direct.http.destroy();
+    this.direct.https.destroy();
+    for (const tunnel of this.tunnels.values()) tunnel.destroy();
+  }
 }
 
 export class Wire {
-  private readonly httpAgent: http.Agent;
+  private readonly agents: EgressAgents;
   /** Connection options by origin (`https://host:port`): the API, the token host, upload hosts. */
   private readonly origins = new Map<string, http.RequestOptions>();
-  private readonly httpsAgent: https.Agent;
 
-  constructor(maxSockets = DEFAULT_MAX_SOCKETS) {
-    ({ http: this.httpAgent, https: this.httpsAgent } = keepAliveAgents(maxSockets));
+  constructor(maxSockets = DEFAULT_MAX_SOCKETS, egress?: Egress) {
+    this.agents = new EgressAgents(maxSockets, egress);
   }
 
   /**
@@ -103,6 +153,8 @@ export class Wire {
         // A bracketed IPv6 literal is given to the socket without its brackets.
         hostname: parsed.hostname.replace(/^\[(.*)\]$/, '$1'),
         port: parsed.port || (parsed.protocol === 'https:' ? 443 : 80),
+        // Direct or through a proxy: decided once per origin.
+        agent: this.agents.agentFor(parsed),
       };
       if (this.origins.size >= MAX_ORIGINS) this.origins.clear();
       this.origins.set(origin, options);
@@ -115,8 +167,7 @@ export class Wire {
 
   /** Closes the pooled connections. */
   close(): void {
-    this.httpAgent.destroy();
-    this.httpsAgent.destroy();
+    this.agents.destroy();
   }
 
   exchange(request: WireRequest): Promise<WireResponse> {
@@ -138,7 +189,6 @@ export class Wire {
     }
     const secure = url.startsWith('https:');
     const transport = secure ? https : http;
-    const agent = secure ? this.httpsAgent : this.httpAgent;
     // Host and port from a per-origin cache, the path as given: Node would otherwise parse the
     // whole URL into a URL object on every call.
     const target = this.target(url);
@@ -165,8 +215,8 @@ export class Wire {
       let req: http.ClientRequest;
       try {
         const options = target
-          ? { ...target.options, path: target.path, method: request.method, headers, agent }
-          : { method: request.method, headers, agent };
+          ? { ...target.options, path: target.path, method: request.method, headers }
+          : { method: request.method, headers, agent: this.agents.agentFor(new URL(url)) };
         const onResponse = (res: http.IncomingMessage) => {
           const chunks: Buffer[] = [];
           res.on('data', (chunk: Buffer) => chunks.push(chunk));

@@ -169,7 +169,7 @@ function isSandboxAddress(url: string): boolean {
 export interface EffectiveSettings {
   kafka: { brokers: string[]; ssl: boolean; sslCaFile: string; sslCertFile: string; sslKeyFile: string };
   registry: { caFile: string; certFile: string; keyFile: string };
-  api: { baseUrl: string; clientSecret: string };
+  api: { baseUrl: string; clientSecret: string; caFile?: string };
 }
 
 /**
@@ -186,6 +186,7 @@ export function readinessProblems(config: EffectiveSettings): string[] {
     ['registry.caFile', config.registry.caFile],
     ['registry.certFile', config.registry.certFile],
     ['registry.keyFile', config.registry.keyFile],
+    ['api.caFile', config.api.caFile ?? ''],
   ];
   for (const [key, file] of files) {
     if (file !== '' && !fs.existsSync(file)) problems.push(`${key}: ${file} does not exist on this machine`);

@@ -3,6 +3,7 @@
  * The loader, the validation, the environment-variable names and the reference docs
  * (`docstream config docs`) are all derived from this table, so they cannot drift apart.
  */
+import { proxyUrlProblem } from '../util/proxy.js';
 import { secretProblem } from '../webhooks/verify.js';
 
 export type FieldKind = 'string' | 'int' | 'number' | 'bool' | 'list' | 'enum' | 'json';
@@ -225,6 +226,24 @@ export const CONFIG_SPEC = {
       0.1,
     ),
     timeoutMs: f.int(30000, 'Timeout of one HTTP request.', 100),
+    proxyUrl: {
+      ...f.secret(
+        '',
+        'HTTP proxy (http://[user:password@]host:port, or https://…) of every API call, token request, upload to a pre-signed URL and http(s) blob fetch, tunnelled with CONNECT; not Kafka, the registry or s3 blobs. Empty: HTTPS_PROXY for https URLs and HTTP_PROXY for http URLs (lowercase names first), as curl and Node tools read them; none: no proxy, whatever the environment says. Kept secret, as its URL may carry the proxy password.',
+      ),
+      check: (value) => {
+        const problem = proxyUrlProblem(String(value));
+        return problem === null ? null : `the proxy URL ${problem}`;
+      },
+    },
+    noProxy: f.string(
+      '',
+      'Hosts reached without the proxy, comma-separated as NO_PROXY: a name matches itself and its subdomains (example.com, .example.com), an IP only itself, host:port only that port, * every host. Empty: NO_PROXY (or no_proxy). Loopback is not exempt unless listed (add localhost,127.0.0.1 for a local sandbox).',
+    ),
+    caFile: f.string(
+      '',
+      "PEM file of extra CAs trusted, besides the system's, for the API, its token endpoint, upload URLs and http(s) blobs (and an https:// proxy): e.g. a company proxy that re-signs TLS. Not for Kafka (kafka.sslCaFile) or the registry (registry.caFile).",
+    ),
   },
   tenant: {
     clientId: f.string(

@@ -50,6 +50,7 @@ import { encodeState } from './state/record.js';
 import { OwnedState } from './state/store.js';
 import { stateTombstones, StateWriter } from './state/writer.js';
 import type { ArrivalEvent, Awaitable } from './types.js';
+import { egressOf } from '../util/proxy.js';
 
 function apiClientOf(config: Config, logger: Logger, metrics: ConnectorMetrics): DocumentAnalysisClient {
   const api = config.api;
@@ -66,6 +67,7 @@ function apiClientOf(config: Config, logger: Logger, metrics: ConnectorMetrics):
     // deadline: only what the document got wrong, or its deadline, ends it in a dead letter.
     retry: { maxTotalMs: config.connector.deadlineMs },
     timeoutMs: api.timeoutMs,
+    egress: egressOf(api),
     logger,
     onCall: (call) =>
       metrics.recordCall({
@@ -162,6 +164,7 @@ function clientsOf({ config, logger, metrics }: Assembly): Clients {
     blobs: createBlobSource(config.blobs, {
       logger,
       connectionsPerHost: Math.min(DEFAULT_CONNECTIONS_PER_HOST, c.maxInFlight),
+      egress: egressOf(config.api),
     }),
     transactions:
       c.delivery === 'exactly-once'

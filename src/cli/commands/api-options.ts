@@ -3,6 +3,7 @@
  * the `api.*` keys `docstream run` uses), building a client from it, and one way to end a command
  * (invalid input: exit 2; the API or the network failed: exit 1).
  */
+import { egressOf } from '../../util/proxy.js';
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { DocumentAnalysisClient } from '../../client/client.js';
 import { ApiError } from '../../client/errors.js';
@@ -140,6 +141,7 @@ export function clientOf(config: Config): DocumentAnalysisClient {
       clientId: config.api.clientId,
       clientSecret: config.api.clientSecret,
       timeoutMs: config.api.timeoutMs,
+      egress: egressOf(config.api),
     });
   } catch (error) {
     // Option errors (a malformed URL, an empty client id) are the user's input.

@@ -5,6 +5,7 @@
  * contract exactly as the connector reads it before anything is sent; a local file also gets its
  * size, sha256 and type as hints, and a warning when the configuration's `blobs.*` would refuse it.
  */
+import { egressOf } from '../../util/proxy.js';
 import { createHash, randomBytes } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
@@ -187,7 +188,7 @@ async function blobOf(target: string): Promise<DocumentArrived['blob']> {
  */
 async function blobRefusal(event: DocumentArrived, config: Config): Promise<string | undefined> {
   if (!event.blob.url.startsWith('file:')) return undefined;
-  const source = createBlobSource(config.blobs);
+  const source = createBlobSource(config.blobs, { egress: egressOf(config.api) });
   try {
     const opened = await source.resolve(event.blob);
     await opened.cleanup();
