@@ -128,7 +128,14 @@ export function displayProxy(proxy: string): string {
  */
 export function trustedCas(caFile: string): string[] | undefined {
   if (caFile === '') return undefined;
-  return [...tls.rootCertificates, readFileSync(caFile, 'utf8')];
+  let pem: string;
+  try {
+    pem = readFileSync(caFile, 'utf8');
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code ?? String(error);
+    throw new Error(`api.caFile: ${caFile} cannot be read (${code})`, { cause: error });
+  }
+  return [...tls.rootCertificates, pem];
 }
 
 /** What the client and the http(s) blob source are given: the routes and the CAs of the `api` settings. */
