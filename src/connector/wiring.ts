@@ -50,9 +50,15 @@ import { encodeState } from './state/record.js';
 import { OwnedState } from './state/store.js';
 import { stateTombstones, StateWriter } from './state/writer.js';
 import type { ArrivalEvent, Awaitable } from './types.js';
-import { egressOf } from '../util/proxy.js';
+import { displayProxy, egressOf } from '../util/proxy.js';
+import type { Egress } from '../client/wire.js';
 
-function apiClientOf(config: Config, logger: Logger, metrics: ConnectorMetrics): DocumentAnalysisClient {
+function apiClientOf(
+  config: Config,
+  logger: Logger,
+  metrics: ConnectorMetrics,
+  egress: Egress,
+): DocumentAnalysisClient {
   const api = config.api;
   return new DocumentAnalysisClient({
     ...(api.cell ? { cell: api.cell } : { baseUrl: api.baseUrl }),
@@ -67,7 +73,7 @@ function apiClientOf(config: Config, logger: Logger, metrics: ConnectorMetrics):
     // deadline: only what the document got wrong, or its deadline, ends it in a dead letter.
     retry: { maxTotalMs: config.connector.deadlineMs },
     timeoutMs: api.timeoutMs,
-    egress: egressOf(api),
+    egress,
     logger,
     onCall: (call) =>
       metrics.recordCall({
@@ -153,18 +159,31 @@ function clientsOf({ config, logger, metrics }: Assembly): Clients {
   const kafka = kafkaClientOf(config, { logger });
   const producer = kafka.producer({ maxMessageBytes: config.kafka.maxMessageBytes });
   const c = config.connector;
+  const egress = egressOf(config.api);
+  const { https, http, noProxy } = egress.routes;
+  if (https !== '' || http !== '') {
+    // Where the proxy is, never who signs in to it.
+    logger.info(
+      {
+        httpsProxy: https === '' ? 'none' : displayProxy(https),
+        httpProxy: http === '' ? 'none' : displayProxy(http),
+        noProxy,
+      },
+      'API, token and http(s) blob requests go through a proxy',
+    );
+  }
   return {
     kafka,
     admin: kafka.admin(),
     producer,
     sender: new CoalescingSender(producer),
     registry: registryOf(config, logger),
-    client: apiClientOf(config, logger, metrics),
+    client: apiClientOf(config, logger, metrics, egress),
     // Blob connections per host: one per document admitted at once, up to the reader's default.
     blobs: createBlobSource(config.blobs, {
       logger,
       connectionsPerHost: Math.min(DEFAULT_CONNECTIONS_PER_HOST, c.maxInFlight),
-      egress: egressOf(config.api),
+      egress,
     }),
     transactions:
       c.delivery === 'exactly-once'
