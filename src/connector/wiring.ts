@@ -50,7 +50,8 @@ import { encodeState } from './state/record.js';
 import { OwnedState } from './state/store.js';
 import { stateTombstones, StateWriter } from './state/writer.js';
 import type { ArrivalEvent, Awaitable } from './types.js';
-import { displayProxy, egressOf } from '../util/proxy.js';
+import { egressOf } from '../config/egress.js';
+import { displayProxy } from '../util/proxy.js';
 import type { Egress } from '../client/wire.js';
 
 function apiClientOf(

@@ -1,6 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
+import { egressOf } from '../config/egress.js';
 import { redactText } from '../observability/redact.js';
-import { bypassesProxy, displayProxy, egressOf, proxyFor, proxyRoutes, proxyUrlProblem } from './proxy.js';
+import { bypassesProxy, displayProxy, proxyFor, proxyRoutes, proxyUrlProblem } from './proxy.js';
 
 const at = (url: string, noProxy: string) => bypassesProxy(new URL(url), noProxy);
 

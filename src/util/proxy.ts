@@ -7,7 +7,6 @@
 import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import tls from 'node:tls';
-import { rememberSecrets } from '../observability/redact.js';
 
 export interface ProxyRoutes {
   /** Proxy URL for https:// targets; '' reaches them directly. */
@@ -20,7 +19,7 @@ export interface ProxyRoutes {
 
 export const NO_PROXY_ROUTES: ProxyRoutes = { https: '', http: '', noProxy: '' };
 
-type Env = Record<string, string | undefined>;
+export type Env = Record<string, string | undefined>;
 
 function envValue(env: Env, name: string): string {
   return (env[name.toLowerCase()] || env[name.toUpperCase()] || '').trim();
@@ -136,33 +135,4 @@ export function trustedCas(caFile: string): string[] | undefined {
     throw new Error(`api.caFile: ${caFile} cannot be read (${code})`, { cause: error });
   }
   return [...tls.rootCertificates, pem];
-}
-
-/** What the client and the http(s) blob source are given: the routes and the CAs of the `api` settings. */
-export function egressOf(
-  api: { proxyUrl: string; noProxy: string; caFile: string },
-  env: Env = process.env,
-): { routes: ProxyRoutes; ca?: string[] } {
-  const routes = proxyRoutes(api, env);
-  for (const [scheme, proxy] of [
-    ['https', routes.https],
-    ['http', routes.http],
-  ] as const) {
-    const problem = proxyUrlProblem(proxy);
-    if (problem !== null) {
-      const where = api.proxyUrl.trim() !== '' ? 'api.proxyUrl' : `${scheme.toUpperCase()}_PROXY`;
-      throw new Error(`${where}: the proxy URL ${problem}`);
-    }
-  }
-  // A proxy password from the environment is no setting: it is remembered for redaction here.
-  for (const proxy of [routes.https, routes.http]) {
-    try {
-      const password = new URL(proxy).password;
-      if (password) rememberSecrets([decodeURIComponent(password), password]);
-    } catch {
-      // No URL, no password.
-    }
-  }
-  const ca = trustedCas(api.caFile);
-  return ca ? { routes, ca } : { routes };
 }

@@ -19,7 +19,7 @@ import { createBlobSource } from '../../src/blobs/index.js';
 import { policy, readAll } from '../../src/blobs/test-helpers.js';
 import { buildProgram } from '../../src/cli/program.js';
 import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
-import { egressOf } from '../../src/util/proxy.js';
+import { egressOf } from '../../src/config/egress.js';
 
 jest.setTimeout(60_000);
 

@@ -3,7 +3,7 @@
  * the `api.*` keys `docstream run` uses), building a client from it, and one way to end a command
  * (invalid input: exit 2; the API or the network failed: exit 1).
  */
-import { egressOf } from '../../util/proxy.js';
+import { egressOf } from '../../config/egress.js';
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { DocumentAnalysisClient } from '../../client/client.js';
 import { ApiError } from '../../client/errors.js';

@@ -5,7 +5,7 @@
  * contract exactly as the connector reads it before anything is sent; a local file also gets its
  * size, sha256 and type as hints, and a warning when the configuration's `blobs.*` would refuse it.
  */
-import { egressOf } from '../../util/proxy.js';
+import { egressOf } from '../../config/egress.js';
 import { createHash, randomBytes } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';

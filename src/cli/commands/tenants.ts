@@ -3,7 +3,7 @@
  * JWT (tenant.clientId, tenant.privateKey, tenant.kid). The API's address is the configuration's,
  * as for every API command (`--base-url`, `--cell`); the new tenant's cell is `--tenant-cell`.
  */
-import { egressOf } from '../../util/proxy.js';
+import { egressOf } from '../../config/egress.js';
 import { readFile } from 'node:fs/promises';
 import { type Command, Option } from 'commander';
 import { type ApplicationList, CELLS, type Cell, SCOPES, type Tenant } from '../../api/schemas.js';
