@@ -70,10 +70,7 @@ function poolOptions(maxSockets: number) {
   };
 }
 
-export function keepAliveAgents(
-  maxSockets: number,
-  ca?: string[],
-): { http: http.Agent; https: https.Agent } {
+export function keepAliveAgents(maxSockets: number, ca?: string[]): { http: http.Agent; https: https.Agent } {
   const pool = poolOptions(maxSockets);
   return { http: new http.Agent(pool), https: new https.Agent(ca ? { ...pool, ca } : pool) };
 }
