@@ -7,6 +7,7 @@
  * rewritten fails this test until every reference to it is updated.
  */
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -167,13 +168,24 @@ function brokenCitations(file: string, text: string): string[] {
   return found;
 }
 
+/**
+ * The directory around the checkout, whose paths a text must not name; none when the checkout sits
+ * in a directory every machine has (a clone in the temporary directory or a home), where such paths
+ * (`/tmp/x.pdf` in a test) say nothing about this machine.
+ */
+function machineAround(): string | null {
+  const parent = path.dirname(ROOT);
+  const generic = [path.parse(ROOT).root, os.tmpdir(), os.homedir()].map((p) => path.resolve(p));
+  return generic.includes(path.resolve(parent)) ? null : parent + path.sep;
+}
+
 /** Paths that leave the repository: `../` far enough to climb out of it, or this machine's paths around it. */
-function outsidePaths(file: string, text: string): string[] {
+function outsidePaths(file: string, text: string, around: string | null = machineAround()): string[] {
   const found: string[] = [];
   for (const m of text.matchAll(/(?<![\w.])((?:\.\.\/)+)[\w.-]+(?:\/[\w.-]+)*/g)) {
     if (!inside(path.resolve(ROOT, path.dirname(file), m[1]!))) found.push(`${file}: ${m[0]}`);
   }
-  const around = path.dirname(ROOT) + path.sep;
+  if (around === null) return found;
   for (const m of text.matchAll(
     new RegExp(`${around.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}[\\w./-]*`, 'g'),
   )) {
@@ -231,10 +243,13 @@ describe('references within the repository', () => {
 
     it('flag a path that climbs out of the repository or names the machine around it', () => {
       const around = path.join(path.dirname(ROOT), 'shared', 'spec.md');
-      expect(outsidePaths('src/api/x.ts', `(../../../shared/spec.md) ${around} ../index.js`)).toEqual([
+      const text = `(../../../shared/spec.md) ${around} ../index.js`;
+      expect(outsidePaths('src/api/x.ts', text, path.dirname(ROOT) + path.sep)).toEqual([
         'src/api/x.ts: ../../../shared/spec.md',
         `src/api/x.ts: ${around}`,
       ]);
+      // A checkout in the temporary directory: its neighbours' paths are no machine's own.
+      expect(outsidePaths('src/api/x.ts', text, null)).toEqual(['src/api/x.ts: ../../../shared/spec.md']);
     });
 
     it('read anchors as GitHub writes them', () => {
