@@ -20,6 +20,7 @@ import { policy, readAll } from '../../src/blobs/test-helpers.js';
 import { buildProgram } from '../../src/cli/program.js';
 import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
 import { egressOf } from '../../src/config/egress.js';
+import { closeServer, listenOnLoopback } from '../harness/proxy.js';
 
 jest.setTimeout(60_000);
 
@@ -36,16 +37,6 @@ let blobServer: http.Server;
 let blobTlsServer: https.Server;
 let dir: string;
 
-async function listen(server: http.Server): Promise<number> {
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return (server.address() as AddressInfo).port;
-}
-
-async function close(server: http.Server): Promise<void> {
-  server.closeAllConnections();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-}
-
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'proxy-it-'));
   sandbox = await startSandbox({ processing: { distribution: 'fixed', meanMs: 50 }, seed: 3 });
@@ -57,7 +48,7 @@ beforeAll(async () => {
     else refused++;
     return ok;
   };
-  proxyUrl = `http://${PROXY_USER}:${PROXY_PASSWORD}@127.0.0.1:${await listen(proxy)}`;
+  proxyUrl = `http://${PROXY_USER}:${PROXY_PASSWORD}@127.0.0.1:${await listenOnLoopback(proxy)}`;
   blobServer = http.createServer((req, res) => res.end(`plain blob ${req.url}`));
   // An https blob host whose certificate only the CA of api.caFile vouches for.
   execFileSync(
@@ -89,9 +80,9 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await sandbox.close();
-  await close(proxy);
-  if (blobServer.listening) await close(blobServer);
-  if (blobTlsServer.listening) await close(blobTlsServer);
+  await closeServer(proxy);
+  if (blobServer.listening) await closeServer(blobServer);
+  if (blobTlsServer.listening) await closeServer(blobTlsServer);
   await rm(dir, { recursive: true, force: true });
 });
 
@@ -191,8 +182,8 @@ describe('docstream analyze through HTTP_PROXY', () => {
 
 describe('http(s) blobs through api.proxyUrl', () => {
   it('fetches an http blob and an https blob (trusted by api.caFile) through the proxy', async () => {
-    const plainPort = await listen(blobServer);
-    const tlsPort = await listen(blobTlsServer);
+    const plainPort = await listenOnLoopback(blobServer);
+    const tlsPort = await listenOnLoopback(blobTlsServer);
     const blobs = createBlobSource(
       policy({ httpHosts: [`127.0.0.1:${plainPort}`, `127.0.0.1:${tlsPort}`], allowPrivateNetworks: true }),
       { egress: egressOf({ proxyUrl, noProxy: '', caFile: join(dir, 'cert.pem') }, {}) },

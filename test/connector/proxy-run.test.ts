@@ -6,22 +6,12 @@
  * proxy's password. Kafka and the registry are reached directly.
  */
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { createProxy, type ProxyServer } from 'proxy';
 import { sampleBytes } from '../../src/demo/corpus.js';
 import { E2E, arrival, waitFor } from '../harness/e2e.js';
+import { closeServer, listenOnLoopback } from '../harness/proxy.js';
 
 const PROXY_PASSWORD = 'run-proxy-pass-4q8z';
-
-async function listen(server: http.Server): Promise<number> {
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return (server.address() as AddressInfo).port;
-}
-
-async function close(server: http.Server): Promise<void> {
-  server.closeAllConnections();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-}
 
 describe('docstream run with HTTP_PROXY', () => {
   const env = new E2E(1);
@@ -41,19 +31,19 @@ describe('docstream run with HTTP_PROXY', () => {
       );
       return req.headers['proxy-authorization'] === expected;
     };
-    proxyPort = await listen(proxy);
+    proxyPort = await listenOnLoopback(proxy);
     const pdf = await sampleBytes('clean-pdf');
     blobs = http.createServer((_req, res) => {
       res.writeHead(200, { 'content-type': 'application/pdf', 'content-length': pdf.length });
       res.end(pdf);
     });
-    blobPort = await listen(blobs);
+    blobPort = await listenOnLoopback(blobs);
   });
 
   afterAll(async () => {
     await env.stop();
-    await close(proxy);
-    await close(blobs);
+    await closeServer(proxy);
+    await closeServer(blobs);
   });
 
   it('sends the token request, the API calls and the blob fetch through the proxy', async () => {

@@ -3,6 +3,7 @@
  * change an answer, or to stand in for an outage): one request to `upstream`, its answer piped back.
  */
 import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 
 /**
  * Sends `req` on to `upstream` (its body, or `body` when the proxy read it) and hands the answer to
@@ -41,4 +42,16 @@ export function forward(
     },
     body,
   );
+}
+
+/** Starts `server` on a free loopback port and returns the port. */
+export async function listenOnLoopback(server: http.Server): Promise<number> {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return (server.address() as AddressInfo).port;
+}
+
+/** Closes `server` and every connection it still holds (kept-alive tunnels included). */
+export async function closeServer(server: http.Server): Promise<void> {
+  server.closeAllConnections();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
 }
