@@ -1,6 +1,7 @@
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import {
+  authorizerFromEnv,
   defaultPorts,
   DEFAULT_PORTS,
   defaultStackOptions,
@@ -56,6 +57,20 @@ describe('ports', () => {
     ]);
     expect(validateOptions({ ...ok, timeoutMs: 0 })).toEqual(['timeout must be a positive number']);
     expect(validateOptions({ ...ok, services: ['kafka', 'zk' as never] })[0]).toMatch(/unknown service 'zk'/);
+  });
+
+  test('authorizer: from DOCSTREAM_STACK_KAFKA_AUTHORIZER, the single node only', () => {
+    expect(authorizerFromEnv({})).toBeUndefined();
+    expect(authorizerFromEnv({ DOCSTREAM_STACK_KAFKA_AUTHORIZER: 'true' })).toBe(true);
+    expect(authorizerFromEnv({ DOCSTREAM_STACK_KAFKA_AUTHORIZER: '0' })).toBe(false);
+    expect(() => authorizerFromEnv({ DOCSTREAM_STACK_KAFKA_AUTHORIZER: 'yes' })).toThrow(
+      /DOCSTREAM_STACK_KAFKA_AUTHORIZER=yes is not true, false, 1 or 0/,
+    );
+    const ok = defaultStackOptions({ ports: { ...DEFAULT_PORTS } });
+    expect(validateOptions({ ...ok, authorizer: true })).toEqual([]);
+    expect(validateOptions({ ...ok, authorizer: true, brokers: 3 })).toEqual([
+      'the authorizer needs the single node (its principals come from the SCRAM-over-TLS listener): drop --brokers',
+    ]);
   });
 
   test("brokers: 1 or 3; a cluster takes its nodes' ports into the duplicate check", () => {

@@ -37,6 +37,12 @@ export interface StackOptions {
   brokers?: number;
   /** A cluster's nodes 2.. ports (node 1 has `ports.kafka` and `ports.kafkaController`); see `kafkaNodePorts`. */
   nodePorts?: KafkaNodePorts[];
+  /**
+   * `up` only, single node: Kafka's StandardAuthorizer on. The PLAINTEXT and controller listeners are
+   * the admin's (`User:ANONYMOUS` is a super user); the SCRAM users of the SCRAM-over-TLS listener
+   * (`docstream`, `docstream-operator`) get only what ACLs grant them (`secure.ts`).
+   */
+  authorizer?: boolean;
   log: (line: string) => void;
 }
 
@@ -54,6 +60,18 @@ export const NODE_PORT_STEP = 10;
 
 export const BROKERS_ENV = 'DOCSTREAM_STACK_BROKERS';
 export const NODE_PORTS_ENV = 'DOCSTREAM_STACK_KAFKA_NODE_PORTS';
+export const AUTHORIZER_ENV = 'DOCSTREAM_STACK_KAFKA_AUTHORIZER';
+
+/** DOCSTREAM_STACK_KAFKA_AUTHORIZER: `true`/`1` on, `false`/`0`/unset off. */
+export function authorizerFromEnv(
+  env: Record<string, string | undefined> = process.env,
+): boolean | undefined {
+  const raw = env[AUTHORIZER_ENV];
+  if (raw === undefined || raw === '') return undefined;
+  if (raw === 'true' || raw === '1') return true;
+  if (raw === 'false' || raw === '0') return false;
+  throw new Error(`${AUTHORIZER_ENV}=${raw} is not true, false, 1 or 0`);
+}
 
 export const DEFAULT_PORTS: StackPorts = {
   kafka: 9092,
@@ -122,6 +140,7 @@ export function defaultStackOptions(overrides: Partial<StackOptions> = {}): Stac
   if (brokers !== undefined) o.brokers = brokers;
   const nodePorts = process.env[NODE_PORTS_ENV];
   if (nodePorts) o.nodePorts = parseNodePorts(nodePorts);
+  if (authorizerFromEnv()) o.authorizer = true;
   return { ...o, ...overrides };
 }
 
@@ -174,6 +193,10 @@ export function validateOptions(opts: StackOptions): string[] {
     if (other) problems.push(`ports ${other} and ${name} are both ${port}`);
     seen.set(port, name);
   }
+  if (opts.authorizer && cluster)
+    problems.push(
+      'the authorizer needs the single node (its principals come from the SCRAM-over-TLS listener): drop --brokers',
+    );
   if (!Number.isFinite(opts.timeoutMs) || opts.timeoutMs <= 0)
     problems.push('timeout must be a positive number');
   for (const s of opts.services ?? []) {

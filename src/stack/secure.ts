@@ -8,9 +8,10 @@
  *   and its issuer and audience; the tokens come from a small OIDC token endpoint (`oidc-server.ts`)
  *   that signs with the key the stack generated.
  *
- * The CA, the certificates, the signing key and the SCRAM password are generated once into the
- * run directory (openssl for the certificates) and described by `secure.json`, which tests and
- * `docstream stack env --secure` read.
+ * SCRAM knows two users, `docstream` and `docstream-operator` (two principals under the authorizer,
+ * `stack up --authorizer`). The CA, the certificates, the signing key and the SCRAM passwords are
+ * generated once into the run directory (openssl for the certificates) and described by
+ * `secure.json`, which tests and `docstream stack env --secure` read.
  */
 import { execFile } from 'node:child_process';
 import { createPublicKey, generateKeyPairSync, randomBytes } from 'node:crypto';
@@ -25,7 +26,14 @@ const execFileAsync = promisify(execFile);
 export interface SecureListeners {
   /** The CA that signed the broker's and the client's certificates (PEM). */
   caFile: string;
-  scramTls: { bootstrap: string; username: string; password: string };
+  scramTls: {
+    bootstrap: string;
+    username: string;
+    password: string;
+    /** A second SCRAM user, for the operator's commands under the authorizer (absent in a run dir
+     * whose Kafka an older docstream started). */
+    operator?: { username: string; password: string };
+  };
   mtls: { bootstrap: string; certFile: string; keyFile: string };
   oauth: {
     bootstrap: string;
@@ -39,6 +47,12 @@ export interface SecureListeners {
     kid: string;
     jwksFile: string;
   };
+}
+
+interface Secrets {
+  scramPassword: string;
+  oauthClientSecret: string;
+  scramOperatorPassword: string;
 }
 
 function secureDir(o: Pick<StackOptions, 'runDir'>): string {
@@ -183,26 +197,24 @@ export async function ensureSecureMaterial(
     JSON.stringify({ keys: [{ ...jwk, kid, alg: 'RS256', use: 'sig' }] }),
   );
   const secretsFile = join(dir, 'secrets.json');
-  if (!existsSync(secretsFile)) {
-    writeFileSync(
-      secretsFile,
-      JSON.stringify({
-        scramPassword: randomBytes(18).toString('base64url'),
-        oauthClientSecret: randomBytes(18).toString('base64url'),
-      }),
-      { mode: 0o600 },
-    );
-  }
-  const secrets = JSON.parse(readFileSync(secretsFile, 'utf8')) as {
-    scramPassword: string;
-    oauthClientSecret: string;
+  const kept = existsSync(secretsFile)
+    ? (JSON.parse(readFileSync(secretsFile, 'utf8')) as Partial<Secrets>)
+    : {};
+  const secrets: Secrets = {
+    scramPassword: kept.scramPassword ?? randomBytes(18).toString('base64url'),
+    oauthClientSecret: kept.oauthClientSecret ?? randomBytes(18).toString('base64url'),
+    // A run dir made before the operator user existed gets its password now.
+    scramOperatorPassword: kept.scramOperatorPassword ?? randomBytes(18).toString('base64url'),
   };
+  if (Object.keys(kept).length !== Object.keys(secrets).length)
+    writeFileSync(secretsFile, JSON.stringify(secrets), { mode: 0o600 });
   const description: SecureListeners = {
     caFile: join(dir, 'ca.crt'),
     scramTls: {
       bootstrap: `localhost:${o.ports.kafkaScramTls}`,
       username: 'docstream',
       password: secrets.scramPassword,
+      operator: { username: 'docstream-operator', password: secrets.scramOperatorPassword },
     },
     mtls: {
       bootstrap: `localhost:${o.ports.kafkaMtls}`,
@@ -293,24 +305,55 @@ function scramMarker(o: Pick<StackOptions, 'runDir'>): string {
   return join(servicePaths(o.runDir, 'kafka').dataDir, 'docstream-scram-user');
 }
 
+/** The SCRAM listener's users: the connector's and the operator's. */
+function scramUsers(s: SecureListeners): Array<{ username: string; password: string }> {
+  const connector = { username: s.scramTls.username, password: s.scramTls.password };
+  return s.scramTls.operator ? [connector, s.scramTls.operator] : [connector];
+}
+
+/** `text` with every SCRAM password replaced by `***` (they are on Kafka tools' command lines). */
+export function redactScramPasswords(s: SecureListeners, text: string): string {
+  return scramUsers(s).reduce((t, u) => t.split(u.password).join('***'), text);
+}
+
+function scramMarkerText(s: SecureListeners): string {
+  return scramUsers(s)
+    .map((u) => u.username)
+    .join(',');
+}
+
 /**
- * The SCRAM user as `StorageTool format` arguments: a new data directory gets it with the format,
+ * The SCRAM users as `StorageTool format` arguments: a new data directory gets them with the format,
  * with no broker round trip (`ensureScramUser` covers a directory formatted before).
  */
 export function scramFormatArgs(s: SecureListeners): string[] {
-  return SCRAM_MECHANISMS.flatMap((mechanism) => [
-    '--add-scram',
-    `${mechanism}=[name=${s.scramTls.username},iterations=8192,password=${s.scramTls.password}]`,
-  ]);
+  return scramUsers(s).flatMap((u) =>
+    SCRAM_MECHANISMS.flatMap((mechanism) => [
+      '--add-scram',
+      `${mechanism}=[name=${u.username},iterations=8192,password=${u.password}]`,
+    ]),
+  );
 }
 
-/** Records that the data directory holds the SCRAM user (after a format with `scramFormatArgs`). */
+/** Records that the data directory holds the SCRAM users (after a format with `scramFormatArgs`). */
 export function markScramUser(s: SecureListeners, o: Pick<StackOptions, 'runDir'>): void {
-  writeFileSync(scramMarker(o), s.scramTls.username);
+  writeFileSync(scramMarker(o), scramMarkerText(s));
+}
+
+/** The principal the authorizer treats as a super user: whoever connects on PLAINTEXT or CONTROLLER. */
+export const AUTHORIZER_SUPER_USER = 'User:ANONYMOUS';
+
+/** The broker settings that turn Kafka's StandardAuthorizer on (KRaft); no ACL, no access. */
+export function authorizerProperties(): Array<[string, string]> {
+  return [
+    ['authorizer.class.name', 'org.apache.kafka.metadata.authorizer.StandardAuthorizer'],
+    ['super.users', AUTHORIZER_SUPER_USER],
+    ['allow.everyone.if.no.acl.found', 'false'],
+  ];
 }
 
 /**
- * Adds the SCRAM user (both hashes) through Kafka's own ConfigCommand on the plain listener, once
+ * Adds the SCRAM users (both hashes) through Kafka's own ConfigCommand on the plain listener, once
  * per data directory (a marker there; `up --fresh` wipes both).
  */
 export async function ensureScramUser(
@@ -320,36 +363,39 @@ export async function ensureScramUser(
   libs: string,
 ): Promise<void> {
   const marker = scramMarker(o);
-  if (existsSync(marker) && readFileSync(marker, 'utf8') === s.scramTls.username) return;
+  if (existsSync(marker) && readFileSync(marker, 'utf8') === scramMarkerText(s)) return;
   // One mechanism per request: Kafka refuses to alter one user's credentials twice in a request.
-  for (const mechanism of SCRAM_MECHANISMS) {
-    const config = `${mechanism}=[iterations=8192,password=${s.scramTls.password}]`;
-    try {
-      await execFileAsync(
-        java,
-        [
-          '-Xmx256m',
-          '-cp',
-          join(libs, '*'),
-          'kafka.admin.ConfigCommand',
-          '--bootstrap-server',
-          `localhost:${o.ports.kafka}`,
-          '--alter',
-          '--add-config',
-          config,
-          '--entity-type',
-          'users',
-          '--entity-name',
-          s.scramTls.username,
-        ],
-        { timeout: Math.min(o.timeoutMs, 120_000) },
-      );
-    } catch (err) {
-      const e = err as { stderr?: string; message: string };
-      // The password is part of the command line: never echo it.
-      const text = (e.stderr || e.message).split(s.scramTls.password).join('***');
-      throw new Error(`kafka: adding the SCRAM user failed: ${text.split('\n').slice(0, 3).join('\n')}`);
+  for (const user of scramUsers(s))
+    for (const mechanism of SCRAM_MECHANISMS) {
+      const config = `${mechanism}=[iterations=8192,password=${user.password}]`;
+      try {
+        await execFileAsync(
+          java,
+          [
+            '-Xmx256m',
+            '-cp',
+            join(libs, '*'),
+            'kafka.admin.ConfigCommand',
+            '--bootstrap-server',
+            `localhost:${o.ports.kafka}`,
+            '--alter',
+            '--add-config',
+            config,
+            '--entity-type',
+            'users',
+            '--entity-name',
+            user.username,
+          ],
+          { timeout: Math.min(o.timeoutMs, 120_000) },
+        );
+      } catch (err) {
+        const e = err as { stderr?: string; message: string };
+        // The password is part of the command line: never echo it.
+        const text = redactScramPasswords(s, e.stderr || e.message);
+        throw new Error(
+          `kafka: adding the SCRAM user ${user.username} failed: ${text.split('\n').slice(0, 3).join('\n')}`,
+        );
+      }
     }
-  }
-  writeFileSync(marker, s.scramTls.username);
+  writeFileSync(marker, scramMarkerText(s));
 }

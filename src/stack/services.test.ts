@@ -53,6 +53,18 @@ describe('kafkaServerProperties', () => {
     });
   });
 
+  test('no authorizer unless asked; asked, the StandardAuthorizer with the plain listener a super user', () => {
+    expect(props['authorizer.class.name']).toBeUndefined();
+    const secured = parseProperties(
+      kafkaServerProperties({ port: 1, controllerPort: 2, dataDir: '/d', authorizer: true }),
+    );
+    expect(secured).toMatchObject({
+      'authorizer.class.name': 'org.apache.kafka.metadata.authorizer.StandardAuthorizer',
+      'super.users': 'User:ANONYMOUS',
+      'allow.everyone.if.no.acl.found': 'false',
+    });
+  });
+
   test('backslashes in paths are escaped', () => {
     const p = parseProperties(kafkaServerProperties({ port: 1, controllerPort: 2, dataDir: 'C:\\data' }));
     expect(p['log.dirs']).toBe('C:\\\\data');

@@ -5,6 +5,9 @@
  * every file running beside them. The schema registry and the S3 store stay the shared ones (neither
  * keeps anything in Kafka). `startPrivateCluster` does the same for a three-node cluster
  * (`--brokers 3`), whose nodes a test kills with SIGKILL and starts again one at a time.
+ * `startPrivateKafka({ authorizer: true })` runs it with Kafka's StandardAuthorizer on: `brokers` (the
+ * plain listener) is the admin's, `secure.scramTls` the two principals' (User:docstream and
+ * User:docstream-operator), each allowed only what the test grants with ACLs.
  */
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
@@ -13,23 +16,32 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { freePort } from '../../scripts/lib/harness.js';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { BROKERS_ENV, NODE_PORTS_ENV, PORT_ENV } from '../../src/stack/options.js';
+import { AUTHORIZER_ENV, BROKERS_ENV, NODE_PORTS_ENV, PORT_ENV } from '../../src/stack/options.js';
+import { readSecureListeners, type SecureListeners } from '../../src/stack/secure.js';
 import { kafkaNodeFiles } from '../../src/stack/services.js';
 
 const run = promisify(execFile);
 const CLI = path.resolve('dist/cli/index.js');
 
 export interface PrivateKafka {
+  /** The PLAINTEXT listener; under the authorizer, a super user's (User:ANONYMOUS). */
   brokers: string[];
   /** The run directory (pid file, data, logs). */
   runDir: string;
+  /** The secured listeners: the CA, SCRAM over TLS with its two users, mutual TLS, OAUTHBEARER. */
+  secure: SecureListeners;
   /** `docstream stack <action> --services kafka` on this broker. */
   stack(action: 'up' | 'down'): Promise<void>;
   /** Stops the broker and removes its run directory. */
   remove(): Promise<void>;
 }
 
-export async function startPrivateKafka(): Promise<PrivateKafka> {
+export interface PrivateKafkaOptions {
+  /** Kafka's StandardAuthorizer on; no ACLs are granted (the test creates them as the admin). */
+  authorizer?: boolean;
+}
+
+export async function startPrivateKafka(options: PrivateKafkaOptions = {}): Promise<PrivateKafka> {
   const runDir = fs.mkdtempSync(path.join(os.tmpdir(), 'docstream-kafka-'));
   const ports = {
     [PORT_ENV.kafka]: await freePort(),
@@ -41,12 +53,13 @@ export async function startPrivateKafka(): Promise<PrivateKafka> {
   const env = {
     ...process.env,
     DOCSTREAM_STACK_RUN_DIR: runDir,
+    [AUTHORIZER_ENV]: options.authorizer ? 'true' : 'false',
     ...Object.fromEntries(Object.entries(ports).map(([k, v]) => [k, String(v)])),
   };
   const cli = async (...args: string[]): Promise<void> => {
     await run(process.execPath, [CLI, 'stack', ...args, '--services', 'kafka'], { env, timeout: 170_000 });
   };
-  const kafka: PrivateKafka = {
+  const kafka: Omit<PrivateKafka, 'secure'> = {
     brokers: [`localhost:${ports[PORT_ENV.kafka]}`],
     runDir,
     stack: (action) => cli(action),
@@ -60,11 +73,13 @@ export async function startPrivateKafka(): Promise<PrivateKafka> {
   };
   try {
     await kafka.stack('up');
+    const secure = readSecureListeners({ runDir });
+    if (!secure?.scramTls.operator) throw new Error(`no secured listeners described in ${runDir}`);
+    return { ...kafka, secure };
   } catch (err) {
     await kafka.remove().catch(() => undefined);
     throw err;
   }
-  return kafka;
 }
 
 export interface PrivateCluster {

@@ -17,6 +17,7 @@ import {
   type StackOptions,
 } from '../../stack/index.js';
 import {
+  AUTHORIZER_ENV,
   BROKER_COUNTS,
   BROKERS_ENV,
   NODE_PORT_STEP,
@@ -44,6 +45,7 @@ interface CommonFlags {
   wipe?: boolean;
   brokers?: number;
   kafkaNodePorts?: KafkaNodePorts[];
+  authorizer?: boolean;
 }
 
 function parsePort(value: string): number {
@@ -218,6 +220,7 @@ function toOptions(
   if (flags.services) o.services = flags.services;
   if (flags.fresh) o.fresh = true;
   if (flags.wipe) o.wipe = true;
+  if (flags.authorizer ?? d.authorizer) o.authorizer = true;
   return o;
 }
 
@@ -247,6 +250,10 @@ export function registerStackCommand(program: Command): void {
   const up = withCommonOptions(stack.command('up'))
     .description('Start the stack (idempotent), detached, and wait until it is healthy.')
     .option('--fresh', 'stop the selected services and wipe their data first')
+    .option(
+      '--authorizer',
+      `Kafka with its StandardAuthorizer on (single node): the plain listener is a super user's, the SCRAM-over-TLS users docstream and docstream-operator get what ACLs grant; a running broker keeps its settings until restarted (env: ${AUTHORIZER_ENV}=true)`,
+    )
     .action(async (flags: CommonFlags) => {
       const o = toOptions(flags);
       const res = await stackUp(o);
