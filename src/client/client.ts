@@ -21,6 +21,7 @@ import {
   SubmissionResponse,
 } from '../api/schemas.js';
 import { clientSecretBasic } from './auth.js';
+import { NotFoundError } from './errors.js';
 import type { BodyFactory, HttpMethod, RetryMode } from './http.js';
 import type { AdaptiveRateLimiter } from './limiter.js';
 import type { ApiHealth } from './health.js';
@@ -60,6 +61,9 @@ const ROUTES = {
   upload: '{upload_url}',
 } as const;
 
+/** A submission id no submission has (version 4, all zeros): `checkAccess` expects its 404. */
+const NO_SUCH_SUBMISSION = '00000000-0000-4000-8000-000000000000';
+
 const CHARACTERISTICS_PATH = /\/v2\/submission\/([^/]+)\/characteristics\/?$/;
 
 /** How a result GET takes its turn: `spare`, behind creates (a poll placed early for freshness). */
@@ -98,6 +102,21 @@ export class DocumentAnalysisClient {
   /** Token requests made so far (tests, metrics). */
   get tokenRequests(): number {
     return this.transport.tokens.stats.requests;
+  }
+
+  /**
+   * A token from the token endpoint for this client's credentials, then one result GET of a
+   * submission that does not exist: a 404 says the API accepts the token. Throws the ApiError of
+   * the step that failed (AuthenticationError from the token endpoint or the API, PermissionError).
+   */
+  async checkAccess(): Promise<void> {
+    await this.transport.tokens.getToken();
+    try {
+      await this.getFraud(NO_SUCH_SUBMISSION);
+    } catch (error) {
+      if (error instanceof NotFoundError) return;
+      throw error;
+    }
   }
 
   /**

@@ -55,6 +55,11 @@ export class TenantClient {
     return this.transport.limiter;
   }
 
+  /** A token from the token endpoint for the private-key JWT client (no tenant API call). */
+  async checkAccess(): Promise<void> {
+    await this.transport.tokens.getToken();
+  }
+
   /** POST /v0/tenants: not idempotent (names are unique), so it follows the create retry rule. */
   async createTenant(request: CreateTenantRequest): Promise<Tenant> {
     const context = { method: 'POST', endpoint: `POST ${ROUTES.tenants}` };

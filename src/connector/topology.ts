@@ -47,6 +47,40 @@ function configsOf(spec: TopicSpec, deadlineMs: number): Record<string, string> 
   return undefined;
 }
 
+/** One topic as docstream creates it: its name, partitions, replication and configs, and its schema. */
+export interface PlannedTopic {
+  key: TopicSpec['key'];
+  topic: string;
+  numPartitions: number;
+  replicationFactor: number;
+  configs?: Record<string, string>;
+  /** The Avro value schema registered under `<topic>-value`, when docstream writes Avro to it. */
+  schema: AvroSchemaName | null;
+  /** The user's topics (the inputs): created only when missing, for local use. */
+  input: boolean;
+}
+
+/** Every topic of the table as `ensureTopology` creates it, for an input topic of `inputPartitions`. */
+export function plannedTopics(t: Topics, deadlineMs: number, inputPartitions: number): PlannedTopic[] {
+  return TOPOLOGY.map((spec) => {
+    const configs = configsOf(spec, deadlineMs);
+    return {
+      key: spec.key,
+      topic: t[spec.key],
+      numPartitions:
+        spec.partitions === 'outputs'
+          ? t.outputPartitions
+          : spec.partitions === 'input'
+            ? inputPartitions
+            : 1,
+      replicationFactor: t.replicationFactor,
+      ...(configs ? { configs } : {}),
+      schema: spec.schema,
+      input: spec.input,
+    };
+  });
+}
+
 /**
  * Creates the topics that are missing and registers the value schemas (with `autoRegister` false,
  * takes the ids already registered and fails naming the first subject that lacks its schema,
@@ -62,18 +96,12 @@ export async function ensureTopology(
   options: { deadlineMs: number; autoRegister?: boolean },
 ): Promise<number> {
   const request = (spec: TopicSpec, inputPartitions: number) => {
-    const configs = configsOf(spec, options.deadlineMs);
-    return {
-      topic: t[spec.key],
-      numPartitions:
-        spec.partitions === 'outputs'
-          ? t.outputPartitions
-          : spec.partitions === 'input'
-            ? inputPartitions
-            : 1,
-      replicationFactor: t.replicationFactor,
-      ...(configs ? { configs } : {}),
-    };
+    const { topic, numPartitions, replicationFactor, configs } = plannedTopics(
+      t,
+      options.deadlineMs,
+      inputPartitions,
+    ).find((p) => p.key === spec.key)!;
+    return { topic, numPartitions, replicationFactor, ...(configs ? { configs } : {}) };
   };
   await admin.ensureTopics(TOPOLOGY.filter((s) => s.input).map((s) => request(s, 0)));
   const inputPartitions = await admin.partitionCount(t.arrived);

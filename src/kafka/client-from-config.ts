@@ -25,7 +25,12 @@ function securityOf(config: Config): KafkaSecurity {
 /** The Kafka client of the configuration; `clientId` replaces `kafka.clientId` (a command's own). */
 export function kafkaClientOf(
   config: Config,
-  options: { clientId?: string; logger?: Logger } = {},
+  options: {
+    clientId?: string;
+    logger?: Logger;
+    /** Bounds of a client that must answer soon (a check), instead of kafkajs' defaults. */
+    timeouts?: { connectionTimeoutMs: number; requestTimeoutMs: number; retries: number };
+  } = {},
 ): KafkaClient {
   const k = config.kafka;
   return new KafkaClient({
@@ -33,5 +38,6 @@ export function kafkaClientOf(
     clientId: options.clientId ?? k.clientId,
     security: securityOf(config),
     ...(options.logger ? { logger: options.logger } : {}),
+    ...(options.timeouts ?? {}),
   });
 }

@@ -16,7 +16,8 @@ import { fixIdleRequestQueues } from './request-queue.js';
 import { fixPausedFetchLoops } from './paused-fetch.js';
 import { releaseEmptyRemainders } from './response-remainder.js';
 import { installRejoinBarrier } from './rejoin-barrier.js';
-import { adminWithCluster, GroupOffsetReader } from './group-readings.js';
+import { adminAndCluster, adminWithCluster, GroupOffsetReader } from './group-readings.js';
+import { KafkaAccessProbe, type ProbeCluster } from './access-probes.js';
 import { unpatchedNotice } from './kafkajs-internals.js';
 import { installCompressionCodecs } from './compression.js';
 
@@ -41,6 +42,8 @@ interface KafkaSettings {
   security?: KafkaSecurity;
   connectionTimeoutMs?: number;
   requestTimeoutMs?: number;
+  /** Retries of a failed request or connection (kafkajs' default, 5, when unset). */
+  retries?: number;
   logger?: Logger;
   /** How much of the client library's own logging to pass on; quiet ('warn') by default. */
   logLevel?: KafkaLogLevel;
@@ -110,6 +113,7 @@ export class KafkaClient {
     if (sasl !== undefined) config.sasl = toKafkajsSasl(sasl);
     if (settings.connectionTimeoutMs !== undefined) config.connectionTimeout = settings.connectionTimeoutMs;
     if (settings.requestTimeoutMs !== undefined) config.requestTimeout = settings.requestTimeoutMs;
+    if (settings.retries !== undefined) config.retry = { retries: settings.retries };
     // Batches compressed with snappy, LZ4 or zstd decode in every client of the process.
     installCompressionCodecs();
     this.kafka = new KafkaJs(config);
@@ -124,6 +128,12 @@ export class KafkaClient {
   admin(): KafkaAdmin {
     const { admin, cluster } = adminWithCluster(this.kafka);
     return new KafkaAdmin(admin, this.connection, cluster && new GroupOffsetReader(cluster));
+  }
+
+  /** The probes of `docstream config check --connect`, on an admin client of their own. */
+  accessProbe(): KafkaAccessProbe {
+    const { admin, cluster } = adminAndCluster<ProbeCluster>(this.kafka);
+    return new KafkaAccessProbe(admin, cluster, this.connection);
   }
 
   producer(settings: ProducerSettings = {}): KafkaProducer {

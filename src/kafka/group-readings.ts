@@ -242,14 +242,22 @@ const CREATE_CLUSTER = 'private:Kafka:createCluster';
  * this was written for, or no longer has that factory: readings then go through the public admin.
  */
 export function adminWithCluster(kafka: Kafka): { admin: Admin; cluster: ReadingCluster | undefined } {
-  if (!internalsPatchable() || !optimisationOn('kafkajs-group-readings'))
-    return { admin: kafka.admin(), cluster: undefined };
+  if (!optimisationOn('kafkajs-group-readings')) return { admin: kafka.admin(), cluster: undefined };
+  return adminAndCluster<ReadingCluster>(kafka);
+}
+
+/**
+ * `kafka.admin()` and its Cluster object, typed by the caller as the parts it uses; no cluster on
+ * another kafkajs version. `adminWithCluster` and the access probes (`access-probes.ts`) use it.
+ */
+export function adminAndCluster<C>(kafka: Kafka): { admin: Admin; cluster: C | undefined } {
+  if (!internalsPatchable()) return { admin: kafka.admin(), cluster: undefined };
   const holder = kafka as unknown as Record<symbol, unknown>;
   const key = Object.getOwnPropertySymbols(holder).find((symbol) => symbol.description === CREATE_CLUSTER);
   const create = key === undefined ? undefined : holder[key];
   if (key === undefined || typeof create !== 'function') return { admin: kafka.admin(), cluster: undefined };
-  let cluster: ReadingCluster | undefined;
-  holder[key] = (...args: unknown[]) => (cluster = (create as (...a: unknown[]) => ReadingCluster)(...args));
+  let cluster: C | undefined;
+  holder[key] = (...args: unknown[]) => (cluster = (create as (...a: unknown[]) => C)(...args));
   try {
     const admin = kafka.admin();
     return { admin, cluster };

@@ -191,6 +191,42 @@ export class RegistryClient {
     return answer.id;
   }
 
+  /** The versions the subject holds; null when the registry has no such subject (404). */
+  async subjectVersions(subject: string): Promise<number[] | null> {
+    const path = `/subjects/${encodeURIComponent(subject)}/versions`;
+    const answer = await this.request('GET', path, undefined, [404]);
+    return answer === null ? null : (answer as unknown[]).filter((v): v is number => typeof v === 'number');
+  }
+
+  /** The id under which the subject holds the named schema, or null (nothing written). */
+  async lookupSchemaId(subject: string, name: AvroSchemaName): Promise<number | null> {
+    const answer = (await this.request(
+      'POST',
+      `/subjects/${encodeURIComponent(subject)}`,
+      { schemaType: 'AVRO', schema: avroSchemaText(name) },
+      [404],
+    )) as { id?: unknown } | null;
+    return typeof answer?.id === 'number' ? answer.id : null;
+  }
+
+  /**
+   * Whether the named schema may be registered after the subject's latest version under the
+   * subject's compatibility level: the registry's own test (POST /compatibility/...), nothing written.
+   * `messages` are the registry's reasons when it gives them (Confluent's `verbose`).
+   */
+  async compatibleWithLatest(
+    subject: string,
+    name: AvroSchemaName,
+  ): Promise<{ compatible: boolean; messages: string[] }> {
+    const answer = (await this.request(
+      'POST',
+      `/compatibility/subjects/${encodeURIComponent(subject)}/versions/latest?verbose=true`,
+      { schemaType: 'AVRO', schema: avroSchemaText(name) },
+    )) as { is_compatible?: unknown; messages?: unknown } | null;
+    const messages = Array.isArray(answer?.messages) ? answer.messages.map(String) : [];
+    return { compatible: answer?.is_compatible === true, messages };
+  }
+
   /**
    * Makes sure the subject has a compatibility level and returns the one in force.
    * A subject without a level (404, or Apicurio's 200 `NONE`) gets the configured level;

@@ -1,10 +1,73 @@
-import type { Command } from 'commander';
+import { type Command, Option } from 'commander';
 import { checkConfigFile, readinessProblems } from '../../config/check.js';
-import { configReference, redactConfig } from '../../config/index.js';
+import { configReference, redactConfig, type Config } from '../../config/index.js';
+import { egressOf } from '../../config/egress.js';
+import { DocumentAnalysisClient } from '../../client/client.js';
+import { TenantClient } from '../../client/tenant-client.js';
 import { redactText } from '../../observability/redact.js';
+import { connectCheck, findingLines, summaryOf, type ApiCredentials } from '../../preflight/index.js';
 import { addConfigOption, configOf, type ConfigFlags } from '../config-option.js';
-import { EXIT_INVALID_INPUT } from '../exit-codes.js';
+import { EXIT_FAILURE, EXIT_INVALID_INPUT } from '../exit-codes.js';
 import { examples } from '../help.js';
+import { apiAddress, positiveNumber } from './api-options.js';
+
+/** The API clients a check tries, built as `run` builds its own (address, proxy, CA), tried once. */
+function apiCredentials(config: Config, timeoutMs: number): ApiCredentials {
+  const common = () => ({
+    ...apiAddress(config.api),
+    timeoutMs: Math.min(config.api.timeoutMs, timeoutMs),
+    retry: { maxTotalMs: timeoutMs },
+    egress: egressOf(config.api),
+  });
+  const t = config.tenant;
+  return {
+    submissions: () => {
+      const client = new DocumentAnalysisClient({
+        ...common(),
+        clientId: config.api.clientId,
+        clientSecret: config.api.clientSecret,
+      });
+      return { client, baseUrl: client.baseUrl, tokenUrl: client.tokenUrl };
+    },
+    ...(t.clientId !== ''
+      ? {
+          tenants: () =>
+            new TenantClient({ ...common(), clientId: t.clientId, privateKey: t.privateKey, kid: t.kid }),
+        }
+      : {}),
+  };
+}
+
+/** `config check --connect`: the checks of every part, printed as lines or JSON; exit 1 on a missing one. */
+async function checkConnected(flags: ConfigFlags & { json?: boolean; timeout: number }): Promise<void> {
+  let config: Config;
+  try {
+    config = configOf(flags);
+  } catch (err) {
+    process.stderr.write(`error: ${redactText((err as Error).message)}\n`);
+    process.exitCode = EXIT_INVALID_INPUT;
+    return;
+  }
+  const timeoutMs = flags.timeout * 1000;
+  const { findings, brokers } = await connectCheck(config, apiCredentials(config, timeoutMs), { timeoutMs });
+  const all = findings.all.map((f) => ({
+    ...f,
+    subject: redactText(f.subject),
+    detail: redactText(f.detail),
+  }));
+  const summary = summaryOf(all);
+  if (flags.json) {
+    process.stdout.write(
+      `${JSON.stringify({ ok: !findings.failed, summary, brokers: brokers ?? null, findings: all }, null, 2)}\n`,
+    );
+  } else {
+    for (const line of findingLines(all)) process.stdout.write(`${line}\n`);
+    process.stdout.write(
+      `${summary.ok} ok, ${summary.missing} missing, ${summary.warning} warning${summary.warning === 1 ? '' : 's'}\n`,
+    );
+  }
+  if (findings.failed) process.exitCode = EXIT_FAILURE;
+}
 
 export function registerConfigCommand(program: Command): void {
   const config = program.command('config').description('Show, check or document the configuration.');
@@ -45,52 +108,80 @@ export function registerConfigCommand(program: Command): void {
       'Validate configuration files (JSON, or .env with DOCSTREAM_* variables) and name every wrong key; with no file, the effective configuration.',
     )
     .argument('[files...]', 'more files to check, as with -c')
-    .option('--json', 'print the findings of each file as JSON (for scripts)');
-  addConfigOption(check).action((files: string[], flags: ConfigFlags & { json?: boolean }) => {
-    const all = [...(flags.config ?? []), ...files];
-    const results: Array<{ file: string; ok: boolean; keys: number; errors: string[]; warnings: string[] }> =
-      [];
-    if (all.length === 0) {
-      // Nothing named: what a command would load here (the default files and the environment).
-      // Files it names are checked here, on the machine it runs on.
-      const errors: string[] = [];
-      try {
-        errors.push(...readinessProblems(configOf({})).map(redactText));
-      } catch (err) {
-        errors.push(redactText((err as Error).message));
+    .option('--json', 'print the findings of each file as JSON (for scripts)')
+    .option(
+      '--connect',
+      'also reach every part with these settings (brokers, topics, ACLs, registry, API token, blob sources) and say what works and what is missing; exit 1 when anything is',
+    )
+    .addOption(
+      new Option('--timeout <seconds>', 'with --connect: how long each check waits for an answer')
+        .default(10)
+        .argParser(positiveNumber),
+    );
+  addConfigOption(check).action(
+    async (files: string[], flags: ConfigFlags & { json?: boolean; connect?: boolean; timeout: number }) => {
+      const all = [...(flags.config ?? []), ...files];
+      if (flags.connect) {
+        // The files are checked offline first: a configuration with a wrong key is not connected with.
+        const wrong = all.flatMap((file) => checkConfigFile(file).errors.map(redactText));
+        for (const error of wrong) process.stderr.write(`error: ${error}\n`);
+        if (wrong.length > 0) {
+          process.exitCode = EXIT_INVALID_INPUT;
+          return;
+        }
+        await checkConnected({ ...flags, config: all });
+        return;
       }
-      results.push({
-        file: '(effective configuration)',
-        ok: errors.length === 0,
-        keys: 0,
-        errors,
-        warnings: [],
-      });
-    }
-    for (const file of all) {
-      const { errors, warnings, keys } = checkConfigFile(file);
-      results.push({
-        file,
-        ok: errors.length === 0,
-        keys,
-        errors: errors.map(redactText),
-        warnings: warnings.map(redactText),
-      });
-    }
-    for (const r of results) {
-      for (const warning of r.warnings) process.stderr.write(`warning: ${warning}\n`);
-      for (const error of r.errors) process.stderr.write(`error: ${error}\n`);
-      if (!flags.json && r.ok) {
-        process.stdout.write(all.length === 0 ? `${r.file}: ok\n` : `${r.file}: ok (${r.keys} keys)\n`);
+      const results: Array<{
+        file: string;
+        ok: boolean;
+        keys: number;
+        errors: string[];
+        warnings: string[];
+      }> = [];
+      if (all.length === 0) {
+        // Nothing named: what a command would load here (the default files and the environment).
+        // Files it names are checked here, on the machine it runs on.
+        const errors: string[] = [];
+        try {
+          errors.push(...readinessProblems(configOf({})).map(redactText));
+        } catch (err) {
+          errors.push(redactText((err as Error).message));
+        }
+        results.push({
+          file: '(effective configuration)',
+          ok: errors.length === 0,
+          keys: 0,
+          errors,
+          warnings: [],
+        });
       }
-    }
-    if (flags.json) process.stdout.write(`${JSON.stringify({ files: results }, null, 2)}\n`);
-    // Exit code 2, like every other invalid input to the CLI.
-    if (results.some((r) => !r.ok)) process.exitCode = EXIT_INVALID_INPUT;
-  });
+      for (const file of all) {
+        const { errors, warnings, keys } = checkConfigFile(file);
+        results.push({
+          file,
+          ok: errors.length === 0,
+          keys,
+          errors: errors.map(redactText),
+          warnings: warnings.map(redactText),
+        });
+      }
+      for (const r of results) {
+        for (const warning of r.warnings) process.stderr.write(`warning: ${warning}\n`);
+        for (const error of r.errors) process.stderr.write(`error: ${error}\n`);
+        if (!flags.json && r.ok) {
+          process.stdout.write(all.length === 0 ? `${r.file}: ok\n` : `${r.file}: ok (${r.keys} keys)\n`);
+        }
+      }
+      if (flags.json) process.stdout.write(`${JSON.stringify({ files: results }, null, 2)}\n`);
+      // Exit code 2, like every other invalid input to the CLI.
+      if (results.some((r) => !r.ok)) process.exitCode = EXIT_INVALID_INPUT;
+    },
+  );
   examples(
     check,
     'docstream config check -c config/production.json -c config/production.env',
     'docstream config check --json config/sandbox.json',
+    'docstream config check --connect -c config/production.json -c config/production.env',
   );
 }
