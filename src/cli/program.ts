@@ -13,13 +13,14 @@ import { registerSandboxCommand } from './commands/sandbox.js';
 import { registerSendCommand } from './commands/send.js';
 import { registerStackCommand } from './commands/stack.js';
 import { registerTenants } from './commands/tenants.js';
+import { registerTopologyCommand } from './commands/topology.js';
 import { EXIT_INVALID_INPUT } from './exit-codes.js';
 import { examples, exitCodesHelp } from './help.js';
 
 /** The top-level help lists the commands by what the user is doing, in this order. */
 const GROUPS: ReadonlyArray<[heading: string, commands: string[]]> = [
   ['Run it:', ['run', 'webhooks']],
-  ['Operate it:', ['status', 'inspect', 'dlq', 'replay', 'config']],
+  ['Operate it:', ['status', 'inspect', 'dlq', 'replay', 'config', 'topology']],
   ['Try it:', ['demo', 'sandbox', 'send', 'analyze']],
   ['Call the API, one request at a time:', ['feedback', 'delete', 'report', 'tenants']],
   ['The local stack:', ['stack']],
@@ -38,6 +39,7 @@ export function buildProgram(): Command {
   registerDlqCommand(program);
   registerReplayCommand(program);
   registerConfigCommand(program);
+  registerTopologyCommand(program);
   registerDemoCommand(program);
   registerSandboxCommand(program);
   registerSendCommand(program);

@@ -24,6 +24,7 @@ import { ReadingPace, updateLag, type LagSources } from './consumer/lag.js';
 import { decideStart, parseStartFrom } from './first-contact.js';
 import { ensureTopology } from './topology.js';
 import { buildLoop, buildParts, type ConnectorParts } from './wiring.js';
+import { READER_GROUP_PREFIXES } from '../kafka/reader-groups.js';
 
 export interface ConnectorOptions {
   config: Config;
@@ -340,7 +341,7 @@ export class Connector {
           this.topics.webhooks,
           onRecord,
           this.log,
-          'docstream-webhook-view',
+          READER_GROUP_PREFIXES.webhookView,
         ),
       sender: this.parts.sender,
       deliveries: this.parts.deliveries,

@@ -1,6 +1,7 @@
 /**
  * The one table of docstream's topics: partitions, compaction and value schema of each. `boot`
- * creates and registers from it; anything else that needs the list of topics reads it here.
+ * creates and registers from it, `dlq redrive` creates its marker topic from it, and
+ * `docstream topology` prints it; anything else that needs the list of topics reads it here.
  */
 import type { Config } from '../config/index.js';
 import type { KafkaAdmin } from '../kafka/admin.js';
@@ -10,9 +11,10 @@ import type { Registry } from '../serde/registry.js';
 import { webhookTopicConfigs } from './outputs/decision-deliveries.js';
 
 type Topics = Config['topics'];
+export type TopicKey = keyof Omit<Topics, 'outputPartitions' | 'replicationFactor'>;
 
 interface TopicSpec {
-  key: keyof Omit<Topics, 'outputPartitions' | 'replicationFactor'>;
+  key: TopicKey;
   /** `outputs`: topics.outputPartitions; `input`: as many as the input topic (co-partitioned). */
   partitions: 'outputs' | 'input' | 1;
   /** `compact`: compacted for good; `deliveries`: the webhook topic's window (`decision-deliveries.ts`). */
@@ -41,6 +43,68 @@ const TOPOLOGY: readonly TopicSpec[] = [
   { key: 'state', partitions: 'input', cleanup: 'compact', schema: null, input: false },
 ];
 
+/** The topic of `docstream dlq redrive`'s markers: created by that command, not by `run`. */
+const REDRIVES: TopicSpec = {
+  key: 'redrives',
+  partitions: 1,
+  cleanup: 'compact',
+  schema: null,
+  input: false,
+};
+
+/** The value schema producers of the input topic write (`docstream send` registers it). */
+export const INPUT_VALUE_SCHEMA: AvroSchemaName = 'DocumentArrived';
+
+export interface TopicRequest {
+  topic: string;
+  numPartitions: number;
+  replicationFactor: number;
+  configs?: Record<string, string>;
+}
+
+function requestOf(spec: TopicSpec, t: Topics, deadlineMs: number, inputPartitions: number): TopicRequest {
+  const configs = configsOf(spec, deadlineMs);
+  return {
+    topic: t[spec.key],
+    numPartitions:
+      spec.partitions === 'outputs'
+        ? t.outputPartitions
+        : spec.partitions === 'input'
+          ? inputPartitions
+          : spec.partitions,
+    replicationFactor: t.replicationFactor,
+    ...(configs ? { configs } : {}),
+  };
+}
+
+/** The create request of the redrive marker topic. */
+export function redrivesTopicRequest(t: Topics): TopicRequest {
+  return requestOf(REDRIVES, t, 0, 0);
+}
+
+export interface TopologyTopic extends TopicRequest {
+  key: TopicKey;
+  /** `run` creates it when missing (the inputs: for local use); `dlq redrive`, the marker topic. */
+  createdBy: 'run' | 'dlq redrive';
+  input: boolean;
+  /** Co-partitioned with the input topic: its partitions are the input's. */
+  coPartitioned: boolean;
+  /** The Avro value schema docstream registers for it (subject `<topic>-value`). */
+  schema: AvroSchemaName | null;
+}
+
+/** Every topic docstream uses, as it would create them: the input topic taken as `inputPartitions`. */
+export function topologyTopics(t: Topics, deadlineMs: number, inputPartitions: number): TopologyTopic[] {
+  return [...TOPOLOGY, REDRIVES].map((spec) => ({
+    ...requestOf(spec, t, deadlineMs, inputPartitions),
+    key: spec.key,
+    createdBy: spec === REDRIVES ? 'dlq redrive' : 'run',
+    input: spec.input,
+    coPartitioned: spec.partitions === 'input',
+    schema: spec.schema,
+  }));
+}
+
 function configsOf(spec: TopicSpec, deadlineMs: number): Record<string, string> | undefined {
   if (spec.cleanup === 'compact') return { 'cleanup.policy': 'compact' };
   if (spec.cleanup === 'deliveries') return webhookTopicConfigs(deadlineMs);
@@ -49,7 +113,7 @@ function configsOf(spec: TopicSpec, deadlineMs: number): Record<string, string> 
 
 /** One topic as docstream creates it: its name, partitions, replication and configs, and its schema. */
 export interface PlannedTopic {
-  key: TopicSpec['key'];
+  key: TopicKey;
   topic: string;
   numPartitions: number;
   replicationFactor: number;
@@ -62,23 +126,12 @@ export interface PlannedTopic {
 
 /** Every topic of the table as `ensureTopology` creates it, for an input topic of `inputPartitions`. */
 export function plannedTopics(t: Topics, deadlineMs: number, inputPartitions: number): PlannedTopic[] {
-  return TOPOLOGY.map((spec) => {
-    const configs = configsOf(spec, deadlineMs);
-    return {
-      key: spec.key,
-      topic: t[spec.key],
-      numPartitions:
-        spec.partitions === 'outputs'
-          ? t.outputPartitions
-          : spec.partitions === 'input'
-            ? inputPartitions
-            : 1,
-      replicationFactor: t.replicationFactor,
-      ...(configs ? { configs } : {}),
-      schema: spec.schema,
-      input: spec.input,
-    };
-  });
+  return TOPOLOGY.map((spec) => ({
+    key: spec.key,
+    ...requestOf(spec, t, deadlineMs, inputPartitions),
+    schema: spec.schema,
+    input: spec.input,
+  }));
 }
 
 /**
@@ -95,14 +148,8 @@ export async function ensureTopology(
   log: Logger,
   options: { deadlineMs: number; autoRegister?: boolean },
 ): Promise<number> {
-  const request = (spec: TopicSpec, inputPartitions: number) => {
-    const { topic, numPartitions, replicationFactor, configs } = plannedTopics(
-      t,
-      options.deadlineMs,
-      inputPartitions,
-    ).find((p) => p.key === spec.key)!;
-    return { topic, numPartitions, replicationFactor, ...(configs ? { configs } : {}) };
-  };
+  const request = (spec: TopicSpec, inputPartitions: number) =>
+    requestOf(spec, t, options.deadlineMs, inputPartitions);
   await admin.ensureTopics(TOPOLOGY.filter((s) => s.input).map((s) => request(s, 0)));
   const inputPartitions = await admin.partitionCount(t.arrived);
   const ensured = await admin.ensureTopics(

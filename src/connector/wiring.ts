@@ -53,6 +53,7 @@ import type { ArrivalEvent, Awaitable } from './types.js';
 import { egressOf } from '../config/egress.js';
 import { displayProxy } from '../util/proxy.js';
 import type { Egress } from '../client/wire.js';
+import { transactionalIdPrefix } from './acls.js';
 
 function apiClientOf(
   config: Config,
@@ -189,7 +190,7 @@ function clientsOf({ config, logger, metrics }: Assembly): Clients {
     transactions:
       c.delivery === 'exactly-once'
         ? kafka.transactionalWriters({
-            idPrefix: c.transactionalIdPrefix || `${config.kafka.groupId}-${config.topics.arrived}`,
+            idPrefix: transactionalIdPrefix(config),
             lingerMs: c.transactionLingerMs,
             limitFor: (topic) => producer.limitFor(topic),
             logger,

@@ -16,6 +16,7 @@ import type { KafkaClient } from './client.js';
 import type { IncomingMessage } from './consumer.js';
 import { KafkaError } from './errors.js';
 import { PartitionReader, type PartitionReaderSettings } from './partition-reader.js';
+import { READER_GROUP_PREFIXES } from './reader-groups.js';
 
 export interface ChangelogRecord {
   key: Buffer;
@@ -69,7 +70,7 @@ export class ChangelogReader {
     private readonly settings: ChangelogSettings = {},
   ) {
     this.reader = new PartitionReader(kafka, topic, logger, {
-      groupPrefix: 'docstream-changelog',
+      groupPrefix: READER_GROUP_PREFIXES.changelog,
       ...settings,
     });
   }

@@ -13,6 +13,7 @@ import type { KafkaClient } from './client.js';
 import type { IncomingMessage } from './consumer.js';
 import { KafkaError } from './errors.js';
 import { PartitionReader } from './partition-reader.js';
+import { READER_GROUP_PREFIXES } from './reader-groups.js';
 
 interface Wanted {
   offset: number;
@@ -37,7 +38,9 @@ export class RecordReader {
     logger: Logger,
     private readonly settings: RecordReaderSettings = {},
   ) {
-    this.reader = new PartitionReader(kafka, topic, logger, { groupPrefix: 'docstream-record-reader' });
+    this.reader = new PartitionReader(kafka, topic, logger, {
+      groupPrefix: READER_GROUP_PREFIXES.recordReader,
+    });
   }
 
   start(): Promise<void> {

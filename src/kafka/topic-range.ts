@@ -10,6 +10,7 @@ import type { KafkaClient } from './client.js';
 import type { IncomingMessage } from './consumer.js';
 import { KafkaError } from './errors.js';
 import { PartitionReader } from './partition-reader.js';
+import { READER_GROUP_PREFIXES } from './reader-groups.js';
 
 interface TopicRangeOptions {
   /** Partitions to read (default: all). */
@@ -41,7 +42,7 @@ export async function readTopicRange(
     .filter((r) => r.end > r.start);
   const out: IncomingMessage[] = [];
   if (ranges.length === 0) return out;
-  const reader = new PartitionReader(kafka, topic, logger, { groupPrefix: 'docstream-operator' });
+  const reader = new PartitionReader(kafka, topic, logger, { groupPrefix: READER_GROUP_PREFIXES.operator });
   const ms = options.timeoutMs ?? 120_000;
   let timer: NodeJS.Timeout | undefined;
   try {

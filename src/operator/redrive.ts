@@ -13,6 +13,7 @@
  */
 import type { Config } from '../config/index.js';
 import type { DocumentStateV2 } from '../connector/state/document-state.js';
+import { redrivesTopicRequest } from '../connector/topology.js';
 import type { KafkaAdmin } from '../kafka/admin.js';
 import type { KafkaClient } from '../kafka/client.js';
 import type { IncomingMessage } from '../kafka/consumer.js';
@@ -173,14 +174,7 @@ export async function redrive(
   const t = config.topics;
   const inputs = new Set([t.arrived, t.feedback]);
   if (!options.dryRun) {
-    await admin.ensureTopics([
-      {
-        topic: t.redrives,
-        numPartitions: 1,
-        replicationFactor: t.replicationFactor,
-        configs: { 'cleanup.policy': 'compact' },
-      },
-    ]);
+    await admin.ensureTopics([redrivesTopicRequest(t)]);
   }
   const markers = (await admin.listTopics()).includes(t.redrives)
     ? await readMarkers(kafka, admin, t.redrives, logger)

@@ -48,6 +48,16 @@ const CASES: Record<string, Case[]> = {
   'dlq redrive': [{ args: ['--all'], env: BAD_ENV, message: BAD_ENV_MESSAGE }],
   inspect: [{ args: ['evt-1'], env: BAD_ENV, message: BAD_ENV_MESSAGE }],
   status: [{ args: [], env: BAD_ENV, message: BAD_ENV_MESSAGE }],
+  topology: [
+    { args: ['--format', 'yaml'], message: /--format/ },
+    { args: ['--connector-principal', 'docstream'], message: /must be a Kafka principal/ },
+    { args: ['--operator-principal', 'User:docstream'], message: /both User:docstream: give two principals/ },
+    {
+      args: ['--format', 'strimzi', '--connector-principal', 'User:CN=x'],
+      message: /a Strimzi KafkaUser is User:<name>/,
+    },
+    { args: [], env: BAD_ENV, message: BAD_ENV_MESSAGE },
+  ],
   analyze: [{ args: ['/nonexistent/invoice.pdf'], message: /no such file/ }],
   feedback: [{ args: ['sub_0123456789abcdefghijkl', '--outcome', 'MAYBE'], message: /--outcome/ }],
   delete: [{ args: ['x'], message: /submission_id must be a string of 24\.\.36 characters/ }],

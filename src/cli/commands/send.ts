@@ -25,6 +25,7 @@ import { readCharacteristics } from './analyze.js';
 import { addConfigOption, configArgs, configOf, type ConfigFlags } from '../config-option.js';
 import { examples } from '../help.js';
 import { printResult, run, UsageError } from './api-options.js';
+import { INPUT_VALUE_SCHEMA } from '../../connector/topology.js';
 
 interface SendFlags extends ConfigFlags {
   topic?: string;
@@ -133,8 +134,8 @@ async function send(target: string, flags: SendFlags): Promise<void> {
   } else {
     const registry = registryOf(config, silentLogger);
     schemaId = config.registry.autoRegister
-      ? await registry.registerValueSchema(topic, 'DocumentArrived')
-      : await registry.useRegisteredValueSchema(topic, 'DocumentArrived');
+      ? await registry.registerValueSchema(topic, INPUT_VALUE_SCHEMA)
+      : await registry.useRegisteredValueSchema(topic, INPUT_VALUE_SCHEMA);
     value = registry.encode(topic, avroShape(checked.event));
     format = `Avro, schema id ${schemaId}`;
   }
