@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Checks the Helm chart deploy/helm/docstream offline (npm run helm:check): `helm lint --strict`, then
 # renders it with `helm template` (no cluster) with its default values and with the variants a user
-# picks (KEDA off, Secrets made by the chart, an image digest) and hands the renders to
-# scripts/k8s_validate.py, which validates every object like the kustomize manifests and checks that
-# the default render is the same objects as deploy/kubernetes in substance (so the two cannot drift).
+# picks (KEDA off, Secrets made by the chart, an image digest, Strimzi's objects) and hands the
+# renders to scripts/k8s_validate.py, which validates every object like the kustomize manifests and
+# checks that the default render is the same objects as deploy/kubernetes in substance (so the two
+# cannot drift), and that the Strimzi renders are the objects `docstream topology --format strimzi`
+# prints for the config each render mounts (the built CLI; `npm run build` first).
 #
 # Helm is built once from the Go module proxy (`go install helm.sh/helm/v3/cmd/helm@<version>`, about
 # a minute and a half) into the cache; $HELM names another helm binary instead.
@@ -45,6 +47,32 @@ render secrets --set secrets.create=true \
   --set-string secrets.credentials.data.api-client-secret=example
 render digest --set image.digest=sha256:0000000000000000000000000000000000000000000000000000000000000000 \
   --set config.connector.maxInFlight=1000 --set config.connector.shutdownTimeoutMs=60000
+render strimzi --set strimzi.enabled=true
+render strimzi-exactly-once --set strimzi.enabled=true --set config.connector.delivery=exactly-once \
+  --set config.topics.dlq=acme.dead-letters --set config.connector.deadlineMs=600000 \
+  --set strimzi.cluster=kafka-prod --set strimzi.authentication=tls --set strimzi.users.connector=acme-connector \
+  --set keda.inputPartitions=6 --set keda.maxReplicaCount=6
+
+# What `docstream topology --format strimzi` prints for the config a render mounts (its ConfigMap),
+# with no DOCSTREAM_* variable of this shell.
+export PATH="$(bash scripts/project-node.sh):$PATH"
+npm run build --silent
+printed() {
+  local name=$1
+  shift
+  node --input-type=module -e "
+    import { parseAllDocuments } from 'yaml';
+    import fs from 'node:fs';
+    const docs = parseAllDocuments(fs.readFileSync('$out/$name.yaml', 'utf8')).map((d) => d.toJS());
+    process.stdout.write(docs.find((d) => d?.kind === 'ConfigMap').data['docstream.json']);
+  " >"$out/$name.json"
+  env $(env | grep -o '^DOCSTREAM_[A-Z0-9_]*' | sed 's/^/-u /') node dist/cli/index.js topology \
+    -c "$out/$name.json" --format strimzi "$@" >"$out/$name-printed.yaml"
+}
+printed strimzi --input-partitions 12
+printed strimzi-exactly-once --input-partitions 6 --strimzi-cluster kafka-prod --strimzi-authentication tls \
+  --connector-principal User:acme-connector
+grep -q '^kind: KafkaTopic' "$out/default.yaml" && { echo "helm-check: strimzi.enabled=false renders a KafkaTopic" >&2; exit 1; }
 
 # The variants render what they say.
 grep -q '^kind: ScaledObject' "$out/no-keda.yaml" && { echo "helm-check: keda.enabled=false still renders a ScaledObject" >&2; exit 1; }
@@ -59,4 +87,7 @@ if "$HELM" template docstream "$chart" --kube-version 1.37.0 --set keda.maxRepli
 fi
 
 bash scripts/k8s-validate.sh --chart-default "$out/default.yaml" \
-  --chart-render "$out/no-keda.yaml" --chart-render "$out/secrets.yaml" --chart-render "$out/digest.yaml"
+  --chart-render "$out/no-keda.yaml" --chart-render "$out/secrets.yaml" --chart-render "$out/digest.yaml" \
+  --chart-render "$out/strimzi.yaml" --chart-render "$out/strimzi-exactly-once.yaml" \
+  --strimzi-compare "$out/strimzi.yaml=$out/strimzi-printed.yaml" \
+  --strimzi-compare "$out/strimzi-exactly-once.yaml=$out/strimzi-exactly-once-printed.yaml"

@@ -2,7 +2,9 @@
 # Validates deploy/kubernetes/ offline (npm run k8s:validate): installs the pinned validator
 # (kubernetes-validate from PyPI, which bundles the Kubernetes schemas) into a virtual environment
 # in the cache on first use, then runs scripts/k8s_validate.py. Arguments are passed on
-# (e.g. --kubernetes-versions 1.31.0).
+# (e.g. --kubernetes-versions 1.31.0). The Strimzi manifests `docstream topology --format strimzi`
+# prints (of config/production.json, at-least-once and exactly-once) are validated too: the CLI is
+# built first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,4 +20,14 @@ if [[ ! -x "$venv/bin/python" ]] || ! "$venv/bin/python" -c 'import kubernetes_v
   "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps -r "$requirements"
 fi
 
-exec "$venv/bin/python" scripts/k8s_validate.py "$@"
+export PATH="$(bash scripts/project-node.sh):$PATH"
+npm run build --silent
+topology=$(mktemp -d "${TMPDIR:-/tmp}/docstream-topology.XXXXXX")
+trap 'rm -rf "$topology"' EXIT
+# Only the given file and these settings: no DOCSTREAM_* variable of this shell.
+print_topology() { env $(env | grep -o '^DOCSTREAM_[A-Z0-9_]*' | sed 's/^/-u /') "$@" node dist/cli/index.js topology -c config/production.json --format strimzi; }
+print_topology >"$topology/topology.yaml"
+print_topology DOCSTREAM_CONNECTOR_DELIVERY=exactly-once >"$topology/topology-exactly-once.yaml"
+
+"$venv/bin/python" scripts/k8s_validate.py --strimzi "$topology/topology.yaml" \
+  --strimzi "$topology/topology-exactly-once.yaml" "$@"

@@ -8,6 +8,10 @@
   against Kubernetes' ObjectMeta. The CRD leaves a trigger's metadata a map of strings (KEDA's
   scalers parse it when they start): the scalers used here (kafka, prometheus) get their required
   keys and the types of their values checked, and a trigger of another type fails the run.
+- Strimzi's kinds (KafkaTopic, KafkaUser), as `docstream topology --format strimzi` prints them
+  (--strimzi) and the chart renders them (strimzi.enabled): the openAPIV3Schema of Strimzi's CRDs
+  kept in deploy/kubernetes/schemas/ (sha256 checked), strict in the same way, for the version the
+  object names (v1beta2 or v1); broken copies (an unknown operation, a misspelt field) must be refused.
 - The kustomization lists every manifest of the directory and nothing else.
 - A self-test: broken copies of the manifests must be refused, so a validator that checks nothing
   fails the run.
@@ -40,10 +44,13 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MANIFESTS = os.path.join(ROOT, "deploy", "kubernetes")
 SCHEMAS = os.path.join(MANIFESTS, "schemas")
 
-# KEDA v2.20.2, config/crd/bases (deploy/kubernetes/schemas/README.md).
+# KEDA v2.20.2, config/crd/bases; Strimzi 0.51.0, packaging/install/cluster-operator
+# (deploy/kubernetes/schemas/README.md).
 CRDS = {
     "keda.sh_scaledobjects.yaml": "af35555862a83933b074af14ad439c4b4ceabaf4daa3e9338e9b23e36d308d80",
     "keda.sh_triggerauthentications.yaml": "275307b4cb19ca8f0f506a879282aa4c67587ac16ec757f494d6585c5c185d65",
+    "strimzi-043-Crd-kafkatopic.yaml": "9c3a187244aa762db89117df14a7af0609aa3dd068ec6cd6c7195b56af580c74",
+    "strimzi-044-Crd-kafkauser.yaml": "5c31f18f6c2beb37c2bb3dfd3e7773f61b05bb9b68126ba7671a50f4429ae404",
 }
 
 Doc = dict[str, Any]
@@ -398,11 +405,108 @@ def check_chart(args: argparse.Namespace, crds: "CrdSchemas", versions: list[str
     return failures
 
 
+def strimzi_broken_copies(docs: list[Doc]) -> list[tuple[str, Doc]]:
+    """Copies of a printed KafkaTopic and KafkaUser with one mistake each, which must be refused."""
+    out: list[tuple[str, Doc]] = []
+    topic = next((d for d in docs if d.get("kind") == "KafkaTopic"), None)
+    user = next((d for d in docs if d.get("kind") == "KafkaUser"), None)
+    if topic is not None:
+        d = copy.deepcopy(topic)
+        d["spec"]["partitions"] = "three"
+        out.append(("a KafkaTopic with partitions as a string", d))
+        d = copy.deepcopy(topic)
+        d["spec"]["replica"] = d["spec"].pop("replicas")
+        out.append(("a KafkaTopic with spec.replica (misspelt)", d))
+    if user is not None:
+        d = copy.deepcopy(user)
+        d["spec"]["authorization"]["acls"][0]["operations"] = ["Reed"]
+        out.append(("a KafkaUser ACL with the operation Reed", d))
+        d = copy.deepcopy(user)
+        d["spec"]["authorization"]["acls"][0]["resource"]["patternType"] = "prefixed"
+        out.append(("a KafkaUser ACL with patternType prefixed (Strimzi says prefix)", d))
+    return out
+
+
+def check_strimzi(paths: list[str], crds: "CrdSchemas", versions: list[str]) -> int:
+    failures = 0
+    for path in paths:
+        docs = load_yaml(path)
+        kinds = {d.get("kind") for d in docs}
+        if not {"KafkaTopic", "KafkaUser"} <= kinds:
+            failures += 1
+            print(f"FAIL strimzi {path}: no KafkaTopic and KafkaUser in it (kinds: {sorted(str(k) for k in kinds)})")
+        for doc in docs:
+            label = f"{doc.get('apiVersion')} {doc.get('kind')}/{doc.get('metadata', {}).get('name')}"
+            try:
+                if not crds.knows(doc):
+                    raise Invalid(f"no CRD schema for {doc.get('apiVersion')} {doc.get('kind')}")
+                validate_doc(doc, crds, versions)
+                print(f"ok   strimzi {os.path.basename(path)}  {label}")
+            except Invalid as e:
+                failures += 1
+                print(f"FAIL strimzi {os.path.basename(path)}  {label}  {e}")
+        for what, doc in strimzi_broken_copies(docs):
+            try:
+                validate_doc(doc, crds, versions)
+                failures += 1
+                print(f"FAIL self-test: {what} was accepted")
+            except Invalid as e:
+                print(f"ok   self-test: refused {what}: {e}")
+    return failures
+
+
+def compare_strimzi(pairs: list[str]) -> int:
+    """Each RENDER=PRINTED pair: the chart's KafkaTopic/KafkaUser objects equal the command's."""
+    failures = 0
+    for pair in pairs:
+        render, printed = pair.split("=", 1)
+        pick = lambda docs: {  # noqa: E731
+            (d["kind"], d["metadata"]["name"]): d for d in docs if d.get("kind") in ("KafkaTopic", "KafkaUser")
+        }
+        chart, cli = pick(load_yaml(render)), pick(load_yaml(printed))
+        diffs = [f"{k[0]}/{k[1]} only in the chart" for k in chart.keys() - cli.keys()]
+        diffs += [f"{k[0]}/{k[1]} only in docstream topology" for k in cli.keys() - chart.keys()]
+        for k in sorted(chart.keys() & cli.keys()):
+            diffs += [f"{k[0]}/{k[1]}: {d}" for d in differences(chart[k], cli[k])]
+        for d in diffs:
+            print(f"FAIL chart {os.path.basename(render)}: Strimzi objects differ from docstream topology: {d}")
+        failures += len(diffs)
+        if not chart:
+            failures += 1
+            print(f"FAIL chart {os.path.basename(render)}: no KafkaTopic or KafkaUser rendered")
+        elif not diffs:
+            print(f"ok   chart {os.path.basename(render)}: {len(chart)} Strimzi objects = docstream topology --format strimzi")
+        # Self-test of the comparison: one ACL less must differ.
+        user = next((k for k in chart if k[0] == "KafkaUser"), None)
+        if user is not None:
+            changed = copy.deepcopy(chart[user])
+            changed["spec"]["authorization"]["acls"].pop()
+            if differences(changed, cli.get(user, {})):
+                print(f"ok   self-test: a KafkaUser with one ACL less differs from docstream topology's")
+            else:
+                failures += 1
+                print("FAIL self-test: a KafkaUser with one ACL less compared equal")
+    return failures
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--chart-render", action="append", default=[], help="a rendered chart (helm template) to validate")
     parser.add_argument(
         "--chart-default", help="the chart rendered with its default values: validated, and compared with the manifests"
+    )
+    parser.add_argument(
+        "--strimzi",
+        action="append",
+        default=[],
+        help="Strimzi KafkaTopic/KafkaUser manifests (docstream topology --format strimzi) to validate",
+    )
+    parser.add_argument(
+        "--strimzi-compare",
+        action="append",
+        default=[],
+        metavar="RENDER=PRINTED",
+        help="a chart render whose KafkaTopic/KafkaUser objects must equal docstream topology's printed ones",
     )
     parser.add_argument(
         "--kubernetes-versions",
@@ -462,6 +566,10 @@ def main() -> int:
     if args.chart_render or args.chart_default:
         all_manifests = [d for p in manifests for d in load_yaml(p)]
         failures += check_chart(args, crds, versions, all_manifests)
+    if args.strimzi:
+        failures += check_strimzi(args.strimzi, crds, versions)
+    if args.strimzi_compare:
+        failures += compare_strimzi(args.strimzi_compare)
 
     refused = 0
     needed = {"Deployment", "ScaledObject", "TriggerAuthentication"}

@@ -93,6 +93,18 @@ export interface TopologyTopic extends TopicRequest {
   schema: AvroSchemaName | null;
 }
 
+/** The table as data (partitions and cleanup by kind), for what cannot call this module: the Helm chart. */
+export function topologyTable(): ReadonlyArray<
+  Pick<TopicSpec, 'key' | 'partitions' | 'cleanup'> & { createdBy: TopologyTopic['createdBy'] }
+> {
+  return [...TOPOLOGY, REDRIVES].map((spec) => ({
+    key: spec.key,
+    partitions: spec.partitions,
+    cleanup: spec.cleanup,
+    createdBy: spec === REDRIVES ? 'dlq redrive' : 'run',
+  }));
+}
+
 /** Every topic docstream uses, as it would create them: the input topic taken as `inputPartitions`. */
 export function topologyTopics(t: Topics, deadlineMs: number, inputPartitions: number): TopologyTopic[] {
   return [...TOPOLOGY, REDRIVES].map((spec) => ({

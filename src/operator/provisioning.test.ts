@@ -1,8 +1,10 @@
+import fs from 'node:fs';
 import { parseAllDocuments } from 'yaml';
 import { loadConfig } from '../config/index.js';
 import { ACL_RULES, aclsOf, DEFAULT_PRINCIPALS } from '../connector/acls.js';
 import { webhookTopicConfigs } from '../connector/outputs/decision-deliveries.js';
 import {
+  chartTopology,
   formatTopologyScript,
   formatTopologyStrimzi,
   formatTopologyText,
@@ -218,4 +220,11 @@ describe('renderings', () => {
       f: [{ g: 'x' }],
     });
   });
+});
+
+test("the Helm chart's copy of the tables (files/topology.json) is what the tables say", () => {
+  const file = JSON.parse(fs.readFileSync('deploy/helm/docstream/files/topology.json', 'utf8')) as unknown;
+  // Regenerate: npm run build, then node -e "import('./dist/operator/provisioning.js').then((m) =>
+  // console.log(JSON.stringify(m.chartTopology(), null, 2)))" > deploy/helm/docstream/files/topology.json
+  expect(file).toEqual(chartTopology());
 });

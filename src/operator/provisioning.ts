@@ -4,9 +4,23 @@
  * their configs, `src/connector/acls.ts` for the ACLs): as text, as a kafka-topics.sh and
  * kafka-acls.sh script, as Strimzi KafkaTopic and KafkaUser manifests, or as JSON.
  */
-import type { Config } from '../config/index.js';
-import { aclsOf, type Acl, type AclPrincipals, type AclRole } from '../connector/acls.js';
-import { INPUT_VALUE_SCHEMA, topologyTopics, type TopologyTopic } from '../connector/topology.js';
+import { loadConfig, type Config } from '../config/index.js';
+import {
+  ACL_RULES,
+  aclsOf,
+  DEFAULT_PRINCIPALS,
+  type Acl,
+  type AclPrincipals,
+  type AclRole,
+} from '../connector/acls.js';
+import { deliveryWindowMs, webhookTopicConfigs } from '../connector/outputs/decision-deliveries.js';
+import {
+  INPUT_VALUE_SCHEMA,
+  topologyTable,
+  topologyTopics,
+  type TopologyTopic,
+} from '../connector/topology.js';
+import { READER_GROUP_PREFIXES } from '../kafka/reader-groups.js';
 import type { AvroSchemaName } from '../serde/avro-schemas.js';
 
 export interface Subject {
@@ -309,4 +323,56 @@ export function toYamlStream(objects: ReadonlyArray<Record<string, unknown>>): s
 
 export function formatTopologyStrimzi(t: Topology, o: StrimziOptions): string {
   return toYamlStream(strimziObjects(t, o));
+}
+
+/**
+ * The tables as the Helm chart reads them (`deploy/helm/docstream/files/topology.json`, which its
+ * strimzi templates resolve against the chart's config): the topics by kind, the ACL rules, and the
+ * configuration's defaults for the keys the chart may leave out. A unit test keeps the file equal.
+ */
+export function chartTopology(): Record<string, unknown> {
+  const d = loadConfig({ env: {}, files: [] });
+  const { outputPartitions, replicationFactor, ...names } = d.topics;
+  return {
+    about:
+      'Generated from src/connector/topology.ts and acls.ts (chartTopology in src/operator/provisioning.ts); do not edit.',
+    defaults: {
+      topics: { ...names, outputPartitions, replicationFactor },
+      kafka: { groupId: d.kafka.groupId },
+      connector: {
+        deadlineMs: d.connector.deadlineMs,
+        delivery: d.connector.delivery,
+        transactionalIdPrefix: d.connector.transactionalIdPrefix,
+      },
+    },
+    principals: DEFAULT_PRINCIPALS,
+    webhookWindowMarginMs: deliveryWindowMs(0),
+    topics: topologyTable().map((spec) => ({
+      key: spec.key,
+      partitions: spec.partitions,
+      configs:
+        spec.cleanup === 'compact'
+          ? { 'cleanup.policy': 'compact' }
+          : spec.cleanup === 'deliveries'
+            ? { 'cleanup.policy': webhookTopicConfigs(0)['cleanup.policy'] }
+            : {},
+      webhookWindow: spec.cleanup === 'deliveries',
+    })),
+    acls: ACL_RULES.map((rule) => {
+      const r = rule.resource;
+      return {
+        role: rule.role,
+        exactlyOnce: rule.exactlyOnce === true,
+        operations: rule.operations,
+        resource:
+          r.type === 'topic'
+            ? { type: 'topic', topics: r.topics }
+            : r.type === 'group'
+              ? { type: 'group' }
+              : r.type === 'reader-groups'
+                ? { type: 'group', prefixes: r.readers.map((x) => `${READER_GROUP_PREFIXES[x]}-`) }
+                : { type: 'transactionalId' },
+      };
+    }),
+  };
 }
