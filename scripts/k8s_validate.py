@@ -16,8 +16,8 @@
 - A self-test: broken copies of the manifests must be refused, so a validator that checks nothing
   fails the run.
 - The Helm chart (deploy/helm/docstream), rendered by scripts/helm-check.sh: every object of each
-  render (--chart-render) validated as above, and the render with the default values
-  (--chart-default) the same objects as the manifests in substance: Helm's own labels
+  render (--chart-render) validated as above, and the render given as --chart-default (KEDA on, as
+  the manifests have it) the same objects as the manifests in substance: Helm's own labels
   (app.kubernetes.io/instance, managed-by, version, helm.sh/chart) and checksum/* annotations aside,
   JSON in a ConfigMap compared as data. A changed copy of the render must be told apart.
 
@@ -385,16 +385,16 @@ def check_chart(args: argparse.Namespace, crds: "CrdSchemas", versions: list[str
         chart = load_yaml(args.chart_default)
         diffs = compare_with_manifests(manifests, chart)
         for d in diffs:
-            print(f"FAIL chart default render differs from deploy/kubernetes: {d}")
+            print(f"FAIL chart render {os.path.basename(args.chart_default)} differs from deploy/kubernetes: {d}")
         failures += len(diffs)
         if not diffs:
-            print(f"ok   chart default render = deploy/kubernetes in substance ({len(chart)} objects)")
+            print(f"ok   chart render {os.path.basename(args.chart_default)} = deploy/kubernetes in substance ({len(chart)} objects)")
         # Self-test of the comparison: a changed copy must differ.
         changed = copy.deepcopy(chart)
         deployment = next((d for d in changed if d.get("kind") == "Deployment"), None)
         if deployment is None:
             failures += 1
-            print("FAIL self-test: no Deployment in the chart's default render")
+            print("FAIL self-test: no Deployment in the chart's render")
         else:
             deployment["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] = 44
             if compare_with_manifests(manifests, changed):
@@ -493,7 +493,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--chart-render", action="append", default=[], help="a rendered chart (helm template) to validate")
     parser.add_argument(
-        "--chart-default", help="the chart rendered with its default values: validated, and compared with the manifests"
+        "--chart-default",
+        help="the chart rendered as the manifests are (KEDA on): validated, and compared with the manifests",
     )
     parser.add_argument(
         "--strimzi",
