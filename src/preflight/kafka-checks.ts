@@ -238,22 +238,26 @@ async function existingTopic(
   }
   const expected = planned.configs ?? {};
   const names = Object.keys(expected);
-  const configs = await bounded(
-    probe.topicConfigs(name, names.length > 0 ? names : ['cleanup.policy']),
-    timeoutMs,
-    `describing the configs of ${name}`,
-  ).catch(
-    (error: unknown) =>
-      ({ outcome: 'failed', code: 'timeout', message: (error as Error).message }) as ProbeAnswer,
-  );
+  // The inputs are only read; of a topic docstream writes, boot reads max.message.bytes.
+  const configs: Record<string, string> | ProbeAnswer = planned.input
+    ? {}
+    : await bounded(
+        probe.topicConfigs(name, names.length > 0 ? names : ['max.message.bytes']),
+        timeoutMs,
+        `describing the configs of ${name}`,
+      ).catch(
+        (error: unknown) =>
+          ({ outcome: 'failed', code: 'timeout', message: (error as Error).message }) as ProbeAnswer,
+      );
   if (isAnswer(configs)) {
     const why =
       configs.outcome === 'denied'
         ? `the principal may not read its configs (${configs.code}): ${grant('DescribeConfigs', `--topic ${name}`)}`
         : `its configs could not be read: ${answerText(configs)}`;
-    // Required at start for the state and webhook topics, a warning for the others (max.message.bytes).
+    // Required at start for the state and webhook topics; for the others boot warns and applies
+    // kafka.maxMessageBytes to every topic.
     if (names.length > 0) problems.push(why);
-    else risks.push(why);
+    else risks.push(`${why}; without it kafka.maxMessageBytes is taken as the topic's record limit`);
   } else {
     for (const [key, value] of Object.entries(expected)) {
       const actual = configs[key];

@@ -1,0 +1,180 @@
+/**
+ * `docstream config check --connect` (the built CLI) against a broker with Kafka's authorizer on
+ * (`startPrivateKafka({ authorizer: true })`): with the topics made by the admin and the ACLs that
+ * docs/deployment.md lists granted to User:docstream, every Kafka check is ok; with one ACL removed
+ * (Write on the dead-letter topic), that one is named, denied, with the grant that fixes it, and the
+ * command exits 1. The probes write nothing: the topics' end offsets do not move.
+ */
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import kafkajs from 'kafkajs';
+import type { Acl } from 'kafkajs';
+import { plannedTopics } from '../../src/connector/topology.js';
+import type { Finding } from '../../src/preflight/index.js';
+import { E2E } from '../harness/e2e.js';
+import { startPrivateKafka, type PrivateKafka } from '../harness/private-kafka.js';
+
+const { Kafka, logLevel, AclResourceTypes, AclOperationTypes, AclPermissionTypes, ResourcePatternTypes } =
+  kafkajs;
+
+const CLI = path.resolve('dist/cli/index.js');
+
+interface Report {
+  code: number | null;
+  findings: Finding[];
+}
+
+function check(file: string): Promise<Report> {
+  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('DOCSTREAM_')));
+  const child = spawn(
+    process.execPath,
+    [CLI, 'config', 'check', '--connect', '--json', '--timeout', '5', '-c', file],
+    { env, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (c: Buffer) => (stdout += c.toString('utf8')));
+  child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
+  return new Promise((resolve, reject) => {
+    child.once('error', reject);
+    child.once('close', (code) => {
+      try {
+        resolve({ code, findings: (JSON.parse(stdout) as { findings: Finding[] }).findings });
+      } catch {
+        reject(new Error(`no JSON report (exit ${code}): ${stdout}\n${stderr}`));
+      }
+    });
+  });
+}
+
+/** Runs the check until `done` holds for its report (the broker applies ACLs from its metadata log). */
+async function checkUntil(file: string, done: (r: Report) => boolean): Promise<Report> {
+  let last: Report | undefined;
+  for (let i = 0; i < 20; i++) {
+    last = await check(file);
+    if (done(last)) return last;
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  return last!;
+}
+
+const kafkaFindings = (r: Report) => r.findings.filter((f) => ['kafka', 'topics', 'acls'].includes(f.part));
+
+describe('config check --connect against a broker with the authorizer on', () => {
+  let kafka: PrivateKafka;
+  let env: E2E;
+  let admin: ReturnType<InstanceType<typeof Kafka>['admin']>;
+  let file: string;
+  let dlqWrite: Acl & { resourceType: number; resourcePatternType: number };
+  let topics: string[];
+
+  beforeAll(async () => {
+    kafka = await startPrivateKafka({ authorizer: true });
+    env = new E2E(2, { brokers: kafka.brokers });
+    await env.start();
+    admin = new Kafka({ brokers: kafka.brokers, logLevel: logLevel.NOTHING }).admin();
+    await admin.connect();
+    const config = env.config();
+    const planned = plannedTopics(config.topics, config.connector.deadlineMs, config.topics.outputPartitions);
+    topics = planned.map((p) => p.topic);
+    await admin.createTopics({
+      waitForLeaders: true,
+      topics: planned
+        .filter((p) => !p.input)
+        .map((p) => ({
+          topic: p.topic,
+          numPartitions: p.numPartitions,
+          replicationFactor: 1,
+          configEntries: Object.entries(p.configs ?? {}).map(([name, value]) => ({ name, value })),
+        })),
+    });
+    const principal = `User:${kafka.secure.scramTls.username}`;
+    const allow = (
+      resourceType: number,
+      resourceName: string,
+      operation: number,
+      resourcePatternType: number = ResourcePatternTypes.LITERAL,
+    ) => ({
+      resourceType,
+      resourceName,
+      resourcePatternType,
+      principal,
+      host: '*',
+      operation,
+      permissionType: AclPermissionTypes.ALLOW,
+    });
+    const { TOPIC, GROUP } = AclResourceTypes;
+    const { READ, WRITE, DESCRIBE, DESCRIBE_CONFIGS } = AclOperationTypes;
+    // docs/deployment.md's table, for this test's topic names and group.
+    const acl = planned.flatMap((p) => {
+      const ops =
+        p.key === 'arrived' || p.key === 'feedback'
+          ? [READ, DESCRIBE]
+          : p.key === 'state' || p.key === 'webhooks'
+            ? [READ, WRITE, DESCRIBE, DESCRIBE_CONFIGS]
+            : [WRITE, DESCRIBE, DESCRIBE_CONFIGS];
+      return ops.map((op) => allow(TOPIC, p.topic, op));
+    });
+    acl.push(allow(GROUP, config.kafka.groupId, READ), allow(GROUP, config.kafka.groupId, DESCRIBE));
+    acl.push(
+      allow(GROUP, 'docstream-', READ, ResourcePatternTypes.PREFIXED),
+      allow(GROUP, 'docstream-', DESCRIBE, ResourcePatternTypes.PREFIXED),
+    );
+    await admin.createAcls({ acl });
+    dlqWrite = allow(TOPIC, config.topics.dlq, WRITE);
+    const s = kafka.secure;
+    file = env.writeConfig({
+      kafka: {
+        brokers: [s.scramTls.bootstrap],
+        sslCaFile: s.caFile,
+        saslMechanism: 'scram-sha-512',
+        saslUsername: s.scramTls.username,
+        saslPassword: s.scramTls.password,
+      },
+    });
+  }, 180_000);
+
+  afterAll(async () => {
+    await admin?.disconnect();
+    await env?.stop();
+    await kafka?.remove();
+  });
+
+  it('finds every right the connector needs when the documented ACLs are granted, and writes nothing', async () => {
+    const ends = async () =>
+      Promise.all(topics.map(async (t) => (await admin.fetchTopicOffsets(t)).map((p) => p.high).join(',')));
+    const before = await ends();
+    const r = await checkUntil(file, (x) => x.code === 0);
+    expect(kafkaFindings(r).filter((f) => f.status !== 'ok')).toEqual([]);
+    expect(r.code).toBe(0);
+    const tried = r.findings.filter((f) => f.part === 'acls').map((f) => f.subject);
+    expect(tried).toEqual(
+      expect.arrayContaining([
+        `Read on topic ${env.topics.arrived}`,
+        `Write on topic ${env.topics.dlq}`,
+        `Write on topic ${env.topics.state}`,
+        `Read on group ${env.config().kafka.groupId}`,
+        'Read on groups docstream-changelog-*',
+      ]),
+    );
+    expect(await ends()).toEqual(before);
+  }, 120_000);
+
+  it('names the one ACL removed, with the grant that fixes it, and exits 1', async () => {
+    await admin.deleteAcls({ filters: [dlqWrite] });
+    const r = await checkUntil(file, (x) => x.code === 1);
+    expect(r.code).toBe(1);
+    expect(kafkaFindings(r).filter((f) => f.status !== 'ok')).toEqual([
+      {
+        part: 'acls',
+        subject: `Write on topic ${env.topics.dlq}`,
+        status: 'missing',
+        detail: expect.stringMatching(
+          new RegExp(
+            `denied \\(TOPIC_AUTHORIZATION_FAILED\\): grant Write \\(kafka-acls\\.sh .*--operation Write --topic ${env.topics.dlq.replace(/\./g, '\\.')}\\)`,
+          ),
+        ),
+      },
+    ]);
+  }, 120_000);
+});
