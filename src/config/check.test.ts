@@ -2,7 +2,13 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { checkConfigFile, readinessProblems } from './check.js';
+import {
+  checkConfigFile,
+  deploymentChecks,
+  environmentValues,
+  readinessProblems,
+  setValues,
+} from './check.js';
 import { loadConfig } from './load.js';
 
 const examples = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../config');
@@ -240,5 +246,92 @@ describe('checkConfigFile', () => {
         api: { baseUrl: 'http://127.0.0.1:8080', clientSecret: 'sandbox-secret' },
       }),
     ).toEqual([expect.stringMatching(/^kafka\.brokers: kafka-1\.internal:9093 is not on this machine/)]);
+  });
+});
+
+describe('what a deployment lacks or risks, across its files (deploymentChecks)', () => {
+  const production = () => {
+    const together = new Map<string, unknown>();
+    for (const file of ['production.json', 'production.env']) {
+      for (const [k, v] of checkConfigFile(path.join(examples, file)).values ?? []) together.set(k, v);
+    }
+    return together;
+  };
+
+  it('passes config/production.json and production.env together', () => {
+    expect(deploymentChecks(production(), { secretsElsewhere: true })).toEqual({ errors: [], warnings: [] });
+  });
+
+  it('refuses a required key left at its default against a remote cluster, naming it', () => {
+    const values = production();
+    values.delete('registry.url');
+    values.delete('blobs.fileRoots');
+    values.delete('blobs.httpHosts');
+    values.delete('blobs.s3Buckets');
+    const { errors } = deploymentChecks(values);
+    expect(errors).toEqual([
+      expect.stringMatching(
+        /^registry\.url is required against a cluster off this machine \(kafka-1\.internal:9093\) and not set \(its default: points at the local stack’s registry\)/,
+      ),
+      expect.stringMatching(/^one of blobs\.fileRoots, blobs\.httpHosts, blobs\.s3Buckets is required/),
+    ]);
+  });
+
+  it('takes an unset secret of files for a warning: it may come from a _FILE variable where docstream runs', () => {
+    const values = production();
+    values.delete('api.clientSecret');
+    expect(deploymentChecks(values, { secretsElsewhere: true })).toEqual({
+      errors: [],
+      warnings: [
+        expect.stringMatching(
+          /^api\.clientSecret is required .*DOCSTREAM_API_CLIENT_SECRET_FILE where docstream runs/,
+        ),
+      ],
+    });
+    expect(deploymentChecks(values).errors).toEqual([
+      expect.stringMatching(/^api\.clientSecret is required/),
+    ]);
+  });
+
+  it('warns on replication factor 1 against several brokers, or the count a connected check found', () => {
+    const values = production();
+    values.set('topics.replicationFactor', 1);
+    expect(deploymentChecks(values).warnings).toEqual([
+      expect.stringMatching(/^topics\.replicationFactor is 1 against a cluster \(kafka-1\.internal:9093,/),
+    ]);
+    const local = new Map<string, unknown>([['kafka.brokers', ['localhost:9092']]]);
+    expect(deploymentChecks(local).warnings).toEqual([]);
+    expect(deploymentChecks(local, { brokerCount: 3 }).warnings).toEqual([
+      expect.stringMatching(/^topics\.replicationFactor is 1 against a cluster of 3 brokers/),
+    ]);
+  });
+
+  it('warns on a registry or API on this machine with a remote cluster', () => {
+    const values = production();
+    values.set('registry.url', 'http://localhost:8081/apis/ccompat/v7');
+    values.set('api.cell', '');
+    values.set('api.baseUrl', 'http://127.0.0.1:8080');
+    expect(deploymentChecks(values).warnings).toEqual([
+      expect.stringMatching(
+        /^registry\.url \(http:\/\/localhost:8081\/apis\/ccompat\/v7\) is on this machine while kafka\.brokers/,
+      ),
+      expect.stringMatching(/^api\.baseUrl \(http:\/\/127\.0\.0\.1:8080\) is on this machine/),
+    ]);
+  });
+
+  it('reads what a loaded configuration and the environment set', () => {
+    const config = loadConfig({ env: { DOCSTREAM_KAFKA_BROKERS: 'kafka.example:9093' }, files: [] });
+    expect([...setValues(config).keys()]).toEqual(['kafka.brokers']);
+    expect(
+      environmentValues({
+        DOCSTREAM_API_CLIENT_SECRET_FILE: '/run/secrets/x',
+        DOCSTREAM_TOPICS_REPLICATION_FACTOR: '3',
+      }),
+    ).toEqual(
+      new Map<string, unknown>([
+        ['topics.replicationFactor', 3],
+        ['api.clientSecret', '(from file)'],
+      ]),
+    );
   });
 });

@@ -8,8 +8,10 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { resolveAddress } from '../client/cells.js';
 import { ConfigError, coerce } from './load.js';
+import { kafkaTlsOn } from './effective.js';
 import { parseStartFrom } from './start-from.js';
 import { isLoopbackHost, plaintextBrokerProblem } from './transport.js';
+import { CONFIG_GRADES } from './grades.js';
 import { CONFIG_SPEC, RESERVED_ENV, envName, type FieldSpec } from './spec.js';
 
 interface CheckResult {
@@ -19,6 +21,8 @@ interface CheckResult {
   warnings: string[];
   /** How many keys or variables were read. */
   keys: number;
+  /** The values the file set, as `section.key` (a secret from a `…_FILE` as `(from file)`). */
+  values?: Map<string, unknown>;
 }
 
 const sections = CONFIG_SPEC as unknown as Record<string, Record<string, FieldSpec>>;
@@ -127,10 +131,12 @@ function crossChecks(result: CheckResult, values: Map<string, unknown>, origin: 
   }
   const brokers = values.get('kafka.brokers');
   if (Array.isArray(brokers)) {
-    const tls =
-      values.get('kafka.ssl') === true ||
-      Boolean(values.get('kafka.sslCaFile')) ||
-      Boolean(values.get('kafka.sslCertFile'));
+    const tls = kafkaTlsOn({
+      ssl: values.get('kafka.ssl') === true,
+      sslCaFile: String(values.get('kafka.sslCaFile') ?? ''),
+      sslCertFile: String(values.get('kafka.sslCertFile') ?? ''),
+      sslKeyFile: String(values.get('kafka.sslKeyFile') ?? ''),
+    });
     const problem = plaintextBrokerProblem(brokers as string[], tls);
     if (problem) result.errors.push(`${origin}: kafka.brokers: ${problem}`);
   }
@@ -191,7 +197,7 @@ export function readinessProblems(config: EffectiveSettings): string[] {
   for (const [key, file] of files) {
     if (file !== '' && !fs.existsSync(file)) problems.push(`${key}: ${file} does not exist on this machine`);
   }
-  const tls = config.kafka.ssl || config.kafka.sslCaFile !== '' || config.kafka.sslCertFile !== '';
+  const tls = kafkaTlsOn(config.kafka);
   const plaintext = plaintextBrokerProblem(config.kafka.brokers, tls);
   if (plaintext) problems.push(`kafka.brokers: ${plaintext}`);
   if (config.api.clientSecret === SANDBOX_SECRET && !isSandboxAddress(config.api.baseUrl)) {
@@ -254,6 +260,7 @@ function checkJson(text: string, origin: string): CheckResult {
     }
   }
   crossChecks(result, values, origin);
+  result.values = values;
   return result;
 }
 
@@ -304,6 +311,7 @@ function checkEnv(text: string, origin: string): CheckResult {
     }
   });
   crossChecks(result, values, origin);
+  result.values = values;
   return result;
 }
 
@@ -321,4 +329,121 @@ export function checkConfigFile(file: string): CheckResult {
   }
   const base = path.basename(file);
   return base.endsWith('.env') || base.startsWith('.env') ? checkEnv(text, file) : checkJson(text, file);
+}
+
+/** The default of `section.key`, computed as the loader does. */
+function defaultOf(key: string): unknown {
+  const [section, name] = key.split('.') as [string, string];
+  const spec = sections[section]![name]!;
+  return typeof spec.default === 'function' ? (spec.default as () => unknown)() : spec.default;
+}
+
+function isLoopbackUrl(value: unknown): boolean {
+  return typeof value === 'string' && isSandboxAddress(value);
+}
+
+/**
+ * What a deployment's settings taken together lack or risk (`values`: what they set, as
+ * `section.key`, the rest at its default). Against brokers off this machine, the keys that
+ * docs/configuration.md calls required must be set; replication factor 1 on a cluster, and a
+ * registry or API on this machine with a remote cluster, are warnings. `brokerCount`, when a
+ * check has connected, is the cluster's size.
+ */
+export function deploymentChecks(
+  values: ReadonlyMap<string, unknown>,
+  options: {
+    brokerCount?: number;
+    /** Files are checked, not what runs: an unset secret may come from a `…_FILE` where it runs. */
+    secretsElsewhere?: boolean;
+  } = {},
+): { errors: string[]; warnings: string[] } {
+  const { brokerCount } = options;
+  const errors: string[] = [];
+  const warnings: string[] = [];
+  const valueOf = (key: string) => (values.has(key) ? values.get(key) : defaultOf(key));
+  const brokers = (valueOf('kafka.brokers') as string[]).map((b) => b.trim());
+  const remote = brokers.filter((b) => !isLoopbackHost(b.replace(/:\d+$/, '').replace(/^\[|\]$/g, '')));
+  if (remote.length > 0) {
+    const groups = new Map<string, string[]>();
+    for (const [key, grade] of Object.entries(CONFIG_GRADES)) {
+      if (grade.required === undefined) continue;
+      const group = grade.required === 'yes' ? key : grade.required;
+      groups.set(group, [...(groups.get(group) ?? []), key]);
+    }
+    for (const [group, keys] of groups) {
+      if (keys.some((key) => values.has(key))) continue;
+      const risk = keys.length === 1 ? CONFIG_GRADES[keys[0]!]!.risk : undefined;
+      const problem = `${group} is required against a cluster off this machine (${remote[0]}) and not set${risk ? ` (its default: ${risk})` : ''}`;
+      const secret = keys.every((key) => {
+        const [section, name] = key.split('.') as [string, string];
+        return sections[section]![name]!.secret === true;
+      });
+      if (secret && options.secretsElsewhere) {
+        warnings.push(
+          `${problem}; set ${keys.map((key) => `${envName(...(key.split('.') as [string, string]))}_FILE`).join(' or ')} where docstream runs`,
+        );
+      } else {
+        errors.push(problem);
+      }
+    }
+    if (values.has('registry.url') && isLoopbackUrl(valueOf('registry.url'))) {
+      warnings.push(
+        `registry.url (${String(valueOf('registry.url'))}) is on this machine while kafka.brokers (${remote[0]}) is not: the connector's outputs would be registered in a registry its consumers cannot reach`,
+      );
+    }
+    const cell = valueOf('api.cell');
+    if (
+      values.has('api.baseUrl') &&
+      (cell === '' || cell === undefined) &&
+      isLoopbackUrl(valueOf('api.baseUrl'))
+    ) {
+      warnings.push(
+        `api.baseUrl (${String(valueOf('api.baseUrl'))}) is on this machine while kafka.brokers (${remote[0]}) is not: set api.cell or api.baseUrl to the real service`,
+      );
+    }
+  }
+  const replication = valueOf('topics.replicationFactor');
+  const cluster = brokerCount !== undefined ? brokerCount > 1 : brokers.length > 1 || remote.length > 0;
+  if (replication === 1 && cluster) {
+    const size =
+      brokerCount !== undefined ? `a cluster of ${brokerCount} brokers` : `a cluster (${brokers.join(',')})`;
+    warnings.push(
+      `topics.replicationFactor is 1 against ${size}: the topics docstream creates lose their records (results, state) with a broker; set it to 3`,
+    );
+  }
+  return { errors, warnings };
+}
+
+/** The keys of a loaded configuration that differ from their defaults, as `deploymentChecks` takes them. */
+export function setValues(config: object): Map<string, unknown> {
+  const out = new Map<string, unknown>();
+  for (const [section, fields] of Object.entries(sections)) {
+    const loaded = (config as Record<string, Record<string, unknown> | undefined>)[section];
+    if (!loaded) continue;
+    for (const key of Object.keys(fields)) {
+      const value = loaded[key];
+      if (JSON.stringify(value) !== JSON.stringify(defaultOf(`${section}.${key}`)))
+        out.set(`${section}.${key}`, value);
+    }
+  }
+  return out;
+}
+
+/** The keys the `DOCSTREAM_*` variables of `env` set (a secret's `…_FILE` as `(from file)`). */
+export function environmentValues(env: Record<string, string | undefined>): Map<string, unknown> {
+  const out = new Map<string, unknown>();
+  for (const [section, fields] of Object.entries(sections)) {
+    for (const [key, spec] of Object.entries(fields)) {
+      const name = envName(section, key);
+      const raw = env[name];
+      if (spec.secret && env[`${name}_FILE`]) out.set(`${section}.${key}`, '(from file)');
+      if (raw === undefined || raw === '') continue;
+      try {
+        out.set(`${section}.${key}`, coerce(spec, raw, name));
+      } catch {
+        // A malformed variable is named when the configuration is loaded.
+      }
+    }
+  }
+  return out;
 }

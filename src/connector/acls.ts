@@ -5,6 +5,7 @@
  * authorizer test grants exactly it. Read and Write imply Describe in Kafka, so Describe is listed
  * only where nothing else is granted.
  */
+import { transactionalIdPrefixOf } from '../config/effective.js';
 import type { Config } from '../config/index.js';
 import { READER_GROUP_PREFIXES, type ReaderGroup } from '../kafka/reader-groups.js';
 import type { TopicKey } from './topology.js';
@@ -145,11 +146,6 @@ export const DEFAULT_PRINCIPALS: AclPrincipals = {
   operator: 'User:docstream-operator',
 };
 
-/** The transactional id prefix exactly-once uses (`<prefix>-<partition>` per input partition). */
-export function transactionalIdPrefix(config: Config): string {
-  return config.connector.transactionalIdPrefix || `${config.kafka.groupId}-${config.topics.arrived}`;
-}
-
 /**
  * The ACLs of the table for this configuration: topic and group names resolved, the transactional
  * ids only with exactly-once delivery. One entry per resource, in the table's order.
@@ -194,7 +190,7 @@ export function aclsOf(config: Config, principals: AclPrincipals = DEFAULT_PRINC
           {
             ...base,
             resourceType: 'TransactionalId' as const,
-            name: `${transactionalIdPrefix(config)}-`,
+            name: `${transactionalIdPrefixOf(config)}-`,
             pattern: 'PREFIXED' as const,
           },
         ];

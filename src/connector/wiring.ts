@@ -51,9 +51,9 @@ import { OwnedState } from './state/store.js';
 import { stateTombstones, StateWriter } from './state/writer.js';
 import type { ArrivalEvent, Awaitable } from './types.js';
 import { egressOf } from '../config/egress.js';
+import { transactionalIdPrefixOf } from '../config/effective.js';
 import { displayProxy } from '../util/proxy.js';
 import type { Egress } from '../client/wire.js';
-import { transactionalIdPrefix } from './acls.js';
 
 function apiClientOf(
   config: Config,
@@ -190,7 +190,7 @@ function clientsOf({ config, logger, metrics }: Assembly): Clients {
     transactions:
       c.delivery === 'exactly-once'
         ? kafka.transactionalWriters({
-            idPrefix: transactionalIdPrefix(config),
+            idPrefix: transactionalIdPrefixOf(config),
             lingerMs: c.transactionLingerMs,
             limitFor: (topic) => producer.limitFor(topic),
             logger,

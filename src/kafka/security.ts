@@ -7,6 +7,7 @@
  */
 import type { generateAuthTokenFromCredentialsProvider } from 'aws-msk-iam-sasl-signer-js';
 import { OidcTokenSource } from '../client/oidc-token.js';
+import { kafkaTlsOn } from '../config/effective.js';
 import { loadTlsFiles, type TlsMaterial } from '../util/tls-files.js';
 import { SettingError } from '../util/setting-error.js';
 
@@ -63,7 +64,7 @@ const TLS_NAMES = {
 function tlsOf(s: KafkaSecuritySettings): KafkaSecurity['ssl'] {
   const files = Boolean(s.sslCaFile || s.sslCertFile || s.sslKeyFile);
   const custom = files || s.sslServerName !== '' || !s.sslVerify;
-  if (!s.ssl && !files) {
+  if (!kafkaTlsOn(s)) {
     if (s.saslMechanism === 'aws-msk-iam') {
       throw new SettingError(
         'kafka.ssl',

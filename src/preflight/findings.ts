@@ -6,7 +6,7 @@
 
 export type FindingStatus = 'ok' | 'missing' | 'warning';
 
-export type Part = 'files' | 'kafka' | 'topics' | 'acls' | 'registry' | 'api' | 'blobs';
+export type Part = 'config' | 'files' | 'kafka' | 'topics' | 'acls' | 'registry' | 'api' | 'blobs';
 
 export interface Finding {
   part: Part;

@@ -7,7 +7,7 @@
  */
 import fs from 'node:fs';
 import { headBucket, resolveHttpHost } from '../blobs/reach.js';
-import { readinessProblems } from '../config/check.js';
+import { deploymentChecks, readinessProblems, setValues } from '../config/check.js';
 import type { Config } from '../config/index.js';
 import { errorText } from '../observability/redact.js';
 import { checkApi, type ApiCredentials } from './api-checks.js';
@@ -88,6 +88,11 @@ async function checkBlobs(config: Config, findings: Findings, timeoutMs: number)
   }
 }
 
+/** The key a sentence of `deploymentChecks` starts with. */
+function keyOf(sentence: string): string {
+  return /^(?:one of )?[\w.]+(?:, [\w.]+)*/.exec(sentence)?.[0] ?? 'config';
+}
+
 /** Reaches every part of `config`; each request waits at most `timeoutMs`. */
 export async function connectCheck(
   config: Config,
@@ -117,6 +122,13 @@ export async function connectCheck(
     guard(parts[2], 'api', checkApi(api, parts[2], timeoutMs)),
     guard(parts[3], 'blobs', checkBlobs(config, parts[3], timeoutMs)),
   ]);
+  // What the settings lack or risk, now with the cluster's size known.
+  const deployment = deploymentChecks(
+    setValues(config),
+    brokers === undefined ? {} : { brokerCount: brokers },
+  );
+  for (const problem of deployment.errors) findings.missing('config', keyOf(problem), problem);
+  for (const risk of deployment.warnings) findings.warning('config', keyOf(risk), risk);
   for (const part of parts) findings.all.push(...part.all);
   return brokers === undefined ? { findings } : { findings, brokers };
 }

@@ -4,6 +4,7 @@
  * connector needs, tried by the probes of `kafka/access-probes.ts` (nothing is written).
  */
 import { randomUUID } from 'node:crypto';
+import { kafkaTlsOn, transactionalIdPrefixOf } from '../config/effective.js';
 import type { Config } from '../config/index.js';
 import { plannedTopics, type PlannedTopic } from '../connector/topology.js';
 import type { KafkaAccessProbe, ProbeAnswer, TopicFacts } from '../kafka/access-probes.js';
@@ -38,7 +39,7 @@ function isAnswer(value: unknown): value is ProbeAnswer {
 
 function securityText(config: Config): string {
   const k = config.kafka;
-  const tls = k.ssl || k.sslCaFile !== '' || k.sslCertFile !== '';
+  const tls = kafkaTlsOn(k);
   const parts = [tls ? (k.sslCertFile !== '' ? 'mutual TLS' : 'TLS') : 'plaintext'];
   if (k.saslMechanism !== 'none') parts.push(`SASL ${k.saslMechanism.toUpperCase()}`);
   return parts.join(', ');
@@ -183,13 +184,6 @@ async function plannedCreate(
   const shape = `${planned.numPartitions} partitions, replication factor ${planned.replicationFactor}`;
   if (answer.outcome === 'allowed') {
     findings.ok('topics', name, `does not exist; will be created at first start (${shape}; Create allowed)`);
-    if (planned.replicationFactor === 1 && brokers > 1) {
-      findings.warning(
-        'topics',
-        name,
-        `will be created with replication factor 1 on a cluster of ${brokers} brokers: a broker lost loses its records; set topics.replicationFactor to 3`,
-      );
-    }
   } else if (answer.outcome === 'denied') {
     findings.missing(
       'topics',
@@ -353,7 +347,7 @@ async function checkGroups(
     );
   }
   if (config.connector.delivery === 'exactly-once') {
-    const prefix = config.connector.transactionalIdPrefix || `${group}-${config.topics.arrived}`;
+    const prefix = transactionalIdPrefixOf(config);
     const id = `${prefix}-config-check-${randomUUID().slice(0, 8)}`;
     report(
       findings,

@@ -1,7 +1,14 @@
 import { type Command, Option } from 'commander';
-import { checkConfigFile, readinessProblems } from '../../config/check.js';
+import {
+  checkConfigFile,
+  deploymentChecks,
+  environmentValues,
+  readinessProblems,
+  setValues,
+} from '../../config/check.js';
 import { configReference, redactConfig, type Config } from '../../config/index.js';
 import { egressOf } from '../../config/egress.js';
+import { effectiveConfig } from '../../config/effective.js';
 import { DocumentAnalysisClient } from '../../client/client.js';
 import { TenantClient } from '../../client/tenant-client.js';
 import { redactText } from '../../observability/redact.js';
@@ -82,10 +89,10 @@ export function registerConfigCommand(program: Command): void {
     .command('show')
     .summary('Print the effective configuration as JSON, secrets redacted.')
     .description(
-      'Print the effective configuration (-c files, DOCSTREAM_* variables, defaults) as JSON, secrets redacted.',
+      'Print the effective configuration (-c files, DOCSTREAM_* variables, defaults) as JSON, secrets redacted: values as docstream uses them (kafka.ssl true when a CA or client certificate turns TLS on, the API address of api.cell, the transactional id prefix).',
     );
   addConfigOption(show).action((flags: ConfigFlags) => {
-    process.stdout.write(`${JSON.stringify(redactConfig(configOf(flags)), null, 2)}\n`);
+    process.stdout.write(`${JSON.stringify(redactConfig(effectiveConfig(configOf(flags))), null, 2)}\n`);
   });
   examples(
     show,
@@ -143,8 +150,12 @@ export function registerConfigCommand(program: Command): void {
         // Nothing named: what a command would load here (the default files and the environment).
         // Files it names are checked here, on the machine it runs on.
         const errors: string[] = [];
+        const warnings: string[] = [];
         try {
-          errors.push(...readinessProblems(configOf({})).map(redactText));
+          const effective = configOf({});
+          const deployment = deploymentChecks(setValues(effective));
+          errors.push(...[...readinessProblems(effective), ...deployment.errors].map(redactText));
+          warnings.push(...deployment.warnings.map(redactText));
         } catch (err) {
           errors.push(redactText((err as Error).message));
         }
@@ -153,11 +164,14 @@ export function registerConfigCommand(program: Command): void {
           ok: errors.length === 0,
           keys: 0,
           errors,
-          warnings: [],
+          warnings,
         });
       }
+      // What the files set together, with this environment's DOCSTREAM_* variables over them.
+      const together = new Map<string, unknown>();
       for (const file of all) {
-        const { errors, warnings, keys } = checkConfigFile(file);
+        const { errors, warnings, keys, values } = checkConfigFile(file);
+        for (const [key, value] of values ?? []) together.set(key, value);
         results.push({
           file,
           ok: errors.length === 0,
@@ -166,11 +180,26 @@ export function registerConfigCommand(program: Command): void {
           warnings: warnings.map(redactText),
         });
       }
+      if (all.length > 0 && results.every((r) => r.ok)) {
+        for (const [key, value] of environmentValues(process.env)) together.set(key, value);
+        const { errors, warnings } = deploymentChecks(together, { secretsElsewhere: true });
+        if (errors.length + warnings.length > 0) {
+          results.push({
+            file: '(the files together)',
+            ok: errors.length === 0,
+            keys: 0,
+            errors: errors.map(redactText),
+            warnings: warnings.map(redactText),
+          });
+        }
+      }
       for (const r of results) {
         for (const warning of r.warnings) process.stderr.write(`warning: ${warning}\n`);
         for (const error of r.errors) process.stderr.write(`error: ${error}\n`);
         if (!flags.json && r.ok) {
-          process.stdout.write(all.length === 0 ? `${r.file}: ok\n` : `${r.file}: ok (${r.keys} keys)\n`);
+          process.stdout.write(
+            r.file.startsWith('(') ? `${r.file}: ok\n` : `${r.file}: ok (${r.keys} keys)\n`,
+          );
         }
       }
       if (flags.json) process.stdout.write(`${JSON.stringify({ files: results }, null, 2)}\n`);
