@@ -1,31 +1,17 @@
 /**
  * The Kafka part of `config check --connect`: the brokers with the configured security, each topic
  * of the topology (`connector/topology.ts`) against what the cluster holds, and each ACL the
- * connector needs, tried by the probes of `kafka/access-probes.ts` (nothing is written).
+ * connector needs (the table of `connector/acls.ts`), tried by the probes of `kafka/access-probes.ts`
+ * (nothing is written).
  */
 import { randomUUID } from 'node:crypto';
-import { kafkaTlsOn, transactionalIdPrefixOf } from '../config/effective.js';
+import { kafkaTlsOn } from '../config/effective.js';
 import type { Config } from '../config/index.js';
+import { aclsOf, type Acl } from '../connector/acls.js';
 import { plannedTopics, type PlannedTopic } from '../connector/topology.js';
 import type { KafkaAccessProbe, ProbeAnswer, TopicFacts } from '../kafka/access-probes.js';
 import { kafkaClientOf } from '../kafka/client-from-config.js';
 import { bounded, type Findings } from './findings.js';
-
-/** The private groups of one member each (changelog, record and view readers: `kafka/`). */
-const PRIVATE_GROUP_PREFIXES = ['docstream-changelog', 'docstream-record-reader', 'docstream-view'];
-
-/** What the connector does with each topic of the topology, by its key. */
-const NEEDS: Partial<Record<PlannedTopic['key'], Array<'Read' | 'Write'>>> = {
-  arrived: ['Read'],
-  feedback: ['Read'],
-  state: ['Read', 'Write'],
-  webhooks: ['Read', 'Write'],
-  fraud: ['Write'],
-  quality: ['Write'],
-  classification: ['Write'],
-  decision: ['Write'],
-  dlq: ['Write'],
-};
 
 function answerText(answer: ProbeAnswer): string {
   if (answer.outcome === 'untried') return answer.reason;
@@ -142,7 +128,7 @@ async function checkTopics(
         'topics',
         name,
         facts.outcome === 'denied'
-          ? `the principal may not describe it (${facts.code}): ${grant('Describe', `--topic ${name}`)}`
+          ? `the principal may not describe it (${facts.code}): ${grant('Describe', `--topic ${name}`)}, or the Read or Write it needs (either implies Describe)`
           : `describing it failed: ${answerText(facts)}`,
       );
       continue;
@@ -152,7 +138,7 @@ async function checkTopics(
       continue;
     }
     await existingTopic(planned, facts, probe, findings, timeoutMs, brokers);
-    await topicAcls(planned, probe, findings, timeoutMs);
+    await topicAcls(planned, connectorAcls(config), probe, findings, timeoutMs);
   }
 }
 
@@ -275,14 +261,24 @@ async function existingTopic(
   for (const risk of risks) findings.warning('topics', name, risk);
 }
 
+/** The connector's ACLs of the table (`connector/acls.ts`) for this configuration. */
+function connectorAcls(config: Config): Acl[] {
+  return aclsOf(config).filter((acl) => acl.role === 'connector');
+}
+
+/** Read and Write on the topic, as far as the ACL table grants them to the connector. */
 async function topicAcls(
   planned: PlannedTopic,
+  acls: readonly Acl[],
   probe: KafkaAccessProbe,
   findings: Findings,
   timeoutMs: number,
 ): Promise<void> {
-  for (const operation of NEEDS[planned.key] ?? []) {
-    const name = planned.topic;
+  const name = planned.topic;
+  const granted = acls
+    .filter((acl) => acl.resourceType === 'Topic' && acl.name === name)
+    .flatMap((acl) => acl.operations);
+  for (const operation of (['Read', 'Write'] as const).filter((op) => granted.includes(op))) {
     const work = operation === 'Read' ? probe.mayRead(name) : probe.mayWrite(name);
     const tried =
       operation === 'Read' ? 'a Fetch at the log end' : 'a Produce of an empty batch, nothing appended';
@@ -321,40 +317,40 @@ async function checkGroups(
       (error: unknown) =>
         ({ outcome: 'failed', code: 'timeout', message: (error as Error).message }) as ProbeAnswer,
     );
-  const group = config.kafka.groupId;
-  report(
-    findings,
-    `Describe on group ${group}`,
-    await ask(probe.mayDescribeGroup(group), `Describe on group ${group}`),
-    'its committed offsets fetched',
-    grant('Describe', `--group ${group}`),
-  );
-  report(
-    findings,
-    `Read on group ${group}`,
-    await ask(probe.mayJoinGroup(group), `Read on group ${group}`),
-    'a heartbeat of an unknown member, the group left as it is',
-    grant('Read', `--group ${group}`),
-  );
-  for (const prefix of PRIVATE_GROUP_PREFIXES) {
-    const id = `${prefix}-config-check`;
-    report(
-      findings,
-      `Read on groups ${prefix}-*`,
-      await ask(probe.mayJoinGroup(id), `Read on group ${id}`),
-      `a heartbeat to ${id}`,
-      grant('Read --operation Describe', `--group ${prefix}- --resource-pattern-type prefixed`),
-    );
-  }
-  if (config.connector.delivery === 'exactly-once') {
-    const prefix = transactionalIdPrefixOf(config);
-    const id = `${prefix}-config-check-${randomUUID().slice(0, 8)}`;
-    report(
-      findings,
-      `Write on transactional ids ${prefix}-*`,
-      await ask(probe.mayUseTransactionalId(id), `InitProducerId for ${id}`),
-      `InitProducerId for the throwaway id ${id}`,
-      grant('Write --operation Describe', `--transactional-id ${prefix}- --resource-pattern-type prefixed`),
-    );
+  for (const acl of connectorAcls(config)) {
+    if (acl.resourceType === 'Group' && acl.pattern === 'LITERAL') {
+      report(
+        findings,
+        `Describe on group ${acl.name}`,
+        await ask(probe.mayDescribeGroup(acl.name), `Describe on group ${acl.name}`),
+        'its committed offsets fetched',
+        `${grant('Read', `--group ${acl.name}`)}; Read implies Describe`,
+      );
+      report(
+        findings,
+        `Read on group ${acl.name}`,
+        await ask(probe.mayJoinGroup(acl.name), `Read on group ${acl.name}`),
+        'a heartbeat of an unknown member, the group left as it is',
+        grant('Read', `--group ${acl.name}`),
+      );
+    } else if (acl.resourceType === 'Group') {
+      const id = `${acl.name}config-check`;
+      report(
+        findings,
+        `Read on groups ${acl.name}*`,
+        await ask(probe.mayJoinGroup(id), `Read on group ${id}`),
+        `a heartbeat to ${id}`,
+        grant('Read', `--group ${acl.name} --resource-pattern-type prefixed`),
+      );
+    } else if (acl.resourceType === 'TransactionalId') {
+      const id = `${acl.name}config-check-${randomUUID().slice(0, 8)}`;
+      report(
+        findings,
+        `Write on transactional ids ${acl.name}*`,
+        await ask(probe.mayUseTransactionalId(id), `InitProducerId for ${id}`),
+        `InitProducerId for the throwaway id ${id}`,
+        grant('Write', `--transactional-id ${acl.name} --resource-pattern-type prefixed`),
+      );
+    }
   }
 }

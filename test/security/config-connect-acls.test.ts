@@ -1,14 +1,15 @@
 /**
  * `docstream config check --connect` (the built CLI) against a broker with Kafka's authorizer on
- * (`startPrivateKafka({ authorizer: true })`): with the topics made by the admin and the ACLs that
- * docs/deployment.md lists granted to User:docstream, every Kafka check is ok; with one ACL removed
- * (Write on the dead-letter topic), that one is named, denied, with the grant that fixes it, and the
- * command exits 1. The probes write nothing: the topics' end offsets do not move.
+ * (`startPrivateKafka({ authorizer: true })`): with the topics made by the admin and the connector's
+ * ACLs of the one table (`src/connector/acls.ts`, as `docstream topology` prints them) granted to
+ * User:docstream, every Kafka check is ok; with one ACL removed (Write on the state topic, whose Read still lets it be described),
+ * that one is named, denied, with the grant that fixes it, and the command exits 1. The probes write nothing: the topics' end offsets do not move.
  */
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import kafkajs from 'kafkajs';
 import type { Acl } from 'kafkajs';
+import { aclsOf, DEFAULT_PRINCIPALS } from '../../src/connector/acls.js';
 import { plannedTopics } from '../../src/connector/topology.js';
 import type { Finding } from '../../src/preflight/index.js';
 import { E2E } from '../harness/e2e.js';
@@ -65,7 +66,7 @@ describe('config check --connect against a broker with the authorizer on', () =>
   let env: E2E;
   let admin: ReturnType<InstanceType<typeof Kafka>['admin']>;
   let file: string;
-  let dlqWrite: Acl & { resourceType: number; resourcePatternType: number };
+  let stateWrite: Acl & { resourceType: number; resourcePatternType: number; operation: number };
   let topics: string[];
 
   beforeAll(async () => {
@@ -88,40 +89,38 @@ describe('config check --connect against a broker with the authorizer on', () =>
           configEntries: Object.entries(p.configs ?? {}).map(([name, value]) => ({ name, value })),
         })),
     });
+    // The connector's ACLs of the one table (`docstream topology` prints it), for this test's names.
     const principal = `User:${kafka.secure.scramTls.username}`;
-    const allow = (
-      resourceType: number,
-      resourceName: string,
-      operation: number,
-      resourcePatternType: number = ResourcePatternTypes.LITERAL,
-    ) => ({
-      resourceType,
-      resourceName,
-      resourcePatternType,
-      principal,
-      host: '*',
-      operation,
-      permissionType: AclPermissionTypes.ALLOW,
-    });
-    const { TOPIC, GROUP } = AclResourceTypes;
-    const { READ, WRITE, DESCRIBE, DESCRIBE_CONFIGS } = AclOperationTypes;
-    // docs/deployment.md's table, for this test's topic names and group.
-    const acl = planned.flatMap((p) => {
-      const ops =
-        p.key === 'arrived' || p.key === 'feedback'
-          ? [READ, DESCRIBE]
-          : p.key === 'state' || p.key === 'webhooks'
-            ? [READ, WRITE, DESCRIBE, DESCRIBE_CONFIGS]
-            : [WRITE, DESCRIBE, DESCRIBE_CONFIGS];
-      return ops.map((op) => allow(TOPIC, p.topic, op));
-    });
-    acl.push(allow(GROUP, config.kafka.groupId, READ), allow(GROUP, config.kafka.groupId, DESCRIBE));
-    acl.push(
-      allow(GROUP, 'docstream-', READ, ResourcePatternTypes.PREFIXED),
-      allow(GROUP, 'docstream-', DESCRIBE, ResourcePatternTypes.PREFIXED),
-    );
+    const OPERATION = {
+      Read: AclOperationTypes.READ,
+      Write: AclOperationTypes.WRITE,
+      Create: AclOperationTypes.CREATE,
+      Describe: AclOperationTypes.DESCRIBE,
+      DescribeConfigs: AclOperationTypes.DESCRIBE_CONFIGS,
+    };
+    const RESOURCE = {
+      Topic: AclResourceTypes.TOPIC,
+      Group: AclResourceTypes.GROUP,
+      TransactionalId: AclResourceTypes.TRANSACTIONAL_ID,
+    };
+    const acl = aclsOf(config, { ...DEFAULT_PRINCIPALS, connector: principal })
+      .filter((a) => a.role === 'connector')
+      .flatMap((a) =>
+        a.operations.map((operation) => ({
+          resourceType: RESOURCE[a.resourceType],
+          resourceName: a.name,
+          resourcePatternType:
+            a.pattern === 'PREFIXED' ? ResourcePatternTypes.PREFIXED : ResourcePatternTypes.LITERAL,
+          principal,
+          host: '*',
+          operation: OPERATION[operation],
+          permissionType: AclPermissionTypes.ALLOW,
+        })),
+      );
     await admin.createAcls({ acl });
-    dlqWrite = allow(TOPIC, config.topics.dlq, WRITE);
+    stateWrite = acl.find(
+      (a) => a.resourceName === config.topics.state && a.operation === AclOperationTypes.WRITE,
+    )!;
     const s = kafka.secure;
     file = env.writeConfig({
       kafka: {
@@ -155,23 +154,24 @@ describe('config check --connect against a broker with the authorizer on', () =>
         `Write on topic ${env.topics.state}`,
         `Read on group ${env.config().kafka.groupId}`,
         'Read on groups docstream-changelog-*',
+        'Read on groups docstream-webhook-view-*',
       ]),
     );
     expect(await ends()).toEqual(before);
   }, 120_000);
 
   it('names the one ACL removed, with the grant that fixes it, and exits 1', async () => {
-    await admin.deleteAcls({ filters: [dlqWrite] });
+    await admin.deleteAcls({ filters: [stateWrite] });
     const r = await checkUntil(file, (x) => x.code === 1);
     expect(r.code).toBe(1);
     expect(kafkaFindings(r).filter((f) => f.status !== 'ok')).toEqual([
       {
         part: 'acls',
-        subject: `Write on topic ${env.topics.dlq}`,
+        subject: `Write on topic ${env.topics.state}`,
         status: 'missing',
         detail: expect.stringMatching(
           new RegExp(
-            `denied \\(TOPIC_AUTHORIZATION_FAILED\\): grant Write \\(kafka-acls\\.sh .*--operation Write --topic ${env.topics.dlq.replace(/\./g, '\\.')}\\)`,
+            `denied \\(TOPIC_AUTHORIZATION_FAILED\\): grant Write \\(kafka-acls\\.sh .*--operation Write --topic ${env.topics.state.replace(/\./g, '\\.')}\\)`,
           ),
         ),
       },
