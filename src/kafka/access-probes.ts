@@ -32,7 +32,7 @@ export interface ProbeCluster {
   addTargetTopic(topic: string): Promise<void>;
   findTopicPartitionMetadata(topic: string): Array<{ partitionId: number; leader: number }>;
   findBroker(request: { nodeId: number }): Promise<ProbeBroker>;
-  findGroupCoordinator(request: { groupId: string; coordinatorType?: number }): Promise<ProbeBroker>;
+  findControllerBroker(): Promise<ProbeBroker>;
 }
 
 /** The parts of kafkajs 2.2.4's Broker (src/broker/index.js) the probes use. */
@@ -55,11 +55,16 @@ interface ProbeBroker {
   }): Promise<unknown>;
   heartbeat(request: { groupId: string; groupGenerationId: number; memberId: string }): Promise<unknown>;
   initProducerId(request: { transactionalId: string; transactionTimeout: number }): Promise<unknown>;
+  findGroupCoordinator(request: {
+    groupId: string;
+    coordinatorType: number;
+  }): Promise<{ coordinator: { nodeId: number } }>;
 }
 
 /** kafkajs' resource type code for topics in DescribeConfigs (ConfigResourceTypes.TOPIC). */
 const TOPIC_RESOURCE = 2;
-/** FindCoordinator's key type of a transaction coordinator. */
+/** FindCoordinator's key types: a group's coordinator, a transactional id's. */
+const GROUP_COORDINATOR = 0;
 const TRANSACTION_COORDINATOR = 1;
 const READ_COMMITTED = 1;
 
@@ -190,6 +195,17 @@ export class KafkaAccessProbe {
     return cluster.findBroker({ nodeId: first.leader });
   }
 
+  /**
+   * The coordinator of a group or transactional id, asked of one broker: FindCoordinator's own
+   * answer (an authorisation failure among them), which kafkajs' cluster replaces by "not found".
+   */
+  private async coordinatorOf(key: string, coordinatorType: number): Promise<ProbeBroker> {
+    const cluster = this.cluster!;
+    const broker = await cluster.findControllerBroker();
+    const { coordinator } = await broker.findGroupCoordinator({ groupId: key, coordinatorType });
+    return cluster.findBroker({ nodeId: coordinator.nodeId });
+  }
+
   /** Read on the topic: a Fetch of partition 0 at its end offset, waiting for nothing. */
   async mayRead(topic: string): Promise<ProbeAnswer> {
     if (!this.cluster) return NO_CLUSTER;
@@ -225,7 +241,11 @@ export class KafkaAccessProbe {
 
   /** Describe on the group: the group's committed offsets (OffsetFetch of all its topics). */
   mayDescribeGroup(groupId: string): Promise<ProbeAnswer> {
-    return probe(() => this.admin.fetchOffsets({ groupId }));
+    return probe(async () => {
+      // FindCoordinator first, for its own answer to a denial (see `coordinatorOf`).
+      if (this.cluster) await this.coordinatorOf(groupId, GROUP_COORDINATOR);
+      await this.admin.fetchOffsets({ groupId });
+    });
   }
 
   /**
@@ -234,9 +254,8 @@ export class KafkaAccessProbe {
    */
   async mayJoinGroup(groupId: string): Promise<ProbeAnswer> {
     if (!this.cluster) return NO_CLUSTER;
-    const cluster = this.cluster;
     return probe(async () => {
-      const coordinator = await cluster.findGroupCoordinator({ groupId });
+      const coordinator = await this.coordinatorOf(groupId, GROUP_COORDINATOR);
       await coordinator.heartbeat({ groupId, groupGenerationId: -1, memberId: 'docstream-config-check' });
     }, ['UNKNOWN_MEMBER_ID', 'ILLEGAL_GENERATION', 'GROUP_ID_NOT_FOUND']);
   }
@@ -244,12 +263,8 @@ export class KafkaAccessProbe {
   /** Describe and Write on the transactional id: InitProducerId at its transaction coordinator. */
   async mayUseTransactionalId(transactionalId: string): Promise<ProbeAnswer> {
     if (!this.cluster) return NO_CLUSTER;
-    const cluster = this.cluster;
     return probe(async () => {
-      const coordinator = await cluster.findGroupCoordinator({
-        groupId: transactionalId,
-        coordinatorType: TRANSACTION_COORDINATOR,
-      });
+      const coordinator = await this.coordinatorOf(transactionalId, TRANSACTION_COORDINATOR);
       await coordinator.initProducerId({ transactionalId, transactionTimeout: 60_000 });
     });
   }

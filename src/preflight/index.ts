@@ -9,6 +9,7 @@ import fs from 'node:fs';
 import { headBucket, resolveHttpHost } from '../blobs/reach.js';
 import { deploymentChecks, readinessProblems, setValues } from '../config/check.js';
 import type { Config } from '../config/index.js';
+import { CONFIG_SPEC, envName, type FieldSpec } from '../config/spec.js';
 import { errorText } from '../observability/redact.js';
 import { checkApi, type ApiCredentials } from './api-checks.js';
 import { Findings } from './findings.js';
@@ -25,7 +26,7 @@ export interface ConnectCheck {
 }
 
 /** The files the configuration names, checked where the command runs. */
-function checkFiles(config: Config, findings: Findings): void {
+function checkFiles(config: Config, findings: Findings, env: NodeJS.ProcessEnv): void {
   const problems = readinessProblems(config);
   for (const problem of problems) {
     const colon = problem.indexOf(': ');
@@ -48,6 +49,14 @@ function checkFiles(config: Config, findings: Findings): void {
   ];
   for (const [key, file] of named) {
     if (file !== '' && fs.existsSync(file)) findings.ok('files', key, `${file} exists`);
+  }
+  // The configuration loaded, so every secret file the environment names was read.
+  for (const [section, fields] of Object.entries(CONFIG_SPEC)) {
+    for (const [key, spec] of Object.entries(fields as Record<string, FieldSpec>)) {
+      const variable = `${envName(section, key)}_FILE`;
+      const file = spec.secret ? env[variable] : undefined;
+      if (file) findings.ok('files', variable, `${file} read (${section}.${key})`);
+    }
   }
 }
 
@@ -97,11 +106,11 @@ function keyOf(sentence: string): string {
 export async function connectCheck(
   config: Config,
   api: ApiCredentials,
-  options: { timeoutMs: number },
+  options: { timeoutMs: number; env?: NodeJS.ProcessEnv },
 ): Promise<ConnectCheck> {
   const findings = new Findings();
   const { timeoutMs } = options;
-  checkFiles(config, findings);
+  checkFiles(config, findings, options.env ?? process.env);
   // The parts are independent: reached side by side, reported in this order.
   const parts = [new Findings(), new Findings(), new Findings(), new Findings()] as const;
   const guard = async (part: Findings, name: Parameters<Findings['missing']>[0], work: Promise<unknown>) => {

@@ -22,8 +22,11 @@ interface Report {
 }
 
 /** Runs the check with one configuration file and returns its JSON report. */
-function check(file: string): Promise<Report> {
-  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('DOCSTREAM_')));
+function check(file: string, extraEnv: Record<string, string> = {}): Promise<Report> {
+  const env = {
+    ...Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('DOCSTREAM_'))),
+    ...extraEnv,
+  };
   const started = Date.now();
   const child = spawn(
     process.execPath,
@@ -82,6 +85,13 @@ describe('docstream config check --connect on the secured stack', () => {
     reports.set('topic', check(env.writeConfig({ kafka, topics: { arrived: `${env.id}.no-such-topic` } })));
     reports.set('registry', check(env.writeConfig({ kafka, registry: { url: registryDown } })));
     reports.set('secret', check(env.writeConfig({ kafka, api: { clientSecret: 'not-the-secret' } })));
+    const secretFile = await env.writeFile('api-client-secret', Buffer.from('sandbox-secret'));
+    reports.set(
+      'exactly-once',
+      check(env.writeConfig({ kafka, connector: { delivery: 'exactly-once' } }), {
+        DOCSTREAM_API_CLIENT_SECRET_FILE: secretFile,
+      }),
+    );
     for (const r of reports.values()) r.catch(() => undefined);
   }, 60_000);
 
@@ -148,5 +158,22 @@ describe('docstream config check --connect on the secured stack', () => {
       }),
     ]);
     expect(JSON.stringify(r)).not.toContain('not-the-secret');
+  });
+
+  it('with exactly-once, tries the transactional ids (InitProducerId on a throwaway id), and names the secret file it read', async () => {
+    const r = await reports.get('exactly-once')!;
+    expect(missing(r)).toEqual([]);
+    expect(r.code).toBe(0);
+    expect(r.findings).toContainEqual(
+      expect.objectContaining({
+        part: 'acls',
+        subject: `Write on transactional ids ${env.config().kafka.groupId}-${env.topics.arrived}-*`,
+        status: 'ok',
+        detail: expect.stringMatching(/InitProducerId for the throwaway id .*-config-check-/),
+      }),
+    );
+    expect(r.findings).toContainEqual(
+      expect.objectContaining({ part: 'files', subject: 'DOCSTREAM_API_CLIENT_SECRET_FILE', status: 'ok' }),
+    );
   });
 });

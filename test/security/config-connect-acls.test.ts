@@ -3,7 +3,8 @@
  * (`startPrivateKafka({ authorizer: true })`): with the topics made by the admin and the connector's
  * ACLs of the one table (`src/connector/acls.ts`, as `docstream topology` prints them) granted to
  * User:docstream, every Kafka check is ok; with one ACL removed (Write on the state topic, whose Read still lets it be described),
- * that one is named, denied, with the grant that fixes it, and the command exits 1. The probes write nothing: the topics' end offsets do not move.
+ * that one is named, denied, with the grant that fixes it, and the command exits 1; so are the
+ * transactional ids with exactly-once, which the at-least-once table does not grant. The probes write nothing: the topics' end offsets do not move.
  */
 import { spawn } from 'node:child_process';
 import path from 'node:path';
@@ -66,6 +67,8 @@ describe('config check --connect against a broker with the authorizer on', () =>
   let env: E2E;
   let admin: ReturnType<InstanceType<typeof Kafka>['admin']>;
   let file: string;
+  let connection: Record<string, Record<string, unknown>>;
+  let groupRead: typeof stateWrite;
   let stateWrite: Acl & { resourceType: number; resourcePatternType: number; operation: number };
   let topics: string[];
 
@@ -118,11 +121,14 @@ describe('config check --connect against a broker with the authorizer on', () =>
         })),
       );
     await admin.createAcls({ acl });
+    groupRead = acl.find(
+      (a) => a.resourceType === AclResourceTypes.GROUP && a.resourceName === config.kafka.groupId,
+    )!;
     stateWrite = acl.find(
       (a) => a.resourceName === config.topics.state && a.operation === AclOperationTypes.WRITE,
     )!;
     const s = kafka.secure;
-    file = env.writeConfig({
+    connection = {
       kafka: {
         brokers: [s.scramTls.bootstrap],
         sslCaFile: s.caFile,
@@ -130,7 +136,8 @@ describe('config check --connect against a broker with the authorizer on', () =>
         saslUsername: s.scramTls.username,
         saslPassword: s.scramTls.password,
       },
-    });
+    };
+    file = env.writeConfig(connection);
   }, 180_000);
 
   afterAll(async () => {
@@ -160,6 +167,22 @@ describe('config check --connect against a broker with the authorizer on', () =>
     expect(await ends()).toEqual(before);
   }, 120_000);
 
+  it('with exactly-once, names the transactional ids the at-least-once grants lack', async () => {
+    const eos = env.writeConfig({ ...connection, connector: { delivery: 'exactly-once' } });
+    const r = await check(eos);
+    expect(r.code).toBe(1);
+    expect(kafkaFindings(r).filter((f) => f.status !== 'ok')).toEqual([
+      {
+        part: 'acls',
+        subject: `Write on transactional ids ${env.config().kafka.groupId}-${env.topics.arrived}-*`,
+        status: 'missing',
+        detail: expect.stringMatching(
+          /denied \(TRANSACTIONAL_ID_AUTHORIZATION_FAILED\): grant Write \(kafka-acls\.sh .*--transactional-id .* --resource-pattern-type prefixed\)/,
+        ),
+      },
+    ]);
+  }, 60_000);
+
   it('names the one ACL removed, with the grant that fixes it, and exits 1', async () => {
     await admin.deleteAcls({ filters: [stateWrite] });
     const r = await checkUntil(file, (x) => x.code === 1);
@@ -175,6 +198,30 @@ describe('config check --connect against a broker with the authorizer on', () =>
           ),
         ),
       },
+    ]);
+  }, 120_000);
+
+  it("names the connector group's Read and Describe once its ACL is removed too", async () => {
+    const group = env.config().kafka.groupId;
+    await admin.deleteAcls({ filters: [groupRead] });
+    const r = await checkUntil(file, (x) =>
+      x.findings.some((f) => f.subject === `Read on group ${group}` && f.status === 'missing'),
+    );
+    expect(r.code).toBe(1);
+    expect(
+      kafkaFindings(r)
+        .filter((f) => f.status !== 'ok')
+        .map((f) => [f.subject, f.detail]),
+    ).toEqual([
+      [`Write on topic ${env.topics.state}`, expect.stringMatching(/^denied \(TOPIC_AUTHORIZATION_FAILED\)/)],
+      [
+        `Describe on group ${group}`,
+        expect.stringMatching(/^denied \(GROUP_AUTHORIZATION_FAILED\): grant Read .*--group /),
+      ],
+      [
+        `Read on group ${group}`,
+        expect.stringMatching(/^denied \(GROUP_AUTHORIZATION_FAILED\): grant Read .*--group /),
+      ],
     ]);
   }, 120_000);
 });
