@@ -214,7 +214,9 @@ async function existingTopic(
       `has 1 replica on a cluster of ${brokers} brokers: a broker lost loses its records (raise it with kafka-reassign-partitions.sh)`,
     );
   } else if (facts.replication < planned.replicationFactor) {
-    risks.push(`has ${facts.replication} replicas, topics.replicationFactor is ${planned.replicationFactor}`);
+    risks.push(
+      `has ${facts.replication} replica${facts.replication === 1 ? '' : 's'}, topics.replicationFactor is ${planned.replicationFactor}`,
+    );
   }
   const expected = planned.configs ?? {};
   const names = Object.keys(expected);
