@@ -13,6 +13,11 @@ import type { KafkaAccessProbe, ProbeAnswer, TopicFacts } from '../kafka/access-
 import { kafkaClientOf } from '../kafka/client-from-config.js';
 import { bounded, type Findings } from './findings.js';
 
+/** `1 partition`, `3 partitions`. */
+function count(n: number, noun: string): string {
+  return `${n} ${noun}${n === 1 ? '' : 's'}`;
+}
+
 function answerText(answer: ProbeAnswer): string {
   if (answer.outcome === 'untried') return answer.reason;
   if (answer.outcome === 'allowed') return 'allowed';
@@ -59,20 +64,43 @@ function sameCleanup(actual: string | undefined, expected: string): boolean {
   return a.size === e.size && [...e].every((x) => a.has(x));
 }
 
+/** What the checks ask of the Kafka probes (`kafka/access-probes.ts`). */
+export type AccessProbe = Pick<
+  KafkaAccessProbe,
+  | 'connect'
+  | 'disconnect'
+  | 'brokerCount'
+  | 'topic'
+  | 'topicConfigs'
+  | 'mayCreate'
+  | 'mayRead'
+  | 'mayWrite'
+  | 'mayDescribeGroup'
+  | 'mayJoinGroup'
+  | 'mayUseTransactionalId'
+>;
+
 export interface KafkaFacts {
   /** The cluster's broker count, when the brokers answered. */
   brokers?: number;
 }
 
 /** Runs the Kafka checks into `findings`; each request is bounded by `timeoutMs`. */
-export async function checkKafka(config: Config, findings: Findings, timeoutMs: number): Promise<KafkaFacts> {
-  const brokersText = config.kafka.brokers.join(',');
-  let probe: KafkaAccessProbe;
-  try {
-    probe = kafkaClientOf(config, {
+export async function checkKafka(
+  config: Config,
+  findings: Findings,
+  timeoutMs: number,
+  /** The probes' client; replaceable in tests. */
+  probeOf: () => AccessProbe = () =>
+    kafkaClientOf(config, {
       clientId: 'docstream-config-check',
       timeouts: { connectionTimeoutMs: timeoutMs, requestTimeoutMs: timeoutMs, retries: 0 },
-    }).accessProbe();
+    }).accessProbe(),
+): Promise<KafkaFacts> {
+  const brokersText = config.kafka.brokers.join(',');
+  let probe: AccessProbe;
+  try {
+    probe = probeOf();
   } catch (error) {
     findings.missing('kafka', brokersText, `${(error as Error).message}; topics and ACLs not checked`);
     return {};
@@ -101,7 +129,7 @@ export async function checkKafka(config: Config, findings: Findings, timeoutMs: 
 
 async function checkTopics(
   config: Config,
-  probe: KafkaAccessProbe,
+  probe: AccessProbe,
   findings: Findings,
   timeoutMs: number,
   brokers: number,
@@ -144,7 +172,7 @@ async function checkTopics(
 
 async function plannedCreate(
   planned: PlannedTopic,
-  probe: KafkaAccessProbe,
+  probe: AccessProbe,
   findings: Findings,
   timeoutMs: number,
   brokers: number,
@@ -194,7 +222,7 @@ async function plannedCreate(
 async function existingTopic(
   planned: PlannedTopic,
   facts: TopicFacts,
-  probe: KafkaAccessProbe,
+  probe: AccessProbe,
   findings: Findings,
   timeoutMs: number,
   brokers: number,
@@ -204,10 +232,10 @@ async function existingTopic(
   const risks: string[] = [];
   if (planned.key === 'state' && facts.partitions < planned.numPartitions) {
     problems.push(
-      `has ${facts.partitions} partitions but the input topic has ${planned.numPartitions}: they must be co-partitioned (kafka-topics.sh --alter --topic ${name} --partitions ${planned.numPartitions})`,
+      `has ${count(facts.partitions, 'partition')} but the input topic has ${planned.numPartitions}: they must be co-partitioned (kafka-topics.sh --alter --topic ${name} --partitions ${planned.numPartitions})`,
     );
   } else if (facts.partitions !== planned.numPartitions && !planned.input) {
-    risks.push(`has ${facts.partitions} partitions, the topology says ${planned.numPartitions}`);
+    risks.push(`has ${count(facts.partitions, 'partition')}, the topology says ${planned.numPartitions}`);
   }
   if (facts.replication === 1 && brokers > 1) {
     risks.push(
@@ -272,7 +300,7 @@ function connectorAcls(config: Config): Acl[] {
 async function topicAcls(
   planned: PlannedTopic,
   acls: readonly Acl[],
-  probe: KafkaAccessProbe,
+  probe: AccessProbe,
   findings: Findings,
   timeoutMs: number,
 ): Promise<void> {
@@ -310,7 +338,7 @@ function report(findings: Findings, subject: string, answer: ProbeAnswer, tried:
 
 async function checkGroups(
   config: Config,
-  probe: KafkaAccessProbe,
+  probe: AccessProbe,
   findings: Findings,
   timeoutMs: number,
 ): Promise<void> {

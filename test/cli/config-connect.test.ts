@@ -1,14 +1,15 @@
 /**
  * `docstream config check --connect` (the built CLI) against the local stack's SCRAM-over-TLS
  * listener, the registry and a sandbox: a configuration that works is reported ok part by part and
- * exits 0; a topic that does not exist, a registry that does not answer and a wrong API secret are
- * each named with the setting to fix, and exit 1.
+ * exits 0; a topic that does not exist, a registry that does not answer, a wrong API secret and a
+ * bucket that does not exist are each named with the setting to fix, and exit 1.
  */
 import { spawn } from 'node:child_process';
 import net from 'node:net';
 import path from 'node:path';
 import type { Finding } from '../../src/preflight/index.js';
 import { E2E } from '../harness/e2e.js';
+import { S3_ENDPOINT, ScratchBucket } from '../harness/s3-store.js';
 import { secureListeners } from '../harness/secure.js';
 
 const CLI = path.resolve('dist/cli/index.js');
@@ -66,6 +67,7 @@ const missing = (r: Report) => r.findings.filter((f) => f.status === 'missing');
 
 describe('docstream config check --connect on the secured stack', () => {
   const env = new E2E();
+  const bucket = new ScratchBucket('config-check');
   let kafka: Record<string, unknown>;
   const reports = new Map<string, Promise<Report>>();
 
@@ -81,7 +83,19 @@ describe('docstream config check --connect on the secured stack', () => {
     };
     const registryDown = `http://127.0.0.1:${await closedPort()}/apis/ccompat/v7`;
     // Side by side: each run is a child process of its own, the stack answers them all.
-    reports.set('good', check(env.writeConfig({ kafka })));
+    await bucket.create();
+    const blobs = {
+      fileRoots: [env.dir],
+      s3Buckets: [bucket.name],
+      s3Endpoint: S3_ENDPOINT,
+      s3Region: 'us-east-1',
+      s3ForcePathStyle: true,
+    };
+    reports.set('good', check(env.writeConfig({ kafka, blobs })));
+    reports.set(
+      'bucket',
+      check(env.writeConfig({ kafka, blobs: { ...blobs, s3Buckets: [`${bucket.name}-missing`] } })),
+    );
     reports.set('topic', check(env.writeConfig({ kafka, topics: { arrived: `${env.id}.no-such-topic` } })));
     reports.set('registry', check(env.writeConfig({ kafka, registry: { url: registryDown } })));
     reports.set('secret', check(env.writeConfig({ kafka, api: { clientSecret: 'not-the-secret' } })));
@@ -95,7 +109,10 @@ describe('docstream config check --connect on the secured stack', () => {
     for (const r of reports.values()) r.catch(() => undefined);
   }, 60_000);
 
-  afterAll(() => env.stop());
+  afterAll(async () => {
+    await env.stop();
+    await bucket.remove();
+  });
 
   it('reports every part ok for a configuration that works, and exits 0', async () => {
     const r = await reports.get('good')!;
@@ -116,7 +133,24 @@ describe('docstream config check --connect on the secured stack', () => {
     expect(r.findings).toContainEqual(
       expect.objectContaining({ part: 'api', subject: 'api.clientId', status: 'ok' }),
     );
+    expect(r.findings).toContainEqual(
+      expect.objectContaining({ part: 'blobs', subject: `s3 bucket ${bucket.name}`, status: 'ok' }),
+    );
     expect(JSON.stringify(r)).not.toContain(secureListeners().scramTls.password);
+  });
+
+  it('names a bucket that does not exist, with the settings to check, and exits 1', async () => {
+    const r = await reports.get('bucket')!;
+    expect(r.code).toBe(1);
+    expect(missing(r)).toEqual([
+      expect.objectContaining({
+        part: 'blobs',
+        subject: `s3 bucket ${bucket.name}-missing`,
+        detail: expect.stringMatching(
+          /does not exist at this endpoint: check blobs\.s3Buckets, blobs\.s3Endpoint/,
+        ),
+      }),
+    ]);
   });
 
   it('names a topic that does not exist with the setting and the command that creates it, and exits 1', async () => {
