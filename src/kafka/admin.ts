@@ -5,7 +5,7 @@
  */
 import kafkajs from 'kafkajs';
 import type { Admin } from 'kafkajs';
-import { connectKafka, errorChain, KafkaError, wrapKafka } from './errors.js';
+import { connectKafka, errorChain, KafkaError, kafkaError, wrapKafka } from './errors.js';
 import { retry } from '../util/retry.js';
 import type { ConnectionSettings } from './security-hints.js';
 import { advertisedAddressOf } from './sticky-assignor.js';
@@ -163,6 +163,24 @@ export class KafkaAdmin {
 
   async listTopics(): Promise<string[]> {
     return wrapKafka('listing topics', () => this.admin.listTopics());
+  }
+
+  /**
+   * Whether a topic exists as this principal sees it. Kafka lists only the topics a principal may
+   * Describe, so a topic missing from `listTopics` may exist behind an ACL: asked by name, the
+   * broker says which (UNKNOWN_TOPIC_OR_PARTITION or TOPIC_AUTHORIZATION_FAILED).
+   */
+  async topicPresence(topic: string): Promise<'exists' | 'missing' | 'not-authorized'> {
+    if ((await this.listTopics()).includes(topic)) return 'exists';
+    try {
+      await this.admin.fetchTopicMetadata({ topics: [topic] });
+      return 'exists';
+    } catch (error) {
+      const types = errorChain(error).map((e) => e.type);
+      if (types.includes('TOPIC_AUTHORIZATION_FAILED')) return 'not-authorized';
+      if (types.includes('UNKNOWN_TOPIC_OR_PARTITION')) return 'missing';
+      throw kafkaError(error, `describing topic ${topic}`);
+    }
   }
 
   /**
@@ -486,4 +504,12 @@ export class KafkaAdmin {
       }),
     );
   }
+}
+
+/** The error for a topic this principal may not Describe (`topicPresence`): the ACL to grant, by name. */
+export function topicNotAuthorized(topic: string, setting: string): KafkaError {
+  return new KafkaError(
+    `topic ${topic} (${setting}): not authorized (TOPIC_AUTHORIZATION_FAILED): Kafka's ACLs do not give this principal Describe (Read or Write) on it; \`docstream topology\` prints the ACLs each command needs`,
+    { retriable: false },
+  );
 }

@@ -28,6 +28,43 @@ export function errorChain(error: unknown): Array<Record<string, unknown>> {
   return out;
 }
 
+/** The resource each of Kafka's authorization errors is about. */
+const AUTHORIZATION_FAILURES: Record<string, string> = {
+  TOPIC_AUTHORIZATION_FAILED: 'topic',
+  GROUP_AUTHORIZATION_FAILED: 'group',
+  TRANSACTIONAL_ID_AUTHORIZATION_FAILED: 'transactional id',
+  CLUSTER_AUTHORIZATION_FAILED: 'cluster',
+};
+
+/** The ACL operation a request needs, from what was being done (`doing` names the resource). */
+function operationOf(doing: string): string {
+  if (/^(producing|sending|writing|recording|committing a transaction)/i.test(doing)) return 'Write';
+  if (/^creating/i.test(doing)) return 'Create';
+  if (/config/i.test(doing)) return 'DescribeConfigs';
+  if (/^(describing|listing)/i.test(doing)) return 'Describe';
+  if (/^(reading|fetching|consuming|joining|restoring|subscribing|committing)/i.test(doing)) return 'Read';
+  return 'the operation this request needs';
+}
+
+/**
+ * What the broker's authorizer refused, as the ACL to grant; undefined when the failure is not an
+ * authorization one. kafkajs hides a group's GROUP_AUTHORIZATION_FAILED behind "Failed to find
+ * group coordinator" (it tries each broker and keeps none of their answers), so that one is named
+ * as the likely cause, not as certain.
+ */
+export function authorizationHint(error: unknown, doing: string): string | undefined {
+  for (const e of errorChain(error)) {
+    const resource = typeof e.type === 'string' ? AUTHORIZATION_FAILURES[e.type] : undefined;
+    if (resource) {
+      return `not authorized (${String(e.type)}): Kafka's ACLs do not give this principal ${operationOf(doing)} on the ${resource} of this request; \`docstream topology\` prints the ACLs each command needs`;
+    }
+    if (e.name === 'KafkaJSGroupCoordinatorNotFound') {
+      return `no coordinator found for the group; with Kafka's authorizer on, this is how a principal without Read on the group is refused (GROUP_AUTHORIZATION_FAILED): grant it Read on the group (\`docstream topology\` prints the ACLs each command needs)`;
+    }
+  }
+  return undefined;
+}
+
 /** Wraps whatever the client threw, saying what was being done. */
 export function kafkaError(error: unknown, doing: string): KafkaError {
   if (error instanceof KafkaError) return error;
@@ -35,8 +72,12 @@ export function kafkaError(error: unknown, doing: string): KafkaError {
   const retriable = (error as { retriable?: unknown } | null)?.retriable === true;
   // A connection refused for a security reason names the setting to fix first.
   const hint = securityHint(error);
-  return new KafkaError(hint ? `${hint} (${doing}: ${detail})` : `${doing}: ${detail}`, {
-    retriable: hint ? false : retriable,
+  if (hint) return new KafkaError(`${hint} (${doing}: ${detail})`, { retriable: false, cause: error });
+  // A request the authorizer refused names the ACL to grant (the client's verdict on retrying kept:
+  // a coordinator not found may also be a broker restarting).
+  const refused = authorizationHint(error, doing);
+  return new KafkaError(refused ? `${doing}: ${refused} (${detail})` : `${doing}: ${detail}`, {
+    retriable,
     cause: error,
   });
 }

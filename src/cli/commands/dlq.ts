@@ -9,7 +9,7 @@ import { examples } from '../help.js';
 import { exitCodeOf, UsageError } from '../exit-codes.js';
 import { kafkaClientOf } from '../../kafka/client-from-config.js';
 import { registryOf } from '../../serde/registry-from-config.js';
-import type { KafkaAdmin } from '../../kafka/admin.js';
+import { topicNotAuthorized, type KafkaAdmin } from '../../kafka/admin.js';
 import type { KafkaClient } from '../../kafka/client.js';
 import { silentLogger } from '../../observability/logger.js';
 import {
@@ -98,7 +98,9 @@ async function selectDeadLetters(
 ): Promise<{ selected: DeadLetterRecord[]; total: number; unreadable: number }> {
   // "0 of 0" would read as a clean topic; a topic that is not there is a wrong name (or a cluster
   // the connector never ran on), and the name came from the user's configuration.
-  if (!(await admin.listTopics()).includes(config.topics.dlq)) {
+  const presence = await admin.topicPresence(config.topics.dlq);
+  if (presence === 'not-authorized') throw topicNotAuthorized(config.topics.dlq, 'topics.dlq');
+  if (presence === 'missing') {
     throw new UsageError(
       `the dead-letter topic ${config.topics.dlq} (topics.dlq) does not exist on ${config.kafka.brokers.join(',')}; ` +
         'check topics.dlq and kafka.brokers, or whether a connector ever ran with them',

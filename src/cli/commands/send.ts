@@ -26,6 +26,7 @@ import { addConfigOption, configArgs, configOf, type ConfigFlags } from '../conf
 import { examples } from '../help.js';
 import { printResult, run, UsageError } from './api-options.js';
 import { INPUT_VALUE_SCHEMA } from '../../connector/topology.js';
+import { topicNotAuthorized } from '../../kafka/admin.js';
 
 interface SendFlags extends ConfigFlags {
   topic?: string;
@@ -119,7 +120,9 @@ async function send(target: string, flags: SendFlags): Promise<void> {
   const admin = kafka.admin();
   await admin.connect();
   try {
-    if (!(await admin.listTopics()).includes(topic)) {
+    const presence = await admin.topicPresence(topic);
+    if (presence === 'not-authorized') throw topicNotAuthorized(topic, 'topics.arrived');
+    if (presence === 'missing') {
       throw new Error(`topic ${topic} does not exist: \`docstream run\` creates it at start, or create it`);
     }
   } finally {
