@@ -228,3 +228,10 @@ test("the Helm chart's copy of the tables (files/topology.json) is what the tabl
   // console.log(JSON.stringify(m.chartTopology(), null, 2)))" > deploy/helm/docstream/files/topology.json
   expect(file).toEqual(chartTopology());
 });
+
+test('docs/deployment.md shows what docstream topology prints for the default configuration', () => {
+  const page = fs.readFileSync('docs/deployment.md', 'utf8');
+  const shown = /<!-- topology:begin -->\n```text\n([\s\S]*?)\n```\n<!-- topology:end -->/.exec(page);
+  expect(shown).not.toBeNull();
+  expect(shown![1]).toBe(formatTopologyText(topologyOf(config(), { principals })));
+});
