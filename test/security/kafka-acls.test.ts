@@ -3,8 +3,9 @@
  * the plain listener is the admin's, and the two SCRAM principals of the secured listener,
  * User:docstream and User:docstream-operator, may do only what an ACL grants them. The ACLs that
  * `docstream topology` prints, granted as printed, are enough for `docstream run` (the connector's
- * principal) and for the operator's commands (send, inspect, status, dlq, replay); with one of them
- * taken away, the command that needs it fails with a message naming the resource and the operation.
+ * principal, at-least-once and exactly-once) and for the operator's commands (send, inspect, status,
+ * dlq, replay); with one of them taken away, the command that needs it fails with a message naming
+ * the resource and the operation.
  */
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
@@ -291,6 +292,39 @@ describe('a broker with the authorizer on', () => {
       expect(run.code).toBe(1);
       expect(run.log).toContain(`group ${env.id}-group`);
       expect(run.log).toMatch(/grant it Read on the group/);
+    });
+
+    it('exactly-once: the topology of an exactly-once configuration adds the transactional ids, and run carries a document', async () => {
+      const groupId = `${env.id}-exactly-once`;
+      const settings = {
+        kafka: { ...scram(kafka.secure.scramTls), groupId },
+        connector: { delivery: 'exactly-once' },
+      };
+      const printed = await cli(['topology', '-c', env.writeConfig(settings), '--format', 'json']);
+      expect(printed.code).toBe(0);
+      const exactlyOnce = JSON.parse(printed.stdout) as Topology;
+      expect(exactlyOnce.acls.filter((a) => a.resourceType === 'TransactionalId')).toMatchObject([
+        {
+          principal: 'User:docstream',
+          name: `${groupId}-${env.topics.arrived}-`,
+          pattern: 'PREFIXED',
+          operations: ['Write'],
+        },
+      ]);
+      await admin.createAcls({ acl: bindings(exactlyOnce.acls) });
+      const connector = env.spawnConnector(settings);
+      const log = env.childLogs.at(-1)!;
+      const id = `${eventId}-exactly-once`;
+      const sent = await cli(['send', '-c', operatorConfig, '--event-id', id, '--query-id', id, pdf]);
+      expect({ code: sent.code, stderr: sent.stderr }).toEqual({ code: 0, stderr: '' });
+      try {
+        await env.waitForResults(id);
+      } catch (error) {
+        throw new Error(`${(error as Error).message}; run's log: ${log.join('').slice(-3000)}`);
+      }
+      expect(await env.submissions(id)).toHaveLength(1);
+      connector.kill('SIGTERM');
+      expect(await exitOf(connector, 40_000)).toBe(0);
     });
   });
 });
