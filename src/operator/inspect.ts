@@ -18,7 +18,7 @@ import {
   type Awaitable,
   type DocumentStateV2,
 } from '../connector/state/document-state.js';
-import type { KafkaAdmin } from '../kafka/admin.js';
+import { topicNotAuthorized, type KafkaAdmin } from '../kafka/admin.js';
 import type { KafkaClient } from '../kafka/client.js';
 import type { IncomingMessage } from '../kafka/consumer.js';
 import { partitionOfKey } from '../kafka/partitioner.js';
@@ -119,6 +119,13 @@ export async function inspect(
   const { kafka, admin, decoder, config, logger } = deps;
   const t = config.topics;
   const existing = new Set(await admin.listTopics());
+  // Kafka lists only the topics this principal may Describe: one missing from the list may be
+  // there behind an ACL, and a document's state or results would then be left out unsaid.
+  for (const key of ['state', ...AWAITABLE, 'dlq'] as const) {
+    if (existing.has(t[key])) continue;
+    if ((await admin.topicPresence(t[key])) === 'not-authorized')
+      throw topicNotAuthorized(t[key], `topics.${key}`);
+  }
 
   // The state, as an event id first (its likely partition when inputs are keyed by event id).
   let hits: StateHit[] = [];

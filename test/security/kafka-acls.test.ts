@@ -284,6 +284,13 @@ describe('a broker with the authorizer on', () => {
         `producing to ${env.topics.arrived}: not authorized (TOPIC_AUTHORIZATION_FAILED): Kafka's ACLs do not give this principal Write on the topic`,
       );
 
+      // Without Read on the state topic, inspect says so instead of finding the document stateless.
+      const inspected = await without('operator', 'Topic', env.topics.state, () =>
+        cli(['inspect', '-c', operatorConfig, eventId]),
+      );
+      expect(inspected.code).toBe(1);
+      expect(inspected.stderr).toContain(`topic ${env.topics.state} (topics.state): not authorized`);
+
       // Without Read on its group, run stops at start naming the group and the ACL.
       const run = await without('connector', 'Group', `${env.id}-group`, async () => {
         const child = env.spawnConnector({ kafka: scram(kafka.secure.scramTls) });
