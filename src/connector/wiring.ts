@@ -14,6 +14,7 @@ import type { KafkaClient } from '../kafka/client.js';
 import { kafkaClientOf } from '../kafka/client-from-config.js';
 import { ChangelogReader } from '../kafka/changelog.js';
 import { CoalescingSender } from '../kafka/coalescer.js';
+import { ReadCommittedWitness } from '../kafka/commit-witness.js';
 import { RecordReader } from '../kafka/record-reader.js';
 import type { KafkaAdmin } from '../kafka/admin.js';
 import type { KafkaProducer } from '../kafka/producer.js';
@@ -174,9 +175,10 @@ function clientsOf({ config, logger, metrics }: Assembly): Clients {
       'API, token and http(s) blob requests go through a proxy',
     );
   }
+  const admin = kafka.admin();
   return {
     kafka,
-    admin: kafka.admin(),
+    admin,
     producer,
     sender: new CoalescingSender(producer),
     registry: registryOf(config, logger),
@@ -189,16 +191,19 @@ function clientsOf({ config, logger, metrics }: Assembly): Clients {
     }),
     transactions:
       c.delivery === 'exactly-once'
-        ? kafka.transactionalWriters({
-            idPrefix: transactionalIdPrefixOf(config),
-            lingerMs: c.transactionLingerMs,
-            limitFor: (topic) => producer.limitFor(topic),
-            logger,
-            onCommit: (records, ms) => {
-              metrics.transactionDuration.observe(ms / 1000);
-              metrics.transactionRecords.inc(records);
+        ? kafka.transactionalWriters(
+            {
+              idPrefix: transactionalIdPrefixOf(config),
+              lingerMs: c.transactionLingerMs,
+              limitFor: (topic) => producer.limitFor(topic),
+              logger,
+              onCommit: (records, ms) => {
+                metrics.transactionDuration.observe(ms / 1000);
+                metrics.transactionRecords.inc(records);
+              },
             },
-          })
+            new ReadCommittedWitness(kafka, admin, logger),
+          )
         : null,
   };
 }

@@ -9,7 +9,7 @@ import { silentLogger } from '../observability/logger.js';
 import { KafkaAdmin } from './admin.js';
 import { KafkaConsumer, type ConsumerSettings } from './consumer.js';
 import { KafkaProducer, type ProducerSettings } from './producer.js';
-import { TransactionalWriters, type TransactionalSettings } from './transactions.js';
+import { TransactionalWriters, type CommitWitness, type TransactionalSettings } from './transactions.js';
 import type { ConnectionSettings } from './security-hints.js';
 import type { KafkaSecurity } from './security.js';
 import { fixIdleRequestQueues } from './request-queue.js';
@@ -140,9 +140,13 @@ export class KafkaClient {
     return new KafkaProducer(this.kafka, settings);
   }
 
-  /** One transactional producer per owned input partition (exactly-once delivery). */
-  transactionalWriters(settings: TransactionalSettings): TransactionalWriters {
-    return new TransactionalWriters(this.kafka, settings);
+  /**
+   * One transactional producer per owned input partition (exactly-once delivery); a commit that
+   * failed without an answer is looked up through `witness` (`commit-witness.ts`) before its batch
+   * is sent again.
+   */
+  transactionalWriters(settings: TransactionalSettings, witness?: CommitWitness): TransactionalWriters {
+    return new TransactionalWriters(this.kafka, settings, witness);
   }
 
   consumer(settings: ConsumerSettings): KafkaConsumer {

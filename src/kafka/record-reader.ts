@@ -116,9 +116,12 @@ export class RecordReader {
 
   private answer(partition: number, messages: IncomingMessage[]): void {
     const list = this.wanted.get(partition);
-    if (!list || messages.length === 0) return;
-    const first = Number(messages[0]!.offset);
-    const last = Number(messages[messages.length - 1]!.offset);
+    if (!list) return;
+    // No record: the position stepped past transaction markers or aborted records; an offset it
+    // passed holds nothing a read_committed reader sees.
+    const passed = (this.reader.position(partition) ?? 0) - 1;
+    const first = messages.length > 0 ? Number(messages[0]!.offset) : Infinity;
+    const last = messages.length > 0 ? Number(messages[messages.length - 1]!.offset) : passed;
     const byOffset = new Map<number, IncomingMessage>();
     for (const m of messages) byOffset.set(Number(m.offset), m);
     const still: Wanted[] = [];

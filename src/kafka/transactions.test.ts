@@ -8,6 +8,8 @@ import type { Kafka } from 'kafkajs';
 import { silentLogger } from '../observability/logger.js';
 import { MessageTooLargeError } from './errors.js';
 import {
+  type CommitWitness,
+  type WrittenRecord,
   FencedError,
   isConcurrentTransaction,
   isFatalToProducer,
@@ -58,9 +60,17 @@ class FakeKafka {
         let records = 0;
         return {
           sendBatch: async (b: { topicMessages: SentBatch['topicMessages'] }) => {
+            const n = this.sends++;
             this.sent.push({ producer: index, topicMessages: b.topicMessages });
-            records += b.topicMessages.reduce((n, t) => n + t.messages.length, 0);
-            await this.sendHook(this.sends++);
+            records += b.topicMessages.reduce((sum, t) => sum + t.messages.length, 0);
+            await this.sendHook(n);
+            // What a broker answers: each topic-partition's first offset (here 100 per send).
+            return b.topicMessages.map((t) => ({
+              topicName: t.topic,
+              partition: 0,
+              errorCode: 0,
+              baseOffset: String(100 * n),
+            }));
           },
           commit: async () => {
             await this.commitHook(this.commitCalls++);
@@ -88,13 +98,49 @@ const tick = (ms = 0) => jest.advanceTimersByTimeAsync(ms);
 function writers(
   kafka: FakeKafka,
   extra: Partial<ConstructorParameters<typeof TransactionalWriters>[1]> = {},
+  witness?: CommitWitness,
 ) {
-  return new TransactionalWriters(kafka.asKafka(), {
-    idPrefix: 'grp-arrived',
-    lingerMs: 5,
-    logger: silentLogger,
-    ...extra,
-  });
+  return new TransactionalWriters(
+    kafka.asKafka(),
+    {
+      idPrefix: 'grp-arrived',
+      lingerMs: 5,
+      logger: silentLogger,
+      ...extra,
+    },
+    witness,
+  );
+}
+
+/** A witness that answers from `answers` in turn (an Error is thrown) and records what it was asked. */
+function witnessOf(...answers: Array<boolean | Error>) {
+  const asked: WrittenRecord[] = [];
+  let stopped = false;
+  const witness: CommitWitness = {
+    committed: (record) => {
+      asked.push(record);
+      const answer = answers.shift() ?? false;
+      return answer instanceof Error ? Promise.reject(answer) : Promise.resolve(answer);
+    },
+    stop: () => {
+      stopped = true;
+      return Promise.resolve();
+    },
+  };
+  return { witness, asked, stopped: () => stopped };
+}
+
+/**
+ * A commit that fails without an answer, as kafkajs reports a coordinator lost mid-request: the
+ * commit times out and the abort after it is refused by kafkajs' state machine (still COMMITTING).
+ */
+function commitWithoutAnswer(kafka: FakeKafka): void {
+  kafka.commitHook = (n) => {
+    if (n === 0) throw Object.assign(new Error('Request EndTxn timed out'), { retriable: true });
+  };
+  kafka.abortHook = () => {
+    if (kafka.log.at(-1) === 'abort 0 1') throw new Error('Transaction state exception: Invalid transition');
+  };
 }
 
 /**
@@ -327,6 +373,51 @@ describe('TransactionalWriters', () => {
     expect(kafka.configs[1]!.transactionalId).toBe('grp-arrived-3');
     expect(kafka.log).toContain('disconnect 0');
     expect(kafka.log).toContain('commit 1 1');
+    await settled(w.stop());
+  });
+
+  it('does not send again a batch whose unanswered commit the witness finds committed', async () => {
+    const kafka = new FakeKafka();
+    const { witness, asked, stopped } = witnessOf(true);
+    const w = writers(kafka, {}, witness);
+    await settled(w.open([3]));
+    commitWithoutAnswer(kafka);
+    await settled(w.send(3, 'results', { key: 'a', value: '' }));
+    // Asked once, after the id was initialised again (a new producer), about the batch's first record.
+    expect(asked).toEqual([{ topic: 'results', partition: 0, offset: '0' }]);
+    expect(kafka.configs).toHaveLength(2);
+    expect(kafka.keys()).toEqual([['a']]);
+    await settled(w.stop());
+    expect(stopped()).toBe(true);
+  });
+
+  it('sends the batch again when the witness finds the unanswered commit aborted, and asks again after a failed look-up', async () => {
+    const kafka = new FakeKafka();
+    const { witness, asked } = witnessOf(new Error('reading results[0]@0 took over 30000 ms'), false);
+    const w = writers(kafka, {}, witness);
+    await settled(w.open([3]));
+    commitWithoutAnswer(kafka);
+    await settled(w.send(3, 'results', { key: 'a', value: '' }));
+    expect(asked).toHaveLength(2);
+    expect(kafka.keys()).toEqual([['a'], ['a']]);
+    expect(kafka.log).toContain('commit 1 1');
+    // Committed on the second try: nothing left to ask about.
+    await settled(w.send(3, 'results', { key: 'b', value: '' }));
+    expect(asked).toHaveLength(2);
+    await settled(w.stop());
+  });
+
+  it('asks no witness when the send itself failed (nothing of the batch can be committed)', async () => {
+    const kafka = new FakeKafka();
+    const { witness, asked } = witnessOf();
+    const w = writers(kafka, {}, witness);
+    await settled(w.open([3]));
+    kafka.sendHook = (n) => {
+      if (n === 0) throw Object.assign(new Error('NOT_LEADER_FOR_PARTITION'), { retriable: true });
+    };
+    await settled(w.send(3, 'results', { key: 'a', value: '' }));
+    expect(asked).toEqual([]);
+    expect(kafka.keys()).toEqual([['a'], ['a']]);
     await settled(w.stop());
   });
 

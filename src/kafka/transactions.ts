@@ -10,10 +10,10 @@
  * callback, never in a promise continuation: a caller that stages a record (`stage`) and then, in
  * the same chain of promise continuations without I/O, stages another (the state record that says
  * the first was published) has both in one transaction. A failed transaction is aborted and its
- * whole batch sent again in the next one; only fencing (the partition has a new owner) or closing
- * the partition fails the batch.
+ * whole batch sent again in the next one (after a commit without an answer, only if `CommitWitness`
+ * finds it not committed); only fencing (a new owner) or closing the partition fails the batch.
  */
-import type { Kafka, Message, Producer, TopicMessages } from 'kafkajs';
+import type { Kafka, Message, Producer, RecordMetadata, TopicMessages } from 'kafkajs';
 import type { Logger } from '../observability/logger.js';
 import { retry } from '../util/retry.js';
 import { kafkajsCompression, type CompressionName } from './compression.js';
@@ -72,6 +72,23 @@ export interface TransactionalSettings {
   onConcurrentTransaction?: () => void;
   /** Told of every producer made again after a failure fatal to the previous one. */
   onProducerRenewed?: () => void;
+}
+
+/** A record a transaction wrote: visible to a read_committed reader only if the transaction committed. */
+export interface WrittenRecord {
+  topic: string;
+  partition: number;
+  offset: string;
+}
+
+/**
+ * Tells whether a transaction committed, by one of its records (`committed`: true when a
+ * read_committed reader sees it). Asked only after the transactional id was initialised again,
+ * which completes the transaction the broker was ending. `stop` releases what it holds.
+ */
+export interface CommitWitness {
+  committed(record: WrittenRecord): Promise<boolean>;
+  stop(): Promise<void>;
 }
 
 interface Staged {
@@ -163,11 +180,14 @@ class PartitionWriter {
   private broken = false;
   /** Set while `open` initialises the id: `close` waits for it before it disconnects the producer. */
   private opening: Promise<void> | null = null;
+  /** A record of the batch whose commit failed without an answer: committed or not is asked first. */
+  private unsure: WrittenRecord | null = null;
 
   constructor(
     private readonly kafka: Kafka,
     readonly partition: number,
     private readonly s: TransactionalSettings,
+    private readonly witness?: CommitWitness,
   ) {}
 
   /** Closed (or closing after a revoke): it takes no record and its producer is, or will be, disconnected. */
@@ -340,10 +360,25 @@ class PartitionWriter {
       this.broken = false;
       this.s.onProducerRenewed?.();
     }
+    if (this.unsure && this.witness) {
+      // The id is initialised again (or the producer still in use): the broker has ended that
+      // transaction, committed or aborted. A failed look-up keeps the question for the next try.
+      const record = this.unsure;
+      const committed = await this.witness.committed(record);
+      this.unsure = null;
+      if (committed) {
+        this.s.logger.warn(
+          { partition: this.partition, records: items.length },
+          'a transaction whose commit failed without an answer was committed; its records are not sent again',
+        );
+        return;
+      }
+    }
     const producer = this.producer!;
     const txn = await producer.transaction();
+    let written: RecordMetadata[] | undefined;
     try {
-      await txn.sendBatch({
+      written = await txn.sendBatch({
         topicMessages: byTopic(items),
         acks: -1,
         ...(this.s.ackTimeoutMs !== undefined ? { timeout: this.s.ackTimeoutMs } : {}),
@@ -351,6 +386,8 @@ class PartitionWriter {
       });
       await txn.commit();
     } catch (err) {
+      // Sent, then the commit failed: the broker may have committed it all the same.
+      if (written && !isFencing(err)) this.unsure = firstWritten(written);
       if (isFatalToProducer(err)) {
         // The coordinator aborts the open transaction when the new producer initialises the id.
         this.broken = true;
@@ -410,6 +447,8 @@ export class TransactionalWriters {
   constructor(
     private readonly kafka: Kafka,
     private readonly settings: TransactionalSettings,
+    /** Asked after a commit failed without an answer; without one, such a batch is sent again. */
+    private readonly witness?: CommitWitness,
   ) {}
 
   /**
@@ -423,7 +462,7 @@ export class TransactionalWriters {
         .map(async (p) => {
           let entry = this.opening.get(p);
           if (!entry) {
-            const writer = new PartitionWriter(this.kafka, p, this.settings);
+            const writer = new PartitionWriter(this.kafka, p, this.settings, this.witness);
             entry = { writer, opened: writer.open() };
             this.opening.set(p, entry);
           }
@@ -496,8 +535,18 @@ export class TransactionalWriters {
     const opening = [...this.opening.values()].map((o) => o.writer);
     this.writers.clear();
     this.opening.clear();
-    await Promise.all([...open.map((w) => w.close(true)), ...opening.map((w) => w.close(false))]);
+    try {
+      await Promise.all([...open.map((w) => w.close(true)), ...opening.map((w) => w.close(false))]);
+    } finally {
+      await this.witness?.stop();
+    }
   }
+}
+
+/** The first record a produce answered for, when the answer names its offset. */
+function firstWritten(written: RecordMetadata[] | undefined): WrittenRecord | null {
+  const first = (written ?? []).find((w) => w.baseOffset !== undefined && Number(w.baseOffset) >= 0);
+  return first ? { topic: first.topicName, partition: first.partition, offset: first.baseOffset! } : null;
 }
 
 function slotOf(topic: string, message: OutgoingMessage): string {
