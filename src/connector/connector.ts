@@ -422,6 +422,10 @@ export class Connector {
       // No partition is given to this member in a rebalance that meets its stop (`assignSticky`).
       this.consumer?.markLeaving();
       this.loop.stop();
+      const p = this.parts;
+      // No create leaves from here on (one queued behind the rate limiter is refused, and the next
+      // owner admits its record): a create sent later might find the state writer closed.
+      p.engine.holdCreates();
       if (this.lagTimer) clearInterval(this.lagTimer);
       if (this.expiryTimer) clearInterval(this.expiryTimer);
       const timeout = this.options.config.connector.shutdownTimeoutMs;
@@ -430,7 +434,6 @@ export class Connector {
       const reserve = Math.min(5000, Math.floor(timeout / 4));
       const settleLeft = () => Math.max(0, deadline - reserve - Date.now());
       const left = () => Math.max(0, deadline - Date.now());
-      const p = this.parts;
       // Still a member of the group until the final commit: the steps settle, and what they record
       // lands, while the partitions are this instance's (leaving first would hand them over while
       // results were still being published, and kafkajs refuses a commit once the consumer stopped).
@@ -438,6 +441,10 @@ export class Connector {
         if (!(await within(this.loop.idle(), settleLeft()))) {
           this.log.warn('stop: admissions still under way are abandoned (their records are read again)');
         }
+        // Every create sent has its state written before the flush and the final commit.
+        const unrecorded = await p.engine.recordBeforeRevocation(settleLeft());
+        if (unrecorded > 0)
+          this.log.warn({ unrecorded }, 'stop: created submissions whose state could not be written in time');
         await within(this.receiver?.close(), settleLeft());
         await this.engine.stop(settleLeft());
         p.scheduler.stop();

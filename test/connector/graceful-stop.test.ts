@@ -65,3 +65,47 @@ describe('graceful stop', () => {
     expect(running).toBeGreaterThan(0);
   });
 });
+
+describe('graceful stop while creates wait behind a saturated rate limit', () => {
+  const env = new E2E();
+  beforeAll(async () => {
+    await env.start({ processing: { distribution: 'fixed', meanMs: 300 } });
+  });
+  afterAll(async () => {
+    await env.stop();
+  });
+
+  it('sends no create once the stop began: the next instance submits the rest, each document once', async () => {
+    const file = await env.writeFile('doc.pdf', await sampleBytes('clean-pdf'));
+    const ids = Array.from({ length: 12 }, (_, i) => `evt-stop-limited-${i}`);
+    // The API grants one call a second, and the stop's settling (three quarters of 3 s) ends before
+    // the creates queued behind that limit could all go out.
+    const settings = { connector: { delivery: 'exactly-once', shutdownTimeoutMs: 3000 } };
+    env.sandbox.configure({ rateLimit: { ratePerSecond: 1, burst: 1 } });
+    const first = await env.startConnector(settings);
+    await env.collect();
+    await env.produce(
+      ids.map((id) => arrival(id, file, { pipeline_configuration: 'QUALITY_ONLY' })),
+      (i) => `k${i}`,
+    );
+    const created = () => Object.values(env.sandbox.stats().submissionsByQueryId).reduce((a, b) => a + b, 0);
+    await waitFor('a first create', () => created() >= 1, 60_000);
+    await first.stop();
+    const atStop = created();
+    // In-process, a create still queued when the stop gave up its wait would go out now.
+    await new Promise((r) => setTimeout(r, 4000));
+    expect(created()).toBe(atStop);
+
+    env.sandbox.configure({ rateLimit: null });
+    await env.startConnector(settings);
+    await waitFor(
+      'a quality result for every document',
+      () => ids.every((id) => env.on('quality').some((r) => r.headers.event_id === id)),
+      120_000,
+    );
+    const counts = env.sandbox.stats().submissionsByQueryId;
+    expect(ids.map((id) => counts[id] ?? 0)).toEqual(ids.map(() => 1));
+    expect(env.on('dlq')).toEqual([]);
+    expect(atStop).toBeLessThan(ids.length);
+  });
+});
