@@ -14,8 +14,10 @@ import { registerSendCommand } from './commands/send.js';
 import { registerStackCommand } from './commands/stack.js';
 import { registerTenants } from './commands/tenants.js';
 import { registerTopologyCommand } from './commands/topology.js';
-import { EXIT_INVALID_INPUT } from './exit-codes.js';
+import { applyDeprecated } from './deprecated.js';
+import { EXIT_INVALID_INPUT, exitCodeOf } from './exit-codes.js';
 import { examples, exitCodesHelp } from './help.js';
+import { printError, usageErrorLine } from './messages.js';
 
 /** The top-level help lists the commands by what the user is doing, in this order. */
 const GROUPS: ReadonlyArray<[heading: string, commands: string[]]> = [
@@ -30,10 +32,10 @@ export function buildProgram(): Command {
   const program = new Command('docstream')
     .description('Kafka connector for the Document Analysis API.')
     .version('0.1.0')
-    .showHelpAfterError()
     .exitOverride((err) => {
       process.exit(err.exitCode === 0 ? 0 : EXIT_INVALID_INPUT);
     });
+  program.hook('preAction', (_program, action) => applyDeprecated(action));
   registerRunCommand(program);
   registerOperateCommands(program);
   registerDlqCommand(program);
@@ -63,5 +65,35 @@ export function buildProgram(): Command {
     'docstream analyze -c config/production.json --client-secret-stdin invoice.pdf < secret.txt',
   );
   program.addHelpText('after', exitCodesHelp());
+  // Each command reports commander's usage errors in its own name, in one line.
+  for (const command of [program, ...allCommands(program)]) {
+    command.configureOutput({
+      outputError: (message, write) => write(`${usageErrorLine(command, message)}\n`),
+    });
+  }
   return program;
+}
+
+/** Every command under `command`, groups and their subcommands alike. */
+export function allCommands(command: Command): Command[] {
+  return command.commands.flatMap((c) => [c, ...allCommands(c)]);
+}
+
+/**
+ * Runs the CLI on `argv`. An error that ends a command, thrown while its flags are read or by its
+ * action, is reported here, once, in that command's name, and decides the exit code.
+ */
+export async function main(argv: string[]): Promise<void> {
+  const program = buildProgram();
+  let active: Command = program;
+  for (const command of [program, ...allCommands(program)]) {
+    if (command.commands.length > 0) command.hook('preSubcommand', (_parent, sub) => void (active = sub));
+  }
+  try {
+    await program.parseAsync(argv);
+  } catch (error) {
+    printError(active, error);
+    // A bad configuration value or argument that no command caught is still invalid input (2).
+    process.exit(exitCodeOf(error));
+  }
 }

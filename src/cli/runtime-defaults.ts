@@ -103,7 +103,7 @@ export function reexecWithRuntimeDefaults(): Promise<never> {
       process.execve(process.execPath, [process.execPath, ...args], env);
     } catch (err) {
       process.stderr.write(
-        `docstream: could not restart with the runtime defaults in place (${(err as Error).message}); starting a child\n`,
+        `docstream run: warning: could not restart with the runtime defaults in place (${(err as Error).message}); starting a child\n`,
       );
     }
   }
@@ -128,7 +128,7 @@ function reexecAsChild(args: string[], env: NodeJS.ProcessEnv): Promise<never> {
   for (const signal of FORWARDED) process.on(signal, forward(signal));
   return new Promise<never>(() => {
     child.once('error', (err) => {
-      process.stderr.write(`docstream: could not start the connector process: ${err.message}\n`);
+      process.stderr.write(`docstream run: could not start the connector process: ${err.message}\n`);
       process.exit(1);
     });
     child.once('exit', (code, signal) => {

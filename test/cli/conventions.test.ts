@@ -323,7 +323,7 @@ describe('one way to configure every command, no secret on the command line', ()
       // 1: the API refused (no such submission); the command refused to act (replay, group active).
       expect(meaning(1)).toMatch(/refused the request/);
       const gone = await cli(['delete', ...c, '00000000-0000-4000-8000-000000000000']);
-      expect([gone.code, gone.stderr]).toEqual([1, expect.stringMatching(/^docstream: /)]);
+      expect([gone.code, gone.stderr]).toEqual([1, expect.stringMatching(/^docstream delete: /)]);
       expect(meaning(1)).toMatch(/replay while the group is active/);
       const refused = await cli(['replay', ...c, '--to-earliest']);
       expect([refused.code, refused.stderr]).toEqual([1, expect.stringMatching(/active member/)]);

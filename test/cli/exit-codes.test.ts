@@ -165,5 +165,8 @@ describe('the CLI exits 2 on invalid input to any command', () => {
       status: 2,
       stderr: expect.stringMatching(c.message),
     });
+    // One prefix for every message: the command's path.
+    const lines = out.stderr.split('\n').filter((l) => l !== '');
+    expect(lines.filter((l) => !l.startsWith(`docstream ${command}: `))).toEqual([]);
   });
 });

@@ -273,7 +273,7 @@ describe('retention: expiry after the window, replay inside it', () => {
 
         const after = await replayCli(['--config', env.writeConfig({ state: narrow }), '--to-earliest']);
         expect(after.code).toBe(0);
-        expect(after.stderr).toContain('warning: the replay starts');
+        expect(after.stderr).toContain('docstream replay: warning: the replay starts');
         connector = await env.startConnector({ state: narrow });
         await waitFor(
           'the documents submitted again',

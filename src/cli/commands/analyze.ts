@@ -36,7 +36,6 @@ import {
   type ApiFlags,
   clientOf,
   positiveNumber,
-  run,
   UsageError,
 } from './api-options.js';
 
@@ -78,7 +77,7 @@ export function registerAnalyze(program: Command): void {
         .argParser(positiveNumber)
         .default(120),
     );
-  addApiOptions(command).action((input: string, flags: AnalyzeFlags) => run(() => analyze(input, flags)));
+  addApiOptions(command).action((input: string, flags: AnalyzeFlags) => analyze(input, flags));
   examples(
     command,
     'docstream analyze invoice.pdf',

@@ -1,15 +1,13 @@
 /**
  * What the API commands share: the configuration (`-c`, `DOCSTREAM_API_*`, then these flags, over
- * the `api.*` keys `docstream run` uses), building a client from it, and one way to end a command
- * (invalid input: exit 2; the API or the network failed: exit 1).
+ * the `api.*` keys `docstream run` uses), and building a client from it. An error ends the command
+ * in `main` (program.ts): invalid input exits 2, the API or the network failing exits 1.
  */
 import { egressOf } from '../../config/egress.js';
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { DocumentAnalysisClient } from '../../client/client.js';
-import { ApiError } from '../../client/errors.js';
 import { type CellAddress, DEFAULT_CELLS, resolveAddress, type AddressOptions } from '../../client/cells.js';
 import type { Config } from '../../config/index.js';
-import { errorText } from '../../observability/redact.js';
 import {
   addConfigOption,
   configOf,
@@ -17,7 +15,7 @@ import {
   readSecret,
   refusedSecretFlag,
 } from '../config-option.js';
-import { exitCodeOf, UsageError } from '../exit-codes.js';
+import { UsageError } from '../exit-codes.js';
 
 export { UsageError };
 
@@ -146,18 +144,6 @@ export function clientOf(config: Config): DocumentAnalysisClient {
   } catch (error) {
     // Option errors (a malformed URL, an empty client id) are the user's input.
     throw new UsageError(error instanceof Error ? error.message : String(error));
-  }
-}
-
-/** Runs a command body; maps failures to a one-line message and the exit code. */
-export async function run(body: () => Promise<void>): Promise<void> {
-  try {
-    await body();
-  } catch (error) {
-    const message = errorText(error);
-    const hint = error instanceof ApiError && error.submissionId ? ` (submission ${error.submissionId})` : '';
-    process.stderr.write(`docstream: ${message}${hint}\n`);
-    process.exitCode = exitCodeOf(error);
   }
 }
 

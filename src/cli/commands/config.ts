@@ -16,6 +16,7 @@ import { connectCheck, findingLines, summaryOf, type ApiCredentials } from '../.
 import { addConfigOption, configOf, type ConfigFlags } from '../config-option.js';
 import { EXIT_FAILURE, EXIT_INVALID_INPUT } from '../exit-codes.js';
 import { examples } from '../help.js';
+import { printError, printWarning } from '../messages.js';
 import { apiAddress, positiveNumber } from './api-options.js';
 
 /** The API clients a check tries, built as `run` builds its own (address, proxy, CA), tried once. */
@@ -47,14 +48,8 @@ function apiCredentials(config: Config, timeoutMs: number): ApiCredentials {
 
 /** `config check --connect`: the checks of every part, printed as lines or JSON; exit 1 on a missing one. */
 async function checkConnected(flags: ConfigFlags & { json?: boolean; timeout: number }): Promise<void> {
-  let config: Config;
-  try {
-    config = configOf(flags);
-  } catch (err) {
-    process.stderr.write(`error: ${redactText((err as Error).message)}\n`);
-    process.exitCode = EXIT_INVALID_INPUT;
-    return;
-  }
+  // A configuration that does not load is invalid input (2), reported by main.
+  const config = configOf(flags);
   const timeoutMs = flags.timeout * 1000;
   const { findings, brokers } = await connectCheck(config, apiCredentials(config, timeoutMs), { timeoutMs });
   const all = findings.all.map((f) => ({
@@ -131,7 +126,7 @@ export function registerConfigCommand(program: Command): void {
       if (flags.connect) {
         // The files are checked offline first: a configuration with a wrong key is not connected with.
         const wrong = all.flatMap((file) => checkConfigFile(file).errors.map(redactText));
-        for (const error of wrong) process.stderr.write(`error: ${error}\n`);
+        for (const error of wrong) printError(check, error);
         if (wrong.length > 0) {
           process.exitCode = EXIT_INVALID_INPUT;
           return;
@@ -194,8 +189,8 @@ export function registerConfigCommand(program: Command): void {
         }
       }
       for (const r of results) {
-        for (const warning of r.warnings) process.stderr.write(`warning: ${warning}\n`);
-        for (const error of r.errors) process.stderr.write(`error: ${error}\n`);
+        for (const warning of r.warnings) printWarning(check, warning);
+        for (const error of r.errors) printError(check, error);
         if (!flags.json && r.ok) {
           process.stdout.write(
             r.file.startsWith('(') ? `${r.file}: ok\n` : `${r.file}: ok (${r.keys} keys)\n`,

@@ -6,7 +6,7 @@ import { InvalidArgumentError, type Command } from 'commander';
 import type { Config } from '../../config/index.js';
 import { addConfigOption, configOf, type ConfigFlags } from '../config-option.js';
 import { examples } from '../help.js';
-import { exitCodeOf, UsageError } from '../exit-codes.js';
+import { UsageError } from '../exit-codes.js';
 import { kafkaClientOf } from '../../kafka/client-from-config.js';
 import { registryOf } from '../../serde/registry-from-config.js';
 import { topicNotAuthorized, type KafkaAdmin } from '../../kafka/admin.js';
@@ -24,7 +24,6 @@ import {
 import { redrive, type RedriveResult } from '../../operator/redrive.js';
 import type { Registry } from '../../serde/registry.js';
 import { Progress } from '../../util/progress.js';
-import { errorText } from '../../observability/redact.js';
 
 interface FilterFlags extends ConfigFlags {
   stage?: string[];
@@ -203,11 +202,6 @@ async function redriveCommand(
   });
 }
 
-function fail(err: unknown): never {
-  process.stderr.write(`docstream dlq: ${errorText(err)}\n`);
-  process.exit(exitCodeOf(err));
-}
-
 export function registerDlqCommand(program: Command): void {
   const dlq = program
     .command('dlq')
@@ -222,7 +216,7 @@ export function registerDlqCommand(program: Command): void {
   const listing = withFilters(dlq.command('list'))
     .description('Print the counts of the selected dead letters by stage and code, then the dead letters.')
     .option('--summary', 'print only the counts by reason')
-    .action((flags: FilterFlags & { summary?: boolean }) => listCommand(flags).catch(fail));
+    .action((flags: FilterFlags & { summary?: boolean }) => listCommand(flags));
   examples(
     listing,
     'docstream dlq list -c prod.json --summary',
@@ -242,7 +236,7 @@ export function registerDlqCommand(program: Command): void {
       'also re-send documents that have a submission, with reprocess: true (a new submission)',
     )
     .action((flags: FilterFlags & { dryRun?: boolean; reprocess?: boolean; all?: boolean }) =>
-      redriveCommand(flags).catch(fail),
+      redriveCommand(flags),
     );
   examples(
     redriving,

@@ -2,15 +2,7 @@
 import { type Command, Option } from 'commander';
 import { FEEDBACK_OUTCOMES, type FeedbackRequest, type FeedbackResponse } from '../../api/schemas.js';
 import { examples } from '../help.js';
-import {
-  addApiOptions,
-  apiConfig,
-  type ApiFlags,
-  clientOf,
-  printResult,
-  run,
-  UsageError,
-} from './api-options.js';
+import { addApiOptions, apiConfig, type ApiFlags, clientOf, printResult, UsageError } from './api-options.js';
 
 interface FeedbackFlags extends ApiFlags {
   outcome?: FeedbackRequest['outcome'];
@@ -41,23 +33,21 @@ export function registerFeedback(program: Command): void {
     .option('--comment <text>', 'free text (no personal data: feedback is kept indefinitely)')
     .option('--label <label...>', 'labels to attach')
     .option('--json', 'print the feedback as JSON (for scripts)');
-  addApiOptions(command).action((id: string, flags: FeedbackFlags) =>
-    run(async () => {
-      if (flags.outcome === undefined && (flags.comment !== undefined || flags.label !== undefined)) {
-        throw new UsageError('--comment and --label need --outcome');
-      }
-      const client = clientOf(await apiConfig(flags));
-      const feedback =
-        flags.outcome === undefined
-          ? await client.getFeedback(id)
-          : await client.putFeedback(id, {
-              outcome: flags.outcome,
-              ...(flags.comment === undefined ? {} : { comment: flags.comment }),
-              ...(flags.label === undefined ? {} : { labels: flags.label }),
-            });
-      printResult(flags.json, feedback, () => human(feedback));
-    }),
-  );
+  addApiOptions(command).action(async (id: string, flags: FeedbackFlags) => {
+    if (flags.outcome === undefined && (flags.comment !== undefined || flags.label !== undefined)) {
+      throw new UsageError('--comment and --label need --outcome');
+    }
+    const client = clientOf(await apiConfig(flags));
+    const feedback =
+      flags.outcome === undefined
+        ? await client.getFeedback(id)
+        : await client.putFeedback(id, {
+            outcome: flags.outcome,
+            ...(flags.comment === undefined ? {} : { comment: flags.comment }),
+            ...(flags.label === undefined ? {} : { labels: flags.label }),
+          });
+    printResult(flags.json, feedback, () => human(feedback));
+  });
   examples(
     command,
     'docstream feedback -c prod.json sub_0123456789abcdefghijkl --outcome FRAUD --label forged-date',

@@ -8,17 +8,9 @@ import { registryOf } from '../../serde/registry-from-config.js';
 import { silentLogger } from '../../observability/logger.js';
 import { formatInspection, inspect, inspectIdProblem } from '../../operator/inspect.js';
 import { formatStatus, groupStatus } from '../../operator/status.js';
-import { errorText } from '../../observability/redact.js';
 import { addConfigOption, configOf, type ConfigFlags } from '../config-option.js';
-import { EXIT_NOT_FOUND, exitCodeOf, UsageError } from '../exit-codes.js';
+import { EXIT_NOT_FOUND, UsageError } from '../exit-codes.js';
 import { examples } from '../help.js';
-
-function fail(name: string): (err: unknown) => never {
-  return (err) => {
-    process.stderr.write(`docstream ${name}: ${errorText(err)}\n`);
-    process.exit(exitCodeOf(err));
-  };
-}
 
 export function registerOperateCommands(program: Command): void {
   const inspectCommand = program
@@ -32,7 +24,7 @@ export function registerOperateCommands(program: Command): void {
     .option('--json', 'print JSON (for scripts)');
   addConfigOption(inspectCommand).action(async (id: string, flags: ConfigFlags & { json?: boolean }) => {
     const problem = inspectIdProblem(id);
-    if (problem !== null) fail('inspect')(new UsageError(problem));
+    if (problem !== null) throw new UsageError(problem);
     const config = configOf(flags);
     const kafka = kafkaClientOf(config, { clientId: `${config.kafka.clientId}-inspect` });
     const admin = kafka.admin();
@@ -50,8 +42,6 @@ export function registerOperateCommands(program: Command): void {
       const json = { ...rest, letters: deadLetters };
       process.stdout.write(`${flags.json ? JSON.stringify(json, null, 2) : formatInspection(found)}\n`);
       if (found.matched === null) process.exitCode = EXIT_NOT_FOUND;
-    } catch (err) {
-      fail('inspect')(err);
     } finally {
       await admin.disconnect().catch(() => undefined);
     }
@@ -89,8 +79,6 @@ export function registerOperateCommands(program: Command): void {
           ...(flags.metricsEndpoints ? { endpoints: flags.metricsEndpoints } : {}),
         });
         process.stdout.write(`${flags.json ? JSON.stringify(status, null, 2) : formatStatus(status)}\n`);
-      } catch (err) {
-        fail('status')(err);
       } finally {
         await admin.disconnect().catch(() => undefined);
       }

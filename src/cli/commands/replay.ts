@@ -29,10 +29,10 @@ import {
   type OffsetResetPlan,
   type OffsetResetTarget,
 } from '../../operator/replay-plan.js';
-import { errorText } from '../../observability/redact.js';
 import { addConfigOption, configOf, type ConfigFlags } from '../config-option.js';
-import { exitCodeOf, UsageError } from '../exit-codes.js';
+import { UsageError } from '../exit-codes.js';
 import { examples } from '../help.js';
+import { printWarning } from '../messages.js';
 
 interface ReplayFlags extends ConfigFlags {
   topic?: string;
@@ -170,7 +170,7 @@ async function replayedFrom(
 async function replay(
   flags: ReplayFlags,
   out: (line: string) => void,
-  warn: (line: string) => void = out,
+  warn: (message: string) => void,
 ): Promise<OffsetResetPlan> {
   const config = configOf(flags);
   const target = targetOf(flags);
@@ -190,7 +190,7 @@ async function replay(
     const planned = await planOffsetReset(admin, group, topic, target);
     const from = await replayedFrom(kafka, admin, topic, target, planned);
     const warning = from === null ? null : replayWarning(from, config.state.retentionMs, Date.now());
-    if (warning) warn(`warning: ${warning}`);
+    if (warning) warn(warning);
     let plan = planned;
     if (!flags.dryRun) {
       const back = movedBack(planned);
@@ -257,18 +257,13 @@ export function registerReplayCommand(program: Command): void {
     )
     .option('--json', 'print the plan as JSON (for scripts); the other lines go to standard error');
   addConfigOption(command).action(async (flags: ReplayFlags) => {
-    try {
-      const toStderr = (line: string) => process.stderr.write(`${line}\n`);
-      const plan = await replay(
-        flags,
-        flags.json ? toStderr : (line) => process.stdout.write(`${line}\n`),
-        toStderr,
-      );
-      if (flags.json) process.stdout.write(`${JSON.stringify(plan, null, 2)}\n`);
-    } catch (err) {
-      process.stderr.write(`docstream replay: ${errorText(err)}\n`);
-      process.exit(exitCodeOf(err));
-    }
+    const toStderr = (line: string) => process.stderr.write(`${line}\n`);
+    const plan = await replay(
+      flags,
+      flags.json ? toStderr : (line) => process.stdout.write(`${line}\n`),
+      (message) => printWarning(command, message),
+    );
+    if (flags.json) process.stdout.write(`${JSON.stringify(plan, null, 2)}\n`);
   });
   examples(
     command,

@@ -1,7 +1,7 @@
 /** `docstream report <id>`: print the download address of the fraud report (a preview feature). */
 import type { Command } from 'commander';
 import { examples } from '../help.js';
-import { addApiOptions, apiConfig, type ApiFlags, clientOf, printResult, run } from './api-options.js';
+import { addApiOptions, apiConfig, type ApiFlags, clientOf, printResult } from './api-options.js';
 
 interface ReportFlags extends ApiFlags {
   includeDecision?: boolean;
@@ -15,19 +15,17 @@ export function registerReport(program: Command): void {
     .argument('<submission-id>')
     .option('--include-decision', 'add the Adaptive Decision result to the report')
     .option('--json', 'print the response as JSON (for scripts)');
-  addApiOptions(command).action((id: string, flags: ReportFlags) =>
-    run(async () => {
-      const report = await clientOf(await apiConfig(flags)).getReport(
-        id,
-        flags.includeDecision ? { includeDecision: true } : {},
-      );
-      printResult(
-        flags.json,
-        report,
-        () => `${report.report_url}\n${report.expires_at ? `expires ${report.expires_at}\n` : ''}`,
-      );
-    }),
-  );
+  addApiOptions(command).action(async (id: string, flags: ReportFlags) => {
+    const report = await clientOf(await apiConfig(flags)).getReport(
+      id,
+      flags.includeDecision ? { includeDecision: true } : {},
+    );
+    printResult(
+      flags.json,
+      report,
+      () => `${report.report_url}\n${report.expires_at ? `expires ${report.expires_at}\n` : ''}`,
+    );
+  });
   examples(
     command,
     'docstream report -c prod.json sub_0123456789abcdefghijkl',

@@ -352,12 +352,9 @@ GET|POST /_sandbox/config, POST /_sandbox/reset. See docs/sandbox.md.`,
         if (flags.config) base = applyConfigPatch(base, loadConfigFile(flags.config));
         config = applyConfigPatch(base, flagsToPatch(flags, base));
       } catch (err) {
-        if (
-          err instanceof SandboxConfigError ||
-          err instanceof InvalidArgumentError ||
-          err instanceof UsageError
-        ) {
-          cmd.error(`docstream sandbox: ${err.message}`, { exitCode: 2, code: 'docstream.invalidConfig' });
+        // Invalid input (2), reported by main like every command's.
+        if (err instanceof SandboxConfigError || err instanceof InvalidArgumentError) {
+          throw new UsageError(err.message);
         }
         throw err;
       }

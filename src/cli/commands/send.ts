@@ -24,7 +24,8 @@ import { decodeDocumentArrived, type DocumentArrived } from '../../serde/input.j
 import { readCharacteristics } from './analyze.js';
 import { addConfigOption, configArgs, configOf, type ConfigFlags } from '../config-option.js';
 import { examples } from '../help.js';
-import { printResult, run, UsageError } from './api-options.js';
+import { printWarning } from '../messages.js';
+import { printResult, UsageError } from './api-options.js';
 import { INPUT_VALUE_SCHEMA } from '../../connector/topology.js';
 import { topicNotAuthorized } from '../../kafka/admin.js';
 
@@ -79,7 +80,9 @@ export function registerSendCommand(program: Command): void {
         .default('avro'),
     )
     .option('--json', 'print what was sent as JSON (for scripts)');
-  addConfigOption(command).action((target: string, flags: SendFlags) => run(() => send(target, flags)));
+  addConfigOption(command).action((target: string, flags: SendFlags, self: Command) =>
+    send(target, flags, self),
+  );
   examples(
     command,
     'docstream send -c config/sandbox.json invoice.pdf',
@@ -88,7 +91,7 @@ export function registerSendCommand(program: Command): void {
   );
 }
 
-async function send(target: string, flags: SendFlags): Promise<void> {
+async function send(target: string, flags: SendFlags, command: Command): Promise<void> {
   const config = configOf(flags);
   const topic = flags.topic ?? config.topics.arrived;
   const blob = await blobOf(target);
@@ -114,7 +117,7 @@ async function send(target: string, flags: SendFlags): Promise<void> {
   if (!checked.ok)
     throw new UsageError(`the event would be dead-lettered (${checked.code}): ${checked.message}`);
   const warning = await blobRefusal(checked.event, config);
-  if (warning) process.stderr.write(`docstream: warning: ${warning}\n`);
+  if (warning) printWarning(command, warning);
 
   const kafka = kafkaClientOf(config);
   const admin = kafka.admin();

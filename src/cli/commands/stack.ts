@@ -308,11 +308,7 @@ export function registerStackCommand(program: Command): void {
       if (flags.secure) {
         const secure = readSecureListeners(o);
         if (!secure) {
-          process.stderr.write(
-            'docstream: the stack has not been started from this run dir yet: run `docstream stack up`\n',
-          );
-          process.exitCode = 1;
-          return;
+          throw new Error('the stack has not been started from this run dir yet: run `docstream stack up`');
         }
         lines.push(...secureEnv(secure));
       }

@@ -9,6 +9,7 @@ import { type Command, Option } from 'commander';
 import { type ApplicationList, CELLS, type Cell, SCOPES, type Tenant } from '../../api/schemas.js';
 import { TenantClient } from '../../client/tenant-client.js';
 import { configOf } from '../config-option.js';
+import { deprecatedOption } from '../deprecated.js';
 import { examples } from '../help.js';
 import {
   addAddressOptions,
@@ -16,12 +17,10 @@ import {
   apiAddress,
   type AddressFlags,
   printResult,
-  run,
   UsageError,
 } from './api-options.js';
 
 interface TenantFlags extends AddressFlags {
-  apiCell?: string;
   clientId?: string;
   privateKey?: string;
   kid?: string;
@@ -38,17 +37,11 @@ function addTenantOptions(command: Command): Command {
       ),
     )
     .addOption(new Option('--kid <kid>', 'key id registered for the key (tenant.kid)'))
-    .addOption(new Option('--api-cell <cell>', 'deprecated: --cell').hideHelp().conflicts('baseUrl'))
+    .addOption(deprecatedOption('--api-cell <cell>', '--cell').conflicts('baseUrl'))
     .option('--json', 'print the result as JSON (for scripts)');
 }
 
 async function tenantClient(flags: TenantFlags, scopes: string[]): Promise<TenantClient> {
-  if (flags.apiCell !== undefined) {
-    process.stderr.write(
-      'docstream: warning: --api-cell is deprecated; use --cell (the API cell, as in every command)\n',
-    );
-    flags.cell ??= flags.apiCell;
-  }
   let privateKey: string | undefined;
   if (flags.privateKey !== undefined) {
     try {
@@ -131,13 +124,11 @@ export function registerTenants(program: Command): void {
     .addOption(
       new Option('--tenant-cell <cell>', 'the cell of the new tenant').choices(CELLS).makeOptionMandatory(),
     );
-  addTenantOptions(create).action((flags: TenantFlags & { name: string; tenantCell: Cell }) =>
-    run(async () => {
-      const client = await tenantClient(flags, [SCOPES.tenantsWrite]);
-      const tenant = await client.createTenant({ name: flags.name, cells: [flags.tenantCell] });
-      printResult(flags.json, tenant, () => humanTenant(tenant));
-    }),
-  );
+  addTenantOptions(create).action(async (flags: TenantFlags & { name: string; tenantCell: Cell }) => {
+    const client = await tenantClient(flags, [SCOPES.tenantsWrite]);
+    const tenant = await client.createTenant({ name: flags.name, cells: [flags.tenantCell] });
+    printResult(flags.json, tenant, () => humanTenant(tenant));
+  });
   examples(
     create,
     'docstream tenants create -c prod.json --name acme --tenant-cell eu-1',
@@ -148,13 +139,11 @@ export function registerTenants(program: Command): void {
     .command('apps')
     .description("List a tenant's applications (OAuth clients).")
     .argument('<tenant-id>');
-  addTenantOptions(apps).action((tenantId: string, flags: TenantFlags) =>
-    run(async () => {
-      const client = await tenantClient(flags, [SCOPES.tenantApplicationsRead]);
-      const list = await client.listApplications(tenantId);
-      printResult(flags.json, list, () => humanApplications(list));
-    }),
-  );
+  addTenantOptions(apps).action(async (tenantId: string, flags: TenantFlags) => {
+    const client = await tenantClient(flags, [SCOPES.tenantApplicationsRead]);
+    const list = await client.listApplications(tenantId);
+    printResult(flags.json, list, () => humanApplications(list));
+  });
   examples(
     apps,
     'docstream tenants apps -c prod.json tenant-1',

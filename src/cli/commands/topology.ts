@@ -5,7 +5,6 @@
  */
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import { DEFAULT_PRINCIPALS } from '../../connector/acls.js';
-import { errorText } from '../../observability/redact.js';
 import {
   formatTopologyScript,
   formatTopologyStrimzi,
@@ -14,7 +13,7 @@ import {
   type StrimziOptions,
 } from '../../operator/provisioning.js';
 import { addConfigOption, configOf, type ConfigFlags } from '../config-option.js';
-import { exitCodeOf, UsageError } from '../exit-codes.js';
+import { UsageError } from '../exit-codes.js';
 import { examples } from '../help.js';
 
 const FORMATS = ['text', 'script', 'strimzi', 'json'] as const;
@@ -87,34 +86,29 @@ export function registerTopologyCommand(program: Command): void {
         .default('scram-sha-512'),
     );
   addConfigOption(command).action((flags: TopologyFlags) => {
-    try {
-      const config = configOf(flags);
-      if (flags.connectorPrincipal === flags.operatorPrincipal)
-        throw new UsageError(
-          `--connector-principal and --operator-principal are both ${flags.connectorPrincipal}: give two principals`,
-        );
-      const topology = topologyOf(config, {
-        principals: { connector: flags.connectorPrincipal, operator: flags.operatorPrincipal },
-        ...(flags.inputPartitions !== undefined ? { inputPartitions: flags.inputPartitions } : {}),
-      });
-      let out: string;
-      if (flags.format === 'script') out = formatTopologyScript(topology, config.kafka.brokers.join(','));
-      else if (flags.format === 'json') out = JSON.stringify(topology, null, 2);
-      else if (flags.format === 'strimzi') {
-        try {
-          out = formatTopologyStrimzi(topology, {
-            cluster: flags.strimziCluster,
-            authentication: flags.strimziAuthentication,
-          });
-        } catch (err) {
-          throw new UsageError((err as Error).message);
-        }
-      } else out = formatTopologyText(topology);
-      process.stdout.write(`${out}\n`);
-    } catch (err) {
-      process.stderr.write(`docstream topology: ${errorText(err)}\n`);
-      process.exit(exitCodeOf(err));
-    }
+    const config = configOf(flags);
+    if (flags.connectorPrincipal === flags.operatorPrincipal)
+      throw new UsageError(
+        `--connector-principal and --operator-principal are both ${flags.connectorPrincipal}: give two principals`,
+      );
+    const topology = topologyOf(config, {
+      principals: { connector: flags.connectorPrincipal, operator: flags.operatorPrincipal },
+      ...(flags.inputPartitions !== undefined ? { inputPartitions: flags.inputPartitions } : {}),
+    });
+    let out: string;
+    if (flags.format === 'script') out = formatTopologyScript(topology, config.kafka.brokers.join(','));
+    else if (flags.format === 'json') out = JSON.stringify(topology, null, 2);
+    else if (flags.format === 'strimzi') {
+      try {
+        out = formatTopologyStrimzi(topology, {
+          cluster: flags.strimziCluster,
+          authentication: flags.strimziAuthentication,
+        });
+      } catch (err) {
+        throw new UsageError((err as Error).message);
+      }
+    } else out = formatTopologyText(topology);
+    process.stdout.write(`${out}\n`);
   });
   examples(
     command,
