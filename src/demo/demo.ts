@@ -26,6 +26,8 @@ interface DemoOptions {
   /** Keep the stack running afterwards even if the demo started it. */
   keepStack: boolean;
   timeoutMs: number;
+  /** Configuration files under the demo's own settings (the default files when not given). */
+  files?: string[];
   out: (line: string) => void;
 }
 
@@ -191,6 +193,7 @@ export async function runDemo(options: DemoOptions): Promise<number> {
     step = Date.now();
     const topics = prefixedTopics(run, 1);
     const config = loadConfig({
+      ...(options.files ? { files: options.files } : {}),
       overrides: {
         topics,
         kafka: { brokers, groupId: `${run}-connector` },

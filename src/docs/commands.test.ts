@@ -12,6 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
+import { replacementOf } from '../cli/deprecated.js';
 import { buildProgram } from '../cli/program.js';
 import { checkConfigFile } from '../config/check.js';
 import { CONFIG_SPEC } from '../config/spec.js';
@@ -57,6 +58,8 @@ function flagsOf(command: Command): Set<string> {
   const flags = new Set(['--help', '-h']);
   for (let c: Command | null = command; c; c = c.parent) {
     for (const option of c.options) {
+      // An old spelling kept for scripts is not one to teach.
+      if (replacementOf(option) !== undefined) continue;
       if (option.long) flags.add(option.long);
       if (option.short) flags.add(option.short);
       if (option.negate && option.long) flags.add(option.long);

@@ -31,22 +31,22 @@ describe('docstream sandbox CLI', () => {
       '--port',
       '--token-ttl',
       '--processing',
-      '--processing-mean-ms',
+      '--processing-mean',
       '--seed',
       '--rate-limit',
       '--burst',
       '--retry-after-format',
       '--error-rate',
-      '--extra-latency-ms',
+      '--extra-latency',
       '--drop-rate',
-      '--storm-429-ms',
+      '--storm-429',
       '--pipeline-fail-rate',
       '--webhook-url',
       '--webhook-secret-file',
       '--webhook-duplicate-rate',
       '--webhook-out-of-order',
       '--webhook-max-attempts',
-      '--webhook-retry-base-ms',
+      '--webhook-retry-base',
       '--decision-rule',
       '--max-upload-bytes',
       '--max-submissions',
@@ -62,6 +62,10 @@ describe('docstream sandbox CLI', () => {
     [['--port', 'abc'], /--port/],
     [['--error-rate', '2'], /--error-rate/],
     [['--processing', 'normal'], /--processing/],
+    [
+      ['--extra-latency', '30ms'],
+      /--extra-latency <seconds>' argument '30ms' is invalid\. must be a number of seconds/,
+    ],
     [['--decision-rule', 'GOOD=YES'], /--decision-rule/],
     [['--max-upload-bytes', '12 parsecs'], /--max-upload-bytes/],
     [['--webhook-secret-file', secretFile('bad-secret', 'not-a-secret')], /webhook\.secret: must be whsec_/],
@@ -113,6 +117,53 @@ describe('docstream sandbox CLI', () => {
     rmSync(file, { force: true });
     expect(out.status).toBe(2);
     expect(out.stderr).toMatch(/rateLimit\.ratePerSecond/);
+  });
+
+  test('durations in seconds, an old …-ms flag still read (warned once), -c files in order', async () => {
+    const first = join(tmpdir(), `sandbox-c1-${process.pid}.json`);
+    const second = join(tmpdir(), `sandbox-c2-${process.pid}.json`);
+    writeFileSync(first, JSON.stringify({ maxSubmissions: 100, seed: 7 }));
+    writeFileSync(second, JSON.stringify({ maxSubmissions: 200 }));
+    const child = spawn(
+      process.execPath,
+      [
+        CLI,
+        'sandbox',
+        ...['-c', first, '-c', second, '--port', '0', '--log-level', 'silent'],
+        ...['--processing', 'fixed', '--processing-mean', '0.07', '--webhook-retry-base-ms', '1500'],
+      ],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    let out = '';
+    let err = '';
+    child.stdout.setEncoding('utf8').on('data', (c: string) => (out += c));
+    child.stderr.setEncoding('utf8').on('data', (c: string) => (err += c));
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    try {
+      for (let i = 0; i < 200 && !out.includes('client:') && child.exitCode === null; i++)
+        await new Promise((r) => setTimeout(r, 50));
+      const base = /base URL: +(\S+)/.exec(out)?.[1];
+      const config = (await (await fetch(`${base}/_sandbox/config`)).json()) as {
+        processing: { meanMs: number };
+        webhook: { retryBaseMs: number };
+        maxSubmissions: number;
+        seed: number;
+      };
+      expect([
+        config.processing.meanMs,
+        config.webhook.retryBaseMs,
+        config.maxSubmissions,
+        config.seed,
+      ]).toEqual([70, 1500, 200, 7]);
+      expect(err).toBe(
+        'docstream sandbox: warning: --webhook-retry-base-ms is deprecated; use --webhook-retry-base\n',
+      );
+    } finally {
+      child.kill('SIGTERM');
+      rmSync(first, { force: true });
+      rmSync(second, { force: true });
+    }
+    expect(await exited).toBe(0);
   });
 
   test('starts, prints base URL, token URL and credentials, and exits 0 on SIGTERM', async () => {

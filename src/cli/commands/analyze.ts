@@ -29,15 +29,9 @@ import {
 import type { DocumentAnalysisClient } from '../../client/client.js';
 import { pollUntilReady } from '../../client/poll.js';
 import { progressWanted } from '../../util/progress.js';
+import { secondsOption } from '../durations.js';
 import { examples } from '../help.js';
-import {
-  addApiOptions,
-  apiConfig,
-  type ApiFlags,
-  clientOf,
-  positiveNumber,
-  UsageError,
-} from './api-options.js';
+import { addApiOptions, apiConfig, type ApiFlags, clientOf, UsageError } from './api-options.js';
 
 interface AnalyzeFlags extends ApiFlags {
   pipeline: PipelineConfiguration;
@@ -72,11 +66,7 @@ export function registerAnalyze(program: Command): void {
     .option('--with-metadata', 'include indicator metadata in the fraud result')
     .option('--query-id <id>', 'your id for the document (no personal data)')
     .option('--json', 'print the results as JSON (for scripts)')
-    .addOption(
-      new Option('--timeout <seconds>', 'how long to wait for the results')
-        .argParser(positiveNumber)
-        .default(120),
-    );
+    .addOption(secondsOption('--timeout', 'how long to wait for the results').default(120));
   addApiOptions(command).action((input: string, flags: AnalyzeFlags) => analyze(input, flags));
   examples(
     command,

@@ -4,7 +4,7 @@
  * in `main` (program.ts): invalid input exits 2, the API or the network failing exits 1.
  */
 import { egressOf } from '../../config/egress.js';
-import { type Command, InvalidArgumentError, Option } from 'commander';
+import { type Command, Option } from 'commander';
 import { DocumentAnalysisClient } from '../../client/client.js';
 import { type CellAddress, DEFAULT_CELLS, resolveAddress, type AddressOptions } from '../../client/cells.js';
 import type { Config } from '../../config/index.js';
@@ -15,6 +15,7 @@ import {
   readSecret,
   refusedSecretFlag,
 } from '../config-option.js';
+import { secondsOption } from '../durations.js';
 import { UsageError } from '../exit-codes.js';
 
 export { UsageError };
@@ -38,12 +39,6 @@ export const CLIENT_SECRET_WAYS =
   'as DOCSTREAM_API_CLIENT_SECRET_FILE=<file> in the environment or a -c .env file, ' +
   'or as api.clientSecret in a -c configuration file';
 
-export function positiveNumber(value: string): number {
-  const n = Number(value);
-  if (!Number.isFinite(n) || n <= 0) throw new InvalidArgumentError('must be a positive number');
-  return n;
-}
-
 /** `-c`, and where the API is: `--base-url` or `--cell` (api.baseUrl, api.cell, api.cells), `--token-url`. */
 export function addAddressOptions(command: Command): Command {
   return addConfigOption(command)
@@ -57,11 +52,7 @@ export function addAddressOptions(command: Command): Command {
     .addOption(
       new Option('--token-url <url>', 'token endpoint (api.tokenUrl; default <base-url>/oauth2/token)'),
     )
-    .addOption(
-      new Option('--request-timeout <seconds>', 'timeout of each HTTP request (api.timeoutMs)').argParser(
-        positiveNumber,
-      ),
-    );
+    .addOption(secondsOption('--request-timeout', 'timeout of each HTTP request (api.timeoutMs)'));
 }
 
 /** The address flags, the client id and the ways to give the client secret (never as a value). */

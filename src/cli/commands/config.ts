@@ -1,4 +1,4 @@
-import { type Command, Option } from 'commander';
+import type { Command } from 'commander';
 import {
   checkConfigFile,
   deploymentChecks,
@@ -14,10 +14,11 @@ import { TenantClient } from '../../client/tenant-client.js';
 import { redactText } from '../../observability/redact.js';
 import { connectCheck, findingLines, summaryOf, type ApiCredentials } from '../../preflight/index.js';
 import { addConfigOption, configOf, type ConfigFlags } from '../config-option.js';
+import { secondsOption } from '../durations.js';
 import { EXIT_FAILURE, EXIT_INVALID_INPUT } from '../exit-codes.js';
 import { examples } from '../help.js';
 import { printError, printWarning } from '../messages.js';
-import { apiAddress, positiveNumber } from './api-options.js';
+import { apiAddress } from './api-options.js';
 
 /** The API clients a check tries, built as `run` builds its own (address, proxy, CA), tried once. */
 function apiCredentials(config: Config, timeoutMs: number): ApiCredentials {
@@ -116,9 +117,7 @@ export function registerConfigCommand(program: Command): void {
       'also reach every part with these settings (brokers, topics, ACLs, registry, API token, blob sources) and say what works and what is missing; exit 1 when anything is',
     )
     .addOption(
-      new Option('--timeout <seconds>', 'with --connect: how long each check waits for an answer')
-        .default(10)
-        .argParser(positiveNumber),
+      secondsOption('--timeout', 'with --connect: how long each check waits for an answer').default(10),
     );
   addConfigOption(check).action(
     async (files: string[], flags: ConfigFlags & { json?: boolean; connect?: boolean; timeout: number }) => {

@@ -1,5 +1,7 @@
-import { InvalidArgumentError, Option, type Command } from 'commander';
+import type { Command } from 'commander';
 import { runDemo } from '../../demo/demo.js';
+import { addConfigOption, type ConfigFlags } from '../config-option.js';
+import { secondsOption } from '../durations.js';
 import { examples } from '../help.js';
 
 export function registerDemoCommand(program: Command): void {
@@ -11,22 +13,22 @@ export function registerDemoCommand(program: Command): void {
         'connector, send generated documents and malformed events, show the results, and stop what it started.',
     )
     .option('--keep-stack', 'leave the local stack running afterwards', false)
-    .addOption(
-      new Option('--timeout <seconds>', 'give up waiting for results after this long')
-        .default(120)
-        .argParser((v) => {
-          const n = Number(v);
-          if (!Number.isInteger(n) || n <= 0) throw new InvalidArgumentError('expected a positive integer');
-          return n;
-        }),
-    )
-    .action(async (opts: { keepStack: boolean; timeout: number }) => {
-      const code = await runDemo({
-        keepStack: opts.keepStack,
-        timeoutMs: opts.timeout * 1000,
-        out: (line) => process.stdout.write(`${line}\n`),
-      });
-      process.exit(code);
+    .addOption(secondsOption('--timeout', 'give up waiting for results after this long').default(120));
+  // The -c files (and DOCSTREAM_* variables) under what the demo sets itself: the local stack's
+  // addresses, the sandbox, its own topics and group.
+  addConfigOption(command).action(async (opts: ConfigFlags & { keepStack: boolean; timeout: number }) => {
+    const code = await runDemo({
+      keepStack: opts.keepStack,
+      timeoutMs: opts.timeout * 1000,
+      ...(opts.config && opts.config.length > 0 ? { files: opts.config } : {}),
+      out: (line) => process.stdout.write(`${line}\n`),
     });
-  examples(command, 'docstream demo', 'docstream demo --keep-stack --timeout 300');
+    process.exit(code);
+  });
+  examples(
+    command,
+    'docstream demo',
+    'docstream demo --keep-stack --timeout 300',
+    'docstream demo -c demo-logging.json',
+  );
 }

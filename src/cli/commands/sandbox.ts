@@ -7,6 +7,8 @@ import type { Command } from 'commander';
 import { InvalidArgumentError, Option } from 'commander';
 import { createLogger } from '../../observability/logger.js';
 import { readSecret, refusedSecretFlag } from '../config-option.js';
+import { deprecatedOption } from '../deprecated.js';
+import { millisecondsOf, secondsOption } from '../durations.js';
 import { UsageError } from '../exit-codes.js';
 import { examples } from '../help.js';
 import {
@@ -72,32 +74,33 @@ function decisionRule(value: string, previous: Record<string, string> = {}): Rec
   return { ...previous, [m[1] as string]: m[2] as string };
 }
 
+/** The flags; durations in seconds, as given. */
 interface Flags {
-  config?: string;
+  config?: string[];
   host?: string;
   port?: number;
   tokenTtl?: number;
   processing?: 'fixed' | 'uniform' | 'exponential';
-  processingMeanMs?: number;
-  processingMinMs?: number;
-  processingMaxMs?: number;
+  processingMean?: number;
+  processingMin?: number;
+  processingMax?: number;
   seed?: number;
   rateLimit?: number;
   burst?: number;
   retryAfterFormat?: 'seconds' | 'http-date';
   errorRate?: number;
-  extraLatencyMs?: number;
+  extraLatency?: number;
   dropRate?: number;
-  storm429Ms?: number;
+  storm429?: number;
   pipelineFailRate?: number;
   webhookUrl?: string;
   webhookSecret?: string;
   webhookSecretFile?: string;
   webhookDuplicateRate?: number;
   webhookOutOfOrder?: boolean;
-  webhookOutOfOrderWindowMs?: number;
+  webhookOutOfOrderWindow?: number;
   webhookMaxAttempts?: number;
-  webhookRetryBaseMs?: number;
+  webhookRetryBase?: number;
   tenantId?: string;
   decisionRule?: Record<string, string>;
   maxUploadBytes?: number;
@@ -106,6 +109,16 @@ interface Flags {
   uploadUrlTtl?: number;
   reportUrlTtl?: number;
   logLevel?: string;
+}
+
+/** A duration flag's seconds as the config's milliseconds; not given stays not given. */
+function ms(seconds: number | undefined): number | undefined {
+  return seconds === undefined ? undefined : millisecondsOf(seconds);
+}
+
+/** A deprecated flag in milliseconds, read as the seconds of its replacement. */
+function fromMs(parse: (value: string) => number): (value: string) => number {
+  return (value) => parse(value) / 1000;
 }
 
 /** Turns flags into a config patch; only flags that were given appear in it. */
@@ -127,9 +140,9 @@ function flagsToPatch(f: Flags, base: SandboxConfig): DeepPartial<SandboxConfig>
   set('decisionRules', f.decisionRule);
   const processing = {
     distribution: f.processing,
-    meanMs: f.processingMeanMs,
-    minMs: f.processingMinMs,
-    maxMs: f.processingMaxMs,
+    meanMs: ms(f.processingMean),
+    minMs: ms(f.processingMin),
+    maxMs: ms(f.processingMax),
   };
   if (Object.values(processing).some((v) => v !== undefined)) patch.processing = processing;
   if (f.rateLimit !== undefined) {
@@ -147,10 +160,9 @@ function flagsToPatch(f: Flags, base: SandboxConfig): DeepPartial<SandboxConfig>
   }
   const faults = {
     errorRate: f.errorRate,
-    extraLatencyMs: f.extraLatencyMs,
+    extraLatencyMs: ms(f.extraLatency),
     dropRate: f.dropRate,
-    storm429:
-      f.storm429Ms === undefined ? undefined : f.storm429Ms === 0 ? null : { durationMs: f.storm429Ms },
+    storm429: f.storm429 === undefined ? undefined : f.storm429 === 0 ? null : { durationMs: ms(f.storm429) },
     pipelineFailRate: f.pipelineFailRate,
   };
   if (Object.values(faults).some((v) => v !== undefined)) patch.faults = faults;
@@ -159,9 +171,9 @@ function flagsToPatch(f: Flags, base: SandboxConfig): DeepPartial<SandboxConfig>
     secret: f.webhookSecret,
     duplicateRate: f.webhookDuplicateRate,
     outOfOrder: f.webhookOutOfOrder,
-    outOfOrderWindowMs: f.webhookOutOfOrderWindowMs,
+    outOfOrderWindowMs: ms(f.webhookOutOfOrderWindow),
     maxAttempts: f.webhookMaxAttempts,
-    retryBaseMs: f.webhookRetryBaseMs,
+    retryBaseMs: ms(f.webhookRetryBase),
     tenantId: f.tenantId,
   };
   if (Object.values(webhook).some((v) => v !== undefined)) patch.webhook = webhook;
@@ -193,9 +205,9 @@ export function registerSandboxCommand(program: Command): void {
     )
     .addOption(
       new Option(
-        '--config <file.json>',
-        'JSON file with any SandboxConfig keys (such as clients and decisionRules); flags override it',
-      ),
+        '-c, --config <file.json>',
+        "the sandbox's own JSON file of SandboxConfig keys (such as clients and decisionRules; repeatable, later files win); flags override it",
+      ).argParser((value: string, previous: string[] = []) => [...previous, value]),
     )
     .addOption(new Option('--host <host>', 'interface to listen on').default(d.host))
     .addOption(
@@ -203,7 +215,7 @@ export function registerSandboxCommand(program: Command): void {
         .argParser(integer(0, 65535))
         .default(d.port),
     )
-    .addOption(new Option('--token-ttl <seconds>', 'access token lifetime').argParser(integer(1)))
+    .addOption(secondsOption('--token-ttl', 'access token lifetime', { whole: true }))
     .addOption(
       new Option('--processing <distribution>', 'per-result processing time distribution').choices([
         'fixed',
@@ -211,18 +223,12 @@ export function registerSandboxCommand(program: Command): void {
         'exponential',
       ]),
     )
+    .addOption(secondsOption('--processing-mean', 'mean processing time per result', { zero: true }))
     .addOption(
-      new Option('--processing-mean-ms <ms>', 'mean processing time per result').argParser(number(0)),
+      secondsOption('--processing-min', 'lower bound (uniform; clamp for exponential)', { zero: true }),
     )
     .addOption(
-      new Option('--processing-min-ms <ms>', 'lower bound (uniform; clamp for exponential)').argParser(
-        number(0),
-      ),
-    )
-    .addOption(
-      new Option('--processing-max-ms <ms>', 'upper bound (uniform; clamp for exponential)').argParser(
-        number(0),
-      ),
+      secondsOption('--processing-max', 'upper bound (uniform; clamp for exponential)', { zero: true }),
     )
     .addOption(
       new Option('--seed <n>', 'seed for every random draw (reproducible timings and faults)').argParser(
@@ -248,17 +254,16 @@ export function registerSandboxCommand(program: Command): void {
         number(0, 1),
       ),
     )
-    .addOption(new Option('--extra-latency-ms <ms>', 'delay added to every API request').argParser(number(0)))
+    .addOption(secondsOption('--extra-latency', 'delay added to every API request', { zero: true }))
     .addOption(
       new Option('--drop-rate <0..1>', 'probability of dropping the connection without an answer').argParser(
         number(0, 1),
       ),
     )
     .addOption(
-      new Option(
-        '--storm-429-ms <ms>',
-        'answer every API request 429 for this long after start; 0 = off',
-      ).argParser(number(0)),
+      secondsOption('--storm-429', 'answer every API request 429 for this long after start; 0 = off', {
+        zero: true,
+      }),
     )
     .addOption(
       new Option(
@@ -287,19 +292,9 @@ export function registerSandboxCommand(program: Command): void {
       ),
     )
     .addOption(new Option('--webhook-out-of-order', 'hold events for a window and deliver them newest first'))
-    .addOption(
-      new Option(
-        '--webhook-out-of-order-window-ms <ms>',
-        'how long --webhook-out-of-order holds events',
-      ).argParser(integer(1)),
-    )
+    .addOption(secondsOption('--webhook-out-of-order-window', 'how long --webhook-out-of-order holds events'))
     .addOption(new Option('--webhook-max-attempts <n>', 'delivery attempts per event').argParser(integer(1)))
-    .addOption(
-      new Option(
-        '--webhook-retry-base-ms <ms>',
-        'first retry delay, doubled per attempt (max 60 s)',
-      ).argParser(integer(1)),
-    )
+    .addOption(secondsOption('--webhook-retry-base', 'first retry delay, doubled per attempt (max 60 s)'))
     .addOption(new Option('--tenant-id <id>', 'tenant_id carried by webhook events'))
     .addOption(
       new Option(
@@ -321,12 +316,22 @@ export function registerSandboxCommand(program: Command): void {
     .addOption(
       new Option('--storage-dir <dir>', 'where uploads are stored (default: a temp dir removed on exit)'),
     )
+    .addOption(secondsOption('--upload-url-ttl', 'lifetime of pre-signed upload URLs', { whole: true }))
+    .addOption(secondsOption('--report-url-ttl', 'lifetime of report download URLs', { whole: true }))
+    // The spellings in milliseconds of before.
+    .addOption(deprecatedOption('--processing-mean-ms <ms>', '--processing-mean', fromMs(number(0))))
+    .addOption(deprecatedOption('--processing-min-ms <ms>', '--processing-min', fromMs(number(0))))
+    .addOption(deprecatedOption('--processing-max-ms <ms>', '--processing-max', fromMs(number(0))))
+    .addOption(deprecatedOption('--extra-latency-ms <ms>', '--extra-latency', fromMs(number(0))))
+    .addOption(deprecatedOption('--storm-429-ms <ms>', '--storm-429', fromMs(number(0))))
     .addOption(
-      new Option('--upload-url-ttl <seconds>', 'lifetime of pre-signed upload URLs').argParser(integer(1)),
+      deprecatedOption(
+        '--webhook-out-of-order-window-ms <ms>',
+        '--webhook-out-of-order-window',
+        fromMs(integer(1)),
+      ),
     )
-    .addOption(
-      new Option('--report-url-ttl <seconds>', 'lifetime of report download URLs').argParser(integer(1)),
-    )
+    .addOption(deprecatedOption('--webhook-retry-base-ms <ms>', '--webhook-retry-base', fromMs(integer(1))))
     .addOption(
       new Option('--log-level <level>', 'log level')
         .choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
@@ -335,9 +340,9 @@ export function registerSandboxCommand(program: Command): void {
     .addHelpText(
       'after',
       `
-Defaults: processing ${d.processing.distribution} ${d.processing.minMs}..${d.processing.maxMs} ms per result, token TTL ${d.tokenTtlSeconds} s,
+Defaults: processing ${d.processing.distribution} ${(d.processing.minMs ?? 0) / 1000}..${(d.processing.maxMs ?? 0) / 1000} s per result, token TTL ${d.tokenTtlSeconds} s,
 no rate limit, no faults, max upload ${d.maxUploadBytes} bytes, max submissions ${d.maxSubmissions},
-upload/report URL TTL ${d.uploadUrlTtlSeconds}/${d.reportUrlTtlSeconds} s, webhook ${d.webhook.maxAttempts} attempts from ${d.webhook.retryBaseMs} ms,
+upload/report URL TTL ${d.uploadUrlTtlSeconds}/${d.reportUrlTtlSeconds} s, webhook ${d.webhook.maxAttempts} attempts from ${d.webhook.retryBaseMs / 1000} s,
 decisions TRUSTED/NORMAL=APPROVED WARNING=MANUAL_REVIEW HIGH_RISK=DECLINED.
 Default client: ${DEFAULT_CLIENT.clientId} / ${DEFAULT_CLIENT.clientSecret} (scopes ${DEFAULT_CLIENT.scopes.join(' ')}).
 More clients (other scopes; private_key_jwt with publicKeyPem and kid) come from --config.
@@ -349,7 +354,7 @@ GET|POST /_sandbox/config, POST /_sandbox/reset. See docs/sandbox.md.`,
       try {
         flags.webhookSecret = await readSecret({ file: flags.webhookSecretFile }, '--webhook-secret');
         let base = defaultConfig();
-        if (flags.config) base = applyConfigPatch(base, loadConfigFile(flags.config));
+        for (const file of flags.config ?? []) base = applyConfigPatch(base, loadConfigFile(file));
         config = applyConfigPatch(base, flagsToPatch(flags, base));
       } catch (err) {
         // Invalid input (2), reported by main like every command's.

@@ -26,6 +26,7 @@ import {
   type KafkaNodePorts,
 } from '../../stack/options.js';
 import { EXIT_NOT_FOUND } from '../exit-codes.js';
+import { secondsOption } from '../durations.js';
 import { examples } from '../help.js';
 
 interface CommonFlags {
@@ -75,12 +76,6 @@ function parseNodePortList(value: string): KafkaNodePorts[] {
   }
 }
 
-function parseSeconds(value: string): number {
-  const n = Number(value);
-  if (!Number.isFinite(n) || n <= 0) throw new InvalidArgumentError('must be a positive number of seconds');
-  return n;
-}
-
 function parseServices(value: string): ServiceName[] {
   const list = value
     .split(',')
@@ -121,11 +116,8 @@ function withInstallOptions(cmd: Command): Command {
       `only these services (comma-separated, of ${SERVICE_NAMES.join(',')})`,
       parseServices,
     )
-    .option(
-      '--timeout <seconds>',
-      'wait at most this long for each service',
-      parseSeconds,
-      d.timeoutMs / 1000,
+    .addOption(
+      secondsOption('--timeout', 'wait at most this long for each service').default(d.timeoutMs / 1000),
     );
 }
 

@@ -22,7 +22,7 @@ import {
 
 interface TenantFlags extends AddressFlags {
   clientId?: string;
-  privateKey?: string;
+  privateKeyFile?: string;
   kid?: string;
   json?: boolean;
 }
@@ -32,10 +32,11 @@ function addTenantOptions(command: Command): Command {
     .addOption(new Option('--client-id <id>', 'tenant-admin OAuth client id (tenant.clientId)'))
     .addOption(
       new Option(
-        '--private-key <file>',
+        '--private-key-file <file>',
         'PKCS#8 PEM private key file of the client (tenant.privateKey, or DOCSTREAM_TENANT_PRIVATE_KEY_FILE)',
       ),
     )
+    .addOption(deprecatedOption('--private-key <file>', '--private-key-file'))
     .addOption(new Option('--kid <kid>', 'key id registered for the key (tenant.kid)'))
     .addOption(deprecatedOption('--api-cell <cell>', '--cell').conflicts('baseUrl'))
     .option('--json', 'print the result as JSON (for scripts)');
@@ -43,12 +44,12 @@ function addTenantOptions(command: Command): Command {
 
 async function tenantClient(flags: TenantFlags, scopes: string[]): Promise<TenantClient> {
   let privateKey: string | undefined;
-  if (flags.privateKey !== undefined) {
+  if (flags.privateKeyFile !== undefined) {
     try {
-      privateKey = await readFile(flags.privateKey, 'utf8');
+      privateKey = await readFile(flags.privateKeyFile, 'utf8');
     } catch (error) {
       throw new UsageError(
-        `--private-key ${flags.privateKey}: ${error instanceof Error ? error.message : String(error)}`,
+        `--private-key-file ${flags.privateKeyFile}: ${error instanceof Error ? error.message : String(error)}`,
       );
     }
   }
@@ -60,7 +61,7 @@ async function tenantClient(flags: TenantFlags, scopes: string[]): Promise<Tenan
     ['tenant.clientId', '--client-id', config.tenant.clientId],
     [
       'tenant.privateKey',
-      '--private-key <file> or DOCSTREAM_TENANT_PRIVATE_KEY_FILE',
+      '--private-key-file <file> or DOCSTREAM_TENANT_PRIVATE_KEY_FILE',
       config.tenant.privateKey,
     ],
     ['tenant.kid', '--kid', config.tenant.kid],
