@@ -13,7 +13,7 @@ import { Connector } from '../connector/connector.js';
 import { OutputReader } from '../connector/outputs/output-reader.js';
 import { KafkaClient } from '../kafka/client.js';
 import { createLogger } from '../observability/logger.js';
-import { startSandbox, type Sandbox } from '../sandbox/index.js';
+import { DEFAULT_CLIENT, startSandbox, type Sandbox } from '../sandbox/index.js';
 import { Registry } from '../serde/registry.js';
 import { defaultStackOptions, stackDown, stackUp, type ServiceName } from '../stack/index.js';
 import { registryUrl } from '../stack/services.js';
@@ -198,7 +198,16 @@ export async function runDemo(options: DemoOptions): Promise<number> {
         topics,
         kafka: { brokers, groupId: `${run}-connector` },
         registry: { url: registryUrl(stackOptions) },
-        api: { baseUrl: api.baseUrl },
+        // Only the demo's sandbox, whatever the files say: never a real cell, client or proxy.
+        api: {
+          baseUrl: api.baseUrl,
+          cell: '',
+          tokenUrl: '',
+          clientId: DEFAULT_CLIENT.clientId,
+          clientSecret: DEFAULT_CLIENT.clientSecret,
+          proxyUrl: 'none',
+        },
+        webhooks: { enabled: false },
         connector: { pollInitialMs: 300, pollMaxMs: 2000 },
         blobs: { fileRoots: [dir] },
       },

@@ -15,7 +15,8 @@ export function registerDemoCommand(program: Command): void {
     .option('--keep-stack', 'leave the local stack running afterwards', false)
     .addOption(secondsOption('--timeout', 'give up waiting for results after this long').default(120));
   // The -c files (and DOCSTREAM_* variables) under what the demo sets itself: the local stack's
-  // addresses, the sandbox, its own topics and group.
+  // addresses, its own sandbox and client, its own topics and group; the rest (connector.*, blobs.*,
+  // state.*) comes from them.
   addConfigOption(command).action(async (opts: ConfigFlags & { keepStack: boolean; timeout: number }) => {
     const code = await runDemo({
       keepStack: opts.keepStack,
@@ -29,6 +30,6 @@ export function registerDemoCommand(program: Command): void {
     command,
     'docstream demo',
     'docstream demo --keep-stack --timeout 300',
-    'docstream demo -c demo-logging.json',
+    'docstream demo -c tuning.json',
   );
 }
