@@ -80,20 +80,27 @@ export function allCommands(command: Command): Command[] {
 }
 
 /**
- * Runs the CLI on `argv`. An error that ends a command, thrown while its flags are read or by its
- * action, is reported here, once, in that command's name, and decides the exit code.
+ * Runs `program` on `argv`. An error that ends a command, thrown while its flags are read or by its
+ * action, is reported here, once, in that command's name; its exit code is returned (undefined when
+ * no error ended the command).
  */
-export async function main(argv: string[]): Promise<void> {
-  const program = buildProgram();
+export async function runProgram(program: Command, argv: string[]): Promise<number | undefined> {
   let active: Command = program;
   for (const command of [program, ...allCommands(program)]) {
     if (command.commands.length > 0) command.hook('preSubcommand', (_parent, sub) => void (active = sub));
   }
   try {
     await program.parseAsync(argv);
+    return undefined;
   } catch (error) {
     printError(active, error);
     // A bad configuration value or argument that no command caught is still invalid input (2).
-    process.exit(exitCodeOf(error));
+    return exitCodeOf(error);
   }
+}
+
+/** The CLI: the program on `argv`, exiting with the code of an error that ended the command. */
+export async function main(argv: string[]): Promise<void> {
+  const code = await runProgram(buildProgram(), argv);
+  if (code !== undefined) process.exit(code);
 }

@@ -17,7 +17,7 @@ import { PDFDocument } from 'pdf-lib';
 import { createProxy, type ProxyServer } from 'proxy';
 import { createBlobSource } from '../../src/blobs/index.js';
 import { policy, readAll } from '../../src/blobs/test-helpers.js';
-import { buildProgram } from '../../src/cli/program.js';
+import { buildProgram, runProgram } from '../../src/cli/program.js';
 import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
 import { egressOf } from '../../src/config/egress.js';
 import { closeServer, listenOnLoopback } from '../harness/proxy.js';
@@ -103,13 +103,14 @@ async function runCli(args: string[]): Promise<{ exitCode: number; out: string; 
     return true;
   });
   process.exitCode = undefined;
+  let failed: number | undefined;
   try {
-    await buildProgram().parseAsync(['node', 'docstream', ...args]);
+    failed = await runProgram(buildProgram(), ['node', 'docstream', ...args]);
   } finally {
     stdout.mockRestore();
     stderr.mockRestore();
   }
-  const exitCode = Number(process.exitCode ?? 0);
+  const exitCode = Number(failed ?? process.exitCode ?? 0);
   process.exitCode = undefined;
   return { exitCode, out: out.join(''), err: err.join('') };
 }
@@ -141,7 +142,7 @@ describe('docstream analyze through HTTP_PROXY', () => {
     );
     expect({
       exitCode: result.exitCode,
-      err: result.err.split('\n').filter((l) => l.startsWith('docstream:')),
+      err: result.err.split('\n').filter((l) => l.startsWith('docstream analyze:')),
     }).toEqual({
       exitCode: 0,
       err: [],
@@ -168,6 +169,7 @@ describe('docstream analyze through HTTP_PROXY', () => {
     expect(refused).toBeGreaterThan(0);
     expect(proxyLog).toEqual([]);
     expect(result.exitCode).not.toBe(0);
+    expect(result.err).toMatch(/^docstream analyze: /m);
     expect(result.err).not.toContain('wrong-pass-19x');
   });
 
