@@ -30,10 +30,14 @@ interface SentBatch {
 class FakeKafka {
   readonly configs: Array<Record<string, unknown>> = [];
   readonly sent: SentBatch[] = [];
+  /** Records per sendBatch call, in order. */
+  readonly sendSizes: number[] = [];
   readonly log: string[] = [];
   /** Called at each commit (numbered from 0); throw to fail it, await to hold it. */
   commitHook: (n: number) => Promise<void> | void = () => undefined;
   sendHook: (n: number) => Promise<void> | void = () => undefined;
+  /** Called as each transaction begins. */
+  beginHook: () => void = () => undefined;
   abortHook: () => Promise<void> | void = () => undefined;
   connectHook: () => Promise<void> | void = () => undefined;
   /** Commits that succeeded. */
@@ -57,11 +61,23 @@ class FakeKafka {
         this.log.push(`disconnect ${index}`);
       },
       transaction: async () => {
+        this.beginHook();
         let records = 0;
+        // A transaction's sends, merged by topic in one entry of `sent`; each send's record count in `sendSizes`.
+        let entry: SentBatch | null = null;
         return {
           sendBatch: async (b: { topicMessages: SentBatch['topicMessages'] }) => {
             const n = this.sends++;
-            this.sent.push({ producer: index, topicMessages: b.topicMessages });
+            this.sendSizes.push(b.topicMessages.reduce((sum, t) => sum + t.messages.length, 0));
+            if (!entry) {
+              entry = { producer: index, topicMessages: [] };
+              this.sent.push(entry);
+            }
+            for (const t of b.topicMessages) {
+              const same = entry.topicMessages.find((e) => e.topic === t.topic);
+              if (same) same.messages.push(...t.messages);
+              else entry.topicMessages.push({ topic: t.topic, messages: [...t.messages] });
+            }
             records += b.topicMessages.reduce((sum, t) => sum + t.messages.length, 0);
             await this.sendHook(n);
             // What a broker answers: each topic-partition's first offset (here 100 per send).
@@ -255,6 +271,8 @@ describe('TransactionalWriters', () => {
       ['results', ['a', 'b']],
       ['state', ['a']],
     ]);
+    // The first record alone (one partition leader), then the rest.
+    expect(kafka.sendSizes).toEqual([1, 2]);
     expect(done).toEqual([]); // sent, not committed yet
     release();
     await settled(Promise.all(sends));
@@ -347,11 +365,9 @@ describe('TransactionalWriters', () => {
     await settled(
       Promise.all([w.send(0, 't', { key: 'a', value: '' }), w.send(0, 't', { key: 'b', value: '' })]),
     );
-    expect(kafka.keys()).toEqual([
-      ['a', 'b'],
-      ['a', 'b'],
-    ]);
-    expect(kafka.log).toContain('abort 0 2');
+    // The first try failed at its first send (the first record alone); the next sent both.
+    expect(kafka.keys()).toEqual([['a'], ['a', 'b']]);
+    expect(kafka.log).toContain('abort 0 1');
     expect(kafka.commits).toBe(1);
     expect(warnings).toEqual([expect.objectContaining({ partition: 0, attempt: 0, records: 2 })]);
     await settled(w.stop());
@@ -437,10 +453,8 @@ describe('TransactionalWriters', () => {
     const sends = [w.send(2, 't', { key: 'a', value: '' }), w.send(2, 't', { key: 'b', value: '' })];
     await settled(Promise.all(sends));
     expect(kafka.sent.map((b) => b.producer)).toEqual([0, 1]);
-    expect(kafka.keys()).toEqual([
-      ['a', 'b'],
-      ['a', 'b'],
-    ]);
+    // The first producer's transaction failed at its first send (the first record alone).
+    expect(kafka.keys()).toEqual([['a'], ['a', 'b']]);
     expect(kafka.configs).toHaveLength(2);
     expect(kafka.configs[1]!.transactionalId).toBe('grp-arrived-2');
     expect(kafka.log).toContain('disconnect 0');
@@ -580,7 +594,7 @@ describe('TransactionalWriters', () => {
     let open = 0;
     let overlapped = false;
     let release: () => void = () => undefined;
-    kafka.sendHook = () => {
+    kafka.beginHook = () => {
       overlapped ||= open > 0;
       open += 1;
     };

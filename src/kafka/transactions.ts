@@ -377,13 +377,21 @@ class PartitionWriter {
     const producer = this.producer!;
     const txn = await producer.transaction();
     let written: RecordMetadata[] | undefined;
-    try {
-      written = await txn.sendBatch({
-        topicMessages: byTopic(items),
+    const send = (part: Staged[]) =>
+      txn.sendBatch({
+        topicMessages: byTopic(part),
         acks: -1,
         ...(this.s.ackTimeoutMs !== undefined ? { timeout: this.s.ackTimeoutMs } : {}),
         compression: kafkajsCompression(this.s.compression),
       });
+    try {
+      // The first record alone first: one partition, one leader. kafkajs retries a send to every
+      // leader that has not answered yet, also one whose request is still out, which then goes out a
+      // second time under the next sequence number and is committed twice. A transaction's first
+      // send is the one the coordinator refuses (CONCURRENT_TRANSACTIONS) while the previous
+      // transaction still ends; sent to one leader, its retries cannot send anything twice.
+      written = await send(items.slice(0, 1));
+      if (items.length > 1) await send(items.slice(1));
       await txn.commit();
     } catch (err) {
       // Sent, then the commit failed: the broker may have committed it all the same.
