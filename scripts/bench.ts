@@ -8,15 +8,19 @@
  *   npm run bench -- --mode state                   state footprint per finished doc, restore time
  *   npm run bench -- --docs 2000 --latency-ms 200 --rate 5000 --partitions 4 --max-in-flight 1000 \
  *     --baseline-docs 0 --scale-out none                CPU per document against the floor
- *   --floor node|go|rdkafka|both|false  the floors measured after each main run, in the order
- *                     given, e.g. --floor node,go,rdkafka (default node; quiet: see below): node is
+ *   --floor node|go|rdkafka|platformatic|both|false  the floors measured after each main run, in the
+ *                     order given, e.g. --floor node,go,rdkafka (default node; quiet: see below): node is
  *                     scripts/floor.ts (bare node:http + kafkajs, results written as the API's
  *                     bytes); rdkafka is the same program on librdkafka instead of kafkajs
  *                     (@confluentinc/kafka-javascript's KafkaJS API, scripts/lib/rdkafka-floor.ts:
  *                     not a dependency of docstream, built from source on first use into
  *                     .cache/rdkafka-floor from scripts/rdkafka-floor's lock; needs Debian's
  *                     build-essential, python3, libssl-dev, zlib1g-dev, libzstd-dev, liblz4-dev,
- *                     libsasl2-dev and libcurl4-openssl-dev, and says which are missing); go is
+ *                     libsasl2-dev and libcurl4-openssl-dev, and says which are missing); platformatic
+ *                     is the same program on @platformatic/kafka (pure JavaScript,
+ *                     scripts/lib/platformatic-floor.ts: installed on first use into
+ *                     .cache/platformatic-floor from scripts/platformatic-floor's lock; needs node
+ *                     >= 22.22 or >= 24.6); go is
  *                     scripts/go-floor, the same flow hand-written in Go (franz-go, net/http
  *                     keep-alive, hamba/avro: results written as the connector's Avro records),
  *                     built on first use into .cache/go-floor (needs Go 1.26+ on PATH); both is
@@ -60,7 +64,7 @@
  *     --trickle-s 60, RSS per finished document held (--held-docs 300000, two instances, --held-wait-s 90;
  *     --held-docs 0 skips it; --held-logs keeps the three instances' logs at info level, their /metrics
  *     and /proc status as measured in bench-results/logs); --cpu-prof writes the connector's CPU
- *     profile to bench-results/profiles; --floor node|go|rdkafka or a comma list (default false) also
+ *     profile to bench-results/profiles; --floor node|go|rdkafka|platformatic or a comma list (default false) also
  *     feeds each floor the same trickle after the connector's and prints its CPU per document (its
  *     whole process tree, measured as the connector's) beside it, and its idle CPU over --idle-s
  *     between its warm-up and the measured trickle
@@ -130,7 +134,7 @@ const flags = parseFlags(process.argv.slice(2), {
   /** auto: as many as --docs, at most 2000. */
   warmupDocs: 'auto',
   repeat: 1,
-  /** node, go, rdkafka, a comma list of them, both (node,go), or false (none); auto: node for throughput, false for quiet. */
+  /** node, go, rdkafka, platformatic, a comma list of them, both (node,go), or false (none); auto: node for throughput, false for quiet. */
   floor: 'auto',
   cpuProf: false,
   scaleOut: '1,2,3',

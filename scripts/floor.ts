@@ -8,9 +8,10 @@
  * the next). No validation, no schemas, no
  * retries, no limiter: what is left is the cost of HTTP and Kafka themselves.
  *
- * Its Kafka client is kafkajs (the connector's), or with FloorSettings.rdkafkaModule librdkafka
- * through @confluentinc/kafka-javascript's KafkaJS-compatible API (the rdkafka floor, issue 31):
- * the same flow and the same calls, so that the two differ by the client alone.
+ * Its Kafka client is kafkajs (the connector's), with FloorSettings.rdkafkaModule librdkafka
+ * through @confluentinc/kafka-javascript's KafkaJS-compatible API (the rdkafka floor), or with
+ * FloorSettings.platformaticModule @platformatic/kafka (the platformatic floor): the same flow and
+ * the same calls, so that they differ by the client alone.
  *
  * With FloorSettings.naivePoll it is the naive poller of the freshness benchmark instead
  * (scripts/lib/bench-freshness.ts): a fixed poll schedule, 429s sent again.
@@ -21,6 +22,7 @@
 import fs from 'node:fs';
 import http from 'node:http';
 import { createRequire } from 'node:module';
+import { pathToFileURL } from 'node:url';
 import kafkajs from 'kafkajs';
 import type { Consumer, Producer, TopicMessages } from 'kafkajs';
 import { InProcessProfiler } from './lib/profiler.js';
@@ -63,6 +65,11 @@ export interface FloorSettings {
    * scripts/lib/rdkafka-floor.ts) whose KafkaJS API replaces kafkajs; absent: kafkajs.
    */
   rdkafkaModule?: string;
+  /**
+   * The platformatic floor: the entry file of the installed @platformatic/kafka (from
+   * scripts/lib/platformatic-floor.ts), whose Producer and Consumer replace kafkajs's.
+   */
+  platformaticModule?: string;
   /**
    * The naive poller of the freshness benchmark instead of the learned delay: each result's first
    * GET `firstMs` after the upload, then `initialMs` doubling to `maxMs` between GETs.
@@ -141,23 +148,128 @@ function callOnce(
 }
 
 /**
- * The floor's Kafka client, with the settings of both clients alike: an idempotent producer with
+ * The floor's Kafka client, with the settings of every client alike: an idempotent producer with
  * one request in flight writing with acks from all replicas, and a consumer of the arrivals from
  * the beginning with 100 ms fetch waits. The KafkaJS-compatible API takes a client's settings under
  * `kafkaJS`, acks per producer rather than per send and fromBeginning per consumer rather than per
- * subscription; otherwise its producer and consumer are used as kafkajs's.
+ * subscription; otherwise its producer and consumer are used as kafkajs's. @platformatic/kafka
+ * consumes through a stream, read one record after another as eachBatch reads a batch.
  */
 interface FloorKafka {
-  producer: Producer;
-  consumer: Consumer;
+  connect(): Promise<void>;
   sendBatch(topicMessages: TopicMessages[]): Promise<unknown>;
-  subscribe(topic: string): Promise<void>;
+  /**
+   * Joins the group on the topic and hands each record's value to onValue in order, the next one
+   * only once onValue's promise has settled (its backpressure).
+   */
+  consume(topic: string, onValue: (value: Buffer) => Promise<void>): Promise<void>;
+  disconnect(): Promise<void>;
 }
 
-function floorKafka(): FloorKafka {
-  const client = { brokers: settings.brokers, clientId: 'docstream-floor' };
-  const producerSettings = { idempotent: true, maxInFlightRequests: 1 };
-  const consumerSettings = { groupId: settings.groupId, maxWaitTimeInMs: 100 };
+const client = { brokers: settings.brokers, clientId: 'docstream-floor' };
+const producerSettings = { idempotent: true, maxInFlightRequests: 1 };
+const consumerSettings = { groupId: settings.groupId, maxWaitTimeInMs: 100 };
+
+/** kafkajs, or a client with its API: its consumer's eachBatch, offsets resolved per record. */
+function kafkajsShaped(
+  producer: Producer,
+  consumer: Consumer,
+  sendBatch: (topicMessages: TopicMessages[]) => Promise<unknown>,
+  subscribe: (topic: string) => Promise<void>,
+): FloorKafka {
+  return {
+    async connect() {
+      await producer.connect();
+      await consumer.connect();
+    },
+    sendBatch,
+    async consume(topic, onValue) {
+      await subscribe(topic);
+      await consumer.run({
+        eachBatch: async ({ batch, resolveOffset, heartbeat }) => {
+          for (const message of batch.messages) {
+            if (!message.value) continue;
+            await onValue(message.value);
+            resolveOffset(message.offset);
+          }
+          await heartbeat();
+        },
+      });
+    },
+    async disconnect() {
+      await consumer.disconnect().catch(() => undefined);
+      await producer.disconnect().catch(() => undefined);
+    },
+  };
+}
+
+/** The part of @platformatic/kafka the floor uses (its own types are in its own install). */
+interface PlatformaticKafka {
+  Producer: new (options: object) => {
+    send(options: { messages: Array<{ topic: string; key: Buffer; value: Buffer }> }): Promise<unknown>;
+    metadata(options: { topics: string[] }): Promise<unknown>;
+    close(): Promise<void>;
+  };
+  Consumer: new (options: object) => {
+    consume(options: object): Promise<AsyncIterable<{ value: Buffer | null }> & { close(): Promise<void> }>;
+    close(force?: boolean): Promise<void>;
+  };
+  ProduceAcks: { ALL: number };
+  MessagesStreamModes: { COMMITTED: string };
+  MessagesStreamFallbackModes: { EARLIEST: string };
+}
+
+async function platformaticKafka(entry: string): Promise<FloorKafka> {
+  // Loaded from its own install (.cache/platformatic-floor): it is not one of docstream's dependencies.
+  const plt = (await import(pathToFileURL(entry).href)) as PlatformaticKafka;
+  const base = { clientId: client.clientId, bootstrapBrokers: client.brokers };
+  const producer = new plt.Producer({
+    ...base,
+    idempotent: producerSettings.idempotent,
+    maxInflights: producerSettings.maxInFlightRequests,
+    acks: plt.ProduceAcks.ALL,
+  });
+  // Offsets committed every 5 s, as librdkafka's auto.commit.interval.ms does by default.
+  const consumer = new plt.Consumer({
+    ...base,
+    groupId: consumerSettings.groupId,
+    maxWaitTime: consumerSettings.maxWaitTimeInMs,
+    autocommit: 5000,
+  });
+  let stream: { close(): Promise<void> } | null = null;
+  return {
+    async connect() {
+      await producer.metadata({ topics: [settings.stateTopic] });
+    },
+    sendBatch: (topicMessages) =>
+      producer.send({
+        messages: topicMessages.flatMap(({ topic, messages }) =>
+          messages.map((m) => ({ topic, key: Buffer.from(m.key as string), value: m.value as Buffer })),
+        ),
+      }),
+    async consume(topic, onValue) {
+      const records = await consumer.consume({
+        topics: [topic],
+        mode: plt.MessagesStreamModes.COMMITTED,
+        fallbackMode: plt.MessagesStreamFallbackModes.EARLIEST,
+      });
+      stream = records;
+      void (async () => {
+        for await (const record of records) if (record.value) await onValue(record.value);
+      })().catch((err: unknown) =>
+        process.stderr.write(`floor: consumer: ${err instanceof Error ? err.message : String(err)}\n`),
+      );
+    },
+    async disconnect() {
+      await stream?.close().catch(() => undefined);
+      await consumer.close().catch(() => undefined);
+      await producer.close().catch(() => undefined);
+    },
+  };
+}
+
+async function floorKafka(): Promise<FloorKafka> {
+  if (settings.platformaticModule) return platformaticKafka(settings.platformaticModule);
   if (settings.rdkafkaModule) {
     // Loaded from its own install (.cache/rdkafka-floor): it is not one of docstream's dependencies.
     const { KafkaJS } = createRequire(import.meta.url)(settings.rdkafkaModule) as {
@@ -172,25 +284,27 @@ function floorKafka(): FloorKafka {
     const rd = new KafkaJS.Kafka({ kafkaJS: { ...client, logLevel: KafkaJS.logLevel.NOTHING } });
     const producer = rd.producer({ kafkaJS: { ...producerSettings, acks: -1 } });
     const consumer = rd.consumer({ kafkaJS: { ...consumerSettings, fromBeginning: true } });
-    return {
+    return kafkajsShaped(
       producer,
       consumer,
-      sendBatch: (topicMessages) => producer.sendBatch({ topicMessages }),
-      subscribe: (topic) => consumer.subscribe({ topics: [topic] }),
-    };
+      (topicMessages) => producer.sendBatch({ topicMessages }),
+      (topic) => consumer.subscribe({ topics: [topic] }),
+    );
   }
   const kafka = new Kafka({ ...client, logLevel: logLevel.NOTHING });
   const producer = kafka.producer(producerSettings);
   const consumer = kafka.consumer(consumerSettings);
-  return {
+  return kafkajsShaped(
     producer,
     consumer,
-    sendBatch: (topicMessages) => producer.sendBatch({ acks: -1, topicMessages }),
-    subscribe: (topic) => consumer.subscribe({ topic, fromBeginning: true }),
-  };
+    (topicMessages) => producer.sendBatch({ acks: -1, topicMessages }),
+    (topic) => consumer.subscribe({ topic, fromBeginning: true }),
+  );
 }
 
-const { producer, consumer, sendBatch, subscribe } = floorKafka();
+/** Made at the start of main (the platformatic floor imports its client then). */
+let floorClient: FloorKafka;
+const sendBatch = (topicMessages: TopicMessages[]) => floorClient.sendBatch(topicMessages);
 let kafkaRequests = 0;
 let queue: Array<{
   topic: string;
@@ -246,9 +360,8 @@ async function main(): Promise<void> {
   const token = (JSON.parse(tokenReply.body.toString('utf8')) as { access_token: string }).access_token;
   const auth = { authorization: `Bearer ${token}`, accept: 'application/json' };
   const jsonHeaders = { ...auth, 'content-type': 'application/json' };
-  await producer.connect();
-  await consumer.connect();
-  await subscribe(settings.arrivedTopic);
+  floorClient = await floorKafka();
+  await floorClient.connect();
 
   let started = 0;
   let cpuAtStart = 0;
@@ -317,42 +430,35 @@ async function main(): Promise<void> {
     await state('DONE');
   };
 
-  await consumer.run({
-    eachBatch: async ({ batch, resolveOffset, heartbeat }) => {
-      for (const message of batch.messages) {
-        if (!message.value) continue;
-        if (started === 0) {
-          started = performance.now();
+  await floorClient.consume(settings.arrivedTopic, async (value) => {
+    if (started === 0) {
+      started = performance.now();
+      const cpu = process.cpuUsage();
+      cpuAtStart = cpu.user + cpu.system;
+      if (completed >= settings.warmupDocs) void profiler?.start();
+    }
+    while (inFlight >= settings.maxInFlight) await new Promise<void>((resolve) => waiters.push(resolve));
+    inFlight += 1;
+    void document(value).then(
+      () => {
+        inFlight -= 1;
+        completed += 1;
+        waiters.shift()?.();
+        if (settings.warmupDocs > 0 && completed === settings.warmupDocs) {
           const cpu = process.cpuUsage();
-          cpuAtStart = cpu.user + cpu.system;
-          if (completed >= settings.warmupDocs) void profiler?.start();
+          coldCpuUs = cpu.user + cpu.system - cpuAtStart;
+          Object.assign(atWarm, { httpCalls, notReady, kafkaRequests });
+          started = 0; // the measured clock starts at the next record
+          process.send?.({ type: 'warm' });
         }
-        while (inFlight >= settings.maxInFlight) await new Promise<void>((resolve) => waiters.push(resolve));
-        inFlight += 1;
-        void document(message.value).then(
-          () => {
-            inFlight -= 1;
-            completed += 1;
-            waiters.shift()?.();
-            if (settings.warmupDocs > 0 && completed === settings.warmupDocs) {
-              const cpu = process.cpuUsage();
-              coldCpuUs = cpu.user + cpu.system - cpuAtStart;
-              Object.assign(atWarm, { httpCalls, notReady, kafkaRequests });
-              started = 0; // the measured clock starts at the next record
-              process.send?.({ type: 'warm' });
-            }
-            if (completed >= total) finish();
-          },
-          (err: unknown) => {
-            process.stderr.write(`floor: ${err instanceof Error ? err.message : String(err)}\n`);
-            inFlight -= 1;
-            waiters.shift()?.();
-          },
-        );
-        resolveOffset(message.offset);
-      }
-      await heartbeat();
-    },
+        if (completed >= total) finish();
+      },
+      (err: unknown) => {
+        process.stderr.write(`floor: ${err instanceof Error ? err.message : String(err)}\n`);
+        inFlight -= 1;
+        waiters.shift()?.();
+      },
+    );
   });
   const timer = setTimeout(finish, Math.max(1000, settings.deadline - Date.now()));
   await finished;
@@ -376,8 +482,7 @@ async function main(): Promise<void> {
       process.stdin.once('end', resolve).once('close', resolve).resume();
     });
   }
-  await consumer.disconnect().catch(() => undefined);
-  await producer.disconnect().catch(() => undefined);
+  await floorClient.disconnect();
   agent.destroy();
 }
 

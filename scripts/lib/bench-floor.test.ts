@@ -10,6 +10,7 @@ describe('parseFloors (--floor)', () => {
     expect(parseFloors('node', [])).toEqual(['node']);
     expect(parseFloors('go', [])).toEqual(['go']);
     expect(parseFloors('rdkafka', [])).toEqual(['rdkafka']);
+    expect(parseFloors('platformatic', [])).toEqual(['platformatic']);
     expect(parseFloors('both', [])).toEqual(['node', 'go']);
     expect(parseFloors('true', [])).toEqual(['node']);
     expect(parseFloors('false', ['node'])).toEqual([]);
@@ -21,10 +22,17 @@ describe('parseFloors (--floor)', () => {
     expect(parseFloors('rdkafka,node', ['go'])).toEqual(['rdkafka', 'node']);
     expect(parseFloors('both,rdkafka', [])).toEqual(['node', 'go', 'rdkafka']);
     expect(parseFloors('node, rdkafka,node', [])).toEqual(['node', 'rdkafka']);
+    expect(parseFloors('platformatic,node,go,rdkafka', [])).toEqual([
+      'platformatic',
+      'node',
+      'go',
+      'rdkafka',
+    ]);
   });
 
   it('refuses anything else', () => {
-    const message = '--floor must be node, go, rdkafka or a comma list of them (both: node,go), or false';
+    const message =
+      '--floor must be node, go, rdkafka, platformatic or a comma list of them (both: node,go), or false';
     expect(() => parseFloors('rust', [])).toThrow(`${message}; got rust`);
     expect(() => parseFloors('node,rust', [])).toThrow(`${message}; got node,rust`);
     expect(() => parseFloors('node,', [])).toThrow(`${message}; got node,`);

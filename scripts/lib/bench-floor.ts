@@ -2,7 +2,8 @@
  * Runs a floor in its own child process against its own sandbox, on the same documents, and
  * returns its CPU per document: the Node floor (scripts/floor.ts, bare node:http and kafkajs), the
  * same program on librdkafka (the rdkafka floor: @confluentinc/kafka-javascript's KafkaJS API, see
- * ./rdkafka-floor.ts) or the Go floor (scripts/go-floor: franz-go, net/http, hamba/avro; see
+ * ./rdkafka-floor.ts) or on @platformatic/kafka (the platformatic floor, ./platformatic-floor.ts), or
+ * the Go floor (scripts/go-floor: franz-go, net/http, hamba/avro; see
  * ./go-floor.ts). The floor's
  * sandbox has the same processing time but no effective rate limit: the floor measures cost, not
  * pacing, and has no retry for a 429.
@@ -20,6 +21,7 @@ import { startSandbox } from '../../src/sandbox/index.js';
 import { within } from '../../src/util/within.js';
 import type { FloorReport, FloorSettings } from '../floor.js';
 import { buildGoFloor, registerResultSchemas, startGoFloor } from './go-floor.js';
+import { installPlatformaticFloor } from './platformatic-floor.js';
 import { installRdkafkaFloor } from './rdkafka-floor.js';
 import {
   BROKERS,
@@ -39,22 +41,24 @@ import { produceTrickle, trickleMeasure, type TrickleMeasure } from './trickle.j
 const FLOOR_SCRIPT = fileURLToPath(new URL('../floor.js', import.meta.url));
 
 /**
- * Which floor: the bare Node program, the same program on librdkafka instead of kafkajs, or the
- * same flow hand-written in Go.
+ * Which floor: the bare Node program, the same program on librdkafka or on @platformatic/kafka
+ * instead of kafkajs, or the same flow hand-written in Go.
  */
-export type FloorKind = 'node' | 'go' | 'rdkafka';
+export type FloorKind = 'node' | 'go' | 'rdkafka' | 'platformatic';
 
 /** What each floor is, as the summary names it. */
 export const FLOOR_NAMES: Record<FloorKind, string> = {
   node: 'bare node:http + kafkajs, plain Kafka writes',
   go: 'Go: franz-go, net/http keep-alive, hamba/avro',
   rdkafka: 'bare node:http + librdkafka, plain Kafka writes',
+  platformatic: 'bare node:http + @platformatic/kafka, plain Kafka writes',
 };
 
 const FLOOR_KINDS = Object.keys(FLOOR_NAMES) as FloorKind[];
 
 /**
- * `--floor`: the floors to measure, in the order given: node, go, rdkafka or a comma list of them
+ * `--floor`: the floors to measure, in the order given: node, go, rdkafka, platformatic or a comma
+ * list of them
  * (`both` is node,go; a floor named twice runs once); true is node, false or none no floor; `auto`
  * is the mode's default (node for throughput, none for quiet).
  */
@@ -69,19 +73,20 @@ export function parseFloors(value: string, auto: FloorKind[]): FloorKind[] {
       if (part === 'both') return ['node', 'go'];
       if ((FLOOR_KINDS as string[]).includes(part)) return [part as FloorKind];
       throw new Error(
-        `--floor must be node, go, rdkafka or a comma list of them (both: node,go), or false; got ${value}`,
+        `--floor must be node, go, rdkafka, platformatic or a comma list of them (both: node,go), or false; got ${value}`,
       );
     });
   return [...new Set(kinds)];
 }
 
 /**
- * Builds the Go floor and installs the rdkafka floor's client when they are among the floors, before
- * anything starts, so that a missing toolchain or Debian package fails at once.
+ * Builds the Go floor and installs the rdkafka and platformatic floors' clients when they are among
+ * the floors, before anything starts, so that a missing toolchain or Debian package fails at once.
  */
 export function prepareFloors(kinds: FloorKind[], log: (line: string) => void): void {
   if (kinds.includes('go')) buildGoFloor(log);
   if (kinds.includes('rdkafka')) installRdkafkaFloor(log);
+  if (kinds.includes('platformatic')) installPlatformaticFloor(log);
 }
 
 /** The pause between the end of the warm-up and the measured trickle, as the connector's. */
@@ -139,6 +144,7 @@ export async function runFloor(o: FloorOptions, kafka: KafkaClient, dir: string)
   // Built (or found built) before anything starts, so that a missing toolchain fails at once.
   const goBinary = o.kind === 'go' ? buildGoFloor(o.log) : null;
   const rdkafkaModule = o.kind === 'rdkafka' ? installRdkafkaFloor(o.log) : null;
+  const platformaticModule = o.kind === 'platformatic' ? installPlatformaticFloor(o.log) : null;
   const id = uniqueName(o.kind === 'node' ? 'floor' : `${o.kind}-floor`);
   const topics = prefixedTopics(id, o.partitions);
   const sandbox = await startSandbox({
@@ -187,6 +193,7 @@ export async function runFloor(o: FloorOptions, kafka: KafkaClient, dir: string)
         : undefined,
       ...(goBinary ? { resultSchemas: await registerResultSchemas(topics) } : {}),
       ...(rdkafkaModule ? { rdkafkaModule } : {}),
+      ...(platformaticModule ? { platformaticModule } : {}),
     };
     if (o.cpuProfDir) fs.mkdirSync(o.cpuProfDir, { recursive: true });
     const file = path.join(dir, `${id}.json`);

@@ -9,11 +9,11 @@
  * 2. A trickle: documents (file:// blobs, the sandbox at 200 ms) at `--trickle-rate` a second for
  *    `--trickle-s` seconds to the same instance, after a 10 s unmeasured warm-up at that rate; CPU
  *    from the first measured document produced to the last one settled, per document.
- * 3. The floors (`--floor node|go|rdkafka` or a comma list, none by default): each fed the same
+ * 3. The floors (`--floor node|go|rdkafka|platformatic` or a comma list, none by default): each fed the same
  *    trickle (same rate, warm-up, pause and measured duration, the same file blob, a sandbox with
  *    the same processing time), its whole process tree's CPU from the first measured document
  *    produced to its report of the last one finished, per document: what bare kafkajs +
- *    node:http, the same on librdkafka, or Go, cost at that rate. Between its warm-up and the
+ *    node:http, the same on librdkafka or @platformatic/kafka, or Go, cost at that rate. Between its warm-up and the
  *    pause each floor also sits `--idle-s` seconds with nothing arriving: its idle CPU.
  * 4. Memory: `--held-docs` finished-document state records over 4 partitions of a state topic; two
  *    instances sharing them and one idle instance on empty topics, started together; RSS of each

@@ -61,7 +61,8 @@ export interface ThroughputOptions {
   repeat: number;
   /**
    * The floors measured after each main run, in this order: `node` (scripts/floor.ts, bare HTTP +
-   * plain Kafka writes), `rdkafka` (the same on librdkafka), `go` (scripts/go-floor); none when
+   * plain Kafka writes), `rdkafka` (the same on librdkafka), `platformatic` (the same on
+   * @platformatic/kafka), `go` (scripts/go-floor); none when
    * empty. The first is the one the ratios of the repeats and the choice of the detailed run use.
    */
   floors: FloorKind[];
