@@ -7,9 +7,9 @@
  * (an exact version), and again only when that lock changes. Nothing is built: its one native
  * package (@node-rs/crc32) is optional and prebuilt per platform.
  */
-import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { npmCiInto } from './floor-install.js';
 
 const SOURCE_DIR = path.resolve('scripts/platformatic-floor');
 const INSTALL_DIR = path.resolve('.cache/platformatic-floor');
@@ -41,25 +41,9 @@ export function installPlatformaticFloor(log: (line: string) => void): string {
   const packageDir = path.join(INSTALL_DIR, 'node_modules', PLATFORMATIC_PACKAGE);
   const entry = path.join(packageDir, 'dist/index.js');
   if (fs.existsSync(INSTALLED_LOCK) && fs.readFileSync(INSTALLED_LOCK, 'utf8') === lock) return entry;
-  fs.rmSync(INSTALL_DIR, { recursive: true, force: true });
-  fs.mkdirSync(INSTALL_DIR, { recursive: true });
-  for (const file of ['package.json', 'package-lock.json'])
-    fs.copyFileSync(path.join(SOURCE_DIR, file), path.join(INSTALL_DIR, file));
   log(`platformatic floor: installing ${PLATFORMATIC_PACKAGE} into .cache/platformatic-floor (npm ci)`);
   const started = Date.now();
-  // The npm that runs the bench when there is one (npm run bench), else the one on PATH.
-  const npm = process.env.npm_execpath
-    ? { file: process.execPath, args: [process.env.npm_execpath] }
-    : { file: 'npm', args: [] };
-  const install = spawnSync(npm.file, [...npm.args, 'ci', '--no-audit', '--no-fund'], {
-    cwd: INSTALL_DIR,
-    encoding: 'utf8',
-    maxBuffer: 64 * 1024 * 1024,
-    env: {
-      ...process.env,
-      PATH: `${path.dirname(process.execPath)}${path.delimiter}${process.env.PATH ?? ''}`,
-    },
-  });
+  const install = npmCiInto(SOURCE_DIR, INSTALL_DIR);
   fs.writeFileSync(INSTALL_LOG, `${install.stdout ?? ''}${install.stderr ?? ''}`);
   if (install.error || install.status !== 0) {
     const tail = `${install.stdout ?? ''}${install.stderr ?? ''}`.trim().split('\n').slice(-15).join('\n');

@@ -11,6 +11,7 @@
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { npmCiInto } from './floor-install.js';
 
 const SOURCE_DIR = path.resolve('scripts/rdkafka-floor');
 const INSTALL_DIR = path.resolve('.cache/rdkafka-floor');
@@ -100,32 +101,16 @@ export function installRdkafkaFloor(log: (line: string) => void): string {
   };
   const before = lacking();
   if (before) throw new Error(`--floor rdkafka builds ${PACKAGE} (librdkafka) from source.${before}`);
-  fs.rmSync(INSTALL_DIR, { recursive: true, force: true });
-  fs.mkdirSync(INSTALL_DIR, { recursive: true });
-  for (const file of ['package.json', 'package-lock.json'])
-    fs.copyFileSync(path.join(SOURCE_DIR, file), path.join(INSTALL_DIR, file));
   log(`rdkafka floor: building ${PACKAGE} from source into .cache/rdkafka-floor (npm ci; 1-2 minutes)`);
   const started = Date.now();
   const headers = nodeHeadersDir();
-  // The npm that runs the bench when there is one (npm run bench), else the one on PATH; either way
-  // the running node first on PATH, so that the addon is built for the node that runs the floor.
-  const npm = process.env.npm_execpath
-    ? { file: process.execPath, args: [process.env.npm_execpath] }
-    : { file: 'npm', args: [] };
-  const build = spawnSync(npm.file, [...npm.args, 'ci', '--no-audit', '--no-fund'], {
-    cwd: INSTALL_DIR,
-    encoding: 'utf8',
-    maxBuffer: 64 * 1024 * 1024,
-    env: {
-      ...process.env,
-      PATH: `${path.dirname(process.execPath)}${path.delimiter}${process.env.PATH ?? ''}`,
-      // Link librdkafka's dependencies from the system (the Debian packages above): the static
-      // build would download their sources.
-      CKJS_LINKING: 'dynamic',
-      // No attempt at the prebuilt binary, which is fetched from outside the registry.
-      npm_config_build_from_source: 'true',
-      ...(headers ? { npm_config_nodedir: headers } : {}),
-    },
+  const build = npmCiInto(SOURCE_DIR, INSTALL_DIR, {
+    // Link librdkafka's dependencies from the system (the Debian packages above): the static
+    // build would download their sources.
+    CKJS_LINKING: 'dynamic',
+    // No attempt at the prebuilt binary, which is fetched from outside the registry.
+    npm_config_build_from_source: 'true',
+    ...(headers ? { npm_config_nodedir: headers } : {}),
   });
   fs.writeFileSync(BUILD_LOG, `${build.stdout ?? ''}${build.stderr ?? ''}`);
   if (build.error || build.status !== 0) {

@@ -178,14 +178,9 @@ export interface EffectiveSettings {
   api: { baseUrl: string; clientSecret: string; caFile?: string };
 }
 
-/**
- * What keeps the effective configuration (files and environment, as `run` loads it here) from
- * working against a real deployment: files it names that do not exist on this machine, brokers
- * off this machine over plaintext, the sandbox's public secret sent to an API that is not it.
- */
-export function readinessProblems(config: EffectiveSettings): string[] {
-  const problems: string[] = [];
-  const files: Array<[string, string]> = [
+/** The CA, certificate and key files a configuration names, by key (unset ones as ''). */
+export function namedFiles(config: EffectiveSettings): Array<[string, string]> {
+  return [
     ['kafka.sslCaFile', config.kafka.sslCaFile],
     ['kafka.sslCertFile', config.kafka.sslCertFile],
     ['kafka.sslKeyFile', config.kafka.sslKeyFile],
@@ -194,7 +189,16 @@ export function readinessProblems(config: EffectiveSettings): string[] {
     ['registry.keyFile', config.registry.keyFile],
     ['api.caFile', config.api.caFile ?? ''],
   ];
-  for (const [key, file] of files) {
+}
+
+/**
+ * What keeps the effective configuration (files and environment, as `run` loads it here) from
+ * working against a real deployment: files it names that do not exist on this machine, brokers
+ * off this machine over plaintext, the sandbox's public secret sent to an API that is not it.
+ */
+export function readinessProblems(config: EffectiveSettings): string[] {
+  const problems: string[] = [];
+  for (const [key, file] of namedFiles(config)) {
     if (file !== '' && !fs.existsSync(file)) problems.push(`${key}: ${file} does not exist on this machine`);
   }
   const tls = kafkaTlsOn(config.kafka);

@@ -7,7 +7,7 @@
  */
 import fs from 'node:fs';
 import { headBucket, resolveHttpHost } from '../blobs/reach.js';
-import { deploymentChecks, readinessProblems, setValues } from '../config/check.js';
+import { deploymentChecks, namedFiles, readinessProblems, setValues } from '../config/check.js';
 import type { Config } from '../config/index.js';
 import { CONFIG_SPEC, envName, type FieldSpec } from '../config/spec.js';
 import { errorText } from '../observability/redact.js';
@@ -38,16 +38,7 @@ function checkFiles(config: Config, findings: Findings, env: NodeJS.ProcessEnv):
         : 'api';
     findings.missing(part, key, problem.slice(colon + 2));
   }
-  const named: Array<[string, string]> = [
-    ['kafka.sslCaFile', config.kafka.sslCaFile],
-    ['kafka.sslCertFile', config.kafka.sslCertFile],
-    ['kafka.sslKeyFile', config.kafka.sslKeyFile],
-    ['registry.caFile', config.registry.caFile],
-    ['registry.certFile', config.registry.certFile],
-    ['registry.keyFile', config.registry.keyFile],
-    ['api.caFile', config.api.caFile],
-  ];
-  for (const [key, file] of named) {
+  for (const [key, file] of namedFiles(config)) {
     if (file !== '' && fs.existsSync(file)) findings.ok('files', key, `${file} exists`);
   }
   // The configuration loaded, so every secret file the environment names was read.
