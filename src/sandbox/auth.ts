@@ -2,6 +2,7 @@
  * The sandbox's authorization server: OAuth 2.0 client credentials (RFC 6749 §4.4) with the
  * client secret by HTTP Basic or form fields, or a private_key_jwt client assertion (RFC 7523)
  * signed RS256 with a registered kid. Access tokens are opaque random strings kept in memory.
+ * One per cell: it knows only that cell's clients, and its tokens are valid in that cell only.
  */
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { decodeJwt, decodeProtectedHeader, importSPKI, jwtVerify, type CryptoKey } from 'jose';
@@ -11,8 +12,29 @@ const CLIENT_ASSERTION_TYPE = 'urn:ietf:params:oauth:client-assertion-type:jwt-b
 
 export interface TokenGrant {
   clientId: string;
+  /** The tenant whose application the client is; null for the sandbox's own `clients`. */
+  tenantId: string | null;
+  /** The cell whose token endpoint issued it. */
+  cell: string;
   scopes: string[];
   expiresAt: number;
+}
+
+/** A client as the token endpoint authenticates it. */
+export interface AuthClient {
+  clientId: string;
+  clientSecret?: string | undefined;
+  publicKeyPem?: string | undefined;
+  kid?: string | undefined;
+  scopes: string[];
+  tenantId: string | null;
+}
+
+/** The clients of one cell, and where a client of another cell lives (for the refusal's message). */
+export interface ClientDirectory {
+  find(clientId: string): AuthClient | undefined;
+  /** The cell a client is registered in when it is not this one's, else null. */
+  elsewhere(clientId: string): string | null;
 }
 
 export class OAuthError extends Error {
@@ -25,7 +47,7 @@ export class OAuthError extends Error {
   }
 }
 
-type Client = SandboxConfig['clients'][number];
+type Client = AuthClient;
 
 function safeEqual(a: string, b: string): boolean {
   const x = Buffer.from(a);
@@ -54,14 +76,21 @@ export class AuthServer {
   private readonly usedJti = new Map<string, number>();
   private readonly keys = new Map<string, Promise<CryptoKey>>();
 
-  constructor(private readonly getConfig: () => SandboxConfig) {}
+  constructor(
+    private readonly getConfig: () => SandboxConfig,
+    private readonly directory: ClientDirectory,
+    readonly cell: string,
+  ) {}
 
   /** Handles a token request; `form` is the parsed urlencoded body. */
   async issue(
     form: URLSearchParams,
     authorization: string | undefined,
     tokenUrls: string[],
-  ): Promise<{ access_token: string; token_type: 'Bearer'; expires_in: number; scope: string }> {
+  ): Promise<{
+    body: { access_token: string; token_type: 'Bearer'; expires_in: number; scope: string };
+    grant: TokenGrant;
+  }> {
     const grantType = form.get('grant_type');
     if (!grantType) throw new OAuthError(400, 'invalid_request', 'grant_type is required');
     if (grantType !== 'client_credentials') {
@@ -92,8 +121,18 @@ export class AuthServer {
     const ttl = this.getConfig().tokenTtlSeconds;
     const token = randomBytes(32).toString('base64url');
     this.prune();
-    this.tokens.set(token, { clientId: client.clientId, scopes, expiresAt: Date.now() + ttl * 1000 });
-    return { access_token: token, token_type: 'Bearer', expires_in: ttl, scope: scopes.join(' ') };
+    const grant: TokenGrant = {
+      clientId: client.clientId,
+      tenantId: client.tenantId,
+      cell: this.cell,
+      scopes,
+      expiresAt: Date.now() + ttl * 1000,
+    };
+    this.tokens.set(token, grant);
+    return {
+      body: { access_token: token, token_type: 'Bearer', expires_in: ttl, scope: scopes.join(' ') },
+      grant,
+    };
   }
 
   /** The grant behind a bearer token, or null when it is unknown or expired. */
@@ -108,7 +147,19 @@ export class AuthServer {
   }
 
   private findClient(clientId: string): Client | undefined {
-    return this.getConfig().clients.find((c) => c.clientId === clientId);
+    return this.directory.find(clientId);
+  }
+
+  /** 401 for a client registered in another cell: its tenant's cell has its own token endpoint. */
+  private refuseOtherCell(clientId: string, field: string): void {
+    const where = this.directory.elsewhere(clientId);
+    if (where === null) return;
+    throw new OAuthError(
+      401,
+      'invalid_client',
+      `${field}: client ${clientId} is not registered in cell ${this.cell}; it is an application of ` +
+        `cell ${where}: ask that cell's token endpoint`,
+    );
   }
 
   private authenticateSecret(form: URLSearchParams, authorization: string | undefined): Client {
@@ -136,6 +187,7 @@ export class AuthServer {
     if (!id) throw new OAuthError(401, 'invalid_client', 'client_id: missing client authentication');
     if (!secret) throw new OAuthError(401, 'invalid_client', 'client_secret: missing client authentication');
     const client = this.findClient(id);
+    if (!client) this.refuseOtherCell(id, 'client_id');
     if (!client?.clientSecret || !safeEqual(client.clientSecret, secret)) {
       throw new OAuthError(401, 'invalid_client', 'client_id/client_secret: unknown client or wrong secret');
     }
@@ -158,6 +210,7 @@ export class AuthServer {
       throw new OAuthError(401, 'invalid_client', 'client_assertion: not a JWT');
     }
     const client = issuer ? this.findClient(issuer) : undefined;
+    if (issuer && !client) this.refuseOtherCell(issuer, 'client_assertion');
     if (!client?.publicKeyPem || !client.kid) {
       throw new OAuthError(
         401,

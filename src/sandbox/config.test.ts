@@ -1,4 +1,4 @@
-import { applyConfigPatch, defaultConfig, mergeDeep, SandboxConfigError } from './config.js';
+import { applyConfigPatch, defaultConfig, mergeDeep, redactConfig, SandboxConfigError } from './config.js';
 import { drawDuration, seededRandom } from './random.js';
 import { formatRetryAfter, RateLimiter } from './rate-limit.js';
 
@@ -54,5 +54,91 @@ describe('RateLimiter', () => {
     expect(formatRetryAfter(1000, 'http-date', Date.parse('2024-01-01T00:00:00Z'))).toBe(
       'Mon, 01 Jan 2024 00:00:01 GMT',
     );
+  });
+});
+
+describe('an organisation in several cells', () => {
+  const KEY = '-----BEGIN PUBLIC KEY-----\nMIIB\n-----END PUBLIC KEY-----\n';
+  const base = defaultConfig();
+  const acme = { name: 'acme', cells: ['eu-1'], applications: [{ clientId: 'acme-app', clientSecret: 'x' }] };
+
+  test('a single-cell config has no cells and no tenants, and keeps its old keys as they were', () => {
+    expect(base.cells).toEqual({});
+    expect(base.tenants).toEqual([]);
+    const old = applyConfigPatch(base, { port: 9000, rateLimit: { ratePerSecond: 1, burst: 1 } });
+    expect(old.clients[0]?.clientId).toBe('sandbox-client');
+    expect(old.port).toBe(9000);
+  });
+
+  test('tenants must live in a served cell, once; their applications need credentials', () => {
+    expect(() => applyConfigPatch(base, { cells: { 'us-1': {} }, tenants: [acme] })).toThrow(
+      /tenants\.0\.cells: cell eu-1 is not served \(cells: us-1\)/,
+    );
+    expect(applyConfigPatch(base, { tenants: [acme] }).tenants[0]?.name).toBe('acme');
+    expect(() => applyConfigPatch(base, { tenants: [{ ...acme, cells: ['eu-1', 'us-1'] }] })).toThrow(
+      /tenants\.0\.cells/,
+    );
+    expect(() => applyConfigPatch(base, { tenants: [{ ...acme, cells: ['mars-1'] }] })).toThrow(
+      /tenants\.0\.cells/,
+    );
+    expect(() =>
+      applyConfigPatch(base, { tenants: [{ ...acme, applications: [{ clientId: 'acme-app' }] }] }),
+    ).toThrow(/tenants\.0\.applications\.0: needs clientSecret or publicKeyPem/);
+    expect(() =>
+      applyConfigPatch(base, {
+        tenants: [{ ...acme, applications: [{ clientId: 'a', publicKeyPem: KEY }] }],
+      }),
+    ).toThrow(/tenants\.0\.applications\.0\.kid/);
+    expect(() => applyConfigPatch(base, { tenants: [acme, { ...acme, applications: [] }] })).toThrow(
+      /tenants\.1\.name: acme is declared twice/,
+    );
+  });
+
+  test('client ids are unique across clients and applications; listeners need distinct ports', () => {
+    expect(() =>
+      applyConfigPatch(base, {
+        tenants: [{ ...acme, applications: [{ clientId: 'sandbox-client', clientSecret: 'y' }] }],
+      }),
+    ).toThrow(/tenants\.0\.applications\.0\.clientId: sandbox-client is already the id/);
+    expect(() => applyConfigPatch(base, { cells: { 'eu-1': { port: 8080 } } })).toThrow(
+      /cells\.eu-1\.port: 8080 is already the port of the sandbox \(port\)/,
+    );
+    expect(() =>
+      applyConfigPatch(base, { cells: { 'eu-1': { port: 9001 }, 'us-1': { port: 9001 } } }),
+    ).toThrow(/cells\.us-1\.port/);
+    expect(() =>
+      applyConfigPatch(base, { cells: { 'eu-1': { port: 0 }, 'us-1': { port: 0 } } }),
+    ).not.toThrow();
+    expect(() => applyConfigPatch(base, { cells: { 'mars-1': {} } })).toThrow(/cells/);
+  });
+
+  test('an application rate limit is its own: null is none, absent the default', () => {
+    const c = applyConfigPatch(base, {
+      clients: [{ clientId: 'c', clientSecret: 's', scopes: [], rateLimit: null }],
+    });
+    expect(c.clients[0]?.rateLimit).toBeNull();
+    expect(() =>
+      applyConfigPatch(base, {
+        clients: [{ clientId: 'c', clientSecret: 's', scopes: [], rateLimit: { burst: 1 } }],
+      }),
+    ).toThrow(/clients\.0\.rateLimit\.ratePerSecond/);
+  });
+
+  test('redaction hides the secrets of tenants applications too', () => {
+    const shown = JSON.stringify(redactConfig(applyConfigPatch(base, { tenants: [acme] })));
+    expect(shown).not.toContain('"clientSecret":"x"');
+    expect(shown).toContain('[redacted]');
+  });
+});
+
+describe('RateLimiter.forget', () => {
+  test("refills one client's bucket and leaves the others' as they were", () => {
+    const limiter = new RateLimiter();
+    const limit = { ratePerSecond: 1, burst: 1 };
+    expect(limiter.take('a', limit, 0)).toBe(0);
+    expect(limiter.take('b', limit, 0)).toBe(0);
+    limiter.forget('a');
+    expect(limiter.take('a', limit, 0)).toBe(0);
+    expect(limiter.take('b', limit, 0)).toBe(1000);
   });
 });

@@ -4,7 +4,12 @@
  * rejected loudly so a typo never silently falls back to a default.
  */
 import { z } from 'zod';
-import { describeZodError, FRAUD_SCORES, PipelineConfiguration } from '../api/schemas.js';
+import {
+  CreateTenantRequest,
+  describeZodError,
+  FRAUD_SCORES,
+  PipelineConfiguration,
+} from '../api/schemas.js';
 
 export type DeepPartial<T> = T extends readonly unknown[]
   ? T
@@ -12,15 +17,57 @@ export type DeepPartial<T> = T extends readonly unknown[]
     ? { [K in keyof T]?: DeepPartial<T[K]> }
     : T;
 
+const RateLimit = z.strictObject({
+  ratePerSecond: z.number().positive(),
+  burst: z.number().int().positive(),
+});
+
+const PublicKeyPem = z.string().includes('PUBLIC KEY', { message: 'must be a PEM-encoded SPKI public key' });
+
 const Client = z.strictObject({
   clientId: z.string().min(1),
   clientSecret: z.string().min(1).optional(),
   scopes: z.array(z.string().min(1)),
-  publicKeyPem: z
-    .string()
-    .includes('PUBLIC KEY', { message: 'must be a PEM-encoded SPKI public key' })
-    .optional(),
+  publicKeyPem: PublicKeyPem.optional(),
   kid: z.string().min(1).optional(),
+  /** This client's own token bucket; null = not limited; absent = the sandbox's `rateLimit`. */
+  rateLimit: RateLimit.nullable().optional(),
+});
+
+/** The credentials (and rate limit) of an application, as the sandbox-only endpoint sets them. */
+export const ApplicationPatch = z
+  .strictObject({
+    clientSecret: z.string().min(1).optional(),
+    publicKeyPem: PublicKeyPem.optional(),
+    kid: z.string().min(1).optional(),
+    rateLimit: RateLimit.nullable().optional(),
+  })
+  .refine((p) => Object.values(p).some((v) => v !== undefined), {
+    message: 'give clientSecret, publicKeyPem (with kid) or rateLimit',
+  });
+export type ApplicationPatch = z.infer<typeof ApplicationPatch>;
+
+/** Default scopes of a tenant's application: the spec's names for the submission API's two. */
+export const APPLICATION_SCOPES = ['documents.submissions.read', 'documents.submissions.write'];
+
+/** A tenant declared in the config: its one cell and its applications (OAuth clients). */
+const DeclaredTenant = z.strictObject({
+  /** The tenant's id (webhooks' `tenant_id`); defaults to its name. */
+  id: z.string().min(1).optional(),
+  name: CreateTenantRequest.shape.name,
+  cells: CreateTenantRequest.shape.cells,
+  applications: z.array(Client.extend({ scopes: z.array(z.string().min(1)).optional() })),
+});
+export type DeclaredTenant = z.infer<typeof DeclaredTenant>;
+
+/** A cell served on a listener of its own, beside the sandbox's own (`host`, `port`). */
+const ServedCell = z.strictObject({
+  /** Default: the sandbox's `host`. */
+  host: z.string().min(1).optional(),
+  /** Default 0: a free port. */
+  port: z.number().int().min(0).max(65535).optional(),
+  /** As the top-level `tokenUrls`, for this cell's token endpoint. */
+  tokenUrls: z.array(z.url({ protocol: /^https?$/ })).optional(),
 });
 
 const rate = z.number().min(0).max(1);
@@ -56,9 +103,7 @@ export const SandboxConfigSchema = z
     }),
     /** Seed for every random draw (processing times, faults, webhook duplicates); null = unseeded. */
     seed: z.number().int().nullable(),
-    rateLimit: z
-      .strictObject({ ratePerSecond: z.number().positive(), burst: z.number().int().positive() })
-      .nullable(),
+    rateLimit: RateLimit.nullable(),
     retryAfterFormat: z.enum(['seconds', 'http-date']),
     faults: z.strictObject({
       errorRate: rate,
@@ -99,19 +144,76 @@ export const SandboxConfigSchema = z
     }),
     uploadUrlTtlSeconds: z.number().int().positive(),
     reportUrlTtlSeconds: z.number().int().positive(),
+    /**
+     * Cells served each on a listener of its own (its base URL and token endpoint); empty, the one
+     * listener serves every cell, as a single-cell sandbox always did.
+     */
+    cells: z.partialRecord(CreateTenantRequest.shape.cells.element, ServedCell),
+    tenants: z.array(DeclaredTenant),
+    /** API calls kept by the call record (`GET /_sandbox/calls`), newest last; 0 keeps none. */
+    maxCallRecords: z.number().int().min(0),
   })
   .superRefine((c, ctx) => {
-    for (const [i, client] of c.clients.entries()) {
+    const clients: Array<
+      [Array<string | number>, z.infer<typeof Client> | DeclaredTenant['applications'][number]]
+    > = c.clients.map((client, i) => [['clients', i], client]);
+    for (const [t, tenant] of c.tenants.entries())
+      for (const [a, app] of tenant.applications.entries())
+        clients.push([['tenants', t, 'applications', a], app]);
+    const ids = new Set<string>();
+    for (const [path, client] of clients) {
       if (!client.clientSecret && !client.publicKeyPem) {
-        ctx.addIssue({ code: 'custom', path: ['clients', i], message: 'needs clientSecret or publicKeyPem' });
+        ctx.addIssue({ code: 'custom', path, message: 'needs clientSecret or publicKeyPem' });
       }
       if (client.publicKeyPem && !client.kid) {
+        ctx.addIssue({ code: 'custom', path: [...path, 'kid'], message: 'is required with publicKeyPem' });
+      }
+      if (ids.has(client.clientId)) {
         ctx.addIssue({
           code: 'custom',
-          path: ['clients', i, 'kid'],
-          message: 'is required with publicKeyPem',
+          path: [...path, 'clientId'],
+          message: `${client.clientId} is already the id of another client or application`,
         });
       }
+      ids.add(client.clientId);
+    }
+    const served = Object.keys(c.cells);
+    const names = new Set<string>();
+    const tenantIds = new Set<string>();
+    for (const [t, tenant] of c.tenants.entries()) {
+      const cell = tenant.cells[0] as string;
+      if (served.length > 0 && !served.includes(cell)) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['tenants', t, 'cells'],
+          message: `cell ${cell} is not served (cells: ${served.join(', ')})`,
+        });
+      }
+      if (names.has(tenant.name))
+        ctx.addIssue({
+          code: 'custom',
+          path: ['tenants', t, 'name'],
+          message: `${tenant.name} is declared twice`,
+        });
+      names.add(tenant.name);
+      const id = tenant.id ?? tenant.name;
+      if (tenantIds.has(id))
+        ctx.addIssue({ code: 'custom', path: ['tenants', t, 'id'], message: `${id} is declared twice` });
+      tenantIds.add(id);
+    }
+    const ports = new Map<string, string>();
+    if (c.port !== 0) ports.set(`${c.host}:${c.port}`, 'the sandbox (port)');
+    for (const [name, cell] of Object.entries(c.cells)) {
+      if (!cell?.port) continue;
+      const key = `${cell.host ?? c.host}:${cell.port}`;
+      const other = ports.get(key);
+      if (other)
+        ctx.addIssue({
+          code: 'custom',
+          path: ['cells', name, 'port'],
+          message: `${cell.port} is already the port of ${other}`,
+        });
+      ports.set(key, `cells.${name}`);
     }
     const distributions: Array<[Array<string>, z.infer<typeof Processing>]> = [
       [['processing'], c.processing],
@@ -167,6 +269,9 @@ export function defaultConfig(): SandboxConfig {
     inMemoryUploads: { maxFileBytes: 1024 * 1024, maxTotalBytes: 256 * 1024 * 1024 },
     uploadUrlTtlSeconds: 900,
     reportUrlTtlSeconds: 900,
+    cells: {},
+    tenants: [],
+    maxCallRecords: 10000,
   };
 }
 
@@ -200,11 +305,16 @@ export function applyConfigPatch(base: SandboxConfig, patch: unknown): SandboxCo
   return parsed.data;
 }
 
+function redactClient<T extends { clientSecret?: string | undefined }>(c: T): T {
+  return { ...c, clientSecret: c.clientSecret ? '[redacted]' : undefined };
+}
+
 /** The config as shown to callers of the inspection API: secrets masked. */
 export function redactConfig(config: SandboxConfig): unknown {
   return {
     ...config,
-    clients: config.clients.map((c) => ({ ...c, clientSecret: c.clientSecret ? '[redacted]' : undefined })),
+    clients: config.clients.map(redactClient),
+    tenants: config.tenants.map((t) => ({ ...t, applications: t.applications.map(redactClient) })),
     webhook: { ...config.webhook, secret: '[redacted]' },
   };
 }

@@ -115,8 +115,8 @@ export function fetchBaseUrl(baseUrl: string, listenHost: string, hostHeader: st
 
 /** fetchBaseUrl for a request of this sandbox (the context's shape, not its type: no import cycle). */
 export function requestBaseUrl(
-  ctx: { baseUrl(): string; config(): { host: string } },
+  ctx: { baseUrl(): string; listenHost: string },
   request: FastifyRequest,
 ): string {
-  return fetchBaseUrl(ctx.baseUrl(), ctx.config().host, request.headers.host);
+  return fetchBaseUrl(ctx.baseUrl(), ctx.listenHost, request.headers.host);
 }

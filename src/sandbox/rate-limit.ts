@@ -1,4 +1,7 @@
-/** Per-client token buckets: `burst` requests at once, refilled at `ratePerSecond`. */
+/**
+ * Per-client token buckets: `burst` requests at once, refilled at `ratePerSecond`. Each client id
+ * (application) has its own bucket, so one client's 429s never spend another's budget.
+ */
 interface RateLimit {
   ratePerSecond: number;
   burst: number;
@@ -31,6 +34,11 @@ export class RateLimiter {
 
   reset(): void {
     this.buckets.clear();
+  }
+
+  /** Refills one client's bucket (its limit changed); the others' budgets are untouched. */
+  forget(clientId: string): void {
+    this.buckets.delete(clientId);
   }
 }
 

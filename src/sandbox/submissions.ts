@@ -50,6 +50,10 @@ export interface DecisionOutcome {
 export interface Submission {
   id: string;
   clientId: string;
+  /** The tenant whose application created it; null for the sandbox's own clients. Only it sees it. */
+  tenantId: string | null;
+  /** The cell it was created in; only that cell's listener serves it. */
+  cell: string;
   queryId: string | null;
   pipeline: PipelineConfiguration;
   enableDecision: boolean;
@@ -96,10 +100,13 @@ export class SubmissionStore {
       enableDecision: boolean;
       enableCharacteristics: boolean;
     },
+    owner: { tenantId: string | null; cell: string } = { tenantId: null, cell: 'testing' },
   ): Submission {
     const submission: Submission = {
       id: randomUUID(),
       clientId,
+      tenantId: owner.tenantId,
+      cell: owner.cell,
       ...input,
       created: Date.now(),
       upload: 'none',

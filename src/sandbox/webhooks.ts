@@ -20,6 +20,8 @@ interface DecisionFinished {
   status: string;
   analysisTime: string;
   queryId: string | null;
+  /** The submission's tenant; null (the sandbox's own clients) sends `webhook.tenantId`. */
+  tenantId: string | null;
 }
 
 interface Message {
@@ -46,7 +48,7 @@ export class WebhookDispatcher {
     const body = JSON.stringify({
       type: WEBHOOK_EVENT_DECISION_FINISHED,
       version: 0,
-      tenant_id: config.tenantId,
+      tenant_id: event.tenantId ?? config.tenantId,
       payload: {
         id: event.submissionId,
         status: event.status,

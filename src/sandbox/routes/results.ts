@@ -108,7 +108,8 @@ export function registerResultRoutes(app: FastifyInstance, ctx: SandboxContext):
     const check = ctx.signer.check('report', `${id}:${includeDecision ? 1 : 0}`, query.expires, query.sig);
     if (check !== 'ok')
       throw new HttpError(403, `report URL is ${check === 'expired' ? 'expired' : 'not validly signed'}`);
-    const s = ctx.submissions.get(id);
+    const found = ctx.submissions.get(id);
+    const s = found?.cell === ctx.cell ? found : undefined;
     const fraud = s ? readyResult(s, 'fraud') : null;
     if (!s || !fraud) throw new HttpError(404, `submission ${id} does not exist`);
     const pdf = await renderReport({

@@ -14,10 +14,20 @@ import type { Submission } from '../submissions.js';
 
 export const ID = '/v2/submission/:id';
 
+/**
+ * The submission the path names, if the caller may see it: created in this cell by an application
+ * of the caller's tenant. Any other is 404, as if it did not exist (docs/sandbox.md says why not 403).
+ */
 export function findSubmission(ctx: SandboxContext, request: FastifyRequest): Submission {
   const { id } = request.params as { id: string };
   const submission = ctx.submissions.get(id);
-  if (!submission) throw new HttpError(404, `submission ${id} does not exist`);
+  if (
+    !submission ||
+    submission.cell !== ctx.cell ||
+    submission.tenantId !== (request.grant?.tenantId ?? null)
+  ) {
+    throw new HttpError(404, `submission ${id} does not exist`);
+  }
   return submission;
 }
 
@@ -29,12 +39,17 @@ function uploadUrl(ctx: SandboxContext, request: FastifyRequest, id: string): st
 export function registerSubmissionRoutes(app: FastifyInstance, ctx: SandboxContext): void {
   app.post(PATHS.submission, { config: { scope: SCOPES.write } }, async (request) => {
     const body = validate(SubmissionRequest, (await readJson(request, false)) ?? {});
-    const submission = ctx.submissions.create(request.grant?.clientId ?? '', {
-      queryId: body.query_id ?? null,
-      pipeline: body.pipeline_configuration ?? 'FRAUD_ONLY',
-      enableDecision: body.enable_decision ?? false,
-      enableCharacteristics: body.enable_submission_characteristics ?? false,
-    });
+    const submission = ctx.submissions.create(
+      request.grant?.clientId ?? '',
+      {
+        queryId: body.query_id ?? null,
+        pipeline: body.pipeline_configuration ?? 'FRAUD_ONLY',
+        enableDecision: body.enable_decision ?? false,
+        enableCharacteristics: body.enable_submission_characteristics ?? false,
+      },
+      { tenantId: request.grant?.tenantId ?? null, cell: ctx.cell },
+    );
+    request.recordSubmissionId = submission.id;
     ctx.stats.submissionCreated(submission.queryId);
     const response: Record<string, string> = {
       upload_url: uploadUrl(ctx, request, submission.id),

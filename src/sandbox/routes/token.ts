@@ -38,7 +38,7 @@ function tokenAudiences(ctx: SandboxContext): string[] {
       audiences.push(alias.href);
     }
   }
-  return [...new Set([...audiences, ...ctx.config().tokenUrls])];
+  return [...new Set([...audiences, ...ctx.tokenUrls()])];
 }
 
 export function registerTokenRoute(app: FastifyInstance, ctx: SandboxContext): void {
@@ -46,7 +46,8 @@ export function registerTokenRoute(app: FastifyInstance, ctx: SandboxContext): v
     reply.header('cache-control', 'no-store').header('pragma', 'no-cache');
     try {
       const form = await readForm(request);
-      const body = await ctx.auth.issue(form, request.headers.authorization, tokenAudiences(ctx));
+      const { body, grant } = await ctx.auth.issue(form, request.headers.authorization, tokenAudiences(ctx));
+      request.recordClient = { clientId: grant.clientId, tenantId: grant.tenantId };
       return reply.code(200).send(body);
     } catch (err) {
       if (!(err instanceof OAuthError)) throw err;

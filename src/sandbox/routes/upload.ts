@@ -44,7 +44,9 @@ export function registerUploadRoute(app: FastifyInstance, ctx: SandboxContext): 
       );
     }
     const submission = ctx.submissions.get(id);
-    if (!submission) throw new HttpError(404, `submission ${id} does not exist`);
+    // An upload URL is its cell's: another cell's listener has no such object.
+    if (!submission || submission.cell !== ctx.cell)
+      throw new HttpError(404, `submission ${id} does not exist`);
     if (submission.upload !== 'none') {
       throw new HttpError(
         409,
