@@ -53,6 +53,7 @@ describe('docstream sandbox CLI', () => {
       '--storage-dir',
       '--upload-url-ttl',
       '--report-url-ttl',
+      '--serve-cell',
     ]) {
       expect(out.stdout).toContain(flag);
     }
@@ -68,6 +69,8 @@ describe('docstream sandbox CLI', () => {
     ],
     [['--decision-rule', 'GOOD=YES'], /--decision-rule/],
     [['--max-upload-bytes', '12 parsecs'], /--max-upload-bytes/],
+    [['--serve-cell', 'mars-1'], /--serve-cell <name\[=port\]>' argument 'mars-1' is invalid/],
+    [['--port', '8089', '--serve-cell', 'eu-1=8089'], /cells\.eu-1\.port: 8089 is already the port/],
     [['--webhook-secret-file', secretFile('bad-secret', 'not-a-secret')], /webhook\.secret: must be whsec_/],
     [
       ['--webhook-secret-file', '/nonexistent/whsec'],
@@ -182,5 +185,55 @@ describe('docstream sandbox CLI', () => {
     expect(res.status).toBe(200);
     child.kill('SIGTERM');
     expect(await exited).toBe(0);
+  });
+
+  test("serves several cells (--config tenants, --serve-cell), prints each cell's URLs, never a tenant secret", async () => {
+    const file = join(tmpdir(), `sandbox-org-${process.pid}.json`);
+    const secret = `acme-secret-${process.pid}`;
+    writeFileSync(
+      file,
+      JSON.stringify({
+        cells: { 'eu-1': {} },
+        tenants: [
+          { name: 'acme', cells: ['eu-1'], applications: [{ clientId: 'acme-app', clientSecret: secret }] },
+        ],
+      }),
+    );
+    written.push(file);
+    const child = spawn(
+      process.execPath,
+      [CLI, 'sandbox', '-c', file, '--port', '0', '--serve-cell', 'us-1'],
+      {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
+    let out = '';
+    let err = '';
+    child.stdout.setEncoding('utf8').on('data', (c: string) => (out += c));
+    child.stderr.setEncoding('utf8').on('data', (c: string) => (err += c));
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    try {
+      for (let i = 0; i < 200 && !out.includes('webhook:') && child.exitCode === null; i++)
+        await new Promise((r) => setTimeout(r, 50));
+      const eu = /cell eu-1:\n +base URL: +(\S+)\n +token URL: +(\S+)/.exec(out);
+      const us = /cell us-1:\n +base URL: +(\S+)\n +token URL: +(\S+)/.exec(out);
+      expect(eu?.[2]).toBe(`${eu?.[1]}/oauth2/token`);
+      expect(us?.[2]).toBe(`${us?.[1]}/oauth2/token`);
+      expect(new Set([eu?.[1], us?.[1], /base URL: +(\S+)/.exec(out)?.[1]]).size).toBe(3);
+      expect(out).toMatch(/tenant: +acme \(id acme, cell eu-1\) application acme-app +client_secret/);
+      const token = (url: string) =>
+        fetch(url, {
+          method: 'POST',
+          headers: { 'content-type': 'application/x-www-form-urlencoded' },
+          body: `grant_type=client_credentials&client_id=acme-app&client_secret=${secret}`,
+        });
+      expect((await token(eu?.[2] as string)).status).toBe(200);
+      expect((await token(us?.[2] as string)).status).toBe(401);
+      expect(out + err).not.toContain(secret);
+    } finally {
+      child.kill('SIGTERM');
+    }
+    expect(await exited).toBe(0);
+    expect(out + err).not.toContain(secret);
   });
 });

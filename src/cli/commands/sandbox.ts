@@ -5,6 +5,7 @@
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { InvalidArgumentError, Option } from 'commander';
+import { CELLS } from '../../api/schemas.js';
 import { createLogger } from '../../observability/logger.js';
 import { readSecret, refusedSecretFlag } from '../config-option.js';
 import { deprecatedOption } from '../deprecated.js';
@@ -108,7 +109,22 @@ interface Flags {
   storageDir?: string;
   uploadUrlTtl?: number;
   reportUrlTtl?: number;
+  serveCell?: Record<string, number>;
   logLevel?: string;
+}
+
+const CELL_NAMES: readonly string[] = CELLS;
+/** `--serve-cell eu-1` or `--serve-cell eu-1=8081` (repeatable): a cell served on a listener of its own. */
+function cellFlag(value: string, previous: Record<string, number> = {}): Record<string, number> {
+  const m = /^([a-z0-9-]+)(?:=(\d+))?$/.exec(value.trim());
+  if (!m || !CELL_NAMES.includes(m[1] as string)) {
+    throw new InvalidArgumentError(
+      `must be CELL or CELL=PORT with CELL one of ${CELL_NAMES.join(', ')}, got "${value}"`,
+    );
+  }
+  const port = m[2] === undefined ? 0 : Number(m[2]);
+  if (port > 65535) throw new InvalidArgumentError(`port must be between 0 and 65535, got ${port}`);
+  return { ...previous, [m[1] as string]: port };
 }
 
 /** A duration flag's seconds as the config's milliseconds; not given stays not given. */
@@ -138,6 +154,14 @@ function flagsToPatch(f: Flags, base: SandboxConfig): DeepPartial<SandboxConfig>
   set('uploadUrlTtlSeconds', f.uploadUrlTtl);
   set('reportUrlTtlSeconds', f.reportUrlTtl);
   set('decisionRules', f.decisionRule);
+  if (f.serveCell) {
+    patch.cells = Object.fromEntries(
+      Object.entries(f.serveCell).map(([name, port]) => [
+        name,
+        { ...base.cells[name as keyof typeof base.cells], port },
+      ]),
+    );
+  }
   const processing = {
     distribution: f.processing,
     meanMs: ms(f.processingMean),
@@ -318,6 +342,12 @@ export function registerSandboxCommand(program: Command): void {
     )
     .addOption(secondsOption('--upload-url-ttl', 'lifetime of pre-signed upload URLs', { whole: true }))
     .addOption(secondsOption('--report-url-ttl', 'lifetime of report download URLs', { whole: true }))
+    .addOption(
+      new Option(
+        '--serve-cell <name[=port]>',
+        'serve this cell on a listener of its own, with its own token endpoint (repeatable; no port or 0: a free port); tenants come from --config or POST /v0/tenants',
+      ).argParser(cellFlag),
+    )
     // The spellings in milliseconds of before.
     .addOption(deprecatedOption('--processing-mean-ms <ms>', '--processing-mean', fromMs(number(0))))
     .addOption(deprecatedOption('--processing-min-ms <ms>', '--processing-min', fromMs(number(0))))
@@ -347,7 +377,9 @@ decisions TRUSTED/NORMAL=APPROVED WARNING=MANUAL_REVIEW HIGH_RISK=DECLINED.
 Default client: ${DEFAULT_CLIENT.clientId} / ${DEFAULT_CLIENT.clientSecret} (scopes ${DEFAULT_CLIENT.scopes.join(' ')}).
 More clients (other scopes; private_key_jwt with publicKeyPem and kid) come from --config.
 Runtime control (loopback only): GET /_sandbox/stats, GET /_sandbox/submissions?query_id=,
-GET|POST /_sandbox/config, POST /_sandbox/reset. See docs/sandbox.md.`,
+GET /_sandbox/calls, GET /_sandbox/tenants, PUT /_sandbox/applications/<client id>,
+GET|POST /_sandbox/config, POST /_sandbox/reset. Several cells: --serve-cell eu-1 --serve-cell us-1=8082, or
+"cells" and "tenants" in --config. See docs/sandbox.md.`,
     )
     .action(async (flags: Flags & { logLevel: string }) => {
       let config: SandboxConfig;
@@ -377,6 +409,20 @@ GET|POST /_sandbox/config, POST /_sandbox/reset. See docs/sandbox.md.`,
           .map(
             (c) =>
               `  client:    ${c.clientId}  private_key_jwt kid ${c.kid}  (scopes: ${c.scopes.join(' ')})`,
+          ),
+        ...Object.entries(sandbox.cells).flatMap(([name, urls]) => [
+          `  cell ${name}:`,
+          `    base URL:  ${urls.baseUrl}`,
+          `    token URL: ${urls.tokenUrl}`,
+        ]),
+        // A tenant's application is named with its credential's kind, never its secret.
+        ...sandbox
+          .tenants()
+          .flatMap((t) =>
+            t.applications.map(
+              (a) =>
+                `  tenant:    ${t.name} (id ${t.id}, cell ${t.cell}) application ${a.clientId}  ${a.credentials}`,
+            ),
           ),
         `  webhook:   ${config.webhook.url ?? 'off (set --webhook-url)'}`,
       ];
