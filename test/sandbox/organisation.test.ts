@@ -7,11 +7,13 @@
  * tenant and application of every call; a tenant created over the API becomes usable once its key
  * is registered; decision webhooks carry the submission's tenant.
  */
+import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { exportPKCS8, exportSPKI, generateKeyPair, SignJWT, type CryptoKey } from 'jose';
 import { ApplicationList, ErrorBody, FraudSuccess, Tenant } from '../../src/api/schemas.js';
-import type { CallList } from '../../src/sandbox/index.js';
+import { pino } from 'pino';
+import { startSandbox, type CallList } from '../../src/sandbox/index.js';
 import {
   registerApplicationKey,
   requestToken,
@@ -20,7 +22,7 @@ import {
   type OrgTenant,
   type Organisation,
 } from '../harness/organisation.js';
-import { call, expectSchema, pdf, until200, upload, waitFor } from './helpers.js';
+import { basic, call, expectSchema, pdf, until200, upload, waitFor } from './helpers.js';
 
 let org: Organisation;
 let adminKey: CryptoKey;
@@ -339,4 +341,81 @@ test("decision webhooks carry the submission's own tenant_id", async () => {
   await waitFor(() => [a, b].every((id) => delivered.some((d) => d.payload.id === id)));
   expect(delivered.find((d) => d.payload.id === a)?.tenant_id).toBe(acme.id);
   expect(delivered.find((d) => d.payload.id === b)?.tenant_id).toBe(initech.id);
+});
+
+test('a client secret registered for an application never reaches the log or an answer; its rate limit is its own', async () => {
+  const lines: string[] = [];
+  const logger = pino({ level: 'trace' }, { write: (line: string) => void lines.push(line) });
+  const adminSecret = `admin-${randomUUID()}`;
+  const secret = `wayne-${randomUUID()}`;
+  const sb = await startSandbox(
+    {
+      cells: { 'ca-1': {} },
+      clients: [{ clientId: 'admin', clientSecret: adminSecret, scopes: ['tenants.write'] }],
+    },
+    { logger },
+  );
+  try {
+    const form = { 'content-type': 'application/x-www-form-urlencoded' };
+    const adminToken = await call(sb.tokenUrl, {
+      method: 'POST',
+      headers: { ...form, authorization: basic('admin', adminSecret) },
+      body: 'grant_type=client_credentials',
+    });
+    const admin = at(sb.baseUrl, (adminToken.body as { access_token: string }).access_token);
+    expect((await admin.post('/v0/tenants', { name: 'wayne', cells: ['ca-1'] })).status).toBe(201);
+    const registered = await call(`${sb.baseUrl}/_sandbox/applications/wayne-ca-1`, {
+      method: 'PUT',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ clientSecret: secret, rateLimit: { ratePerSecond: 0.5, burst: 1 } }),
+    });
+    expect(registered.status).toBe(200);
+    expect(registered.body).toMatchObject({
+      client_id: 'wayne-ca-1',
+      credentials: { type: 'client_secret' },
+    });
+    const listed = await call(`${sb.baseUrl}/_sandbox/tenants`);
+    expect(listed.body).toMatchObject({
+      items: [
+        { name: 'wayne', cell: 'ca-1', applications: [{ client_id: 'wayne-ca-1', client_secret: true }] },
+      ],
+    });
+    const badPatch = await call(`${sb.baseUrl}/_sandbox/applications/wayne-ca-1`, {
+      method: 'PUT',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ clientSecret: '' }),
+    });
+    expect(badPatch.status).toBe(400);
+    expect(expectSchema(ErrorBody, badPatch.body).message).toMatch(/^clientSecret/);
+
+    const ca = sb.cells['ca-1']!;
+    const token = await call(ca.tokenUrl, {
+      method: 'POST',
+      headers: { ...form, authorization: basic('wayne-ca-1', secret) },
+      body: 'grant_type=client_credentials',
+    });
+    expect(token.status).toBe(200);
+    const wayne = at(ca.baseUrl, (token.body as { access_token: string }).access_token);
+    expect((await wayne.get('/v2/submission/nope/fraud')).status).toBe(404);
+    const limited = await wayne.get('/v2/submission/nope/fraud');
+    expect(limited.status).toBe(429);
+    expect(expectSchema(ErrorBody, limited.body).message).toMatch(/client wayne-ca-1 is limited to 0.5\/s/);
+
+    const shown = [
+      registered.text,
+      listed.text,
+      token.text,
+      (await call(`${sb.baseUrl}/_sandbox/config`)).text,
+    ];
+    for (const text of shown) {
+      expect(text).not.toContain(secret);
+      expect(text).not.toContain(adminSecret);
+    }
+  } finally {
+    await sb.close();
+  }
+  // The log has the sandbox's lines (listening, the application updated), and neither secret.
+  expect(lines.some((l) => l.includes('sandbox application updated'))).toBe(true);
+  expect(lines.join('')).not.toContain(secret);
+  expect(lines.join('')).not.toContain(adminSecret);
 });
