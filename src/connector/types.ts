@@ -38,6 +38,8 @@ export interface DeadLetter {
   http_status: number | null;
   attempts: number;
   attributes: Record<string, string>;
+  /** The document's tenant when known (its event's, or its state's); absent: the default credentials. */
+  tenant?: string | null;
 }
 
 /** Common identity of every output event of a document. */
@@ -47,4 +49,6 @@ export interface DocumentIdentity {
   query_id: string | null;
   attributes: Record<string, string>;
   traceparent: string | null;
+  /** The tenant whose application analyses it (`tenants/`); absent or null: the default credentials. */
+  tenant?: string | null;
 }

@@ -24,6 +24,7 @@ const envelope = {
   status: 'SUCCESS',
   produced_at: 1_763_000_000_000,
   message: null,
+  tenant: null,
 };
 
 const indicator = {
@@ -81,6 +82,7 @@ const samples: Record<AvroSchemaName, unknown> = {
     submission_characteristics: '{"customer_case_id":"c"}',
     attributes: {},
     reprocess: false,
+    tenant: 'acme',
   },
   FeedbackEvent: {
     submission_id: envelope.submission_id,
@@ -136,6 +138,7 @@ const samples: Record<AvroSchemaName, unknown> = {
     attempts: 1,
     failed_at: 1_763_000_000_000,
     attributes: {},
+    tenant: null,
   } satisfies DeadLetterValue,
 };
 

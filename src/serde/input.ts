@@ -48,6 +48,8 @@ export interface DocumentArrived {
   submission_characteristics: SubmissionCharacteristics | null;
   attributes: Record<string, string>;
   reprocess: boolean;
+  /** The tenant the document is analysed for (`tenants/`); absent: the default credentials. */
+  tenant?: string;
 }
 
 interface FeedbackEvent {
@@ -80,6 +82,8 @@ const DEFAULT_MAX_CHARACTERISTICS_BYTES = 256 * 1024;
 /** Longest reason a decoding failure gives (dead letters and logs carry it). */
 const MAX_MESSAGE = 2000;
 export const EVENT_ID_MAX = 256;
+/** A tenant's name, as the spec's tenant-management API allows it. */
+export const TENANT_NAME = /^[a-z0-9]{1,61}$/;
 export const BLOB_SCHEMES = ['file:', 'http:', 'https:', 's3:'] as const;
 
 const BlobUrl = z.string().superRefine((value, ctx) => {
@@ -153,6 +157,11 @@ const DocumentArrivedInput = z.looseObject({
   submission_characteristics: SubmissionCharacteristics.nullable().optional(),
   attributes: Attributes.optional(),
   reprocess: z.boolean().optional(),
+  tenant: z
+    .string()
+    .regex(TENANT_NAME, 'must be a tenant name: 1..61 characters a-z and 0-9')
+    .nullable()
+    .optional(),
 });
 
 const FeedbackInput = z.looseObject({
@@ -324,6 +333,7 @@ export async function decodeDocumentArrived(
       submission_characteristics: input.submission_characteristics ?? null,
       attributes: input.attributes ?? {},
       reprocess: input.reprocess ?? false,
+      ...(typeof input.tenant === 'string' ? { tenant: input.tenant } : {}),
     },
   };
 }

@@ -14,6 +14,8 @@ export interface ResultEnvelope {
   /** Milliseconds since the epoch. */
   produced_at: number;
   message: string | null;
+  /** The tenant the document was analysed for; null (or absent) for the default credentials. */
+  tenant?: string | null;
 }
 
 export type FileTypeSymbol = 'unsupported' | 'pdf' | 'image' | 'unknown';
@@ -122,6 +124,8 @@ export interface DeadLetterValue {
   attempts: number;
   failed_at: number;
   attributes: Record<string, string>;
+  /** The document's tenant when known; null (or absent) for the default credentials. */
+  tenant?: string | null;
 }
 
 export interface FeedbackEventValue {

@@ -52,6 +52,7 @@ function envelope(doc: DocumentIdentity, body: Body, now: number): ResultEnvelop
     event_id: doc.event_id,
     query_id: doc.query_id,
     attributes: doc.attributes,
+    tenant: doc.tenant ?? null,
     status: str(body.status) ?? 'UNKNOWN',
     produced_at: now,
     message: str(body.message),
@@ -115,6 +116,7 @@ export function fraudValue(
     event_id: doc.event_id,
     query_id: doc.query_id,
     attributes: doc.attributes,
+    tenant: doc.tenant ?? null,
     status: str(body.status) ?? 'UNKNOWN',
     produced_at: now,
     message: str(body.message),
@@ -144,6 +146,7 @@ export function qualityValue(doc: DocumentIdentity, body: Body, now: number): Qu
     event_id: doc.event_id,
     query_id: doc.query_id,
     attributes: doc.attributes,
+    tenant: doc.tenant ?? null,
     status: str(body.status) ?? 'UNKNOWN',
     produced_at: now,
     message: str(body.message),
@@ -169,6 +172,7 @@ export function classificationValue(
     event_id: doc.event_id,
     query_id: doc.query_id,
     attributes: doc.attributes,
+    tenant: doc.tenant ?? null,
     status: str(body.status) ?? 'UNKNOWN',
     produced_at: now,
     message: str(body.message),
@@ -222,5 +226,6 @@ export function deadLetterValue(deadLetter: DeadLetter, now: number): DeadLetter
     attempts: deadLetter.attempts,
     failed_at: now,
     attributes: deadLetter.attributes,
+    tenant: deadLetter.tenant ?? null,
   };
 }
