@@ -20,7 +20,8 @@ import {
   SubmissionRequest,
   SubmissionResponse,
 } from '../api/schemas.js';
-import { clientSecretBasic } from './auth.js';
+import type { CryptoKey, KeyObject } from 'jose';
+import { clientSecretBasic, privateKeyJwt } from './auth.js';
 import { NotFoundError } from './errors.js';
 import type { BodyFactory, HttpMethod, RetryMode } from './http.js';
 import type { AdaptiveRateLimiter } from './limiter.js';
@@ -34,16 +35,38 @@ import {
 } from './transport.js';
 import { fail, validateBody, validateSubmissionId } from './validate.js';
 
+/**
+ * The application's credentials: a client secret (HTTP Basic), or a private-key JWT (RS256 client
+ * assertion with a registered `kid`), as a tenant's applications have.
+ */
 export interface ClientOptions extends CommonOptions {
   clientId: string;
-  clientSecret: string;
+  clientSecret?: string;
+  /** PKCS#8 PEM or an imported key; with `kid`, instead of `clientSecret`. */
+  privateKey?: string | CryptoKey | KeyObject;
+  kid?: string;
 }
 
-const ClientOptionsSchema = z.strictObject({
-  ...CommonOptionsShape,
-  clientId: z.string().min(1),
-  clientSecret: z.string().min(1),
-});
+const ClientOptionsSchema = z
+  .strictObject({
+    ...CommonOptionsShape,
+    clientId: z.string().min(1),
+    clientSecret: z.string().min(1).optional(),
+    privateKey: z
+      .custom<string | CryptoKey | KeyObject>(
+        (v) => (typeof v === 'string' && v.includes('PRIVATE KEY')) || (typeof v === 'object' && v !== null),
+        'must be a PKCS#8 PEM private key or a key object',
+      )
+      .optional(),
+    kid: z.string().min(1).optional(),
+  })
+  .refine((o) => (o.clientSecret === undefined) !== (o.privateKey === undefined), {
+    message: 'give clientSecret, or privateKey with kid',
+  })
+  .refine((o) => o.privateKey === undefined || o.kid !== undefined, {
+    message: 'kid: required with privateKey',
+    path: ['kid'],
+  });
 
 /** A file path, a buffer, a stream (sent once, never retried) or a factory of fresh streams. */
 export type UploadBody = string | Buffer | Readable | (() => Readable);
@@ -76,8 +99,11 @@ export class DocumentAnalysisClient {
 
   constructor(options: ClientOptions) {
     const parsed = parseOptions(ClientOptionsSchema, options, 'DocumentAnalysisClient options');
-    this.transport = createTransport(parsed, () =>
-      clientSecretBasic(parsed.clientId, parsed.clientSecret, parsed.scopes),
+    const { clientId, clientSecret, privateKey, kid, scopes } = parsed;
+    this.transport = createTransport(parsed, (tokenUrl) =>
+      privateKey !== undefined
+        ? privateKeyJwt({ clientId, privateKey, kid: kid ?? '', tokenUrl, scopes })
+        : clientSecretBasic(clientId, clientSecret ?? '', scopes),
     );
   }
 

@@ -256,6 +256,22 @@ export const CONFIG_SPEC = {
     ),
     kid: f.string('', 'Key id registered with the API for tenant.privateKey.'),
   },
+  tenants: {
+    directoryFile: f.string(
+      '',
+      "JSON file of the tenants this deployment serves (docs/tenants.md): per tenant its cell and its application's client id with privateKeyFile and kid (private-key JWT) or clientSecretFile; files named relative to it. Read again every tenants.reloadIntervalMs and when its folder changes, without a restart; a new file that cannot be used is refused with an error line and the previous directory stays. Empty: no tenants, every event goes with the api.* credentials.",
+    ),
+    header: f.string(
+      '',
+      "Record header naming an arrival event's tenant, besides the event's own tenant field; when both are present and differ, the record is dead-lettered (validate/tenant_mismatch). Empty: the field only.",
+    ),
+    unknownGraceMs: f.int(
+      60000,
+      'How long an event whose tenant the directory does not know waits for it (in the background: the records behind it go on) before it is dead-lettered (validate/unknown_tenant), to be re-driven once the tenant is added.',
+      0,
+    ),
+    reloadIntervalMs: f.int(2000, 'How often the tenant directory and its secret files are read again.', 100),
+  },
   connector: {
     maxInFlight: f.int(
       500,

@@ -171,6 +171,11 @@ export class Connector {
 
   /** Start-up in order; each step's failure names the step (`StartupError`). */
   private async boot(): Promise<void> {
+    const tenants = this.parts.tenants;
+    if (tenants) {
+      await step('reading the tenant directory', () => tenants.source.load());
+      tenants.source.start();
+    }
     await this.prepareKafka();
     this.checkStopDuringStartup();
     await this.startReaders();
@@ -457,6 +462,7 @@ export class Connector {
         // The consumer may leave the group now (its partitions move to the others).
         this.loop.release();
       }
+      p.tenants?.source.stop();
       // Each part is given what is left; one that does not finish is left behind (the process exits).
       for (const part of [
         () => this.consumer?.stop(),

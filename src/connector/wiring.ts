@@ -55,6 +55,10 @@ import { egressOf } from '../config/egress.js';
 import { transactionalIdPrefixOf } from '../config/effective.js';
 import { displayProxy } from '../util/proxy.js';
 import type { Egress } from '../client/wire.js';
+import { EMPTY_DIRECTORY } from '../tenants/directory.js';
+import { TenantDirectorySource } from '../tenants/source.js';
+import { TenantClients } from '../tenants/clients.js';
+import type { ApiPort, TenantPorts } from './document/ports.js';
 
 function apiClientOf(
   config: Config,
@@ -87,6 +91,77 @@ function apiClientOf(
   });
 }
 
+/**
+ * The tenants this deployment serves: the directory, reloaded without a restart, and one client per
+ * tenant application made from it (`src/tenants/`). Null without `tenants.directoryFile`.
+ */
+export interface Tenants {
+  source: TenantDirectorySource;
+  clients: TenantClients;
+}
+
+function tenantsOf(
+  config: Config,
+  logger: Logger,
+  metrics: ConnectorMetrics,
+  egress: Egress,
+): Tenants | null {
+  const t = config.tenants;
+  if (t.directoryFile === '') return null;
+  const api = config.api;
+  const source = new TenantDirectorySource({
+    file: t.directoryFile,
+    cells: api.cells as Record<string, { baseUrl: string; tokenUrl: string }>,
+    intervalMs: t.reloadIntervalMs,
+    logger,
+  });
+  const clients = new TenantClients(
+    (entry, onCall) =>
+      new DocumentAnalysisClient({
+        baseUrl: entry.baseUrl,
+        tokenUrl: entry.tokenUrl,
+        clientId: entry.clientId,
+        ...(entry.credentials.kind === 'client-secret'
+          ? { clientSecret: entry.credentials.clientSecret }
+          : { privateKey: entry.credentials.privateKey, kid: entry.credentials.kid }),
+        rateLimit: { ratePerSecond: entry.ratePerSecond ?? api.ratePerSecond },
+        retry: { maxTotalMs: config.connector.deadlineMs },
+        timeoutMs: api.timeoutMs,
+        egress,
+        logger,
+        onCall: (call) => {
+          const endpoint = `${call.method} ${call.endpoint}`;
+          metrics.recordCall({ endpoint, status: call.status, retried: call.retried });
+          metrics.recordTenantCall(entry.name, endpoint, call.status);
+          onCall(call);
+        },
+      }),
+    logger,
+    EMPTY_DIRECTORY,
+  );
+  source.onChange((directory, diff) => clients.apply(directory, diff));
+  metrics.observeTenants(clients);
+  return { source, clients };
+}
+
+/** The ports of the tenants' applications, one per client (a changed tenant's new client gets its own). */
+function tenantPortsOf(tenants: Tenants, withMetadata: boolean): TenantPorts {
+  const ports = new WeakMap<DocumentAnalysisClient, ApiPort>();
+  return {
+    known: (tenant) => tenants.clients.has(tenant),
+    api: (tenant) => {
+      const client = tenants.clients.client(tenant);
+      if (!client) return undefined;
+      let port = ports.get(client);
+      if (!port) {
+        port = apiPort(client, { withMetadata });
+        ports.set(client, port);
+      }
+      return port;
+    },
+  };
+}
+
 /** Every part of one connector, connected to nothing yet. */
 export interface ConnectorParts {
   kafka: KafkaClient;
@@ -94,6 +169,8 @@ export interface ConnectorParts {
   producer: KafkaProducer;
   registry: Registry;
   client: DocumentAnalysisClient;
+  /** The tenant directory and its applications' clients; null without `tenants.directoryFile`. */
+  tenants: Tenants | null;
   blobs: ReturnType<typeof createBlobSource>;
   sender: CoalescingSender;
   /** exactly-once: the transactional producers of the owned input partitions; else null. */
@@ -124,7 +201,7 @@ interface Assembly {
 /** The clients of the outside world: Kafka, the registry, the API, the blob stores. */
 type Clients = Pick<
   ConnectorParts,
-  'kafka' | 'admin' | 'producer' | 'sender' | 'registry' | 'client' | 'blobs' | 'transactions'
+  'kafka' | 'admin' | 'producer' | 'sender' | 'registry' | 'client' | 'tenants' | 'blobs' | 'transactions'
 >;
 
 /**
@@ -183,6 +260,7 @@ function clientsOf({ config, logger, metrics }: Assembly): Clients {
     sender: new CoalescingSender(producer),
     registry: registryOf(config, logger),
     client: apiClientOf(config, logger, metrics, egress),
+    tenants: tenantsOf(config, logger, metrics, egress),
     // Blob connections per host: one per document admitted at once, up to the reader's default.
     blobs: createBlobSource(config.blobs, {
       logger,
@@ -267,12 +345,13 @@ function engineOf(
   },
 ): DocumentEngine {
   const c = config.connector;
-  const { client, blobs, registry } = parts.clients;
+  const { client, blobs, registry, tenants } = parts.clients;
   // The resilience suite's crash point (DOCSTREAM_TEST_CRASH_AFTER_PUBLISH); null in production.
   const crash = crashPointFromEnv(process.env);
   return new DocumentEngine(
     {
       api: apiPort(client, { withMetadata: c.withMetadata }),
+      ...(tenants ? { tenants: tenantPortsOf(tenants, c.withMetadata) } : {}),
       blobs,
       out: parts.output,
       states: parts.writer,
@@ -290,6 +369,7 @@ function engineOf(
       deleteAfterPublish: c.deleteAfterPublish,
       attachReportUrl: c.attachReportUrl,
       awaitedOverride,
+      unknownTenantGraceMs: config.tenants.unknownGraceMs,
     },
     {
       onPublished: crash
@@ -337,6 +417,9 @@ function arrivalLimitsOf({ config, awaitedOverride }: Assembly, producer: KafkaP
         value = encodeState(probe);
         probeValues.set(source.topic, value);
       }
+      // A tenant adds its name (u16 length + UTF-8) to the record.
+      if (event.tenant !== undefined)
+        value = Buffer.concat([value, Buffer.alloc(2 + Buffer.byteLength(event.tenant))]);
       const tooLarge = producer.checkSize(stateTopic, { key: event.event_id, value });
       return tooLarge
         ? `its state record of ${tooLarge.size} bytes would exceed the state topic's limit of ${tooLarge.limit}`
@@ -378,8 +461,17 @@ export function buildLoop(
   inputPartitions: () => number,
 ): { loop: ConsumerLoop; groupShare: GroupShare } {
   const { registry, state, deadLetter } = parts;
+  const tenants = parts.tenants;
   const groupShare = new GroupShare(
-    parts.client.limiter,
+    // The share applies to the default credentials' limiter and to every tenant application's.
+    tenants
+      ? {
+          setShare: (owned, total) => {
+            parts.client.limiter.setShare(owned, total);
+            tenants.clients.setShare(owned, total);
+          },
+        }
+      : parts.client.limiter,
     inputPartitions,
     config.connector.groupShareIntervalMs > 0,
   );
@@ -399,6 +491,7 @@ export function buildLoop(
       deadLetter,
       logger,
       limits: parts.arrivalLimits,
+      ...(config.tenants.header !== '' ? { tenantHeader: config.tenants.header } : {}),
     }),
     feedback: feedbackHandler({ decoder: registry, api: parts.client, deadLetter }),
     logger,

@@ -11,6 +11,11 @@ interface LimiterReading {
   limitFound(): number | undefined;
 }
 
+interface TenantReading {
+  names(): string[];
+  limiter(tenant: string): LimiterReading | undefined;
+}
+
 interface HealthReading {
   readonly available: boolean;
 }
@@ -120,6 +125,40 @@ export class ConnectorMetrics {
     },
   });
 
+  /** The tenants' clients, read when the metrics are collected (`observeTenants`). */
+  private tenants: TenantReading | undefined;
+
+  readonly tenantApiCalls = new Counter({
+    name: 'docstream_tenant_api_calls_total',
+    help: "API calls (each HTTP attempt) of a tenant's application, by tenant, endpoint and status (0 = no response); the tenants are the directory's",
+    labelNames: ['tenant', 'endpoint', 'status'] as const,
+    registers: [this.registry],
+  });
+
+  readonly tenantLimiterRate: Gauge = new Gauge({
+    name: 'docstream_tenant_limiter_rate',
+    help: "Current rate of a tenant application's adaptive API rate limiter, in calls per second",
+    labelNames: ['tenant'] as const,
+    registers: [this.registry],
+    collect: () => {
+      if (!this.tenants) return;
+      this.tenantLimiterRate.reset();
+      for (const name of this.tenants.names()) {
+        const limiter = this.tenants.limiter(name);
+        if (limiter) this.tenantLimiterRate.set({ tenant: name }, limiter.currentRate());
+      }
+    },
+  });
+
+  readonly tenantCount: Gauge = new Gauge({
+    name: 'docstream_tenants',
+    help: 'Tenants in the tenant directory (tenants.directoryFile) now',
+    registers: [this.registry],
+    collect: () => {
+      if (this.tenants) this.tenantCount.set(this.tenants.names().length);
+    },
+  });
+
   readonly consumerLag = new Gauge({
     name: 'docstream_consumer_lag',
     help: 'Records between the committed offset and the end of each assigned input partition',
@@ -204,6 +243,19 @@ export class ConnectorMetrics {
   observeApi(limiter: LimiterReading, health?: HealthReading): void {
     this.limiter = limiter;
     this.health = health;
+  }
+
+  /** The tenant gauges show these clients as they are when scraped. */
+  observeTenants(tenants: TenantReading): void {
+    this.tenants = tenants;
+  }
+
+  /**
+   * A tenant application's call. The tenant label is bounded by the directory: only its tenants
+   * have clients (a removed tenant's series stays until the process restarts).
+   */
+  recordTenantCall(tenant: string, endpoint: string, status: number | undefined): void {
+    this.tenantApiCalls.inc({ tenant, endpoint, status: String(status ?? 0) });
   }
 
   /** The Kafka gauge shows this reading as it is when scraped. */

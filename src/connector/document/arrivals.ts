@@ -16,7 +16,7 @@ import type { IncomingMessage } from '../../kafka/consumer.js';
 import { isMessageTooLarge } from '../../kafka/errors.js';
 import type { Logger } from '../../observability/logger.js';
 import { KeyedSerial } from '../../util/keyed-serial.js';
-import { decodeDocumentArrived, type AvroDecoder } from '../../serde/input.js';
+import { decodeDocumentArrived, TENANT_NAME, type AvroDecoder } from '../../serde/input.js';
 import { deadLetterOf, decodeStage, type DeadLetterSink } from '../outputs/dead-letters.js';
 import type { AdmitOutcome, Existing } from './engine.js';
 import type { Recorded } from '../state/store.js';
@@ -37,6 +37,34 @@ interface ArrivalDeps {
   logger: Logger;
   /** Size rule (see above); absent: no limit beyond the decoder's own. */
   limits?: ArrivalLimits;
+  /** The record header that may name the event's tenant (`tenants.header`); absent: the field only. */
+  tenantHeader?: string;
+}
+
+/**
+ * The event's tenant from its field and its header (`tenants.header`): either one, or both when they
+ * agree. Both present and different is a dead letter: neither is taken, since a document must never
+ * go to another tenant's cell or under its token.
+ */
+export function tenantOf(
+  message: IncomingMessage,
+  event: ArrivalEvent,
+  header: string | undefined,
+): { event: ArrivalEvent } | { code: 'schema_invalid' | 'tenant_mismatch'; message: string } {
+  const raw = header ? message.headers[header] : undefined;
+  if (raw === undefined) return { event };
+  const named = raw.toString('utf8');
+  if (!TENANT_NAME.test(named))
+    return {
+      code: 'schema_invalid',
+      message: `header ${header}: must be a tenant name (1..61 characters a-z and 0-9)`,
+    };
+  if (event.tenant !== undefined && event.tenant !== named)
+    return {
+      code: 'tenant_mismatch',
+      message: `the event's tenant ${event.tenant} and its header ${header} (${named}) differ; it is not analysed for either`,
+    };
+  return { event: event.tenant === named ? event : { ...event, tenant: named } };
 }
 
 export interface ArrivalLimits {
@@ -81,6 +109,11 @@ export function unhandledDeadLetter(
   );
 }
 
+/** A dead letter's tenant field for this event: only when it names one. */
+export function tenantField(event: ArrivalEvent): { tenant?: string } {
+  return event.tenant !== undefined ? { tenant: event.tenant } : {};
+}
+
 /** Where an input record came from, as dead letters and state carry it. */
 export function sourceOf(message: IncomingMessage): SourceRecord {
   return {
@@ -108,7 +141,23 @@ export function arrivalHandler(deps: ArrivalDeps): (message: IncomingMessage) =>
       );
       return;
     }
-    const event = decoded.event;
+    const tenant = tenantOf(message, decoded.event, deps.tenantHeader);
+    if (!('event' in tenant)) {
+      await deps.deadLetter(
+        deadLetterOf(
+          tenant,
+          {
+            source,
+            event_id: decoded.event.event_id,
+            submission_id: null,
+            attributes: decoded.event.attributes,
+          },
+          { stage: 'validate', fallbackCode: tenant.code },
+        ),
+      );
+      return;
+    }
+    const event = tenant.event;
     const tooLarge = sizeProblem(deps.limits, source, event);
     if (tooLarge) {
       await deps.deadLetter(
@@ -120,6 +169,7 @@ export function arrivalHandler(deps: ArrivalDeps): (message: IncomingMessage) =>
             event_id: event.event_id,
             submission_id: null,
             attributes: tooLarge.code === 'attributes_too_large' ? {} : event.attributes,
+            ...tenantField(event),
           },
           { stage: 'validate', fallbackCode: tooLarge.code },
         ),
@@ -142,7 +192,13 @@ export function arrivalHandler(deps: ArrivalDeps): (message: IncomingMessage) =>
       await deps.deadLetter(
         deadLetterOf(
           err,
-          { source, event_id: event.event_id, submission_id: null, attributes: event.attributes },
+          {
+            source,
+            event_id: event.event_id,
+            submission_id: null,
+            attributes: event.attributes,
+            ...tenantField(event),
+          },
           { stage: 'validate', fallbackCode: 'event_too_large' },
         ),
       );

@@ -26,6 +26,8 @@ import type { InFlight } from './in-flight.js';
 import { FAILED_AT, type CatalogueCode } from '../outputs/dead-letter-catalogue.js';
 import {
   ResultNotReady,
+  UnknownTenantError,
+  type ApiPort,
   type CreatedSubmission,
   type EngineEvents,
   type EngineOptions,
@@ -46,6 +48,21 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
 const SIBLING_WAIT_MS = 200;
 /** How far ahead of its time a result's poll is started with a sibling's (not learned from: early). */
 const SIBLING_PULL_MS = 50;
+/** How often an event of an unknown tenant looks for it in the directory again. */
+const TENANT_WAIT_STEP_MS = 250;
+
+/** The API of a tenant the directory does not know (now): every call fails, as a transient failure. */
+function unknownTenantApi(tenant: string): ApiPort {
+  const refuse = () => Promise.reject(new UnknownTenantError(tenant));
+  return {
+    createSubmission: refuse,
+    upload: refuse,
+    putCharacteristics: refuse,
+    getResult: refuse,
+    getReportUrl: refuse,
+    deleteSubmission: refuse,
+  };
+}
 
 /**
  * A failure the document or its request is at fault for ends the document instead (`fail`): a dead letter
@@ -108,7 +125,26 @@ export class DocumentLife {
     }
     // Nothing is read or created for a partition being revoked, or while Kafka takes no writes.
     this.gate.check(source.partition);
-    const subject = { source, event_id: event.event_id, submission_id: null, attributes: event.attributes };
+    const subject = {
+      source,
+      event_id: event.event_id,
+      submission_id: null,
+      attributes: event.attributes,
+      ...(event.tenant !== undefined ? { tenant: event.tenant } : {}),
+    };
+
+    // A tenant the directory does not know (yet): its record waits for it, in the background once
+    // the batch's admission wait is over, then ends in a dead letter to re-drive once it is added.
+    if (event.tenant !== undefined && !(await this.tenantKnownWithin(event.tenant, source.partition))) {
+      const grace = this.options.unknownTenantGraceMs ?? 0;
+      const message = `tenant ${event.tenant} is not in the tenant directory (tenants.directoryFile) after ${grace} ms; re-drive this dead letter once it is added`;
+      await this.deadLetter({ code: 'unknown_tenant', message }, subject, {
+        stage: 'validate',
+        fallbackCode: 'unknown_tenant',
+        attempts: 1,
+      });
+      return 'dead-lettered';
+    }
 
     // admit: the file must be readable before anything is submitted.
     let blob: OpenedBlob;
@@ -137,7 +173,7 @@ export class DocumentLife {
     let tracked = false;
     try {
       try {
-        created = await this.ports.api.createSubmission(
+        created = await this.apiOf(event.tenant).createSubmission(
           {
             query_id: event.query_id,
             pipeline_configuration: event.pipeline_configuration,
@@ -182,6 +218,31 @@ export class DocumentLife {
     } finally {
       settle();
     }
+  }
+
+  /** The API of this tenant's application (its cell, its token); the default credentials' without one. */
+  private apiOf(tenant: string | null | undefined): ApiPort {
+    if (tenant === undefined || tenant === null) return this.ports.api;
+    return this.ports.tenants?.api(tenant) ?? unknownTenantApi(tenant);
+  }
+
+  /**
+   * Whether the directory knows this tenant, waiting for it at most `unknownTenantGraceMs` (a tenant
+   * being onboarded: its directory entry may come after its first events). The wait ends when the
+   * partition is being revoked or Kafka takes no writes (`gate.check` throws): the record is then
+   * its next owner's, or tried again.
+   */
+  private async tenantKnownWithin(tenant: string, partition: number): Promise<boolean> {
+    const known = () => this.ports.tenants?.known(tenant) ?? false;
+    if (known()) return true;
+    const until = this.now() + (this.options.unknownTenantGraceMs ?? 0);
+    while (!known()) {
+      const left = until - this.now();
+      if (left <= 0) return false;
+      this.gate.check(partition);
+      await sleep(Math.min(TENANT_WAIT_STEP_MS, left));
+    }
+    return true;
   }
 
   /**
@@ -362,14 +423,15 @@ export class DocumentLife {
       run.blob ??= await this.ports.blobs.resolve(input.blob);
       if (pending.characteristics_pending && input.characteristics) {
         stage = 'characteristics';
-        await this.ports.api.putCharacteristics(
+        await this.apiOf(run.identity.tenant).putCharacteristics(
           s.submission_id,
           pending.characteristics_url,
           input.characteristics,
         );
       }
       stage = 'upload';
-      if (pending.upload_url) await this.ports.api.upload(pending.upload_url, run.blob, s.submission_id);
+      if (pending.upload_url)
+        await this.apiOf(run.identity.tenant).upload(pending.upload_url, run.blob, s.submission_id);
     } catch (err) {
       // A resumed document's blob store answered with a transient failure: tried again until its deadline timer
       // ends it (`upload/deadline_exceeded`, naming the last blob error).
@@ -501,7 +563,11 @@ export class DocumentLife {
     const learns = run.mode === 'process' && run.uploadedHere;
     const askedAt = this.now() - run.uploadedAt;
     let body: Record<string, unknown>;
-    const fetching = this.ports.api.getResult(kind, run.state.submission_id, spare ? { spare } : undefined);
+    const fetching = this.apiOf(run.identity.tenant).getResult(
+      kind,
+      run.state.submission_id,
+      spare ? { spare } : undefined,
+    );
     run.fetching.set(kind, fetching);
     this.pullSiblings(run);
     try {
@@ -612,7 +678,7 @@ export class DocumentLife {
   /** The fraud report's URL; null when there is none for this result (409) or it cannot be had now. */
   private async reportUrl(run: Run): Promise<string | null> {
     try {
-      return await this.ports.api.getReportUrl(run.state.submission_id);
+      return await this.apiOf(run.identity.tenant).getReportUrl(run.state.submission_id);
     } catch (err) {
       // 409: the report does not exist for this result (not successful or skipped); publish without it.
       if (failureOf(err).status !== 409)
@@ -660,7 +726,7 @@ export class DocumentLife {
 
   private async deleteSubmission(run: Run, attempt: number): Promise<void> {
     try {
-      await this.ports.api.deleteSubmission(run.state.submission_id);
+      await this.apiOf(run.identity.tenant).deleteSubmission(run.state.submission_id);
     } catch (err) {
       const f = failureOf(err);
       if (f.status === 404) return;

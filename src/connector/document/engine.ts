@@ -148,7 +148,13 @@ export class DocumentEngine {
       'this record is not analysed: send it with reprocess: true, or under a new event_id';
     const deadLetter = deadLetterOf(
       { code: 'event_id_reused', message },
-      { source, event_id: event.event_id, submission_id: null, attributes: event.attributes },
+      {
+        source,
+        event_id: event.event_id,
+        submission_id: null,
+        attributes: event.attributes,
+        ...(event.tenant !== undefined ? { tenant: event.tenant } : {}),
+      },
       { stage: 'validate', fallbackCode: 'event_id_reused', attempts: 1 },
     );
     await this.ports.out.deadLetter(deadLetter);
@@ -187,6 +193,7 @@ export class DocumentEngine {
         query_id: null,
         attributes: {},
         traceparent: null,
+        ...(s.tenant !== undefined ? { tenant: s.tenant } : {}),
       };
       this.life.start(new Run(s, 'process', identity, null, null, this.life.now()));
     });

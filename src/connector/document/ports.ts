@@ -59,6 +59,25 @@ export class ResultNotReady extends Error {
   override name = 'ResultNotReady';
 }
 
+/**
+ * The tenants this deployment serves (`../../tenants/`): whether the directory knows a tenant now,
+ * and the API of its application (its cell, its token), undefined when it does not.
+ */
+export interface TenantPorts {
+  known(tenant: string): boolean;
+  api(tenant: string): ApiPort | undefined;
+}
+
+/** A call for a tenant the directory does not know (now): transient, the tenant may be added back. */
+export class UnknownTenantError extends Error {
+  override name = 'UnknownTenantError';
+  readonly code = 'unknown_tenant';
+  readonly retriable = true;
+  constructor(readonly tenant: string) {
+    super(`tenant ${tenant} is not in the tenant directory (tenants.directoryFile)`);
+  }
+}
+
 export interface BlobPort {
   resolve(ref: BlobRef): Promise<OpenedBlob>;
 }
@@ -82,7 +101,10 @@ export interface InputPort {
 // ---- all of them, the options and the events ----
 
 export interface EnginePorts {
+  /** The API of the default credentials (`api.*`): documents without a tenant. */
   api: ApiPort;
+  /** The tenant directory's applications; absent: no directory, every tenant is unknown. */
+  tenants?: TenantPorts;
   blobs: BlobPort;
   out: OutputPort;
   states: StatePort;
@@ -105,6 +127,8 @@ export interface EngineOptions {
   deleteAfterPublish: boolean;
   attachReportUrl: boolean;
   awaitedOverride?: AwaitedOverride;
+  /** How long a new document of a tenant the directory does not know waits for it (default 0). */
+  unknownTenantGraceMs?: number;
 }
 
 /** What the engine reports for metrics and the demo. */

@@ -108,7 +108,9 @@ export class Run {
   /** A document admitted or resumed from its input event (the input is kept while the upload is pending). */
   static process(state: UnfinishedState, event: ArrivalEvent, source: SourceRecord, now: number): Run {
     const input = state.status === 'CREATED' ? inputOf(event) : null;
-    const run = new Run(state, 'process', identityOf(event, source, state.submission_id), input, null, now);
+    // The state's tenant, not the event's: a resumed document goes on where it was created.
+    const identity = identityOf(event, source, state.submission_id, state.tenant);
+    const run = new Run(state, 'process', identity, input, null, now);
     run.traits.pipeline = event.pipeline_configuration;
     return run;
   }
@@ -157,12 +159,18 @@ export class Run {
   }
 
   /** What a dead letter of this document names. */
-  subject(): { event_id: string; submission_id: string; attributes: Record<string, string> } {
-    return {
+  subject(): {
+    event_id: string;
+    submission_id: string;
+    attributes: Record<string, string>;
+    tenant?: string | null;
+  } {
+    const subject = {
       event_id: this.eventId,
       submission_id: this.state.submission_id,
       attributes: this.identity.attributes,
     };
+    return this.identity.tenant ? { ...subject, tenant: this.identity.tenant } : subject;
   }
 
   /** The document as metrics see it once it leaves. */
@@ -191,18 +199,22 @@ function pointerOf(source: SourceRecord): InputPointer {
   return { topic: source.topic, partition: source.partition, offset: source.offset };
 }
 
+/** `tenant`: the document's (its state's); the event's when not given (a replay, whose record is the original). */
 export function identityOf(
   event: ArrivalEvent,
   source: SourceRecord,
   submissionId: string,
+  tenant: string | undefined = event.tenant,
 ): DocumentIdentity {
-  return {
+  const identity: DocumentIdentity = {
     submission_id: submissionId,
     event_id: event.event_id,
     query_id: event.query_id,
     attributes: event.attributes,
     traceparent: source.traceparent,
   };
+  if (tenant !== undefined) identity.tenant = tenant;
+  return identity;
 }
 
 function inputOf(event: ArrivalEvent): DocumentInput {
@@ -226,6 +238,7 @@ export function createdState(
     awaited: awaitedResults(event.pipeline_configuration, event.enable_decision, awaitedOverride),
     published: [],
     blob: blobFingerprint(event.blob),
+    ...(event.tenant !== undefined ? { tenant: event.tenant } : {}),
     created_at: at,
     updated_at: at,
     pending: {

@@ -72,6 +72,15 @@ export const DEAD_LETTER_CODES = {
     stages: ['validate'],
     meaning: 'the document’s state record would not fit the state topic',
   },
+  unknown_tenant: {
+    stages: ['validate', 'create', 'upload', 'characteristics'],
+    meaning:
+      'the event’s tenant is not in the tenant directory (`tenants.directoryFile`): after `tenants.unknownGraceMs` for a new document, or removed while it was being submitted; re-drive it once the tenant is added',
+  },
+  tenant_mismatch: {
+    stages: ['validate'],
+    meaning: 'the event’s `tenant` field and its tenant header (`tenants.header`) name different tenants',
+  },
   handler_error: {
     stages: ['decode', 'feedback'],
     meaning: 'handling the record failed in a way no retry can change (a fault of the record, or a bug)',

@@ -46,6 +46,8 @@ export interface DeadLetterSubject {
   event_id: string | null;
   submission_id: string | null;
   attributes: Record<string, string>;
+  /** The document's tenant, when known. */
+  tenant?: string | null;
 }
 
 /** How the caller knows the failure beyond the error itself. */

@@ -30,6 +30,12 @@ export interface UnfinishedState extends StateCommon {
   status: 'CREATED' | 'UPLOADED';
   created_at: number;
   updated_at: number;
+  /**
+   * The tenant the document was created for (`tenants/`): a resumed document goes on with its
+   * application, in its cell. Absent: the default credentials. Not kept once it finished (a replay
+   * takes it from the replayed record, the one the document was created from).
+   */
+  tenant?: string | undefined;
   /** Present only while the file (or the characteristics) is still to be uploaded. */
   pending?: PendingUpload | undefined;
   error?: { stage: string; code: string; message: string } | undefined;

@@ -31,6 +31,7 @@ const FLAG_CHARACTERISTICS_PENDING = 4;
 const FLAG_ERROR = 8;
 const FLAG_PENDING = 16;
 const FLAG_BLOB = 32;
+const FLAG_TENANT = 64;
 
 /**
  * The record's bytes. Layout (big-endian):
@@ -38,7 +39,7 @@ const FLAG_BLOB = 32;
  *   str input topic · u32 input partition · u64 input offset ·
  *   finished: f64 finished_at · [u16 emitted generation, when not 0 or a blob follows] · [u32 blob]
  *   unfinished: f64 created_at · f64 updated_at · u8 flags · [str upload_url] · [str characteristics_url] ·
- *               [str stage · str code · str message] · [u32 blob]
+ *               [str stage · str code · str message] · [u32 blob] · [str tenant]
  * where `blob` is the fingerprint of the event's blob (`blob-fingerprint.ts`; absent in records written
  * before it, which read as unknown);
  * `id` is u8 0 + 16 bytes for a lower-case UUID, else u8 1 + str; `str` is u16 length + UTF-8.
@@ -68,12 +69,14 @@ export function encodeState(state: DocumentStateV2): Buffer {
     (pending?.characteristics_url ? FLAG_CHARACTERISTICS_URL : 0) |
     (pending?.characteristics_pending ? FLAG_CHARACTERISTICS_PENDING : 0) |
     (error ? FLAG_ERROR : 0) |
-    (state.blob ? FLAG_BLOB : 0);
+    (state.blob ? FLAG_BLOB : 0) |
+    (state.tenant ? FLAG_TENANT : 0);
   w.f64(state.created_at).f64(state.updated_at).u8(flags);
   if (pending?.upload_url) w.str(pending.upload_url);
   if (pending?.characteristics_url) w.str(pending.characteristics_url);
   if (error) w.str(error.stage).str(error.code).str(error.message);
   if (state.blob) w.u32(state.blob);
+  if (state.tenant) w.str(state.tenant);
   return w.done();
 }
 
@@ -116,6 +119,7 @@ export function decodeState(eventId: string, value: Buffer, inputTopic: string):
   }
   if (flags & FLAG_ERROR) state.error = { stage: r.str(), code: r.str(), message: r.str() };
   if (flags & FLAG_BLOB) state.blob = r.u32();
+  if (flags & FLAG_TENANT) state.tenant = r.str();
   r.end();
   return state;
 }

@@ -1,0 +1,279 @@
+import { Readable } from 'node:stream';
+import { silentLogger } from '../../observability/logger.js';
+import { PollScheduler } from '../../util/scheduler.js';
+import type { IncomingMessage } from '../../kafka/consumer.js';
+import { decodeState, encodeState } from '../state/record.js';
+import type { DocumentStateV2, UnfinishedState } from '../state/document-state.js';
+import { tenantOf } from './arrivals.js';
+import { RevocationInProgressError } from './create-gate.js';
+import { DocumentEngine } from './engine.js';
+import type { ApiPort, InputPort, OutputPort, StatePort, TenantPorts } from './ports.js';
+import type {
+  ArrivalEvent,
+  Awaitable,
+  DeadLetter,
+  DocumentIdentity,
+  OpenedBlob,
+  SourceRecord,
+} from '../types.js';
+
+/** One application's API: it records what it was asked, under its own name. */
+class NamedApi implements ApiPort {
+  constructor(
+    readonly name: string,
+    readonly calls: string[],
+  ) {}
+  private n = 0;
+  async createSubmission() {
+    this.n += 1;
+    this.calls.push(`${this.name}:create`);
+    return {
+      submission_id: `${this.name}-sub-${String(this.n).padStart(20, '0')}`,
+      upload_url: 'http://u/x',
+    };
+  }
+  async upload() {
+    this.calls.push(`${this.name}:upload`);
+  }
+  async putCharacteristics() {
+    this.calls.push(`${this.name}:characteristics`);
+  }
+  async getResult(kind: Awaitable, id: string) {
+    this.calls.push(`${this.name}:get:${kind}:${id}`);
+    return { status: 'SUCCESS' };
+  }
+  async getReportUrl() {
+    return 'http://r';
+  }
+  async deleteSubmission() {}
+}
+
+class Out implements OutputPort, StatePort {
+  results: Array<{ kind: Awaitable; doc: DocumentIdentity }> = [];
+  deadLetters: DeadLetter[] = [];
+  states: DocumentStateV2[] = [];
+  async publishResult(kind: Awaitable, doc: DocumentIdentity) {
+    this.results.push({ kind, doc });
+  }
+  async deadLetter(deadLetter: DeadLetter) {
+    this.deadLetters.push(deadLetter);
+  }
+  async writeState(state: DocumentStateV2) {
+    this.states.push(state);
+  }
+}
+
+const blob: OpenedBlob = {
+  open: async () => Readable.from([Buffer.from('%PDF-1.7')]),
+  size: 8,
+  contentType: 'application/pdf',
+  sha256: undefined,
+  cleanup: async () => undefined,
+};
+
+const source = (offset: string): SourceRecord => ({
+  topic: 'documents.arrived',
+  partition: 0,
+  offset,
+  key: null,
+  value: Buffer.from('{}'),
+  traceparent: null,
+});
+
+function event(id: string, tenant?: string): ArrivalEvent {
+  return {
+    event_id: id,
+    blob: { url: 'file:///tmp/a.pdf', content_type: null, size_bytes: null, sha256: null },
+    query_id: null,
+    pipeline_configuration: 'QUALITY_ONLY',
+    enable_decision: false,
+    submission_characteristics: null,
+    attributes: {},
+    reprocess: false,
+    ...(tenant ? { tenant } : {}),
+  };
+}
+
+function setup(graceMs = 300) {
+  const calls: string[] = [];
+  const defaultApi = new NamedApi('default', calls);
+  const apps = new Map<string, NamedApi>([
+    ['acme', new NamedApi('acme', calls)],
+    ['globex', new NamedApi('globex', calls)],
+  ]);
+  const tenants: TenantPorts = { known: (t) => apps.has(t), api: (t) => apps.get(t) };
+  const out = new Out();
+  const inputs: InputPort = { recall: async (p) => p.map(() => null), read: async () => null };
+  const engine = new DocumentEngine(
+    {
+      api: defaultApi,
+      tenants,
+      blobs: { resolve: async () => blob },
+      out,
+      states: out,
+      inputs,
+      scheduler: new PollScheduler(),
+      logger: silentLogger,
+    },
+    {
+      pollInitialMs: 5,
+      pollMaxMs: 20,
+      deadlineMs: 60_000,
+      decisionPolling: true,
+      deleteAfterPublish: false,
+      attachReportUrl: false,
+      unknownTenantGraceMs: graceMs,
+    },
+  );
+  engine.assigned([0]);
+  return { engine, out, calls, apps };
+}
+
+const waitFor = async (what: () => boolean, ms = 3000) => {
+  const until = Date.now() + ms;
+  while (!what()) {
+    if (Date.now() > until) throw new Error('condition not met');
+    await new Promise((r) => setTimeout(r, 5));
+  }
+};
+
+describe('documents of tenants', () => {
+  it("go to their tenant's application only, and carry the tenant in their results and state", async () => {
+    const { engine, out, calls } = setup();
+    await engine.admit(source('1'), event('e-acme', 'acme'));
+    await engine.admit(source('2'), event('e-globex', 'globex'));
+    await engine.admit(source('3'), event('e-none'));
+    await waitFor(() => out.results.length === 3);
+    // Every call of a document went to one application: the one of its tenant (or the default).
+    for (const [id, app] of [
+      ['e-acme', 'acme'],
+      ['e-globex', 'globex'],
+      ['e-none', 'default'],
+    ] as const) {
+      const sub = out.states.find((s) => s.event_id === id)!.submission_id;
+      expect(sub.startsWith(`${app}-sub-`)).toBe(true);
+      expect(calls.filter((c) => c.includes(sub)).every((c) => c.startsWith(`${app}:`))).toBe(true);
+    }
+    expect(out.results.map((r) => [r.doc.event_id, r.doc.tenant ?? null]).sort()).toEqual([
+      ['e-acme', 'acme'],
+      ['e-globex', 'globex'],
+      ['e-none', null],
+    ]);
+    const created = out.states.filter((s) => s.status === 'CREATED') as UnfinishedState[];
+    expect(created.map((s) => [s.event_id, s.tenant ?? null]).sort()).toEqual([
+      ['e-acme', 'acme'],
+      ['e-globex', 'globex'],
+      ['e-none', null],
+    ]);
+    await engine.stop(1000);
+  });
+
+  it("resumes a document with its state's tenant, whatever a copy of its event says", async () => {
+    const { engine, out, calls } = setup();
+    const state: UnfinishedState = {
+      v: 2,
+      event_id: 'e-r',
+      submission_id: 'acme-sub-00000000000000000042',
+      status: 'UPLOADED',
+      input: { topic: 'documents.arrived', partition: 0, offset: '9' },
+      awaited: ['quality'],
+      published: [],
+      created_at: Date.now(),
+      updated_at: Date.now(),
+      tenant: 'acme',
+    };
+    await engine.admit(source('9'), event('e-r', 'globex'), {
+      recorded: { unfinished: state },
+      marker: undefined,
+    });
+    await waitFor(() => out.results.length === 1);
+    expect(calls).toEqual(['acme:get:quality:acme-sub-00000000000000000042']);
+    expect(out.results[0]!.doc.tenant).toBe('acme');
+    await engine.stop(1000);
+  });
+
+  it('hold a new document of an unknown tenant for the grace period, then dead-letter it (unknown_tenant)', async () => {
+    const { engine, out, calls } = setup(200);
+    const started = Date.now();
+    expect(await engine.admit(source('4'), event('e-x', 'initech'))).toBe('dead-lettered');
+    expect(Date.now() - started).toBeGreaterThanOrEqual(190);
+    expect(calls).toEqual([]);
+    expect(out.deadLetters.map((d) => [d.stage, d.error_code, d.tenant, d.source?.offset])).toEqual([
+      ['validate', 'unknown_tenant', 'initech', '4'],
+    ]);
+    expect(out.deadLetters[0]!.message).toMatch(/tenant initech is not in the tenant directory/);
+  });
+
+  it('go on once the tenant is added during the grace period', async () => {
+    const { engine, out, calls, apps } = setup(5000);
+    const admitted = engine.admit(source('5'), event('e-late', 'initech'));
+    await new Promise((r) => setTimeout(r, 100));
+    apps.set('initech', new NamedApi('initech', calls));
+    expect(await admitted).toBe('started');
+    await waitFor(() => out.results.length === 1);
+    expect(calls[0]).toBe('initech:create');
+    expect(out.deadLetters).toEqual([]);
+    await engine.stop(1000);
+  });
+
+  it('stop waiting for an unknown tenant once the partition is being revoked: the next owner has the record', async () => {
+    const { engine, out } = setup(5000);
+    const admitted = engine.admit(source('6'), event('e-rev', 'initech'));
+    await new Promise((r) => setTimeout(r, 50));
+    engine.holdCreates();
+    await expect(admitted).rejects.toBeInstanceOf(RevocationInProgressError);
+    expect(out.deadLetters).toEqual([]);
+  });
+});
+
+describe('the state record and the tenant', () => {
+  it('keeps the tenant of an unfinished document; a record without one reads as before', () => {
+    const base: UnfinishedState = {
+      v: 2,
+      event_id: 'e',
+      submission_id: '0b6f3c4e-2d1a-4c5b-9e8f-7a6b5c4d3e2f',
+      status: 'CREATED',
+      input: { topic: 't', partition: 1, offset: '2' },
+      awaited: ['fraud'],
+      published: [],
+      created_at: 1,
+      updated_at: 2,
+      blob: 7,
+    };
+    const withTenant = { ...base, tenant: 'acme' };
+    expect(decodeState('e', encodeState(withTenant), 't')).toEqual(withTenant);
+    expect(decodeState('e', encodeState(base), 't')).toEqual(base);
+    expect(encodeState(withTenant).length - encodeState(base).length).toBe(2 + 4);
+  });
+});
+
+describe('tenantOf: the field and the header', () => {
+  const message = (headers: Record<string, string>) =>
+    ({
+      headers: Object.fromEntries(Object.entries(headers).map(([k, v]) => [k, Buffer.from(v)])),
+    }) as unknown as IncomingMessage;
+
+  it('takes either one, or both when they agree', () => {
+    expect(tenantOf(message({ 'x-tenant': 'acme' }), event('e'), 'x-tenant')).toEqual({
+      event: event('e', 'acme'),
+    });
+    expect(tenantOf(message({}), event('e', 'acme'), 'x-tenant')).toEqual({ event: event('e', 'acme') });
+    expect(tenantOf(message({ 'x-tenant': 'acme' }), event('e', 'acme'), 'x-tenant')).toEqual({
+      event: event('e', 'acme'),
+    });
+  });
+
+  it('ignores the header unless tenants.header names it', () => {
+    expect(tenantOf(message({ 'x-tenant': 'acme' }), event('e'), undefined)).toEqual({ event: event('e') });
+  });
+
+  it('refuses both when they differ (tenant_mismatch), and a header that is no tenant name', () => {
+    expect(tenantOf(message({ 'x-tenant': 'globex' }), event('e', 'acme'), 'x-tenant')).toMatchObject({
+      code: 'tenant_mismatch',
+    });
+    expect(tenantOf(message({ 'x-tenant': 'Not A Name' }), event('e'), 'x-tenant')).toMatchObject({
+      code: 'schema_invalid',
+      message: expect.stringMatching(/header x-tenant/),
+    });
+  });
+});
