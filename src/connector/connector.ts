@@ -72,6 +72,8 @@ export class Connector {
     this.engine = this.parts.engine;
     this.client = this.parts.client;
     this.metrics.observeApi(this.client.limiter, this.client.health);
+    const tenants = this.parts.tenants;
+    if (tenants) this.metrics.observeTenants(tenants.clients, () => this.engine.inFlightByTenant());
     ({ loop: this.loop, groupShare: this.groupShare } = buildLoop(
       config,
       logger,

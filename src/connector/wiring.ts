@@ -113,6 +113,7 @@ function tenantsOf(
     file: t.directoryFile,
     cells: api.cells as Record<string, { baseUrl: string; tokenUrl: string }>,
     intervalMs: t.reloadIntervalMs,
+    allowInsecureHttp: api.allowInsecureHttp,
     logger,
   });
   const clients = new TenantClients(
@@ -140,7 +141,6 @@ function tenantsOf(
     EMPTY_DIRECTORY,
   );
   source.onChange((directory, diff) => clients.apply(directory, diff));
-  metrics.observeTenants(clients);
   return { source, clients };
 }
 

@@ -150,6 +150,23 @@ export class ConnectorMetrics {
     },
   });
 
+  /** Documents running here by tenant, read when the metrics are collected. */
+  private tenantDocuments: (() => ReadonlyMap<string, number>) | undefined;
+
+  readonly tenantInFlight: Gauge = new Gauge({
+    name: 'docstream_tenant_documents_in_flight',
+    help: "Documents of a tenant admitted and not finished on this instance (a tenant's share of connector.maxInFlight)",
+    labelNames: ['tenant'] as const,
+    registers: [this.registry],
+    collect: () => {
+      if (!this.tenants) return;
+      const running = this.tenantDocuments?.() ?? new Map<string, number>();
+      this.tenantInFlight.reset();
+      for (const name of new Set([...this.tenants.names(), ...running.keys()]))
+        this.tenantInFlight.set({ tenant: name }, running.get(name) ?? 0);
+    },
+  });
+
   readonly tenantCount: Gauge = new Gauge({
     name: 'docstream_tenants',
     help: 'Tenants in the tenant directory (tenants.directoryFile) now',
@@ -246,8 +263,9 @@ export class ConnectorMetrics {
   }
 
   /** The tenant gauges show these clients as they are when scraped. */
-  observeTenants(tenants: TenantReading): void {
+  observeTenants(tenants: TenantReading, documents?: () => ReadonlyMap<string, number>): void {
     this.tenants = tenants;
+    this.tenantDocuments = documents;
   }
 
   /**

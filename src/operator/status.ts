@@ -2,7 +2,8 @@
  * `docstream status`: what the connector's group is doing now. From Kafka: the group's members,
  * each member's input partitions and their lag (end offset minus the group's committed offset).
  * From each member's metrics endpoint, where reachable: documents in flight (and the limit), the
- * API share (`docstream_api_limiter_ceiling`), the limiter's current rate, readiness.
+ * API share (`docstream_api_limiter_ceiling`), the limiter's current rate, readiness, and per tenant of
+ * the tenant directory its documents in flight and its limiter's rate.
  *
  * How a member's endpoint is found: a member announces `http.host:http.port` in its join's user data
  * (`sticky-assignor.ts`, when `http.port` is fixed); a host of 0.0.0.0 or :: (listening everywhere)
@@ -28,6 +29,8 @@ interface MemberMetrics {
   /** 429s the member was answered. */
   api_refused?: number;
   ready?: boolean;
+  /** Per tenant of the tenant directory: its documents in flight and its limiter's rate. */
+  tenants?: Record<string, { in_flight?: number; limiter_rate_per_second?: number }>;
 }
 
 interface MemberStatus {
@@ -83,6 +86,17 @@ export function metricsOf(url: string, text: string): MemberMetrics {
   set('api_refused', promValue(text, 'docstream_api_rate_limited_total'));
   const ready = promValue(text, 'docstream_ready');
   if (ready !== undefined) out.ready = ready === 1;
+  const tenants: NonNullable<MemberMetrics['tenants']> = {};
+  for (const [metric, key] of [
+    ['docstream_tenant_documents_in_flight', 'in_flight'],
+    ['docstream_tenant_limiter_rate', 'limiter_rate_per_second'],
+  ] as const) {
+    for (const m of text.matchAll(new RegExp(`^${metric}\\{tenant="([^"]*)"\\}\\s+(\\S+)`, 'gm'))) {
+      const value = Number(m[2]);
+      if (!Number.isNaN(value)) (tenants[m[1]!] ??= {})[key] = value;
+    }
+  }
+  if (Object.keys(tenants).length > 0) out.tenants = tenants;
   return out;
 }
 
@@ -214,6 +228,17 @@ export function formatStatus(s: GroupStatus): string {
       ]);
     }
     lines.push(table(rows));
+    for (const m of s.members) {
+      const tenants = m.metrics?.tenants;
+      if (!tenants) continue;
+      const each = Object.entries(tenants)
+        .sort(([a], [b]) => a.localeCompare(b))
+        .map(
+          ([name, t]) =>
+            `${name} ${num(t.in_flight)} in flight, limiter ${num(t.limiter_rate_per_second, 1)}/s`,
+        );
+      lines.push(`tenants of ${m.client_id} ${m.member_id.slice(-8)}: ${each.join('; ')}`);
+    }
   }
   lines.push(
     `partitions: ${s.partitions.map((p) => `${p.partition}:${p.lag}`).join(' ')} (partition:lag)` +

@@ -113,6 +113,19 @@ describe('the tenant directory file', () => {
     expect(message).not.toContain(SECRET);
   });
 
+  it('refuses plain http to a host other than loopback, unless api.allowInsecureHttp says so', async () => {
+    const text = JSON.stringify({
+      cells: { 'us-1': { baseUrl: 'http://us-1.api.example' } },
+      tenants: { acme: { cell: 'us-1', clientId: 'c', clientSecretFile: 's' } },
+    });
+    const dir = folder({ 'tenants.json': text, s: SECRET });
+    await expect(readDirectory(join(dir, 'tenants.json'), cells)).rejects.toThrow(
+      /tenants\.acme\.cell: http:\/\/us-1\.api\.example sends the client secret and tokens unencrypted/,
+    );
+    const allowed = await readDirectory(join(dir, 'tenants.json'), cells, true);
+    expect(allowed.tenants.get('acme')?.baseUrl).toBe('http://us-1.api.example');
+  });
+
   it('refuses a tenant name the API would not have', async () => {
     expect(await problem({ 'tenants.json': JSON.stringify({ tenants: { 'Acme Corp': {} } }) })).toMatch(
       /tenants\.Acme Corp|tenant name/,

@@ -13,6 +13,8 @@ import { importPKCS8 } from 'jose';
 import { z } from 'zod';
 import { describeZodError } from '../api/schemas.js';
 import { resolveAddress, type CellAddress } from '../client/cells.js';
+import { insecureHttpProblem } from '../config/transport.js';
+import { rememberSecrets } from '../observability/redact.js';
 import { TENANT_NAME } from '../serde/input.js';
 
 /** A tenant's application credentials, read from their files. */
@@ -73,6 +75,7 @@ export const EMPTY_DIRECTORY: TenantDirectory = { tenants: new Map() };
 export async function readDirectory(
   file: string,
   cells: Record<string, CellAddress>,
+  allowInsecureHttp = false,
 ): Promise<TenantDirectory> {
   let text: string;
   try {
@@ -82,7 +85,7 @@ export async function readDirectory(
       `${file}: cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
     );
   }
-  return parseDirectory(text, file, cells, (path) => readFile(path, 'utf8'));
+  return parseDirectory(text, file, cells, (path) => readFile(path, 'utf8'), allowInsecureHttp);
 }
 
 /**
@@ -94,6 +97,8 @@ export async function parseDirectory(
   file: string,
   cells: Record<string, CellAddress>,
   readSecret: (path: string) => Promise<string>,
+  /** `api.allowInsecureHttp`: plain http to a host other than loopback is refused unless set. */
+  allowInsecureHttp = false,
 ): Promise<TenantDirectory> {
   let json: unknown;
   try {
@@ -120,10 +125,17 @@ export async function parseDirectory(
     } catch (err) {
       throw new TenantDirectoryError(`${where}.cell: ${(err as Error).message}`);
     }
+    for (const url of [address.baseUrl, address.tokenUrl]) {
+      const problem = insecureHttpProblem(url, allowInsecureHttp);
+      if (problem) throw new TenantDirectoryError(`${where}.cell: ${problem}`);
+    }
     const secret = async (field: string, path: string): Promise<string> => {
       const full = isAbsolute(path) ? path : resolve(folder, path);
       try {
-        return (await readSecret(full)).trim();
+        const value = (await readSecret(full)).trim();
+        // Whatever leaves the process is scrubbed of it, as of the configuration's secrets.
+        rememberSecrets([value]);
+        return value;
       } catch (err) {
         throw new TenantDirectoryError(
           `${where}.${field}: ${full} cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'})`,

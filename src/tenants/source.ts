@@ -26,9 +26,15 @@ export interface TenantDirectorySourceOptions {
   cells: Record<string, CellAddress>;
   /** How often the file and its secrets are read again. */
   intervalMs: number;
+  /** `api.allowInsecureHttp`, for the cells' addresses. */
+  allowInsecureHttp?: boolean;
   logger: Logger;
   /** Reads the directory (default: `readDirectory`); tests replace it. */
-  read?: (file: string, cells: Record<string, CellAddress>) => Promise<TenantDirectory>;
+  read?: (
+    file: string,
+    cells: Record<string, CellAddress>,
+    allowInsecureHttp: boolean,
+  ) => Promise<TenantDirectory>;
 }
 
 export type DirectoryListener = (directory: TenantDirectory, diff: DirectoryDiff) => void;
@@ -56,7 +62,11 @@ export class TenantDirectorySource {
    * start fails, naming the problem); listeners hear of every tenant as added.
    */
   async load(): Promise<void> {
-    const first = await this.read(this.options.file, this.options.cells);
+    const first = await this.read(
+      this.options.file,
+      this.options.cells,
+      this.options.allowInsecureHttp ?? false,
+    );
     const diff = diffDirectories(this.directory, first);
     this.directory = first;
     this.options.logger.info(
@@ -124,7 +134,7 @@ export class TenantDirectorySource {
     const { file, logger } = this.options;
     let next: TenantDirectory;
     try {
-      next = await this.read(file, this.options.cells);
+      next = await this.read(file, this.options.cells, this.options.allowInsecureHttp ?? false);
     } catch (err) {
       const problem =
         err instanceof TenantDirectoryError ? err.message : `${file}: ${(err as Error).message}`;

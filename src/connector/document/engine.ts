@@ -85,6 +85,16 @@ export class DocumentEngine {
     return this.inFlightRuns.size;
   }
 
+  /** Documents running here by tenant (those without one are not counted). */
+  inFlightByTenant(): Map<string, number> {
+    const counts = new Map<string, number>();
+    for (const run of this.inFlightRuns.runs()) {
+      const tenant = run.identity.tenant;
+      if (tenant) counts.set(tenant, (counts.get(tenant) ?? 0) + 1);
+    }
+    return counts;
+  }
+
   /** Documents of this input partition still running here. */
   unfinishedOn(partition: number): number {
     return this.inFlightRuns.on(partition);
