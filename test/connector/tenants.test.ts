@@ -5,16 +5,28 @@
  * partitions. Checked from the sandbox side (its submissions and its call record): every document is
  * created in its tenant's cell by its tenant's application, and nowhere else; results carry the
  * tenant; a tenant added to the directory file while the connector runs is served within 10 s; a
- * removed tenant's new events wait, then are dead-lettered.
+ * removed tenant's new events wait, then are dead-lettered, and `docstream dlq redrive` has them
+ * analysed once the tenant is back.
  */
 import { jest } from '@jest/globals';
+import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import type { Connector } from '../../src/connector/connector.js';
 import { arrival, E2E, waitFor } from '../harness/e2e.js';
 import { startOrganisationSandbox, type Organisation } from '../harness/organisation.js';
 
 jest.setTimeout(180_000);
+
+const CLI = path.resolve('dist/cli/index.js');
+
+/** The built CLI, with none of this process's DOCSTREAM_ variables. */
+async function cli(args: string[]): Promise<string> {
+  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('DOCSTREAM_')));
+  const { stdout } = await promisify(execFile)(process.execPath, [CLI, ...args], { env, timeout: 120_000 });
+  return stdout;
+}
 
 interface OrgSubmission {
   id: string;
@@ -45,6 +57,17 @@ describe('many tenants, each in its own cell with its own credentials', () => {
     const next = `${directoryFile}.next`;
     fs.writeFileSync(next, JSON.stringify({ cells: org.cells, tenants }));
     fs.renameSync(next, directoryFile);
+  };
+
+  const connectorOverrides = () => ({
+    tenants: { directoryFile, header: 'x-tenant', reloadIntervalMs: 500, unknownGraceMs: 5000 },
+  });
+
+  /** Waits until the connector's directory holds `n` tenants (the reload has happened). */
+  const tenantsAre = async (n: number) => {
+    const until = Date.now() + 10_000;
+    while ((await tenantsGauge()) !== n && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
+    expect(await tenantsGauge()).toBe(n);
   };
 
   const tenantsGauge = async () => {
@@ -82,9 +105,7 @@ describe('many tenants, each in its own cell with its own credentials', () => {
     writeDirectory(['acme', 'globex', 'initech']);
     file = await env.writeFile('doc.pdf', Buffer.from('%PDF-1.4 a document'));
     await env.collect();
-    connector = await env.startConnector({
-      tenants: { directoryFile, header: 'x-tenant', reloadIntervalMs: 500, unknownGraceMs: 5000 },
-    });
+    connector = await env.startConnector(connectorOverrides());
   });
   afterAll(async () => {
     await env.stop();
@@ -162,9 +183,7 @@ describe('many tenants, each in its own cell with its own credentials', () => {
 
   it("holds a removed tenant's new events for the grace period, then dead-letters them (unknown_tenant)", async () => {
     writeDirectory(['acme', 'initech', 'hooli']);
-    const until = Date.now() + 10_000;
-    while ((await tenantsGauge()) !== 3 && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
-    expect(await tenantsGauge()).toBe(3);
+    await tenantsAre(3);
     const sentAt = Date.now();
     // Behind it on the same partition, an event of another tenant goes on meanwhile.
     await env.produce(
@@ -186,5 +205,22 @@ describe('many tenants, each in its own cell with its own credentials', () => {
     expect(Date.now() - sentAt).toBeGreaterThanOrEqual(5000);
     expect(await orgSubmissions('globex-late')).toEqual([]);
     expect(await env.submissions('globex-late')).toEqual([]);
+  });
+
+  it('re-drives that dead letter with docstream dlq redrive once the tenant is back: analysed in its cell', async () => {
+    writeDirectory(['acme', 'globex', 'initech', 'hooli']);
+    await tenantsAre(4);
+    const config = env.writeConfig(connectorOverrides());
+    const redriven = JSON.parse(
+      await cli(['dlq', 'redrive', '--code', 'unknown_tenant', '--json', '--config', config]),
+    ) as { sent: number };
+    expect(redriven.sent).toBe(1);
+    await env.waitForResults('globex-late');
+    const [submission] = await orgSubmissions('globex-late');
+    expect([submission?.cell, submission?.tenant_id, submission?.client_id]).toEqual([
+      'eu-1',
+      'globex',
+      org.tenants.globex!.clientId,
+    ]);
   });
 });
