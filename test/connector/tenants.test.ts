@@ -92,6 +92,8 @@ describe('many tenants, each in its own cell with its own credentials', () => {
         { name: 'globex', cell: 'eu-1', auth: 'client_secret' },
         { name: 'initech', cell: 'us-1' },
         { name: 'hooli', cell: 'us-1' },
+        // An application whose own limit is far below what the connector would send.
+        { name: 'umbrella', cell: 'us-1', rateLimit: { ratePerSecond: 4, burst: 2 } },
       ],
       config: { processing: { distribution: 'fixed', meanMs: 200 } },
     });
@@ -112,7 +114,13 @@ describe('many tenants, each in its own cell with its own credentials', () => {
     await org?.close();
   });
 
-  const cellOf: Record<string, string> = { acme: 'eu-1', globex: 'eu-1', initech: 'us-1', hooli: 'us-1' };
+  const cellOf: Record<string, string> = {
+    acme: 'eu-1',
+    globex: 'eu-1',
+    initech: 'us-1',
+    hooli: 'us-1',
+    umbrella: 'us-1',
+  };
 
   it("creates every document in its tenant's cell with its tenant's application, and only there", async () => {
     // Mixed on the same partitions (three keys over three partitions, tenants interleaved).
@@ -222,5 +230,35 @@ describe('many tenants, each in its own cell with its own credentials', () => {
       'globex',
       org.tenants.globex!.clientId,
     ]);
+  });
+
+  it("keeps one tenant at its limit (429s, its limiter's wait) from delaying another tenant's documents", async () => {
+    writeDirectory(['acme', 'globex', 'initech', 'hooli', 'umbrella']);
+    await tenantsAre(5);
+    // Interleaved on the same partitions: 30 documents of the throttled tenant, 6 of another one
+    // in the same cell.
+    const events: Array<{ id: string; tenant: string }> = [];
+    for (let i = 0; i < 30; i++) {
+      events.push({ id: `umbrella-${i}`, tenant: 'umbrella' });
+      if (i % 5 === 0) events.push({ id: `hooli-fast-${i}`, tenant: 'hooli' });
+    }
+    await env.produce(
+      events.map((e) => arrival(e.id, file, { tenant: e.tenant })),
+      (i) => `key-${i % 3}`,
+    );
+    const fast = events.filter((e) => e.tenant === 'hooli').map((e) => e.id);
+    for (const id of fast) await env.waitForResults(id, 60_000);
+    const umbrellaCalls = org.sandbox.calls({ clientId: org.tenants.umbrella!.clientId }).items;
+    const hooliCalls = org.sandbox.calls({ clientId: org.tenants.hooli!.clientId }).items;
+    // The throttled tenant was answered 429 and was still creating; the other was never refused
+    // and had all its documents' results out by then.
+    expect(umbrellaCalls.filter((c) => c.status === 429).length).toBeGreaterThan(0);
+    expect(hooliCalls.filter((c) => c.status === 429)).toEqual([]);
+    const slow = events.filter((e) => e.tenant === 'umbrella').map((e) => e.id);
+    const created = await Promise.all(slow.map((id) => orgSubmissions(id)));
+    expect(created.filter((c) => c.length === 0).length).toBeGreaterThan(0);
+    // The throttled tenant's documents all end with their results all the same, none dead-lettered.
+    for (const id of slow) await env.waitForResults(id, 120_000);
+    expect(env.on('dlq').filter((o) => o.value.tenant === 'umbrella')).toEqual([]);
   });
 });
