@@ -10,6 +10,7 @@
  */
 import { jest } from '@jest/globals';
 import { execFile } from 'node:child_process';
+import { generateKeyPairSync } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -94,12 +95,19 @@ describe('many tenants, each in its own cell with its own credentials', () => {
         { name: 'hooli', cell: 'us-1' },
         // An application whose own limit is far below what the connector would send.
         { name: 'umbrella', cell: 'us-1', rateLimit: { ratePerSecond: 4, burst: 2 } },
+        // Its entry in the directory will hold a key the API does not know.
+        { name: 'wayne', cell: 'eu-1' },
       ],
       config: { processing: { distribution: 'fixed', meanMs: 200 } },
     });
     secrets = path.join(env.dir, 'tenants');
     fs.mkdirSync(secrets);
     for (const t of Object.values(org.tenants)) {
+      if (t.name === 'wayne') {
+        const wrong = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey;
+        fs.writeFileSync(path.join(secrets, 'wayne.pem'), wrong.export({ type: 'pkcs8', format: 'pem' }));
+        continue;
+      }
       if (t.privateKeyPem) fs.writeFileSync(path.join(secrets, `${t.name}.pem`), t.privateKeyPem);
       if (t.clientSecret) fs.writeFileSync(path.join(secrets, `${t.name}.secret`), `${t.clientSecret}\n`);
     }
@@ -120,6 +128,7 @@ describe('many tenants, each in its own cell with its own credentials', () => {
     initech: 'us-1',
     hooli: 'us-1',
     umbrella: 'us-1',
+    wayne: 'eu-1',
   };
 
   it("creates every document in its tenant's cell with its tenant's application, and only there", async () => {
@@ -260,5 +269,37 @@ describe('many tenants, each in its own cell with its own credentials', () => {
     // The throttled tenant's documents all end with their results all the same, none dead-lettered.
     for (const id of slow) await env.waitForResults(id, 120_000);
     expect(env.on('dlq').filter((o) => o.value.tenant === 'umbrella')).toEqual([]);
+  });
+
+  it('dead-letters the documents of a tenant whose credentials the API refuses; the others carry on', async () => {
+    writeDirectory(['acme', 'globex', 'initech', 'hooli', 'umbrella', 'wayne']);
+    await tenantsAre(6);
+    await env.produce(
+      [
+        arrival('wayne-1', file, { tenant: 'wayne' }),
+        arrival('acme-beside', file, { tenant: 'acme' }),
+        arrival('wayne-2', file, { tenant: 'wayne' }),
+      ],
+      () => 'key-2',
+    );
+    await env.waitForResults('acme-beside');
+    for (const id of ['wayne-1', 'wayne-2'])
+      await waitFor(`${id}'s dead letter`, () => env.forEvent(id).length > 0, 30_000);
+    for (const id of ['wayne-1', 'wayne-2']) {
+      const [letter] = env.forEvent(id);
+      expect([letter!.topic, letter!.value.stage, letter!.value.error_code, letter!.value.tenant]).toEqual([
+        env.topics.dlq,
+        'create',
+        'api_401',
+        'wayne',
+      ]);
+      expect(await orgSubmissions(id)).toEqual([]);
+    }
+    // Its application asked the token endpoint of its own cell and was refused there (the record
+    // names no client for a request that did not authenticate); no other cell saw a refusal.
+    const refused = (cell: string) =>
+      org.sandbox.calls({ cell }).items.filter((c) => c.route === '/oauth2/token' && c.status === 401);
+    expect(refused('eu-1').length).toBeGreaterThan(0);
+    expect(refused('us-1')).toEqual([]);
   });
 });
