@@ -169,7 +169,10 @@ export class ReadyTimes {
     this.refresh();
     other.refresh();
     let d = 0;
-    for (let i = 0; i <= BINS; i++) d = Math.max(d, Math.abs(this.survival[i]! - other.survival[i]!));
+    for (let i = 0; i <= BINS; i++) {
+      const gap = Math.abs(this.survival[i]! - other.survival[i]!);
+      if (gap > d) d = gap;
+    }
     return d;
   }
 
@@ -334,6 +337,19 @@ export function sizeClass(bytes: number): number {
   return Math.min(13, Math.max(6, Math.floor(Math.log2(Math.max(1, bytes)) / 2)));
 }
 
+/** The finer keys of one kind and pipeline: its own, and its size classes' (made on first use). */
+interface FinerKeys {
+  pipeline: string;
+  sized: string[];
+}
+
+/** The key of the size class of `bytes` within `keys`' pipeline; undefined without a known size. */
+function sizedKey(keys: FinerKeys, bytes: number | undefined): string | undefined {
+  if (bytes === undefined || !Number.isFinite(bytes)) return undefined;
+  const cls = sizeClass(bytes);
+  return (keys.sized[cls] ??= `${keys.pipeline}\u0000${cls}`);
+}
+
 /**
  * The learned distributions of the results' processing times by key (see the header): per kind,
  * per kind and pipeline, per kind, pipeline and size class. Past `MAX_FINER_KEYS` a new finer key
@@ -344,6 +360,8 @@ export function sizeClass(bytes: number): number {
 export class LearnedTimes {
   private readonly byKind = new Map<Awaitable, ReadyTimes>();
   private readonly finer = new Map<string, ReadyTimes>();
+  /** The finer keys by kind and pipeline (`keysOf`). */
+  private readonly keys = new Map<Awaitable, Map<string, FinerKeys>>();
 
   constructor(private readonly create: () => ReadyTimes) {}
 
@@ -355,14 +373,14 @@ export class LearnedTimes {
   /** The distribution a `kind` result with `traits` is scheduled by. */
   of(kind: Awaitable, traits: ResultTraits): ReadyTimes {
     const base = this.kindTimes(kind);
-    const [pipeline, sized] = this.keysOf(kind, traits);
-    const byPipeline = pipeline === undefined ? undefined : this.finer.get(pipeline);
+    const keys = this.keysOf(kind, traits);
+    const byPipeline = keys === undefined ? undefined : this.finer.get(keys.pipeline);
     if (!byPipeline) return base;
+    const sized = sizedKey(keys!, traits.bytes);
     const bySize = sized === undefined ? undefined : this.finer.get(sized);
     let chosen = base;
-    for (const level of bySize ? [byPipeline, bySize] : [byPipeline]) {
-      if (level.count >= TRUSTED_RESULTS && differs(level, chosen)) chosen = level;
-    }
+    if (byPipeline.count >= TRUSTED_RESULTS && differs(byPipeline, chosen)) chosen = byPipeline;
+    if (bySize && bySize.count >= TRUSTED_RESULTS && differs(bySize, chosen)) chosen = bySize;
     return chosen;
   }
 
@@ -370,20 +388,32 @@ export class LearnedTimes {
   observe(kind: Awaitable, traits: ResultTraits, afterMs: number, byMs: number): void {
     const base = this.kindTimes(kind);
     base.observe(afterMs, byMs);
-    const [pipeline, sized] = this.keysOf(kind, traits);
-    const byPipeline = pipeline === undefined ? undefined : this.finerTimes(pipeline);
+    const keys = this.keysOf(kind, traits);
+    const byPipeline = keys === undefined ? undefined : this.finerTimes(keys.pipeline);
     byPipeline?.observe(afterMs, byMs, base);
     // A size class is learned within its pipeline only: the keys nest.
+    const sized = byPipeline ? sizedKey(keys!, traits.bytes) : undefined;
     if (byPipeline && sized !== undefined) this.finerTimes(sized)?.observe(afterMs, byMs, byPipeline);
   }
 
-  private keysOf(kind: Awaitable, traits: ResultTraits): [string | undefined, string | undefined] {
-    if (traits.pipeline === undefined) return [undefined, undefined];
-    const pipeline = `${kind}\u0000${traits.pipeline}`;
-    const bytes = traits.bytes;
-    const sized =
-      bytes === undefined || !Number.isFinite(bytes) ? undefined : `${pipeline}\u0000${sizeClass(bytes)}`;
-    return [pipeline, sized];
+  /**
+   * The finer keys of a kind and pipeline, made once: every poll planned asks, and new strings each
+   * time were a good part of what the connector allocated per document.
+   */
+  private keysOf(kind: Awaitable, traits: ResultTraits): FinerKeys | undefined {
+    const pipeline = traits.pipeline;
+    if (pipeline === undefined) return undefined;
+    let ofKind = this.keys.get(kind);
+    if (!ofKind) {
+      ofKind = new Map();
+      this.keys.set(kind, ofKind);
+    }
+    let keys = ofKind.get(pipeline);
+    if (!keys) {
+      keys = { pipeline: `${kind}\u0000${pipeline}`, sized: [] };
+      ofKind.set(pipeline, keys);
+    }
+    return keys;
   }
 
   private kindTimes(kind: Awaitable): ReadyTimes {
