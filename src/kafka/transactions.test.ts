@@ -7,6 +7,7 @@ import { jest } from '@jest/globals';
 import type { Kafka } from 'kafkajs';
 import { silentLogger } from '../observability/logger.js';
 import { MessageTooLargeError } from './errors.js';
+import { partitionOfKey } from './partitioner.js';
 import {
   type CommitWitness,
   type WrittenRecord,
@@ -32,6 +33,13 @@ class FakeKafka {
   readonly sent: SentBatch[] = [];
   /** Records per sendBatch call, in order. */
   readonly sendSizes: number[] = [];
+  /**
+   * The cluster's partitions per topic, as kafkajs hands them to the producer's partitioner at each
+   * send (unset: the partitioner is not called). With it, `sendPartitions` holds the
+   * `topic/partition`s each sendBatch call reached, in order.
+   */
+  metadata: Record<string, Array<{ partitionId: number; leader: number; replicas: number[] }>> | null = null;
+  readonly sendPartitions: string[][] = [];
   readonly log: string[] = [];
   /** Called at each commit (numbered from 0); throw to fail it, await to hold it. */
   commitHook: (n: number) => Promise<void> | void = () => undefined;
@@ -52,6 +60,9 @@ class FakeKafka {
   producer(config: Record<string, unknown>) {
     const index = this.configs.length;
     this.configs.push(config);
+    const makePartitioner = config.createPartitioner as
+      (() => (args: { topic: string; partitionMetadata: unknown; message: unknown }) => number) | undefined;
+    const partitioner = makePartitioner?.();
     return {
       connect: async () => {
         this.log.push(`connect ${index}`);
@@ -69,6 +80,16 @@ class FakeKafka {
           sendBatch: async (b: { topicMessages: SentBatch['topicMessages'] }) => {
             const n = this.sends++;
             this.sendSizes.push(b.topicMessages.reduce((sum, t) => sum + t.messages.length, 0));
+            const metadata = this.metadata;
+            if (metadata && partitioner) {
+              const reached = new Set<string>();
+              for (const t of b.topicMessages)
+                for (const message of t.messages)
+                  reached.add(
+                    `${t.topic}/${partitioner({ topic: t.topic, partitionMetadata: metadata[t.topic], message })}`,
+                  );
+              this.sendPartitions.push([...reached].sort());
+            }
             if (!entry) {
               entry = { producer: index, topicMessages: [] };
               this.sent.push(entry);
@@ -278,6 +299,88 @@ describe('TransactionalWriters', () => {
     await settled(Promise.all(sends));
     expect(done.sort()).toEqual(['a', 'a-state', 'b']);
     expect(kafka.commits).toBe(1);
+    await settled(w.stop());
+  });
+
+  /** Four partitions per topic, led by nodes 1, 2, 3, 1 (replicated on three), or all by node 1 alone. */
+  function cluster(brokers: 1 | 3) {
+    const partitions = [0, 1, 2, 3].map((partitionId) => ({
+      partitionId,
+      leader: brokers === 1 ? 1 : (partitionId % 3) + 1,
+      replicas: brokers === 1 ? [1] : [1, 2, 3],
+    }));
+    return { results: partitions, state: partitions, decisions: partitions };
+  }
+
+  /** One document's worth of records for each key: a result (keyed: any partition) and its state (partition 0). */
+  function stageDocuments(w: TransactionalWriters, keys: string[]): Array<Promise<void>> {
+    return keys.flatMap((key) => [
+      w.send(0, 'results', { key, value: 'r' }),
+      w.send(0, 'state', { key, value: 's', partition: 0 }),
+    ]);
+  }
+
+  it('on several brokers sends a transaction one partition per send, each record once, all in one transaction', async () => {
+    const kafka = new FakeKafka();
+    kafka.metadata = cluster(3);
+    const w = writers(kafka);
+    await settled(w.open([0]));
+    const keys = ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h'];
+    // A first transaction teaches the producer's partitioner the cluster.
+    await tick(0);
+    const first = stageDocuments(w, ['warm']);
+    await tick(40);
+    await settled(Promise.all(first));
+    kafka.sendPartitions.length = 0;
+    kafka.sendSizes.length = 0;
+    const sends = stageDocuments(w, keys);
+    await tick(40);
+    await settled(Promise.all(sends));
+    expect(kafka.commits).toBe(2);
+    // kafkajs sends one request per leader of a send and retries those still out when one fails:
+    // no send may reach two partitions, so none reaches two leaders.
+    for (const reached of kafka.sendPartitions) expect(reached).toHaveLength(1);
+    const partitionsOfKeys = new Set(keys.map((k) => `results/${partitionOfKey(k, 4)}`));
+    expect(partitionsOfKeys.size).toBeGreaterThan(1);
+    expect(new Set(kafka.sendPartitions.flat())).toEqual(new Set([...partitionsOfKeys, 'state/0']));
+    // Every record went out once, in the transaction's one entry.
+    expect(kafka.sendSizes.reduce((a, b) => a + b, 0)).toBe(keys.length * 2);
+    const last = kafka.sent[kafka.sent.length - 1]!;
+    expect(
+      last.topicMessages.flatMap((t) => t.messages.map((m) => `${t.topic}:${String(m.key)}`)).sort(),
+    ).toEqual(keys.flatMap((k) => [`results:${k}`, `state:${k}`]).sort());
+    await settled(w.stop());
+  });
+
+  it('on several brokers sends the records of a topic not seen yet one by one until its partitions are known', async () => {
+    const kafka = new FakeKafka();
+    kafka.metadata = cluster(3);
+    const w = writers(kafka);
+    await settled(w.open([0]));
+    // The first record teaches the partitioner `results`; `decisions` is not known until one of its
+    // records went out.
+    const sends = [
+      w.send(0, 'results', { key: 'a', value: 'r' }),
+      ...['x', 'y', 'z', 'w'].map((key) => w.send(0, 'decisions', { key, value: 'd' })),
+    ];
+    await tick(40);
+    await settled(Promise.all(sends));
+    expect(kafka.commits).toBe(1);
+    for (const reached of kafka.sendPartitions) expect(reached).toHaveLength(1);
+    expect(kafka.sendSizes.slice(0, 2)).toEqual([1, 1]);
+    expect(kafka.sendSizes.reduce((a, b) => a + b, 0)).toBe(5);
+    await settled(w.stop());
+  });
+
+  it('on one broker sends the first record alone and the rest in one send, as before', async () => {
+    const kafka = new FakeKafka();
+    kafka.metadata = cluster(1);
+    const w = writers(kafka);
+    await settled(w.open([0]));
+    const sends = stageDocuments(w, ['a', 'b', 'c', 'd']);
+    await tick(40);
+    await settled(Promise.all(sends));
+    expect(kafka.sendSizes).toEqual([1, 7]);
     await settled(w.stop());
   });
 

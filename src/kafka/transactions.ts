@@ -4,14 +4,14 @@
  * The owner of a partition initialises that id before it restores the partition's state: the epoch
  * is bumped, the previous owner's open transaction is aborted, and any later commit of the previous
  * owner (a zombie: paused past its session, cut off) fails as fenced, so nothing it wrote for the
- * partition becomes visible to a `read_committed` reader.
- * Records of a partition gather in a batch and go out as one transaction after `lingerMs` (one
- * transaction in flight per partition; records gather meanwhile). A batch is taken only in a timer
- * callback, never in a promise continuation: a caller that stages a record (`stage`) and then, in
- * the same chain of promise continuations without I/O, stages another (the state record that says
- * the first was published) has both in one transaction. A failed transaction is aborted and its
- * whole batch sent again in the next one (after a commit without an answer, only if `CommitWitness`
- * finds it not committed); only fencing (a new owner) or closing the partition fails the batch.
+ * partition becomes visible to a `read_committed` reader. Records of a partition gather in a batch
+ * and go out as one transaction after `lingerMs` (one in flight per partition; its first record
+ * alone, on several brokers one partition per send: `partition-leaders.ts`). A batch is taken only
+ * in a timer callback, never in a promise continuation: a caller that stages a record and then, in
+ * the same chain of continuations without I/O, stages another (the state record that says the
+ * first was published) has both in one transaction. A failed transaction is aborted and its batch
+ * sent again in the next one (after a commit without an answer, only if `CommitWitness` finds it
+ * not committed); only fencing (a new owner) or closing the partition fails the batch.
  */
 import type { Kafka, Message, Producer, RecordMetadata, TopicMessages } from 'kafkajs';
 import type { Logger } from '../observability/logger.js';
@@ -19,6 +19,7 @@ import { retry } from '../util/retry.js';
 import { kafkajsCompression, type CompressionName } from './compression.js';
 import { KafkaError, kafkaError, MessageTooLargeError } from './errors.js';
 import { DEFAULT_MAX_MESSAGE_BYTES, messageSize } from './message-size.js';
+import { onePartitionPerSend, PartitionLeaders } from './partition-leaders.js';
 import { JavaCompatiblePartitioner } from './partitioner.js';
 import { toKafkaJs, type OutgoingMessage } from './producer.js';
 
@@ -182,6 +183,8 @@ class PartitionWriter {
   private opening: Promise<void> | null = null;
   /** A record of the batch whose commit failed without an answer: committed or not is asked first. */
   private unsure: WrittenRecord | null = null;
+  /** The cluster as kafkajs's metadata shows it to this writer's producers (`partition-leaders.ts`). */
+  private readonly leaders = new PartitionLeaders();
 
   constructor(
     private readonly kafka: Kafka,
@@ -218,7 +221,13 @@ class PartitionWriter {
       idempotent: true,
       maxInFlightRequests: 1,
       transactionTimeout: this.s.transactionTimeoutMs ?? 60_000,
-      createPartitioner: JavaCompatiblePartitioner,
+      createPartitioner: () => {
+        const pick = JavaCompatiblePartitioner();
+        return (args) => {
+          this.leaders.learn(args.topic, args.partitionMetadata);
+          return pick(args);
+        };
+      },
     });
     this.producer = producer;
     try {
@@ -391,7 +400,23 @@ class PartitionWriter {
       // send is the one the coordinator refuses (CONCURRENT_TRANSACTIONS) while the previous
       // transaction still ends; sent to one leader, its retries cannot send anything twice.
       written = await send(items.slice(0, 1));
-      if (items.length > 1) await send(items.slice(1));
+      const rest = items.slice(1);
+      // On one broker every send has one leader. On several, one partition per send: a leader lost
+      // while another's request of the same send is out would have kafkajs send that one twice.
+      if (rest.length > 0 && !this.leaders.severalBrokers) await send(rest);
+      else if (rest.length > 0)
+        await onePartitionPerSend(
+          this.leaders,
+          rest,
+          (item) => ({ partition: item.message.partition, key: item.message.key }),
+          async (part, partition) => {
+            await send(
+              partition === undefined
+                ? part
+                : part.map((i) => ({ ...i, message: { ...i.message, partition } })),
+            );
+          },
+        );
       await txn.commit();
     } catch (err) {
       // Sent, then the commit failed: the broker may have committed it all the same.
