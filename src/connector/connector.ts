@@ -24,6 +24,7 @@ import { ReadingPace, updateLag, type LagSources } from './consumer/lag.js';
 import { decideStart, parseStartFrom } from './first-contact.js';
 import { ensureTopology } from './topology.js';
 import { buildLoop, buildParts, type ConnectorParts } from './wiring.js';
+import { MembershipLease } from './consumer/membership-lease.js';
 import { READER_GROUP_PREFIXES } from '../kafka/reader-groups.js';
 
 export interface ConnectorOptions {
@@ -57,6 +58,8 @@ export class Connector {
   private readingOffsets = false;
   private ceilingWarnedAt = Number.NEGATIVE_INFINITY;
   private expiryTimer: NodeJS.Timeout | null = null;
+  /** Whether the group coordinator still answers this member (creates are held when not). */
+  private lease: MembershipLease | null = null;
   private stopping: Promise<void> | null = null;
   private started = false;
   /** The input topic's partition count, read at start-up: the whole of the group's API share. */
@@ -261,7 +264,20 @@ export class Connector {
     });
     this.consumer = consumer;
     this.loop.attach(consumer);
-    consumer.onGroupJoin((join) => this.loop.onGroupJoin(join));
+    // Creates only while the coordinator keeps answering this member (`membership-lease.ts`).
+    const gate = this.parts.engine.gate;
+    this.lease = new MembershipLease({
+      sessionTimeoutMs: config.kafka.sessionTimeoutMs,
+      hold: () => gate.membershipUnsure(true),
+      resume: () => gate.membershipUnsure(false),
+      logger: this.log,
+    });
+    consumer.onHeartbeat(() => this.lease?.renewed());
+    consumer.onGroupJoin((join) => {
+      if (join.memberId !== '') this.lease?.renewed();
+      this.loop.onGroupJoin(join);
+    });
+    this.lease.start();
     // Before the consumer gives its partitions up, the submissions created for them are recorded and
     // the offsets that made durable committed. Without the barrier (another kafkajs version) a
     // rebalance's notice is the last moment to commit.
@@ -435,6 +451,7 @@ export class Connector {
       p.engine.holdCreates();
       if (this.lagTimer) clearInterval(this.lagTimer);
       if (this.expiryTimer) clearInterval(this.expiryTimer);
+      this.lease?.stop();
       const timeout = this.options.config.connector.shutdownTimeoutMs;
       const deadline = Date.now() + timeout;
       // The settling gets the budget but a reserve: the final commit and leaving the group come after it.

@@ -545,6 +545,11 @@ export class KafkaConsumer {
     return () => this.rejoinBarriers.delete(barrier);
   }
 
+  /** Called after each heartbeat the group coordinator answered (this member is still in its group). */
+  onHeartbeat(listener: () => void): Unsubscribe {
+    return this.consumer.on(this.consumer.events.HEARTBEAT, () => listener());
+  }
+
   /** Called when the group starts rebalancing: the partitions may be taken away at the next join. */
   onRebalancing(listener: () => void): Unsubscribe {
     return this.consumer.on(this.consumer.events.REBALANCING, () => listener());

@@ -4,7 +4,8 @@
  * The API has no idempotency key: a create is safe only while its submission id can be recorded in
  * the state topic before anyone else admits the same record. So a create is sent only while
  * - this member owns the record's partition and is not giving its partitions up (a rebalance or a
- *   consumer restart under way: `revoking`), and
+ *   consumer restart under way: `revoking`), nor unsure it is still in its group (`unsure`: the
+ *   coordinator has not answered it for most of a session, `membership-lease.ts`), and
  * - Kafka takes this member's writes (`kafkaUnavailable` after a state write failed transiently or
  *   the consumer lost its group; `kafkaAvailable` once a write went through or the group is back).
  * The check runs right before the request leaves (after the rate limiter's wait), so a create queued
@@ -25,6 +26,7 @@ export class RevocationInProgressError extends Error {
 
 export class CreateGate {
   private revoking = false;
+  private unsure = false;
   private owned: Set<number> | null = null;
   private kafkaDown: string | null = null;
   private readonly sent = new Set<Promise<unknown>>();
@@ -38,7 +40,15 @@ export class CreateGate {
 
   /** Whether `partition` is this member's now: assigned, and no revoke or crash under way. */
   holds(partition: number): boolean {
-    return !this.revoking && (this.owned === null || this.owned.has(partition));
+    return !this.revoking && !this.unsure && (this.owned === null || this.owned.has(partition));
+  }
+
+  /**
+   * `true`: the group coordinator has not answered this member for most of a session, so the group
+   * may have given its partitions to another member already: no create is sent until `false`.
+   */
+  membershipUnsure(unsure: boolean): void {
+    this.unsure = unsure;
   }
 
   /** Tracks a create that was sent until `settled` (its state recorded, or the create given up). */
