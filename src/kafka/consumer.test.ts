@@ -87,8 +87,8 @@ describe('KafkaConsumer group listeners', () => {
       on: (name: string, handler: (event: { payload: unknown }) => void) => handlers.set(name, handler),
       logger: () => ({ error: (message: string, extra: unknown) => errors.push({ message, extra }) }),
     };
-    const join = (memberAssignment: Record<string, number[]>) =>
-      handlers.get('join')!({ payload: { memberId: 'm', isLeader: true, memberAssignment } });
+    const join = (memberAssignment: Record<string, number[]>, memberId = 'm') =>
+      handlers.get('join')!({ payload: { memberId, isLeader: true, memberAssignment } });
     const kafka = { consumer: () => consumer } as unknown as ConstructorParameters<typeof KafkaConsumer>[0];
     return { kafka, join, errors };
   }
@@ -114,5 +114,23 @@ describe('KafkaConsumer group listeners', () => {
     // The listener that threw is told all it gained since it last took a change; the other only what is new.
     expect(first[1]).toMatchObject({ added: { t: [1, 2] }, removed: {} });
     expect(second[1]).toMatchObject({ added: { t: [2] }, removed: { t: [0] } });
+  });
+
+  it('tells a join under a new member id as the loss of all it held, then all it got as new', () => {
+    const { kafka, join } = fakeKafka();
+    const consumer = new KafkaConsumer(kafka, { groupId: 'g' });
+    const seen: GroupJoin[] = [];
+    consumer.onGroupJoin((j) => seen.push(j));
+    join({ t: [2, 3] }, 'm-1');
+    join({ t: [2, 3] }, 'm-1');
+    // The same member id again: a rebalance that kept its partitions, nothing moved.
+    expect(seen[1]).toMatchObject({ memberId: 'm-1', added: {}, removed: {} });
+    // The coordinator forgot the member (session expired); kafkajs joined again as a new member and
+    // got the same partitions back, which another member may have held in between.
+    join({ t: [2, 3] }, 'm-2');
+    expect(seen.slice(2)).toEqual([
+      expect.objectContaining({ memberId: '', assignment: {}, removed: { t: [2, 3] }, added: {} }),
+      expect.objectContaining({ memberId: 'm-2', added: { t: [2, 3] }, removed: {} }),
+    ]);
   });
 });

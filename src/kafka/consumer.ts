@@ -208,6 +208,8 @@ export class KafkaConsumer {
   private leaving = false;
   private isHealthy = true;
   private fatal = false;
+  /** The member id of the last join: a join under another one follows a membership that was lost. */
+  private memberId: string | undefined;
   private crashesInARow = 0;
   private restartCount = 0;
   private lastJoinAt: number | undefined;
@@ -250,6 +252,13 @@ export class KafkaConsumer {
     });
     // One listener computes the change, so every subscriber sees the same added/removed sets.
     this.consumer.on(this.consumer.events.GROUP_JOIN, (event) => {
+      // A new member id: the coordinator had forgotten this member (its session ran out, kafkajs
+      // joined again as a new member), and the group may have given its partitions to others and
+      // back in between. What it held is lost, as after a crash: the listeners are told so first,
+      // and every partition of this join is new (restored again, its writer initialised again).
+      const memberId = event.payload.memberId;
+      if (this.memberId !== undefined && memberId !== this.memberId) this.leftGroup();
+      this.memberId = memberId;
       const assignment = normaliseAssignment(event.payload.memberAssignment);
       const join: GroupJoin = {
         memberId: event.payload.memberId,
