@@ -2,7 +2,13 @@ import { generateKeyPairSync } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { diffDirectories, readDirectory, TenantDirectoryError, type TenantDirectory } from './directory.js';
+import {
+  diffDirectories,
+  directoryEntryOf,
+  readDirectory,
+  TenantDirectoryError,
+  type TenantDirectory,
+} from './directory.js';
 
 const KEY = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({
   type: 'pkcs8',
@@ -159,5 +165,36 @@ describe('diffDirectories', () => {
     const before = of(entry('a', '1'), entry('b', '1'), entry('c', '1'));
     const after = of(entry('b', '2'), entry('c', '1'), entry('d', '1'));
     expect(diffDirectories(before, after)).toEqual({ added: ['d'], changed: ['b'], removed: ['a'] });
+  });
+
+  it("an application's entry, as tenants create prints it, is read once its file exists", async () => {
+    const key = directoryEntryOf('acme', 't-1', {
+      client_id: 'acme-eu-1',
+      cell: 'eu-1',
+      credentials: { type: 'private_key_jwt', kid: 'k1' },
+    });
+    const secret = directoryEntryOf('globex', 't-2', {
+      client_id: 'globex-eu-1',
+      cell: 'eu-1',
+      credentials: { type: 'client_secret', kid: '' },
+    });
+    expect(secret.globex).toEqual({
+      cell: 'eu-1',
+      clientId: 'globex-eu-1',
+      clientSecretFile: 'globex.secret',
+      tenantId: 't-2',
+    });
+    const dir = folder({
+      'tenants.json': JSON.stringify({ tenants: { ...key, ...secret } }),
+      'acme.pem': KEY,
+      'globex.secret': SECRET,
+    });
+    const directory = await readDirectory(join(dir, 'tenants.json'), cells);
+    expect(directory.tenants.get('acme')!.credentials).toEqual({
+      kind: 'private-key-jwt',
+      privateKey: KEY.trim(),
+      kid: 'k1',
+    });
+    expect(directory.tenants.get('globex')!.tenantId).toBe('t-2');
   });
 });

@@ -69,6 +69,25 @@ const DirectoryFile = z.strictObject({
   tenants: z.record(z.string(), Entry),
 });
 
+/** One tenant's entry as the file has it (`tenants.<name>`), as `docstream tenants create` prints it. */
+export type DirectoryEntryFragment = Record<string, z.infer<typeof Entry>>;
+
+/**
+ * The directory entry of a tenant's application (the tenant API's listing), with placeholder file
+ * names (`<name>.pem`, `<name>.secret`) for the key or secret to be put beside the directory file.
+ */
+export function directoryEntryOf(
+  name: string,
+  tenantId: string,
+  app: { client_id: string; cell: string; credentials: { type: string; kid: string } },
+): DirectoryEntryFragment {
+  const credentials =
+    app.credentials.type === 'client_secret'
+      ? { clientSecretFile: `${name}.secret` }
+      : { privateKeyFile: `${name}.pem`, kid: app.credentials.kid };
+  return { [name]: { cell: app.cell, clientId: app.client_id, ...credentials, tenantId } };
+}
+
 export const EMPTY_DIRECTORY: TenantDirectory = { tenants: new Map() };
 
 /** Reads and checks the directory file and every secret file it names. */

@@ -19,6 +19,7 @@ import { exportPKCS8, exportSPKI, generateKeyPair } from 'jose';
 import type { Command } from 'commander';
 import { buildProgram } from '../../src/cli/program.js';
 import { EXIT_CODES } from '../../src/cli/exit-codes.js';
+import { readDirectory } from '../../src/tenants/directory.js';
 import { sampleBytes } from '../../src/demo/corpus.js';
 import { E2E, exitOf, waitFor } from '../harness/e2e.js';
 
@@ -257,6 +258,40 @@ describe('one way to configure every command, no secret on the command line', ()
     expect([tenant.name, tenant.cells]).toEqual([name, ['eu-1']]);
     const apps = await json<{ items: unknown[] }>('tenants apps', [...c, tenant.id]);
     expect(Array.isArray(apps.items)).toBe(true);
+  });
+
+  it('tenants create prints the directory entry (no secret), which the directory accepts once its files exist', async () => {
+    const name = `t${randomBytes(5).toString('hex')}`;
+    const human = await cli(['tenants', 'create', ...c, '--name', name, '--tenant-cell', 'eu-1']);
+    expect(human.code).toBe(0);
+    const fragment = human.stdout.slice(human.stdout.indexOf(`"${name}":`));
+    const printed = JSON.parse(`{${fragment}}`) as Record<string, Record<string, string>>;
+    expect(printed[name]).toMatchObject({
+      cell: 'eu-1',
+      clientId: `${name}-eu-1`,
+      privateKeyFile: `${name}.pem`,
+    });
+    const other = `t${randomBytes(5).toString('hex')}`;
+    const made = await json<{ id: string; directoryEntry: Record<string, Record<string, string>> }>(
+      'tenants create',
+      [...c, '--name', other, '--tenant-cell', 'eu-1'],
+    );
+    expect(made.directoryEntry[other]).toMatchObject({ kid: `${other}-eu-1-key-1`, tenantId: made.id });
+    for (const out of [human.stdout, JSON.stringify(made)]) {
+      expect(out).not.toContain('PRIVATE KEY');
+      expect(out).not.toContain(SECRET);
+    }
+    const { privateKey } = await generateKeyPair('RS256', { extractable: true });
+    const folder = fs.mkdtempSync(path.join(dir, 'directory-'));
+    fs.writeFileSync(path.join(folder, `${name}.pem`), await exportPKCS8(privateKey));
+    fs.writeFileSync(path.join(folder, `${other}.pem`), await exportPKCS8(privateKey));
+    const file = path.join(folder, 'tenants.json');
+    fs.writeFileSync(file, JSON.stringify({ tenants: { ...printed, ...made.directoryEntry } }));
+    const directory = await readDirectory(file, {
+      'eu-1': { baseUrl: env.sandbox.baseUrl, tokenUrl: env.sandbox.tokenUrl },
+    });
+    expect([...directory.tenants.keys()].sort()).toEqual([name, other].sort());
+    expect(directory.tenants.get(other)!.tenantId).toBe(made.id);
   });
 
   describe('with a connector running from the same files', () => {

@@ -2,12 +2,15 @@
  * `docstream tenants create|apps`: the tenant-management API, authenticated with a private-key
  * JWT (tenant.clientId, tenant.privateKey, tenant.kid). The API's address is the configuration's,
  * as for every API command (`--base-url`, `--cell`); the new tenant's cell is `--tenant-cell`.
+ * `create` also prints the new tenant's entry for the tenant directory (its application's client id
+ * and kid, placeholders for the key or secret file: never a secret).
  */
 import { egressOf } from '../../config/egress.js';
 import { readFile } from 'node:fs/promises';
 import { type Command, Option } from 'commander';
 import { type ApplicationList, CELLS, type Cell, SCOPES, type Tenant } from '../../api/schemas.js';
 import { TenantClient } from '../../client/tenant-client.js';
+import { directoryEntryOf, type DirectoryEntryFragment } from '../../tenants/directory.js';
 import { configOf } from '../config-option.js';
 import { deprecatedOption } from '../deprecated.js';
 import { examples } from '../help.js';
@@ -87,8 +90,18 @@ async function tenantClient(flags: TenantFlags, scopes: string[]): Promise<Tenan
   }
 }
 
-function humanTenant(tenant: Tenant): string {
-  return `created tenant ${tenant.id} (${tenant.name}) in ${tenant.cells.join(', ')}\n`;
+function humanTenant(tenant: Tenant, entry: DirectoryEntryFragment | null): string {
+  const created = `created tenant ${tenant.id} (${tenant.name}) in ${tenant.cells.join(', ')}\n`;
+  if (entry === null)
+    return `${created}no application in ${tenant.cells.join(', ')} yet: list it with docstream tenants apps ${tenant.id}\n`;
+  const fragment = JSON.stringify(entry, null, 2).slice(1, -1).trim();
+  const file = Object.values(entry)[0]!;
+  const secretFile = file.privateKeyFile ?? file.clientSecretFile;
+  return (
+    `${created}add under "tenants" in the tenant directory (tenants.directoryFile), ` +
+    `with ${secretFile} beside it (${file.privateKeyFile === undefined ? "the application's client secret" : "the application's PKCS#8 private key for its kid"}):\n` +
+    `${fragment}\n`
+  );
 }
 
 function humanApplications(list: ApplicationList): string {
@@ -126,9 +139,12 @@ export function registerTenants(program: Command): void {
       new Option('--tenant-cell <cell>', 'the cell of the new tenant').choices(CELLS).makeOptionMandatory(),
     );
   addTenantOptions(create).action(async (flags: TenantFlags & { name: string; tenantCell: Cell }) => {
-    const client = await tenantClient(flags, [SCOPES.tenantsWrite]);
+    const client = await tenantClient(flags, [SCOPES.tenantsWrite, SCOPES.tenantApplicationsRead]);
     const tenant = await client.createTenant({ name: flags.name, cells: [flags.tenantCell] });
-    printResult(flags.json, tenant, () => humanTenant(tenant));
+    const apps = await client.listApplications(tenant.id);
+    const app = apps.items.find((a) => a.cell === flags.tenantCell) ?? apps.items[0];
+    const entry = app === undefined ? null : directoryEntryOf(tenant.name, tenant.id, app);
+    printResult(flags.json, { ...tenant, directoryEntry: entry }, () => humanTenant(tenant, entry));
   });
   examples(
     create,
