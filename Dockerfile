@@ -27,9 +27,9 @@ RUN npm prune --omit=dev --ignore-scripts \
 FROM node:${NODE_VERSION}-bookworm-slim
 ENV NODE_ENV=production
 # docstream's runtime defaults (src/cli/runtime-defaults.ts): a restore's transient memory goes back
-# to the system (an 8 MB young generation, malloc trimmed, two arenas). `docstream run` starts itself
+# to the system (a 2 MB young generation, malloc trimmed, two arenas). `docstream run` starts itself
 # again with them when they are missing; set here, the container runs one process.
-ENV NODE_OPTIONS=--max-semi-space-size=8 MALLOC_ARENA_MAX=2 MALLOC_TRIM_THRESHOLD_=131072 MALLOC_MMAP_THRESHOLD_=65536
+ENV NODE_OPTIONS=--max-semi-space-size=2 MALLOC_ARENA_MAX=2 MALLOC_TRIM_THRESHOLD_=131072 MALLOC_MMAP_THRESHOLD_=65536
 WORKDIR /app
 COPY package.json ./
 COPY --from=deps /app/node_modules ./node_modules

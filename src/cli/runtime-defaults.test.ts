@@ -10,7 +10,7 @@ describe('runtime defaults of docstream run', () => {
   it('lists what is missing and keeps what the user set, in the environment or as a flag', () => {
     expect(missingRuntimeDefaults({}, [])).toEqual({
       env: { ...RUNTIME_ENV },
-      flags: ['--max-semi-space-size=8'],
+      flags: ['--max-semi-space-size=2'],
     });
     expect(
       missingRuntimeDefaults({ MALLOC_ARENA_MAX: '8', NODE_OPTIONS: '--max_semi_space_size=64' }, []),

@@ -29,12 +29,8 @@ export const RUNTIME_ENV: Readonly<Record<string, string>> = {
   MALLOC_MMAP_THRESHOLD_: '65536',
 };
 
-/**
- * V8: a young generation of 2 x 8 MB at most: small enough that a restore leaves no more resident per
- * finished document, large enough that what a document in flight holds for moments dies young
- * instead of being collected as old (docs/performance.md, "Memory").
- */
-export const RUNTIME_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=8'];
+/** V8: a young generation of 2 x 2 MB at most (restore time unchanged, see docs/performance.md). */
+export const RUNTIME_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=2'];
 
 /** Set in the re-started process: it never starts a third. */
 const REEXEC_MARK = '_DOCSTREAM_RUNTIME_REEXEC';
