@@ -1,5 +1,5 @@
 import { generateKeyPairSync } from 'node:crypto';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -20,8 +20,15 @@ const cells = {
   'eu-1': { baseUrl: 'https://eu-1.api.example', tokenUrl: 'https://eu-1.auth.example/oauth2/token' },
 };
 
+/** Every folder a test made, removed after the file's tests. */
+const made: string[] = [];
+afterAll(() => {
+  for (const dir of made) rmSync(dir, { recursive: true, force: true });
+});
+
 function folder(files: Record<string, string>): string {
   const dir = mkdtempSync(join(tmpdir(), 'docstream-tenants-'));
+  made.push(dir);
   for (const [name, text] of Object.entries(files)) writeFileSync(join(dir, name), text);
   return dir;
 }

@@ -1,5 +1,5 @@
 import { generateKeyPairSync } from 'node:crypto';
-import { mkdtempSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
@@ -41,6 +41,12 @@ const cells = {
   'us-1': { baseUrl: 'https://us-1.api.example' },
 };
 
+/** Every mounted folder a test made, removed after the file's tests. */
+const mounts: string[] = [];
+afterAll(() => {
+  for (const dir of mounts) rmSync(dir, { recursive: true, force: true });
+});
+
 /** A folder laid out as a mounted Kubernetes Secret: files are symlinks into `..data`, swapped atomically. */
 class MountedSecret {
   readonly dir = mkdtempSync(join(tmpdir(), 'docstream-secret-'));
@@ -48,6 +54,7 @@ class MountedSecret {
   readonly file = join(this.dir, 'tenants.json');
 
   constructor(files: Record<string, string>) {
+    mounts.push(this.dir);
     this.swap(files);
     for (const name of Object.keys(files)) symlinkSync(join('..data', name), join(this.dir, name));
   }

@@ -29,6 +29,8 @@ const envelope = {
   status: 'SUCCESS',
   produced_at: Date.now(),
   message: null,
+  // The event named no tenant: the deployment's default credentials.
+  tenant: null,
 };
 
 const outputs: Array<[AvroSchemaName, Record<string, unknown>]> = [
@@ -127,6 +129,7 @@ const outputs: Array<[AvroSchemaName, Record<string, unknown>]> = [
       attempts: 1,
       failed_at: Date.now(),
       attributes: {},
+      tenant: null,
     },
   ],
 ];
