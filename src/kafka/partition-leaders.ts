@@ -55,38 +55,37 @@ export class PartitionLeaders {
   }
 }
 
+/** A record as a transaction gathers it: its topic, and its own partition or key. */
+interface Routed {
+  topic: string;
+  message: { partition?: number; key: Buffer | string | null | undefined };
+}
+
 /**
  * Sends `items` so that no send reaches more than one partition: the records whose partition is not
  * known yet one by one, in order (each teaches the partitioner its topic), then one send per
- * partition, all at once. Resolves once every send settled; rejects with the first failure.
+ * partition, all at once, each record pinned to the partition it was grouped under. Resolves once
+ * every send settled; rejects with the first failure.
  */
-export async function onePartitionPerSend<T extends { topic: string }>(
+export async function onePartitionPerSend<T extends Routed>(
   leaders: PartitionLeaders,
   items: T[],
-  route: (item: T) => { partition: number | undefined; key: Buffer | string | null | undefined },
-  send: (part: T[], partition: number | undefined) => Promise<void>,
+  send: (part: T[]) => Promise<unknown>,
 ): Promise<void> {
-  const groups = new Map<string, { partition: number; part: T[] }>();
-  const place = (item: T, partition: number) => {
+  const groups = new Map<string, T[]>();
+  const place = (item: T): boolean => {
+    const partition = leaders.partitionOf(item.topic, item.message.partition, item.message.key);
+    if (partition === undefined) return false;
     const slot = `${item.topic}\u0000${partition}`;
+    const pinned = { ...item, message: { ...item.message, partition } };
     const group = groups.get(slot);
-    if (group) group.part.push(item);
-    else groups.set(slot, { partition, part: [item] });
+    if (group) group.push(pinned);
+    else groups.set(slot, [pinned]);
+    return true;
   };
-  const unknown: T[] = [];
-  for (const item of items) {
-    const r = route(item);
-    const partition = leaders.partitionOf(item.topic, r.partition, r.key);
-    if (partition === undefined) unknown.push(item);
-    else place(item, partition);
-  }
-  for (const item of unknown) {
-    const r = route(item);
-    const partition = leaders.partitionOf(item.topic, r.partition, r.key);
-    if (partition === undefined) await send([item], undefined);
-    else place(item, partition);
-  }
-  const outcomes = await Promise.allSettled([...groups.values()].map((g) => send(g.part, g.partition)));
+  const unknown = items.filter((item) => !place(item));
+  for (const item of unknown) if (!place(item)) await send([item]);
+  const outcomes = await Promise.allSettled([...groups.values()].map((part) => send(part)));
   const failed = outcomes.find((o): o is PromiseRejectedResult => o.status === 'rejected');
   if (failed) throw failed.reason;
 }

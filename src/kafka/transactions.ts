@@ -404,19 +404,7 @@ class PartitionWriter {
       // On one broker every send has one leader. On several, one partition per send: a leader lost
       // while another's request of the same send is out would have kafkajs send that one twice.
       if (rest.length > 0 && !this.leaders.severalBrokers) await send(rest);
-      else if (rest.length > 0)
-        await onePartitionPerSend(
-          this.leaders,
-          rest,
-          (item) => ({ partition: item.message.partition, key: item.message.key }),
-          async (part, partition) => {
-            await send(
-              partition === undefined
-                ? part
-                : part.map((i) => ({ ...i, message: { ...i.message, partition } })),
-            );
-          },
-        );
+      else if (rest.length > 0) await onePartitionPerSend(this.leaders, rest, send);
       await txn.commit();
     } catch (err) {
       // Sent, then the commit failed: the broker may have committed it all the same.
