@@ -1,12 +1,13 @@
 /**
  * The dead letters of `topics.dlq`, read from the topic and decoded through the registry: the
- * filters `docstream dlq` selects them by, and the report of counts by reason.
+ * filters `docstream dlq` selects them by (tenant included), and the report of counts by reason.
  */
 import type { KafkaAdmin } from '../kafka/admin.js';
 import type { KafkaClient } from '../kafka/client.js';
 import { readTopicRange } from '../kafka/topic-range.js';
 import type { Logger } from '../observability/logger.js';
 import type { AvroDecoder } from '../serde/input.js';
+import { NO_TENANT, tenantSelected, type TenantSelection } from './tenant-filter.js';
 
 /** One dead letter with where it lies in the dead-letter topic. */
 export interface DeadLetterRecord {
@@ -26,6 +27,8 @@ export interface DeadLetterRecord {
   source_partition: number;
   source_offset: string;
   attributes: Record<string, string>;
+  /** The document's tenant; null for the default credentials, unknown, or a dead letter written before tenants. */
+  tenant: string | null;
   /** Whether the dead letter kept a copy of the original value (pointers are what redrive uses). */
   has_copy: boolean;
 }
@@ -34,6 +37,8 @@ export interface DeadLetterFilter {
   stages?: string[];
   codes?: string[];
   eventIds?: string[];
+  /** Dead letters of these tenants (null: of no tenant). */
+  tenants?: TenantSelection;
   /** failed_at at or after (milliseconds since the epoch). */
   since?: number;
   /** failed_at before. */
@@ -48,6 +53,7 @@ export function deadLetterMatches(deadLetter: DeadLetterRecord, filter: DeadLett
     (deadLetter.event_id === null || !filter.eventIds.includes(deadLetter.event_id))
   )
     return false;
+  if (!tenantSelected(deadLetter.tenant, filter.tenants)) return false;
   if (filter.since !== undefined && deadLetter.failed_at < filter.since) return false;
   if (filter.until !== undefined && deadLetter.failed_at >= filter.until) return false;
   return true;
@@ -108,6 +114,7 @@ function toDeadLetterRecord(
     source_partition: Number(v.source_partition),
     source_offset: String(v.source_offset),
     attributes: (v.attributes as Record<string, string> | undefined) ?? {},
+    tenant: str(v.tenant),
     has_copy: v.value !== null && v.value !== undefined,
   };
 }
@@ -192,11 +199,12 @@ export function formatDeadLetterReport(
     lines.push('', 'dead letters:');
     lines.push(
       table([
-        ['dead letter', 'failed at', 'stage/code', 'event id', 'submission', 'source', 'message'],
+        ['dead letter', 'failed at', 'stage/code', 'tenant', 'event id', 'submission', 'source', 'message'],
         ...deadLetters.map((l) => [
           `${l.partition}@${l.offset}`,
           iso(l.failed_at),
           `${l.stage}/${l.error_code}`,
+          l.tenant ?? NO_TENANT,
           l.event_id ?? '-',
           l.submission_id ?? '-',
           `${l.source_topic}[${l.source_partition}]@${l.source_offset}`,

@@ -3,6 +3,8 @@
  * answered 503 to every create until the documents' (short) deadline are listed by reason, re-driven
  * once the fault is off, and their documents finish with one submission each; a second redrive sends nothing; a document analysed
  * since is refused unless --reprocess; a dead letter whose original is gone is refused and named.
+ * `--tenant` selects the dead letters of named tenants (`-`: of no tenant) for list and redrive, and
+ * an empty tenant id is refused with exit 2.
  */
 import { execFile } from 'node:child_process';
 import path from 'node:path';
@@ -170,4 +172,109 @@ describe('docstream dlq', () => {
       expect(failed.stderr).toContain(`the dead-letter topic ${missing} (topics.dlq) does not exist`);
     }
   }, 120_000);
+});
+
+describe('docstream dlq --tenant', () => {
+  let e2e: E2E;
+
+  beforeAll(async () => {
+    e2e = await new E2E(1).start();
+  });
+
+  afterAll(async () => {
+    await e2e.stop();
+  });
+
+  /** The CLI's exit code and output, whatever the code. */
+  const exited = async (args: string[]) => {
+    const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('DOCSTREAM_')));
+    return run(process.execPath, [CLI, ...args], { env, timeout: 120_000 }).then(
+      ({ stdout, stderr }) => ({ code: 0, stdout, stderr }),
+      (err: { code: number; stdout: string; stderr: string }) => err,
+    );
+  };
+
+  it('lists and re-drives the dead letters of the selected tenants only; - selects those of none', async () => {
+    // No tenant directory: an event naming a tenant waits the (short) grace, then is dead-lettered
+    // validate/unknown_tenant with its tenant; a malformed record is dead-lettered with none.
+    const overrides = { tenants: { unknownGraceMs: 500 } };
+    const config = e2e.writeConfig(overrides);
+    await e2e.startConnector(overrides);
+    await e2e.collect();
+    const file = await e2e.writeFile('t.pdf', await sampleBytes('clean-pdf'));
+    const [a1, g1, a2] = ['a1', 'g1', 'a2'].map((s) => `${e2e.id}-${s}`);
+    await e2e.produce(
+      [
+        arrival(a1!, file, { tenant: 'acme' }),
+        arrival(g1!, file, { tenant: 'globex' }),
+        arrival(a2!, file, { tenant: 'acme' }),
+        '{not json',
+      ],
+      (i) => [a1!, g1!, a2!, 'bad'][i]!,
+    );
+    await waitFor('4 dead letters', () => e2e.on('dlq').length >= 4, 60_000);
+
+    type Listed = {
+      total: number;
+      matched: number;
+      letters: Array<{ event_id: string | null; tenant: string | null; error_code: string }>;
+    };
+    const list = async (...args: string[]) =>
+      JSON.parse(await cli(['dlq', 'list', '--json', '--config', config, ...args])) as Listed;
+    const acme = await list('--tenant', 'acme');
+    expect([acme.total, acme.matched]).toEqual([4, 2]);
+    expect(acme.letters.map((l) => [l.event_id, l.tenant, l.error_code]).sort()).toEqual([
+      [a1, 'acme', 'unknown_tenant'],
+      [a2, 'acme', 'unknown_tenant'],
+    ]);
+    const none = await list('--tenant', '-');
+    expect(none.letters.map((l) => [l.tenant, l.error_code])).toEqual([[null, 'invalid_json']]);
+    const globexOrNone = await list('--tenant', 'globex,-');
+    // The malformed record is dead-lettered at once, the others after the grace: sorted, not in order.
+    expect(globexOrNone.letters.map((l) => String(l.tenant)).sort()).toEqual(['globex', 'null']);
+    expect((await list('--tenant', 'acme', '--tenant', 'globex')).matched).toBe(3);
+    expect((await list('--tenant', 'initech')).matched).toBe(0);
+
+    const human = await cli(['dlq', 'list', '--tenant', 'globex', '--config', config]);
+    expect(human).toContain('1 of 4 dead letters match');
+    expect(human).toMatch(/stage\/code\s+tenant\s+event id/);
+    expect(human).toMatch(new RegExp(`validate/unknown_tenant\\s+globex\\s+${g1}`));
+
+    for (const value of ['', 'acme,', 'acme,,globex']) {
+      const refused = await exited(['dlq', 'list', '--tenant', value, '--config', config]);
+      expect({ value, code: refused.code, stdout: refused.stdout }).toEqual({ value, code: 2, stdout: '' });
+      expect(refused.stderr).toBe(
+        'docstream dlq list: --tenant: an empty tenant id: give tenant names (a-z, 0-9), or - for records of no tenant\n',
+      );
+    }
+    const redriveRefused = await exited(['dlq', 'redrive', '--tenant', '', '--config', config]);
+    expect(redriveRefused.code).toBe(2);
+    expect(redriveRefused.stderr).toContain('docstream dlq redrive: --tenant: an empty tenant id');
+
+    // The re-drive of one tenant: globex's dead letter only, the others untouched.
+    const dry = JSON.parse(
+      await cli(['dlq', 'redrive', '--tenant', 'globex', '--dry-run', '--json', '--config', config]),
+    ) as RedriveJson;
+    expect(dry.entries.map((e) => [e.letter.event_id, e.decision.action])).toEqual([[g1, 'send']]);
+    const sent = JSON.parse(
+      await cli(['dlq', 'redrive', '--tenant', 'globex', '--json', '--config', config]),
+    ) as RedriveJson;
+    expect(sent.sent).toBe(1);
+    expect(sent.entries.map((e) => e.letter.event_id)).toEqual([g1]);
+    // Still no globex in the directory: the re-driven event is dead-lettered again, as globex's.
+    const globexLetters = () => e2e.on('dlq').filter((o) => o.value.event_id === g1);
+    await waitFor('the re-driven dead letter', () => globexLetters().length >= 2, 60_000);
+    expect(globexLetters().map((o) => o.value.tenant)).toEqual(['globex', 'globex']);
+    expect(e2e.on('dlq')).toHaveLength(5);
+    const acmeAfter = JSON.parse(
+      await cli(['dlq', 'redrive', '--tenant', 'acme', '--dry-run', '--json', '--config', config]),
+    ) as RedriveJson;
+    expect(acmeAfter.entries.map((e) => [e.letter.event_id, e.decision.action]).sort()).toEqual([
+      [a1, 'send'],
+      [a2, 'send'],
+    ]);
+    const text = await cli(['dlq', 'redrive', '--tenant', 'acme', '--dry-run', '--config', config]);
+    expect(text).toMatch(/dead letter\s+tenant\s+event id\s+what/);
+    expect(text).toMatch(new RegExp(`acme\\s+${a1}\\s+would send`));
+  }, 240_000);
 });

@@ -24,11 +24,14 @@ import {
 import { redrive, type RedriveResult } from '../../operator/redrive.js';
 import type { Registry } from '../../serde/registry.js';
 import { Progress } from '../../util/progress.js';
+import { NO_TENANT } from '../../operator/tenant-filter.js';
+import { addTenantOption, tenantsOf } from '../tenant-option.js';
 
 interface FilterFlags extends ConfigFlags {
   stage?: string[];
   code?: string[];
   eventId?: string[];
+  tenant?: string[];
   since?: number;
   until?: number;
   json?: boolean;
@@ -50,24 +53,27 @@ const list = (value: string, previous: string[] = []) => [
 ];
 
 function filterOf(flags: FilterFlags): DeadLetterFilter {
+  const tenants = tenantsOf(flags);
   return {
     ...(flags.stage ? { stages: flags.stage } : {}),
     ...(flags.code ? { codes: flags.code } : {}),
     ...(flags.eventId ? { eventIds: flags.eventId } : {}),
+    ...(tenants ? { tenants } : {}),
     ...(flags.since !== undefined ? { since: flags.since } : {}),
     ...(flags.until !== undefined ? { until: flags.until } : {}),
   };
 }
 
 function withFilters(command: Command): Command {
-  return addConfigOption(command)
+  const filtered = addConfigOption(command)
     .option('--stage <stages>', 'only dead letters of these stages (comma-separated, repeatable)', list)
     .option(
       '--code <codes>',
       'only dead letters with these error codes, e.g. api_503 (comma-separated)',
       list,
     )
-    .option('--event-id <ids>', 'only dead letters of these event ids (comma-separated)', list)
+    .option('--event-id <ids>', 'only dead letters of these event ids (comma-separated)', list);
+  return addTenantOption(filtered, 'dead letters')
     .option('--since <time>', 'only dead letters that failed at or after this time (ISO 8601)', parseTime)
     .option('--until <time>', 'only dead letters that failed before this time (ISO 8601)', parseTime)
     .option('--json', 'print JSON (for scripts)');
@@ -93,7 +99,7 @@ async function selectDeadLetters(
   admin: KafkaAdmin,
   registry: Registry,
   config: Config,
-  flags: FilterFlags,
+  filter: DeadLetterFilter,
 ): Promise<{ selected: DeadLetterRecord[]; total: number; unreadable: number }> {
   // "0 of 0" would read as a clean topic; a topic that is not there is a wrong name (or a cluster
   // the connector never ran on), and the name came from the user's configuration.
@@ -112,7 +118,6 @@ async function selectDeadLetters(
     config.topics.dlq,
     silentLogger,
   );
-  const filter = filterOf(flags);
   return {
     selected: deadLetters.filter((l) => deadLetterMatches(l, filter)),
     total: deadLetters.length,
@@ -122,8 +127,9 @@ async function selectDeadLetters(
 
 async function listCommand(flags: FilterFlags & { summary?: boolean }): Promise<void> {
   const config = configOf(flags);
+  const filter = filterOf(flags);
   const { selected, total, unreadable } = await withAdmin(config, (kafka, admin) =>
-    selectDeadLetters(kafka, admin, registryOf(config, silentLogger), config, flags),
+    selectDeadLetters(kafka, admin, registryOf(config, silentLogger), config, filter),
   );
   if (flags.json) {
     // The JSON field names are what scripts read: `letters` keeps its first name.
@@ -145,10 +151,11 @@ function formatRedrive(result: RedriveResult): string {
       ? `dry run: ${toSend} of ${result.entries.length} dead letters would be re-driven; nothing sent`
       : `re-drove ${result.sent} of ${result.entries.length} dead letters`,
   );
-  const rows = [['dead letter', 'event id', 'what', 'why']];
+  const rows = [['dead letter', 'tenant', 'event id', 'what', 'why']];
   for (const { deadLetter, decision } of result.entries) {
     rows.push([
       `${deadLetter.partition}@${deadLetter.offset}`,
+      deadLetter.tenant ?? NO_TENANT,
       deadLetter.event_id ?? '-',
       decision.action === 'send'
         ? result.dryRun
@@ -171,12 +178,12 @@ async function redriveCommand(
   const filter = filterOf(flags);
   if (Object.keys(filter).length === 0 && !flags.all)
     throw new UsageError(
-      'select dead letters with --stage, --code, --event-id, --since or --until, or give --all',
+      'select dead letters with --stage, --code, --event-id, --tenant, --since or --until, or give --all',
     );
   await withAdmin(config, async (kafka, admin) => {
     // One registry for reading the dead letters and re-encoding originals: its schema cache is shared.
     const registry = registryOf(config, silentLogger);
-    const { selected } = await selectDeadLetters(kafka, admin, registry, config, flags);
+    const { selected } = await selectDeadLetters(kafka, admin, registry, config, filter);
     let progress: Progress | null = null;
     const result = await redrive(
       selected,
@@ -221,13 +228,15 @@ export function registerDlqCommand(program: Command): void {
     listing,
     'docstream dlq list -c prod.json --summary',
     'docstream dlq list -c prod.json --stage upload --since 2026-11-25 --json',
+    'docstream dlq list -c prod.json --tenant acme,- --summary',
   );
   const redriving = withFilters(dlq.command('redrive'))
     .summary('Re-publish the original records of the selected dead letters, each at most once.')
     .description(
       'Re-publish the original records of the selected dead letters to their input topic (same key, same partition), ' +
         'so they go through the normal path again. Each dead letter is re-driven at most once (recorded in ' +
-        'topics.redrives); dead letters whose original is gone, and documents analysed since, are refused and named.',
+        'topics.redrives); dead letters whose original is gone, and documents analysed since, are refused and named. ' +
+        "With --tenant, one tenant's documents are sent again (docstream replay moves the whole group and cannot select a tenant).",
     )
     .option('--all', 'select every dead letter (instead of a filter)')
     .option('--dry-run', 'show what would be sent; send nothing')
@@ -242,5 +251,6 @@ export function registerDlqCommand(program: Command): void {
     redriving,
     'docstream dlq redrive -c prod.json --code api_503 --dry-run',
     'docstream dlq redrive -c prod.json --event-id evt-1,evt-2 --reprocess',
+    'docstream dlq redrive -c prod.json --tenant acme --code unknown_tenant --dry-run',
   );
 }
