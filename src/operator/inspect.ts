@@ -9,7 +9,8 @@
  * A submission id is matched against the state records' submission ids, the output keys and the
  * dead letters; an event id against the state keys, the outputs' `event_id` header and the dead letters.
  * Reading the output and dead-letter topics whole is the price of needing no index; the state topic
- * is compacted (one record per document in the retention window).
+ * is compacted (one record per document in the retention window). `forTenants` narrows an
+ * inspection to the records of selected tenants.
  */
 import type { Config } from '../config/index.js';
 import {
@@ -27,6 +28,7 @@ import type { Logger } from '../observability/logger.js';
 import { EVENT_ID_MAX, eventIdProblem, type AvroDecoder } from '../serde/input.js';
 import { readDeadLetters, type DeadLetterRecord } from './dead-letter-report.js';
 import { readStateRecords } from './state-records.js';
+import { NO_TENANT, tenantSelected, type TenantSelection } from './tenant-filter.js';
 
 interface ResultEvent {
   kind: Awaitable;
@@ -36,6 +38,8 @@ interface ResultEvent {
   submission_id: string | null;
   event_id: string | null;
   published_at: number;
+  /** The result's tenant; null for the default credentials (or an unreadable value). */
+  tenant: string | null;
   /** The result's status or verdict fields, when the value has them. */
   summary: Record<string, unknown>;
 }
@@ -46,12 +50,19 @@ export interface Inspection {
   matched: 'event_id' | 'submission_id' | null;
   event_id: string | null;
   submission_ids: string[];
+  /**
+   * The document's tenant: its unfinished state's, else its latest result's or dead letter's; null
+   * for the default credentials, or when no record says.
+   */
+  tenant: string | null;
   input: { topic: string; partition: number; offset: string | null; how: string } | null;
   owner: { member_id: string; client_id: string; host: string } | null;
   group: { id: string; state: string };
   state: (Omit<DocumentStateV2, 'v' | 'pending'> & { upload_pending?: boolean; state_offset: string }) | null;
   results: ResultEvent[];
   deadLetters: DeadLetterRecord[];
+  /** With a tenant selection: what it left out (the state, results and dead letters of other tenants). */
+  hidden?: { state: boolean; results: number; dead_letters: number };
 }
 
 /** Longest part of a refused id that a message echoes. */
@@ -204,8 +215,13 @@ export async function inspect(
       if (!((eventId !== null && event === eventId) || (key !== null && submissionIds.has(key)))) continue;
       if (key) submissionIds.add(key);
       let summary: Record<string, unknown> = {};
+      let tenant: string | null = null;
       try {
-        if (r.value) summary = summaryOf((await decoder.decode(r.value)) as Record<string, unknown>);
+        if (r.value) {
+          const value = (await decoder.decode(r.value)) as Record<string, unknown>;
+          summary = summaryOf(value);
+          if (typeof value.tenant === 'string') tenant = value.tenant;
+        }
       } catch {
         summary = { unreadable: true };
       }
@@ -217,6 +233,7 @@ export async function inspect(
         submission_id: key,
         event_id: event,
         published_at: Number(r.timestamp),
+        tenant,
         summary,
       });
     }
@@ -273,11 +290,19 @@ export async function inspect(
       state = { ...unfinished, upload_pending: pending !== undefined };
     } else state = base;
   }
+  // An unfinished state names its tenant (absent: the default credentials); a finished one does not,
+  // so the latest record that names one says.
+  const latest = [
+    ...results.map((r) => ({ at: r.published_at, tenant: r.tenant })),
+    ...deadLetters.map((l) => ({ at: l.failed_at, tenant: l.tenant })),
+  ].sort((a, b) => b.at - a.at)[0];
+  const unfinished = hit?.state && !isFinished(hit.state) ? hit.state : null;
   return {
     query,
     matched,
     event_id: eventId,
     submission_ids: [...submissionIds],
+    tenant: unfinished ? (unfinished.tenant ?? null) : (latest?.tenant ?? null),
     input,
     owner: ownerMember
       ? { member_id: ownerMember.memberId, client_id: ownerMember.clientId, host: ownerMember.clientHost }
@@ -289,16 +314,64 @@ export async function inspect(
   };
 }
 
+/**
+ * The inspection with only the selected tenants' records: results and dead letters by their own
+ * tenant, the state by the document's. Nothing left is no match (exit 3), as for an unknown id.
+ */
+export function forTenants(x: Inspection, selection: TenantSelection): Inspection {
+  const results = x.results.filter((r) => tenantSelected(r.tenant, selection));
+  const deadLetters = x.deadLetters.filter((l) => tenantSelected(l.tenant, selection));
+  const state = tenantSelected(x.tenant, selection) ? x.state : null;
+  const hidden = {
+    state: x.state !== null && state === null,
+    results: x.results.length - results.length,
+    dead_letters: x.deadLetters.length - deadLetters.length,
+  };
+  const nothingLeft = state === null && results.length === 0 && deadLetters.length === 0;
+  const anyHidden = hidden.state || hidden.results > 0 || hidden.dead_letters > 0;
+  // A document known by its id alone (its state record expired) is of the tenant none: `-` selects it.
+  if (x.matched !== null && nothingLeft && (anyHidden || !tenantSelected(x.tenant, selection)))
+    return {
+      ...x,
+      matched: null,
+      event_id: null,
+      submission_ids: [],
+      tenant: null,
+      input: null,
+      owner: null,
+      state: null,
+      results: [],
+      deadLetters: [],
+      hidden,
+    };
+  return { ...x, state, results, deadLetters, hidden };
+}
+
+/** `2 results, 1 dead letter` of what a tenant selection left out, or null when it left nothing out. */
+function hiddenText(hidden: NonNullable<Inspection['hidden']>): string | null {
+  const parts: string[] = [];
+  if (hidden.state) parts.push('the state');
+  if (hidden.results > 0) parts.push(`${hidden.results} result${hidden.results === 1 ? '' : 's'}`);
+  if (hidden.dead_letters > 0)
+    parts.push(`${hidden.dead_letters} dead letter${hidden.dead_letters === 1 ? '' : 's'}`);
+  return parts.length === 0 ? null : parts.join(', ');
+}
+
 const iso = (ms: number | undefined) =>
   ms === undefined || !Number.isFinite(ms) ? '-' : new Date(ms).toISOString();
 
 /** The human-readable form of an inspection. */
 export function formatInspection(x: Inspection): string {
-  if (x.matched === null) return `${x.query}: no document with this event id or submission id in the topics`;
+  const hidden = x.hidden ? hiddenText(x.hidden) : null;
+  if (x.matched === null)
+    return x.hidden
+      ? `${x.query}: no document of the selected tenants with this event id or submission id in the topics${hidden ? ` (not shown, of other tenants: ${hidden})` : ''}`
+      : `${x.query}: no document with this event id or submission id in the topics`;
   const lines: string[] = [];
   lines.push(
     `document ${x.event_id ?? '(event id unknown)'}${x.matched === 'submission_id' ? ` (found by submission ${x.query})` : ''}`,
   );
+  lines.push(`  tenant:      ${x.tenant ?? `${NO_TENANT} (the default credentials)`}`);
   lines.push(`  submissions: ${x.submission_ids.join(', ') || 'none'}`);
   if (x.input)
     lines.push(
@@ -320,12 +393,16 @@ export function formatInspection(x: Inspection): string {
       );
     const error = s.error as { stage: string; code: string; message: string } | undefined;
     if (error) lines.push(`               last error ${error.stage}/${error.code}: ${error.message}`);
-  } else lines.push('  state:       none (never admitted, or expired from the state)');
+  } else if (x.hidden?.state) lines.push('  state:       not shown (of another tenant)');
+  else lines.push('  state:       none (never admitted, or expired from the state)');
   lines.push(`  results:     ${x.results.length === 0 ? 'none' : ''}`);
   for (const r of x.results)
     lines.push(
       `    ${r.kind.padEnd(14)} ${iso(r.published_at)}  ${r.topic}[${r.partition}]@${r.offset}  ${Object.entries(
-        r.summary,
+        {
+          tenant: r.tenant ?? NO_TENANT,
+          ...r.summary,
+        },
       )
         .map(([k, v]) => `${k}=${String(v)}`)
         .join(' ')}`,
@@ -333,7 +410,8 @@ export function formatInspection(x: Inspection): string {
   lines.push(`  dead letters: ${x.deadLetters.length === 0 ? 'none' : ''}`);
   for (const l of x.deadLetters)
     lines.push(
-      `    ${iso(l.failed_at)}  ${l.stage}/${l.error_code}  ${l.partition}@${l.offset}  ${l.message}`,
+      `    ${iso(l.failed_at)}  ${l.stage}/${l.error_code}  ${l.partition}@${l.offset}  tenant=${l.tenant ?? NO_TENANT}  ${l.message}`,
     );
+  if (hidden) lines.push(`  not shown, of other tenants: ${hidden}`);
   return lines.join('\n');
 }

@@ -2,7 +2,8 @@
  * `docstream inspect` and `docstream status` on the real stack, through the built CLI, against two
  * `docstream run` processes of one group: inspect finds a finished, a running and a dead-lettered
  * document by event id and by submission id, with its partition, owner, state, results and dead letter;
- * status shows both members, their partitions and what their metrics endpoints say.
+ * status shows both members, their partitions and what their metrics endpoints say. Each record shows
+ * its tenant, and `--tenant` narrows what inspect shows to the selected tenants' records.
  */
 import { execFile } from 'node:child_process';
 import net from 'node:net';
@@ -56,9 +57,11 @@ describe('docstream inspect and status', () => {
 
   it('finds finished, running and dead-lettered documents; shows two members and their partitions', async () => {
     const [p1, p2] = [await freePort(), await freePort()];
-    e2e.spawnConnector({ http: { port: p1 } });
-    e2e.spawnConnector({ http: { port: p2 } });
-    const config = e2e.writeConfig();
+    // No tenant directory, a short grace: an event naming a tenant is dead-lettered unknown_tenant, as its.
+    const tenants = { unknownGraceMs: 1000 };
+    e2e.spawnConnector({ http: { port: p1 }, tenants });
+    e2e.spawnConnector({ http: { port: p2 }, tenants });
+    const config = e2e.writeConfig({ tenants });
     await e2e.collect();
 
     const status = async () => JSON.parse(await cli(['status', '--json', '--config', config])) as GroupStatus;
@@ -95,18 +98,23 @@ describe('docstream inspect and status', () => {
     const done = `${e2e.id}-done`;
     const dead = `${e2e.id}-dead`;
     const running = `${e2e.id}-running`;
+    const acme = `${e2e.id}-acme`;
     const pdf = await e2e.writeFile('ok.pdf', await sampleBytes('clean-pdf'));
     // Larger than the sandbox accepts: the upload is refused (413) after the submission exists.
     const big = await e2e.writeFile(
       'big.pdf',
       Buffer.concat([await sampleBytes('clean-pdf'), Buffer.alloc(80_000, 0x20)]),
     );
-    await e2e.produce([arrival(done, pdf), arrival(dead, big)], (i) => [done, dead][i]!);
+    await e2e.produce(
+      [arrival(done, pdf), arrival(dead, big), arrival(acme, pdf, { tenant: 'acme' })],
+      (i) => [done, dead, acme][i]!,
+    );
     await waitFor(
       'the finished document',
       () => e2e.forEvent(done).filter((o) => o.topic !== e2e.topics.dlq).length >= 3,
     );
     await waitFor('the dead letter', () => e2e.forEvent(dead).some((o) => o.topic === e2e.topics.dlq));
+    await waitFor("acme's dead letter", () => e2e.forEvent(acme).some((o) => o.topic === e2e.topics.dlq));
     e2e.sandbox.configure({ processing: { distribution: 'fixed', meanMs: 600_000, maxMs: 600_000 } });
     await e2e.produce([arrival(running, pdf)], () => running);
     let runningSubmission: string | undefined;
@@ -155,6 +163,50 @@ describe('docstream inspect and status', () => {
     expect(text).toContain(`document ${dead}`);
     expect(text).toMatch(/state:\s+FAILED/);
     expect(text).toMatch(/upload\/api_413/);
+    // Tenants: the document's, each result's and dead letter's; --tenant shows only the selected ones.
+    expect(finished.tenant).toBeNull();
+    expect(finished.results.map((r) => r.tenant)).toEqual([null, null, null]);
+    const ofAcme = await byEvent(acme);
+    expect(ofAcme).toMatchObject({ matched: 'event_id', tenant: 'acme' });
+    expect(ofAcme.letters.map((l) => [l.tenant, l.error_code])).toEqual([['acme', 'unknown_tenant']]);
+    const selected = async (id: string, ...tenantArgs: string[]) =>
+      JSON.parse(await cli(['inspect', id, '--json', '--config', config, ...tenantArgs])) as InspectionJson;
+    expect(await selected(acme, '--tenant', 'globex,acme')).toMatchObject({
+      matched: 'event_id',
+      tenant: 'acme',
+      letters: [expect.objectContaining({ tenant: 'acme' })],
+      hidden: { state: false, results: 0, dead_letters: 0 },
+    });
+    expect(await selected(acme, '--tenant', '-')).toMatchObject({
+      matched: null,
+      event_id: null,
+      letters: [],
+      hidden: { dead_letters: 1 },
+    });
+    const defaultOnly = await selected(done, '--tenant', '-');
+    expect(defaultOnly.matched).toBe('event_id');
+    expect(defaultOnly.results).toHaveLength(3);
+    expect((await selected(done, '--tenant', 'acme')).matched).toBeNull();
+    const acmeText = await cli(['inspect', acme, '--config', config]);
+    expect(acmeText).toMatch(/tenant:\s+acme\n/);
+    expect(acmeText).toMatch(/validate\/unknown_tenant .*tenant=acme/);
+    expect(await cli(['inspect', done, '--config', config])).toMatch(/fraud .*tenant=- status=/);
+    const hiddenText = await cli(['inspect', acme, '--tenant', 'globex', '--config', config]);
+    expect(hiddenText).toBe(
+      `${acme}: no document of the selected tenants with this event id or submission id in the topics (not shown, of other tenants: 1 dead letter)\n`,
+    );
+    const emptyTenant = await run(
+      process.execPath,
+      [CLI, 'inspect', acme, '--tenant', 'acme,', '--config', config],
+      {
+        timeout: 60_000,
+      },
+    ).catch((err: { code?: number; stdout?: string; stderr?: string }) => err);
+    expect('code' in emptyTenant ? emptyTenant.code : 0).toBe(2);
+    expect(emptyTenant.stderr).toBe(
+      'docstream inspect: --tenant: an empty tenant id: give tenant names (a-z, 0-9), or - for records of no tenant\n',
+    );
+
     const none = await cli(['inspect', `${e2e.id}-nothing`, '--config', config]);
     expect(none).toContain('no document with this event id or submission id');
     // An id no document can have (100 KB, control characters) is refused, echoed cut and escaped.

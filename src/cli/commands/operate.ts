@@ -6,11 +6,12 @@ import type { Command } from 'commander';
 import { kafkaClientOf } from '../../kafka/client-from-config.js';
 import { registryOf } from '../../serde/registry-from-config.js';
 import { silentLogger } from '../../observability/logger.js';
-import { formatInspection, inspect, inspectIdProblem } from '../../operator/inspect.js';
+import { formatInspection, forTenants, inspect, inspectIdProblem } from '../../operator/inspect.js';
 import { formatStatus, groupStatus } from '../../operator/status.js';
 import { addConfigOption, configOf, type ConfigFlags } from '../config-option.js';
 import { EXIT_NOT_FOUND, UsageError } from '../exit-codes.js';
 import { examples } from '../help.js';
+import { addTenantOption, tenantsOf } from '../tenant-option.js';
 
 export function registerOperateCommands(program: Command): void {
   const inspectCommand = program
@@ -19,24 +20,29 @@ export function registerOperateCommands(program: Command): void {
     .description(
       'Find one document by event id or submission id in the topics (no instance needs to run): its input ' +
         'partition and the member owning it, its state (status, submission, results published, when), ' +
-        'its result events and its dead letters. It exits with code 3 when nothing matches.',
+        'its result events and its dead letters, each with its tenant. With --tenant, only the records of those ' +
+        "tenants are shown (the state by the document's tenant). It exits with code 3 when nothing matches.",
     )
     .option('--json', 'print JSON (for scripts)');
-  addConfigOption(inspectCommand).action(async (id: string, flags: ConfigFlags & { json?: boolean }) => {
+  addTenantOption(inspectCommand, 'the state, results and dead letters');
+  type InspectFlags = ConfigFlags & { json?: boolean; tenant?: string[] };
+  addConfigOption(inspectCommand).action(async (id: string, flags: InspectFlags) => {
     const problem = inspectIdProblem(id);
     if (problem !== null) throw new UsageError(problem);
+    const tenants = tenantsOf(flags);
     const config = configOf(flags);
     const kafka = kafkaClientOf(config, { clientId: `${config.kafka.clientId}-inspect` });
     const admin = kafka.admin();
     try {
       await admin.connect();
-      const found = await inspect(id, {
+      const all = await inspect(id, {
         kafka,
         admin,
         decoder: registryOf(config, silentLogger),
         config,
         logger: silentLogger,
       });
+      const found = tenants ? forTenants(all, tenants) : all;
       // The JSON field names are what scripts read: `letters` keeps its first name.
       const { deadLetters, ...rest } = found;
       const json = { ...rest, letters: deadLetters };
@@ -50,6 +56,7 @@ export function registerOperateCommands(program: Command): void {
     inspectCommand,
     'docstream inspect -c prod.json send-20261126143508-86b77d',
     'docstream inspect -c prod.json --json sub_0123456789abcdefghijkl',
+    'docstream inspect -c prod.json --tenant acme send-20261126143508-86b77d',
   );
 
   const statusCommand = program
