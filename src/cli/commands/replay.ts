@@ -242,7 +242,8 @@ export function registerReplayCommand(program: Command): void {
     .description(
       "Reset the connector's consumer group on the input topic so that the next run re-reads from there. " +
         'Re-read documents reuse their submissions (results are re-emitted) unless their events set reprocess. ' +
-        'Refused while the group has active members.',
+        'Refused while the group has active members. It moves offsets, so it cannot select a tenant: to send one ' +
+        "tenant's failed documents again, use docstream dlq redrive --tenant.",
     )
     .option('--topic <topic>', 'input topic (default: topics.arrived)')
     .option('--group <group>', 'consumer group (default: kafka.groupId)')
