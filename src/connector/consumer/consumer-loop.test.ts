@@ -247,6 +247,42 @@ describe('ConsumerLoop', () => {
     expect(control.resolved).toEqual([]);
   });
 
+  it('stops waiting for a partition still being prepared when a heartbeat fails: takes nothing, resolves nothing', async () => {
+    jest.useFakeTimers();
+    const { engine, state, consumer } = setup(3);
+    // The restore never ends (its reader is away): only the failed heartbeat can end the batch.
+    state.assign = async (partitions) => {
+      state.reads.push(partitions);
+      await new Promise<void>(() => undefined);
+    };
+    const handled: string[] = [];
+    const loop = new ConsumerLoop({
+      topics,
+      maxInFlight: 3,
+      engine,
+      state,
+      arrivals: async (m) => {
+        handled.push(m.offset);
+      },
+      feedback: async () => undefined,
+      logger: silentLogger,
+      heartbeatMs: 10,
+    });
+    loop.attach(consumer);
+    loop.onGroupJoin(join({ in: [2] }, {}, { in: [2] }));
+    const control = new FakeControl();
+    let beats = 0;
+    control.heartbeat = async () => {
+      beats += 1;
+      if (beats >= 3) throw new Error('The coordinator is not aware of this member');
+    };
+    await settle(loop.onBatch(batch('in', 2, [5, 6]), control));
+    expect(beats).toBe(3);
+    expect(state.reads).toEqual([[2]]);
+    expect(handled).toEqual([]);
+    expect(control.resolved).toEqual([]);
+  });
+
   it('when full, waits for a slot and keeps admitting as documents finish, without pausing', async () => {
     const { loop, consumer, engine, handled } = setup(2, 4, 5000);
     const control = new FakeControl();

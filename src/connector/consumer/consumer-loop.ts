@@ -253,18 +253,25 @@ export class ConsumerLoop {
     const offsets = this.commits.tracker(batch.topic).partition(batch.partition);
     const admissions: Array<Promise<boolean>> = [];
     let last: string | null = null;
-    // A failed heartbeat (a rebalance under way) ends any wait for capacity: the group must not wait.
+    // A failed heartbeat (a rebalance under way, or this member gone from its group) ends any wait
+    // for capacity or for the partition's preparation: the group must not wait. kafkajs rejoins only
+    // once this handler returns, and a member out of its group meanwhile admits nothing.
     let heartbeatFailed = false;
+    let onHeartbeatFailed!: () => void;
+    const failedHeartbeat = new Promise<false>((resolve) => (onHeartbeatFailed = () => resolve(false)));
     const stopBeating = this.heartbeatEvery(control, () => {
       heartbeatFailed = true;
+      onHeartbeatFailed();
       this.wakeCapacityWaiters();
     });
     const taking = () =>
       control.isRunning() && !control.isStale() && !this.stopping && !this.outage && !heartbeatFailed;
     try {
       // No record of a partition is admitted before its state is restored (heartbeats go on meanwhile).
+      // The preparation goes on in the background when a heartbeat fails: this batch is fetched again.
       try {
-        await this.preparation.prepare(batch.partition);
+        const prepared = this.preparation.prepare(batch.partition).then(() => true as const);
+        if (!(await Promise.race([prepared, failedHeartbeat]))) return;
       } catch (err) {
         // Revoked meanwhile: its records are its new owner's.
         if (err instanceof PartitionLeftError) return;
