@@ -47,6 +47,8 @@ describe.each(['at-least-once', 'exactly-once'])(
       const child = env.spawnConnector({
         kafka: { sessionTimeoutMs: SESSION_TIMEOUT_MS, heartbeatIntervalMs: 1000 },
         connector: { delivery, transactionLingerMs: 20, admissionWaitMs: 300 },
+        // Joins, assignments, restores and resumes too, for the message of a failure.
+        log: { level: 'info' },
       });
       await env.collect();
       // Creates that take a while: some are out when the broker stops answering.
@@ -66,11 +68,11 @@ describe.each(['at-least-once', 'exactly-once'])(
       try {
         await waitFor(`results of all ${ids.length} documents`, () => done() === ids.length, 120_000);
       } catch (err) {
-        // Which documents are missing, and the end of the connector's log (its warnings and errors).
+        // Which documents are missing, and the connector's whole log, repeated lines folded.
         const missing = ids.filter((id) => !env.on('quality').some((o) => o.headers.event_id === id));
         throw new Error(
-          `${(err as Error).message} (${done()} out; missing ${missing.join(', ')}); connector log: ` +
-            env.childLogs.at(-1)?.join('').slice(-3000),
+          `${(err as Error).message} (${done()} out; missing ${missing.join(', ')}); connector log:\n` +
+            env.childDigests.at(-1)?.text(),
         );
       }
       expect(child.exitCode).toBeNull();

@@ -15,6 +15,7 @@ import { KafkaClient, type KafkaProducer } from '../../src/kafka/index.js';
 import { silentLogger } from '../../src/observability/logger.js';
 import { Registry } from '../../src/serde/registry.js';
 import { startSandbox, type Sandbox, type SandboxConfig, type DeepPartial } from '../../src/sandbox/index.js';
+import { LogDigest } from './log-digest.js';
 import { uniqueName } from './topics.js';
 
 const BROKERS = (process.env.DOCSTREAM_KAFKA_BROKERS ?? 'localhost:9092').split(',');
@@ -87,6 +88,8 @@ export class E2E {
   private configs = 0;
   /** Recent stderr of each spawned connector, in spawn order. */
   readonly childLogs: string[][] = [];
+  /** The whole stderr of each spawned connector, repeated lines folded (`log-digest.ts`), in spawn order. */
+  readonly childDigests: LogDigest[] = [];
   readonly topics: Config['topics'];
 
   /** `replicationFactor`: of every topic this test creates, and the connector's (1 by default, one broker). */
@@ -175,6 +178,8 @@ export class E2E {
     // Kept (bounded) so that a failing test can show why a child connector stopped.
     const log: string[] = [];
     this.childLogs.push(log);
+    const digest = new LogDigest();
+    this.childDigests.push(digest);
     // DOCSTREAM_TEST_CHILD_LOGS=<dir>: each child's whole log also goes to <dir>/connector-<n>.log
     // (at the level the configuration sets: DOCSTREAM_TEST_CHILD_LOG_LEVEL, default warn).
     const keepIn = process.env.DOCSTREAM_TEST_CHILD_LOGS;
@@ -184,6 +189,7 @@ export class E2E {
     child.stderr?.on('data', (chunk: Buffer) => {
       kept?.write(chunk);
       log.push(chunk.toString('utf8'));
+      digest.write(chunk.toString('utf8'));
       if (log.length > 200) log.shift();
     });
     child.once('exit', () => kept?.end());
@@ -194,14 +200,18 @@ export class E2E {
   /** Writes this test's configuration as a file for the CLI (`--config`) and returns its path. */
   writeConfig(overrides: Record<string, Record<string, unknown>> = {}): string {
     const file = path.join(this.dir, `config-${this.configs++}.json`);
-    const config = this.config(overrides) as unknown as Record<string, Record<string, unknown>>;
+    // `log.level` of the overrides: this test's level, unless DOCSTREAM_TEST_CHILD_LOG_LEVEL says otherwise.
+    const { log: logOverride, ...sections } = overrides;
+    const level =
+      process.env.DOCSTREAM_TEST_CHILD_LOG_LEVEL ?? (logOverride?.level as string | undefined) ?? 'warn';
+    const config = this.config(sections) as unknown as Record<string, Record<string, unknown>>;
     const { fileRoots, ...blobs } = config.blobs as Record<string, unknown>;
     fs.writeFileSync(
       file,
       JSON.stringify({
         ...config,
         blobs: { ...blobs, fileRoots },
-        log: { level: process.env.DOCSTREAM_TEST_CHILD_LOG_LEVEL ?? 'warn', format: 'json' },
+        log: { level, format: 'json' },
       }),
     );
     return file;
