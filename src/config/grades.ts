@@ -148,6 +148,8 @@ export const CONFIG_GRADES: Record<string, Grade> = {
   'tenants.header': medium(),
   'tenants.unknownGraceMs': medium(),
   'tenants.reloadIntervalMs': low(),
+  'tenants.maxInFlightShare': medium(),
+  'tenants.maxWaiting': low(),
   'http.host': medium(),
   'http.port': medium(),
   'log.level': medium(),

@@ -271,6 +271,17 @@ export const CONFIG_SPEC = {
       0,
     ),
     reloadIntervalMs: f.int(2000, 'How often the tenant directory and its secret files are read again.', 100),
+    maxInFlightShare: f.number(
+      0.8,
+      "With a tenant directory: the most of connector.maxInFlight one tenant's documents may hold (the default credentials' count as one tenant), and no more than an equal part while other tenants have documents under way, so that a tenant at its rate limit never takes the slots the others need. A new document past its tenant's share waits for its turn without holding a slot, and the records behind it go on.",
+      0.01,
+      1,
+    ),
+    maxWaiting: f.int(
+      5000,
+      "With a tenant directory: how many new documents may wait for their tenant's share without holding a slot (each keeps its decoded event in memory); past it they count against connector.maxInFlight and the input pauses when full.",
+      0,
+    ),
   },
   connector: {
     maxInFlight: f.int(

@@ -370,6 +370,15 @@ function engineOf(
       attachReportUrl: c.attachReportUrl,
       awaitedOverride,
       unknownTenantGraceMs: config.tenants.unknownGraceMs,
+      ...(tenants
+        ? {
+            tenantShares: {
+              maxInFlight: c.maxInFlight,
+              share: config.tenants.maxInFlightShare,
+              maxWaiting: config.tenants.maxWaiting,
+            },
+          }
+        : {}),
     },
     {
       onPublished: crash

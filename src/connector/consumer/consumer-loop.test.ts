@@ -37,6 +37,8 @@ class FakeConsumer implements LoopConsumer {
 
 class FakeEngine implements LoopEngine {
   inFlight = 0;
+  /** Admissions the engine says hold no slot (waiting for their tenant's share). */
+  uncounted = 0;
   /** Documents running by input partition, as the test sets them. */
   running = new Map<number, number>();
   unfinishedOn(partition: number): number {
@@ -226,6 +228,16 @@ describe('ConsumerLoop', () => {
     expect(control.resolved).toEqual(['12']);
     expect(consumer.calls).toEqual(['pause in 0,1']);
     expect(loop.paused).toBe(true);
+  });
+
+  it("does not count admissions waiting for their tenant's share against maxInFlight", async () => {
+    const { loop, consumer, handled, engine, gate } = setup(2);
+    gate.admissions = new Promise<void>(() => undefined);
+    // Two of the admissions under way wait for their tenant's share: two more records fit.
+    engine.uncounted = 2;
+    await loop.onBatch(batch('in', 0, [10, 11, 12, 13, 14, 15]), new FakeControl());
+    expect(handled).toEqual(['0:10', '0:11', '0:12', '0:13']);
+    expect(consumer.calls).toEqual(['pause in 0,1']);
   });
 
   it('takes no record of a batch whose partition left while it was being prepared', async () => {

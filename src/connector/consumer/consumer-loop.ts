@@ -318,7 +318,7 @@ export class ConsumerLoop {
     if (!this.inputPaused || !this.consumer || this.stopping || this.outage) return;
     const max = this.o.maxInFlight;
     // Hysteresis: resume once a tenth of the slots are free, not at every single free slot.
-    if (inFlight + this.admitting > max - Math.max(1, Math.floor(max / 10))) return;
+    if (this.occupied() > max - Math.max(1, Math.floor(max / 10))) return;
     this.inputPaused = false;
     this.consumer.resume(this.o.topics.arrived, this.assigned(this.o.topics.arrived));
   }
@@ -480,7 +480,12 @@ export class ConsumerLoop {
   }
 
   private hasCapacity(): boolean {
-    return this.o.engine.inFlight + this.admitting < this.o.maxInFlight;
+    return this.occupied() < this.o.maxInFlight;
+  }
+
+  /** Slots taken: documents running and admissions under way, but those waiting for their tenant's share. */
+  private occupied(): number {
+    return this.o.engine.inFlight + this.admitting - (this.o.engine.uncounted ?? 0);
   }
 
   private wakeCapacityWaiters(): void {

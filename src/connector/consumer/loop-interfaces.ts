@@ -18,6 +18,8 @@ export interface LoopConsumer {
 /** The engine as the loop sees it: how many documents run, and who runs which partition. */
 export interface LoopEngine {
   readonly inFlight: number;
+  /** Admissions under way that hold no slot (waiting for their tenant's share): not counted against the limit. */
+  readonly uncounted?: number;
   /** Documents of this input partition still running here. */
   unfinishedOn(partition: number): number;
   resume(states: UnfinishedState[]): Promise<void>;

@@ -23,6 +23,7 @@ import {
   type DeadLetterSubject,
 } from '../outputs/dead-letters.js';
 import type { InFlight } from './in-flight.js';
+import type { TenantShares } from './tenant-shares.js';
 import { FAILED_AT, type CatalogueCode } from '../outputs/dead-letter-catalogue.js';
 import {
   ResultNotReady,
@@ -100,6 +101,7 @@ export class DocumentLife {
     private readonly options: EngineOptions,
     private readonly events: EngineEvents,
     private readonly inFlight: InFlight,
+    private readonly shares?: TenantShares,
   ) {
     this.now = ports.now ?? Date.now;
     this.timing = new PollTiming(options, ports.random ?? Math.random, ports.budget);
@@ -145,7 +147,24 @@ export class DocumentLife {
       });
       return 'dead-lettered';
     }
+    if (!this.shares) return this.submit(source, event, subject);
+    // Within its tenant's share of the slots, else waiting for its turn (holding no slot meanwhile).
+    const release = await this.shares.acquire(event.tenant ?? '', source.partition);
+    try {
+      // Waited: its partition may be being revoked by now, or Kafka away.
+      this.gate.check(source.partition);
+      return await this.submit(source, event, subject);
+    } finally {
+      release();
+    }
+  }
 
+  /** admit's blob → create → record, once the document may take a slot. */
+  private async submit(
+    source: SourceRecord,
+    event: ArrivalEvent,
+    subject: DeadLetterSubject,
+  ): Promise<'started' | 'dead-lettered'> {
     // admit: the file must be readable before anything is submitted.
     let blob: OpenedBlob;
     const blobStarted = this.now();

@@ -13,6 +13,8 @@ import { deadLetterOf } from '../outputs/dead-letters.js';
 import type { CreateGate } from './create-gate.js';
 import { DocumentLife } from './document-life.js';
 import { InFlight } from './in-flight.js';
+import { RevocationInProgressError } from './create-gate.js';
+import { TenantShares } from './tenant-shares.js';
 import type { EngineEvents, EngineOptions, EnginePorts } from './ports.js';
 import { finishedOf, identityOf, Run } from './run.js';
 import { anotherBlob, blobFingerprint } from '../state/blob-fingerprint.js';
@@ -44,6 +46,8 @@ export interface Existing {
 export class DocumentEngine {
   private readonly inFlightRuns: InFlight;
   private readonly life: DocumentLife;
+  /** With a tenant directory: each tenant's share of the in-flight slots (`tenant-shares.ts`). */
+  private readonly shares: TenantShares | undefined;
   private readonly capacityListeners = new Set<() => void>();
   /**
    * Per input partition, how many times it was revoked here: a step that awaited goes on for a
@@ -59,9 +63,20 @@ export class DocumentEngine {
   ) {
     this.inFlightRuns = new InFlight(ports.scheduler, ports.logger, () => {
       this.life.capacityFreed();
+      this.shares?.pump();
       for (const listener of this.capacityListeners) listener();
     });
-    this.life = new DocumentLife(ports, options, events, this.inFlightRuns);
+    const shares = options.tenantShares;
+    this.shares = shares
+      ? new TenantShares({
+          ...shares,
+          running: () => this.inFlightRuns.tenants(),
+          onWaiting: () => {
+            for (const listener of this.capacityListeners) listener();
+          },
+        })
+      : undefined;
+    this.life = new DocumentLife(ports, options, events, this.inFlightRuns, this.shares);
   }
 
   /**
@@ -87,12 +102,20 @@ export class DocumentEngine {
 
   /** Documents running here by tenant (those without one are not counted). */
   inFlightByTenant(): Map<string, number> {
-    const counts = new Map<string, number>();
-    for (const run of this.inFlightRuns.runs()) {
-      const tenant = run.identity.tenant;
-      if (tenant) counts.set(tenant, (counts.get(tenant) ?? 0) + 1);
-    }
-    return counts;
+    return new Map([...this.inFlightRuns.tenants()].filter(([tenant]) => tenant !== ''));
+  }
+
+  /** New documents waiting for their tenant's share of the slots, by tenant (those without one as ''). */
+  waitingByTenant(): Map<string, number> {
+    return this.shares?.waitingByTenant() ?? new Map();
+  }
+
+  /**
+   * New documents waiting for their tenant's share that hold no slot: the consumer does not count
+   * them against `connector.maxInFlight` (`tenant-shares.ts`).
+   */
+  get uncounted(): number {
+    return this.shares?.uncounted ?? 0;
   }
 
   /** Documents of this input partition still running here. */
@@ -218,6 +241,7 @@ export class DocumentEngine {
     for (const p of set) this.revocations.set(p, this.revocationsOf(p) + 1);
     const runs = this.inFlightRuns.runs(set);
     for (const run of runs) this.inFlightRuns.remove(run, 'revoked');
+    this.shares?.drop(set, (partition) => new RevocationInProgressError(partition));
     this.life.forget(set);
     this.life.sendLingeringNow();
     return runs.length;
@@ -263,6 +287,7 @@ export class DocumentEngine {
   /** Stops everything; resolves when no step is half-way (an upload or a publish in progress). */
   async stop(timeoutMs: number): Promise<void> {
     this.stopped = true;
+    this.shares?.dropAll((partition) => new RevocationInProgressError(partition));
     for (const run of this.inFlightRuns.runs()) this.inFlightRuns.remove(run, 'stopped');
     this.life.sendLingeringNow();
     await this.inFlightRuns.settle(timeoutMs);

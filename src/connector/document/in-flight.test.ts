@@ -9,6 +9,7 @@ function runWithFailingCleanup(cleanup: () => Promise<void>): Run {
   return {
     eventId: 'e-1',
     pointer: { topic: 'in', partition: 0, offset: '4' },
+    identity: { tenant: 'acme' },
     state: { submission_id: 's-1', awaited: [] },
     cancelled: false,
     transitionTo: () => undefined,
@@ -31,11 +32,13 @@ describe('InFlight', () => {
       const runs = new InFlight(new PollScheduler(), logger, () => undefined);
       const run = runWithFailingCleanup(() => Promise.reject(new Error('EBUSY: spool file still open')));
       runs.add(run);
+      expect(runs.tenants()).toEqual(new Map([['acme', 1]]));
       runs.remove(run, 'stopped');
       await new Promise((resolve) => setImmediate(resolve));
       expect(unhandled).toEqual([]);
       expect(warned).toEqual([expect.stringContaining('spooled file was not removed')]);
       expect(runs.size).toBe(0);
+      expect(runs.tenants()).toEqual(new Map());
     } finally {
       process.off('unhandledRejection', onUnhandled);
     }

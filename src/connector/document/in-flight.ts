@@ -13,6 +13,8 @@ export class InFlight {
   private readonly bySubmission = new Map<string, Run>();
   /** Documents running, by input partition (what the group's API share is told). */
   private readonly byPartition = new Map<number, number>();
+  /** Documents running, by tenant ('' for the default credentials): what tenant shares count. */
+  private readonly byTenant = new Map<string, number>();
   private readonly steps = new Set<Promise<unknown>>();
 
   constructor(
@@ -37,6 +39,11 @@ export class InFlight {
   /** Documents of this input partition running here. */
   on(partition: number): number {
     return this.byPartition.get(partition) ?? 0;
+  }
+
+  /** Documents running by tenant ('' for those of the default credentials); kept up to date, not a copy. */
+  tenants(): ReadonlyMap<string, number> {
+    return this.byTenant;
   }
 
   /** The runs of these input partitions (all of them without a filter). */
@@ -101,9 +108,13 @@ export class InFlight {
   }
 
   private count(run: Run, delta: number): void {
-    const partition = run.pointer.partition;
-    const n = (this.byPartition.get(partition) ?? 0) + delta;
-    if (n > 0) this.byPartition.set(partition, n);
-    else this.byPartition.delete(partition);
+    bump(this.byPartition, run.pointer.partition, delta);
+    bump(this.byTenant, run.identity.tenant ?? '', delta);
   }
+}
+
+function bump<K>(counts: Map<K, number>, key: K, delta: number): void {
+  const n = (counts.get(key) ?? 0) + delta;
+  if (n > 0) counts.set(key, n);
+  else counts.delete(key);
 }

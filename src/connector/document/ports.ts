@@ -129,6 +129,8 @@ export interface EngineOptions {
   awaitedOverride?: AwaitedOverride;
   /** How long a new document of a tenant the directory does not know waits for it (default 0). */
   unknownTenantGraceMs?: number;
+  /** With a tenant directory: each tenant's share of the in-flight slots (`tenant-shares.ts`). */
+  tenantShares?: { maxInFlight: number; share: number; maxWaiting: number };
 }
 
 /** What the engine reports for metrics and the demo. */

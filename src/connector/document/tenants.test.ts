@@ -6,7 +6,7 @@ import { decodeState, encodeState } from '../state/record.js';
 import type { DocumentStateV2, UnfinishedState } from '../state/document-state.js';
 import { tenantOf } from './arrivals.js';
 import { RevocationInProgressError } from './create-gate.js';
-import { DocumentEngine } from './engine.js';
+import { DocumentEngine, type EngineOptions } from './engine.js';
 import type { ApiPort, InputPort, OutputPort, StatePort, TenantPorts } from './ports.js';
 import type {
   ArrivalEvent,
@@ -24,7 +24,10 @@ class NamedApi implements ApiPort {
     readonly calls: string[],
   ) {}
   private n = 0;
+  /** While set, a create waits for it (the application at its rate limit). */
+  limited: Promise<void> | null = null;
   async createSubmission() {
+    if (this.limited) await this.limited;
     this.n += 1;
     this.calls.push(`${this.name}:create`);
     return {
@@ -94,7 +97,7 @@ function event(id: string, tenant?: string): ArrivalEvent {
   };
 }
 
-function setup(graceMs = 300) {
+function setup(graceMs = 300, options: Partial<EngineOptions> = {}) {
   const calls: string[] = [];
   const defaultApi = new NamedApi('default', calls);
   const apps = new Map<string, NamedApi>([
@@ -123,6 +126,7 @@ function setup(graceMs = 300) {
       deleteAfterPublish: false,
       attachReportUrl: false,
       unknownTenantGraceMs: graceMs,
+      ...options,
     },
   );
   engine.assigned([0]);
@@ -275,5 +279,44 @@ describe('tenantOf: the field and the header', () => {
       code: 'schema_invalid',
       message: expect.stringMatching(/header x-tenant/),
     });
+  });
+});
+
+describe("each tenant's share of the slots", () => {
+  const shares = { tenantShares: { maxInFlight: 4, share: 0.5, maxWaiting: 100 } };
+
+  it('a tenant at its rate limit holds its share only; another tenant is admitted meanwhile', async () => {
+    const { engine, apps, calls } = setup(300, shares);
+    let unlimit!: () => void;
+    apps.get('acme')!.limited = new Promise<void>((resolve) => (unlimit = resolve));
+    const acme = Array.from({ length: 5 }, (_, i) => engine.admit(source(String(i)), event(`a${i}`, 'acme')));
+    await waitFor(() => engine.uncounted === 3);
+    expect(engine.waitingByTenant()).toEqual(new Map([['acme', 3]]));
+    await expect(engine.admit(source('9'), event('g1', 'globex'))).resolves.toBe('started');
+    expect(calls.filter((c) => c === 'acme:create')).toEqual([]);
+    unlimit();
+    await expect(Promise.all(acme)).resolves.toEqual(Array(5).fill('started'));
+    expect(calls.filter((c) => c === 'acme:create')).toHaveLength(5);
+    expect(engine.uncounted).toBe(0);
+  });
+
+  it("a revoke ends the waiting documents of its partitions; they are tried again by the partition's owner", async () => {
+    const { engine, apps } = setup(300, shares);
+    apps.get('acme')!.limited = new Promise<void>(() => undefined);
+    for (let i = 0; i < 2; i++) void engine.admit(source(String(i)), event(`a${i}`, 'acme'));
+    const waiting = engine.admit(source('2'), event('a2', 'acme'));
+    await waitFor(() => engine.uncounted === 1);
+    engine.revoke([0]);
+    await expect(waiting).rejects.toBeInstanceOf(RevocationInProgressError);
+    expect(engine.uncounted).toBe(0);
+  });
+
+  it('without tenant shares (no directory) every document is admitted as before', async () => {
+    const { engine, apps } = setup(300);
+    apps.get('acme')!.limited = new Promise<void>(() => undefined);
+    for (let i = 0; i < 5; i++) void engine.admit(source(String(i)), event(`a${i}`, 'acme'));
+    await new Promise((r) => setTimeout(r, 20));
+    expect(engine.uncounted).toBe(0);
+    expect(engine.waitingByTenant()).toEqual(new Map());
   });
 });
