@@ -76,7 +76,12 @@ export class Connector {
     this.client = this.parts.client;
     this.metrics.observeApi(this.client.limiter, this.client.health);
     const tenants = this.parts.tenants;
-    if (tenants) this.metrics.observeTenants(tenants.clients, () => this.engine.inFlightByTenant());
+    if (tenants)
+      this.metrics.observeTenants(
+        tenants.clients,
+        () => this.engine.inFlightByTenant(),
+        () => this.engine.waitingByTenant(),
+      );
     ({ loop: this.loop, groupShare: this.groupShare } = buildLoop(
       config,
       logger,

@@ -152,6 +152,22 @@ export class ConnectorMetrics {
 
   /** Documents running here by tenant, read when the metrics are collected. */
   private tenantDocuments: (() => ReadonlyMap<string, number>) | undefined;
+  /** New documents waiting for their tenant's share of the slots, by tenant. */
+  private tenantWaiting: (() => ReadonlyMap<string, number>) | undefined;
+
+  readonly tenantWaitingGauge: Gauge = new Gauge({
+    name: 'docstream_tenant_documents_waiting',
+    help: 'New documents of a tenant waiting for its share of connector.maxInFlight (tenants.maxInFlightShare) on this instance, holding no slot',
+    labelNames: ['tenant'] as const,
+    registers: [this.registry],
+    collect: () => {
+      if (!this.tenants) return;
+      const waiting = this.tenantWaiting?.() ?? new Map<string, number>();
+      this.tenantWaitingGauge.reset();
+      for (const name of this.tenants.names())
+        this.tenantWaitingGauge.set({ tenant: name }, waiting.get(name) ?? 0);
+    },
+  });
 
   readonly tenantInFlight: Gauge = new Gauge({
     name: 'docstream_tenant_documents_in_flight',
@@ -263,9 +279,14 @@ export class ConnectorMetrics {
   }
 
   /** The tenant gauges show these clients as they are when scraped. */
-  observeTenants(tenants: TenantReading, documents?: () => ReadonlyMap<string, number>): void {
+  observeTenants(
+    tenants: TenantReading,
+    documents?: () => ReadonlyMap<string, number>,
+    waiting?: () => ReadonlyMap<string, number>,
+  ): void {
     this.tenants = tenants;
     this.tenantDocuments = documents;
+    this.tenantWaiting = waiting;
   }
 
   /**

@@ -5,14 +5,16 @@ describe('status: the tenants of a member', () => {
     'docstream_documents_in_flight 5',
     'docstream_tenant_documents_in_flight{tenant="acme"} 3',
     'docstream_tenant_documents_in_flight{tenant="globex"} 0',
+    'docstream_tenant_documents_waiting{tenant="acme"} 7',
+    'docstream_tenant_documents_waiting{tenant="globex"} 0',
     'docstream_tenant_limiter_rate{tenant="acme"} 12.5',
     'docstream_tenant_limiter_rate{tenant="globex"} 40',
   ].join('\n');
 
   it('reads each tenant’s documents in flight and limiter rate', () => {
     expect(metricsOf('u', text).tenants).toEqual({
-      acme: { in_flight: 3, limiter_rate_per_second: 12.5 },
-      globex: { in_flight: 0, limiter_rate_per_second: 40 },
+      acme: { in_flight: 3, waiting: 7, limiter_rate_per_second: 12.5 },
+      globex: { in_flight: 0, waiting: 0, limiter_rate_per_second: 40 },
     });
     expect(metricsOf('u', 'docstream_documents_in_flight 5').tenants).toBeUndefined();
   });
@@ -38,7 +40,7 @@ describe('status: the tenants of a member', () => {
       total_lag: 0,
     };
     expect(formatStatus(status)).toContain(
-      'tenants of c 23456789: acme 3 in flight, limiter 12.5/s; globex 0 in flight, limiter 40.0/s',
+      'tenants of c 23456789: acme 3 in flight, 7 waiting for its share, limiter 12.5/s; globex 0 in flight, limiter 40.0/s',
     );
   });
 });

@@ -30,7 +30,7 @@ interface MemberMetrics {
   api_refused?: number;
   ready?: boolean;
   /** Per tenant of the tenant directory: its documents in flight and its limiter's rate. */
-  tenants?: Record<string, { in_flight?: number; limiter_rate_per_second?: number }>;
+  tenants?: Record<string, { in_flight?: number; waiting?: number; limiter_rate_per_second?: number }>;
 }
 
 interface MemberStatus {
@@ -89,6 +89,7 @@ export function metricsOf(url: string, text: string): MemberMetrics {
   const tenants: NonNullable<MemberMetrics['tenants']> = {};
   for (const [metric, key] of [
     ['docstream_tenant_documents_in_flight', 'in_flight'],
+    ['docstream_tenant_documents_waiting', 'waiting'],
     ['docstream_tenant_limiter_rate', 'limiter_rate_per_second'],
   ] as const) {
     for (const m of text.matchAll(new RegExp(`^${metric}\\{tenant="([^"]*)"\\}\\s+(\\S+)`, 'gm'))) {
@@ -235,7 +236,7 @@ export function formatStatus(s: GroupStatus): string {
         .sort(([a], [b]) => a.localeCompare(b))
         .map(
           ([name, t]) =>
-            `${name} ${num(t.in_flight)} in flight, limiter ${num(t.limiter_rate_per_second, 1)}/s`,
+            `${name} ${num(t.in_flight)} in flight${t.waiting ? `, ${num(t.waiting)} waiting for its share` : ''}, limiter ${num(t.limiter_rate_per_second, 1)}/s`,
         );
       lines.push(`tenants of ${m.client_id} ${m.member_id.slice(-8)}: ${each.join('; ')}`);
     }
