@@ -76,6 +76,8 @@
  *     alternating; --optimisations all | a comma list; --short: smaller phases (about half the time),
  *     noisier. About 12-13 minutes for all nine variants and two rounds (scripts/lib/bench-optimisations.ts);
  *     --before-cli <another build's dist/cli/index.js> adds that build, all on, as the variant `before`
+ *   npm run bench -- --mode tenants                 one tenant at its limit with a backlog beside another on shared
+ *     partitions: the other's delay after ready, the first's share of its limit (scripts/lib/bench-tenants.ts)
  *   npm run bench -- --scale-events                 what each scale event costs under a steady load
  *     (--events 1,2,3,4,3,2 --events-rate 300 --events-partitions 12 --events-hold-s 20;
  *      --assignor round-robin: the group as it was before the sticky assignor)
@@ -92,6 +94,7 @@ import { FRESHNESS_SCENARIOS, printFreshness, runFreshness, type Poller } from '
 import { printInflight, runInflight } from './lib/bench-inflight.js';
 import { LIMIT_SCENARIOS, printLimit, runLimit } from './lib/bench-limit.js';
 import { printScaleEvents, runScaleEvents } from './lib/bench-scale-events.js';
+import { printTenants, runTenants } from './lib/bench-tenants.js';
 import { printQuiet, runQuiet } from './lib/bench-quiet.js';
 import { parseVariants, printOptimisations, runOptimisations } from './lib/bench-optimisations.js';
 import { printState, runState } from './lib/bench-state.js';
@@ -125,8 +128,10 @@ const flags = parseFlags(process.argv.slice(2), {
   latencyMs: 1000,
   rate: 50,
   burst: 0,
-  partitions: 1,
-  maxInFlight: 500,
+  /** auto: 1 (4 for --mode tenants). */
+  partitions: 'auto',
+  /** auto: 500 (200 for --mode tenants: below its backlog). */
+  maxInFlight: 'auto',
   clientRate: 0,
   baselineDocs: 30,
   baselinePollMs: 250,
@@ -178,6 +183,20 @@ const flags = parseFlags(process.argv.slice(2), {
   eventsMaxInFlight: 2000,
   /** connector.delivery of the throughput runs: at-least-once, exactly-once, or both (compared). */
   delivery: 'at-least-once',
+  /** --mode tenants: busy's documents produced at once before calm's stream (contended phase). */
+  backlog: 500,
+  /** --mode tenants: busy's application's limit at the API, calls per second. */
+  busyLimit: 5,
+  /** --mode tenants: busy's ratePerSecond in the tenant directory; 0: not set (found from 429s). */
+  busyToldRate: 5,
+  /** --mode tenants: calm's application's limit at the API (and in the directory), calls per second. */
+  calmLimit: 1000,
+  calmRate: 5,
+  streamS: 60,
+  /** --mode tenants: how long after its stream a phase waits at most for calm's documents. */
+  drainS: 300,
+  /** --mode tenants: busy's first seconds of calls left out of its achieved rate. */
+  rampUpS: 5,
 });
 
 const log = (line: string) =>
@@ -462,7 +481,7 @@ function printStream(results: StreamMeasure[]): void {
 
 async function main(): Promise<void> {
   const timeoutS = bounded(
-    orAuto(flags.timeoutS, flags.mode === 'optimisations' ? 1500 : 600),
+    orAuto(flags.timeoutS, flags.mode === 'optimisations' ? 1500 : flags.mode === 'tenants' ? 1200 : 600),
     10,
     3600,
     'timeout-s',
@@ -515,8 +534,8 @@ async function main(): Promise<void> {
       latencyMs: bounded(Number(flags.latencyMs), 0, 60_000, 'latency-ms'),
       rate,
       burst: Number(flags.burst) > 0 ? Number(flags.burst) : Math.max(1, Math.ceil(rate / 5)),
-      partitions: bounded(Number(flags.partitions), 1, 64, 'partitions'),
-      maxInFlight: bounded(Number(flags.maxInFlight), 1, 100_000, 'max-in-flight'),
+      partitions: bounded(orAuto(flags.partitions, 1), 1, 64, 'partitions'),
+      maxInFlight: bounded(orAuto(flags.maxInFlight, 500), 1, 100_000, 'max-in-flight'),
       clientRate: Number(flags.clientRate) > 0 ? Number(flags.clientRate) : rate,
       baselineDocs: bounded(Number(flags.baselineDocs), 0, 1000, 'baseline-docs'),
       baselinePollMs: bounded(Number(flags.baselinePollMs), 10, 60_000, 'baseline-poll-ms'),
@@ -635,8 +654,8 @@ async function main(): Promise<void> {
           ? Math.min(2000, docs)
           : bounded(Number(flags.warmupDocs), 0, 5000, 'warmup-docs'),
       latencyMs: bounded(Number(flags.latencyMs), 0, 60_000, 'latency-ms'),
-      maxInFlight: bounded(Number(flags.maxInFlight), 1, 100_000, 'max-in-flight'),
-      partitions: bounded(Number(flags.partitions), 1, 64, 'partitions'),
+      maxInFlight: bounded(orAuto(flags.maxInFlight, 500), 1, 100_000, 'max-in-flight'),
+      partitions: bounded(orAuto(flags.partitions, 1), 1, 64, 'partitions'),
       schemes,
       blobRate: bounded(Number(flags.blobRate), 0, 10_000, 'blob-rate'),
       cpuProfDir: flags.cpuProf === true ? path.resolve('bench-results', 'profiles') : null,
@@ -645,6 +664,23 @@ async function main(): Promise<void> {
     });
     printBlobs(blobs);
     result = { mode: 'blobs', ...blobs };
+  } else if (flags.mode === 'tenants') {
+    const tenants = await runTenants({
+      backlog: bounded(Number(flags.backlog), 0, 20_000, 'backlog'),
+      busyLimit: bounded(Number(flags.busyLimit), 0.1, 10_000, 'busy-limit'),
+      busyToldRate: bounded(Number(flags.busyToldRate), 0, 10_000, 'busy-told-rate'),
+      calmLimit: bounded(Number(flags.calmLimit), 1, 100_000, 'calm-limit'),
+      calmRate: bounded(Number(flags.calmRate), 0.1, 1000, 'calm-rate'),
+      streamS: bounded(Number(flags.streamS), 5, 600, 'stream-s'),
+      drainS: bounded(Number(flags.drainS), 5, 1800, 'drain-s'),
+      partitions: bounded(orAuto(flags.partitions, 4), 1, 64, 'partitions'),
+      maxInFlight: bounded(orAuto(flags.maxInFlight, 200), 1, 100_000, 'max-in-flight'),
+      rampUpS: bounded(Number(flags.rampUpS), 0, 120, 'ramp-up-s'),
+      deadline,
+      log,
+    });
+    printTenants(tenants);
+    result = { mode: 'tenants', ...tenants };
   } else if (flags.mode === 'inflight') {
     const inflight = await runInflight({
       docs: bounded(Number(flags.inflightDocs), 100, 100_000, 'inflight-docs'),
@@ -654,7 +690,7 @@ async function main(): Promise<void> {
     result = { mode: 'inflight', ...inflight };
   } else {
     throw new Error(
-      `--mode must be throughput, stream, state, quiet, optimisations, inflight, limit, freshness or blobs, got ${String(flags.mode)}`,
+      `--mode must be throughput, stream, state, quiet, optimisations, inflight, limit, freshness, blobs or tenants, got ${String(flags.mode)}`,
     );
   }
 

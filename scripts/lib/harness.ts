@@ -170,6 +170,8 @@ interface ConnectorSettings {
   kafka?: Record<string, unknown>;
   /** Log level of the connector (default warn). */
   logLevel?: string;
+  /** `tenants.*` settings (e.g. `directoryFile`); absent: no tenant directory. */
+  tenants?: Record<string, unknown>;
 }
 
 /** Writes the connector's configuration file; the child reads nothing else (no DOCSTREAM_* variables). */
@@ -198,6 +200,7 @@ export function writeConnectorConfig(dir: string, s: ConnectorSettings): string 
     blobs: { fileRoots: s.fileRoots, ...(s.maxBytes !== undefined ? { maxBytes: s.maxBytes } : {}) },
     http: { host: '127.0.0.1', port: s.httpPort },
     log: { level: s.logLevel ?? 'warn', format: 'json' },
+    ...(s.tenants ? { tenants: s.tenants } : {}),
   };
   fs.writeFileSync(file, JSON.stringify(config, null, 2));
   return file;
