@@ -187,6 +187,8 @@ const flags = parseFlags(process.argv.slice(2), {
   backlog: 500,
   /** --mode tenants: busy's application's limit at the API, calls per second. */
   busyLimit: 5,
+  /** --mode tenants: the burst of busy's token bucket at the API; 0: a fifth of a second of its limit. */
+  busyBurst: 0,
   /** --mode tenants: busy's ratePerSecond in the tenant directory; 0: not set (found from 429s). */
   busyToldRate: 5,
   /** --mode tenants: calm's application's limit at the API (and in the directory), calls per second. */
@@ -197,6 +199,8 @@ const flags = parseFlags(process.argv.slice(2), {
   drainS: 300,
   /** --mode tenants: busy's first seconds of calls left out of its achieved rate. */
   rampUpS: 5,
+  /** --mode tenants: tenants.maxInFlightShare of the connector; default: the connector's own. */
+  maxInFlightShare: 'default',
 });
 
 const log = (line: string) =>
@@ -668,6 +672,7 @@ async function main(): Promise<void> {
     const tenants = await runTenants({
       backlog: bounded(Number(flags.backlog), 0, 20_000, 'backlog'),
       busyLimit: bounded(Number(flags.busyLimit), 0.1, 10_000, 'busy-limit'),
+      busyBurst: bounded(Number(flags.busyBurst), 0, 10_000, 'busy-burst'),
       busyToldRate: bounded(Number(flags.busyToldRate), 0, 10_000, 'busy-told-rate'),
       calmLimit: bounded(Number(flags.calmLimit), 1, 100_000, 'calm-limit'),
       calmRate: bounded(Number(flags.calmRate), 0.1, 1000, 'calm-rate'),
@@ -676,6 +681,10 @@ async function main(): Promise<void> {
       partitions: bounded(orAuto(flags.partitions, 4), 1, 64, 'partitions'),
       maxInFlight: bounded(orAuto(flags.maxInFlight, 200), 1, 100_000, 'max-in-flight'),
       rampUpS: bounded(Number(flags.rampUpS), 0, 120, 'ramp-up-s'),
+      maxInFlightShare:
+        flags.maxInFlightShare === 'default'
+          ? null
+          : bounded(Number(flags.maxInFlightShare), 0.01, 1, 'max-in-flight-share'),
       deadline,
       log,
     });

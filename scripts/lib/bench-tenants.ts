@@ -60,6 +60,8 @@ export interface TenantsOptions {
   backlog: number;
   /** busy's application's limit at the API, calls per second. */
   busyLimit: number;
+  /** busy's token bucket's burst at the API; 0: a fifth of a second of its limit, at least 1. */
+  busyBurst: number;
   /** busy's `ratePerSecond` in the directory; 0: not told (api.ratePerSecond, the limiter finds it). */
   busyToldRate: number;
   calmLimit: number;
@@ -68,6 +70,8 @@ export interface TenantsOptions {
   drainS: number;
   partitions: number;
   maxInFlight: number;
+  /** tenants.maxInFlightShare; null: the connector's default. */
+  maxInFlightShare: number | null;
   rampUpS: number;
   deadline: number;
   log: (line: string) => void;
@@ -92,6 +96,8 @@ export interface PhaseMeasure {
     rate: AchievedRate | null;
   } | null;
   peakInFlight: { total: number | null; busy: number | null; calm: number | null };
+  /** Peak of busy's documents waiting for its share of the slots (docstream_tenant_documents_waiting). */
+  peakBusyWaiting: number | null;
   /** Calls the sandbox's record no longer held (its ring was full): the figures would be short. */
   callsDropped: number;
   durationS: number;
@@ -168,6 +174,7 @@ function summarise(o: TenantsOptions, baseline: PhaseMeasure, contended: PhaseMe
     parameters: {
       backlog: o.backlog,
       busyLimit: o.busyLimit,
+      busyBurst: busyBurst(o),
       busyToldRate: o.busyToldRate,
       calmLimit: o.calmLimit,
       calmRate: o.calmRate,
@@ -175,6 +182,7 @@ function summarise(o: TenantsOptions, baseline: PhaseMeasure, contended: PhaseMe
       drainS: o.drainS,
       partitions: o.partitions,
       maxInFlight: o.maxInFlight,
+      maxInFlightShare: o.maxInFlightShare,
       rampUpS: o.rampUpS,
       processing: PROCESSING,
       calmDocs: calmDocs(o),
@@ -186,6 +194,7 @@ function summarise(o: TenantsOptions, baseline: PhaseMeasure, contended: PhaseMe
   };
 }
 
+const busyBurst = (o: TenantsOptions) => o.busyBurst || Math.max(1, Math.ceil(o.busyLimit / 5));
 const calmDocs = (o: TenantsOptions) => Math.max(1, Math.round(o.calmRate * o.streamS));
 
 /** A tenant's arrival event (JSON, FRAUD_ONLY, query_id = event_id). */
@@ -217,8 +226,13 @@ function writeDirectory(dir: string, org: Organisation, o: TenantsOptions): stri
   return file;
 }
 
-/** The connector's in-flight gauges: all documents, and each tenant's. */
-function inFlight(text: string): { total: number | null; busy: number | null; calm: number | null } {
+/** The connector's in-flight gauges (all documents, each tenant's) and busy's documents waiting for its share. */
+function inFlight(text: string): {
+  total: number | null;
+  busy: number | null;
+  calm: number | null;
+  busyWaiting: number | null;
+} {
   const value = (re: RegExp) => {
     const m = re.exec(text);
     return m ? Number(m[1]) : null;
@@ -227,6 +241,7 @@ function inFlight(text: string): { total: number | null; busy: number | null; ca
     total: value(/^docstream_documents_in_flight ([0-9.e+-]+)$/m),
     busy: value(/^docstream_tenant_documents_in_flight\{tenant="busy"\} ([0-9.e+-]+)$/m),
     calm: value(/^docstream_tenant_documents_in_flight\{tenant="calm"\} ([0-9.e+-]+)$/m),
+    busyWaiting: value(/^docstream_tenant_documents_waiting\{tenant="busy"\} ([0-9.e+-]+)$/m),
   };
 }
 
@@ -249,7 +264,7 @@ async function runPhase(
       {
         name: 'busy',
         cell: 'eu-1',
-        rateLimit: { ratePerSecond: o.busyLimit, burst: Math.max(1, Math.ceil(o.busyLimit / 5)) },
+        rateLimit: { ratePerSecond: o.busyLimit, burst: busyBurst(o) },
       },
       {
         name: 'calm',
@@ -277,6 +292,7 @@ async function runPhase(
   let connector: ConnectorProcess | null = null;
   let sampler: NodeJS.Timeout | undefined;
   const peak: PhaseMeasure['peakInFlight'] = { total: null, busy: null, calm: null };
+  let peakBusyWaiting: number | null = null;
   try {
     await ensureInputTopics(kafka, topics);
     const httpPort = await freePort();
@@ -288,7 +304,10 @@ async function runPhase(
       maxInFlight: o.maxInFlight,
       fileRoots: [dir],
       httpPort,
-      tenants: { directoryFile: writeDirectory(dir, org, o) },
+      tenants: {
+        directoryFile: writeDirectory(dir, org, o),
+        ...(o.maxInFlightShare !== null ? { maxInFlightShare: o.maxInFlightShare } : {}),
+      },
     });
     connector = new ConnectorProcess(config, httpPort);
     await connector.ready();
@@ -316,6 +335,7 @@ async function runPhase(
           peak.total = maxOf(peak.total, now.total);
           peak.busy = maxOf(peak.busy, now.busy);
           peak.calm = maxOf(peak.calm, now.calm);
+          peakBusyWaiting = maxOf(peakBusyWaiting, now.busyWaiting);
         })
         .finally(() => (sampling = false));
     }, 1000);
@@ -380,6 +400,7 @@ async function runPhase(
       },
       busy,
       peakInFlight: peak,
+      peakBusyWaiting,
       callsDropped: org.sandbox.calls().dropped,
       durationS: Math.round((endedAt - startedAt) / 100) / 10,
     };
@@ -397,10 +418,10 @@ async function runPhase(
 export function printTenants(r: TenantsResult): void {
   const p = r.parameters;
   console.log(
-    `\ntenants: busy (eu-1, API limit ${p.busyLimit} calls/s, directory ratePerSecond ${p.busyToldRate || 'not set'}), ` +
+    `\ntenants: busy (eu-1, API limit ${p.busyLimit} calls/s burst ${p.busyBurst}, directory ratePerSecond ${p.busyToldRate || 'not set'}), ` +
       `backlog ${p.backlog} at once in the contended phase; calm (us-1, limit ${p.calmLimit}/s) ${p.calmDocs} events at ` +
       `${p.calmRate}/s; ${p.partitions} input partitions shared by both (keyed by event id); ` +
-      `connector.maxInFlight ${p.maxInFlight}; results ready 1-4 s after the upload`,
+      `connector.maxInFlight ${p.maxInFlight}, tenants.maxInFlightShare ${p.maxInFlightShare ?? "the connector's default"}; results ready 1-4 s after the upload`,
   );
   const phases = [r.baseline, r.contended];
   const stats = (s: DelayStats | null | undefined) => (s ? `${s.p50} / ${s.p95} / ${s.max}` : '-');
@@ -418,6 +439,7 @@ export function printTenants(r: TenantsResult): void {
       (m) => `${m.peakInFlight.total ?? '-'} / ${m.peakInFlight.busy ?? '-'} / ${m.peakInFlight.calm ?? '-'}`,
       '',
     ],
+    ['peak busy documents waiting for its share', (m) => String(m.peakBusyWaiting ?? '-'), ''],
     ['phase duration s', (m) => String(m.durationS), ''],
   ];
   const widths = [40, 26, 26];
