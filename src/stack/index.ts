@@ -2,6 +2,7 @@ import { existsSync, rmdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { waitUntilHealthy } from './health.js';
 import {
+  DEFAULT_SERVICES,
   kafkaNodePorts,
   selectedServices,
   validateOptions,
@@ -236,7 +237,10 @@ export async function stackDown(o: StackOptions): Promise<void> {
   checkOptions(o);
   const inUse: string[] = [];
   await withLock(lockFile(o), o.timeoutMs, async () => {
-    for (const name of [...selectedServices(o)].reverse()) {
+    for (const name of [...selectedServices(o, true)].reverse()) {
+      // Jaeger, when not named: only if this run dir ever ran it (else not a line about it).
+      const optional = !o.services?.length && !DEFAULT_SERVICES.includes(name);
+      if (optional && !existsSync(servicePaths(o.runDir, name).dir)) continue;
       // Every Kafka process of this run dir, single node or cluster, whatever `brokers` says.
       const units = name === 'kafka' ? allKafkaUnits(o) : [SERVICES[name]];
       const recs = units.map((def) => ({

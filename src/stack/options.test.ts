@@ -36,6 +36,9 @@ describe('ports', () => {
       registry: 8081,
       registryManagement: 9001,
       s3: 9002,
+      jaegerOtlp: 4318,
+      jaegerQuery: 16686,
+      jaegerQueryGrpc: 16685,
     });
     expect(defaultPorts({ DOCSTREAM_STACK_KAFKA_PORT: '19092', DOCSTREAM_STACK_S3_PORT: '' })).toMatchObject({
       kafka: 19092,
@@ -141,5 +144,13 @@ describe('download progress lines', () => {
 
   test('stripAnsi', () => {
     expect(stripAnsi('\u001b[1mBUILD\u001b[m ok')).toBe('BUILD ok');
+  });
+});
+
+describe('services', () => {
+  test('Jaeger only when named; down stops it too', () => {
+    expect(selectedServices({})).toEqual(['kafka', 'registry', 's3']);
+    expect(selectedServices({}, true)).toEqual(['kafka', 'registry', 's3', 'jaeger']);
+    expect(selectedServices({ services: ['jaeger'] })).toEqual(['jaeger']);
   });
 });

@@ -1,7 +1,10 @@
 import { defaultCacheDir, defaultRunDir } from './paths.js';
 
-export const SERVICE_NAMES = ['kafka', 'registry', 's3'] as const;
+export const SERVICE_NAMES = ['kafka', 'registry', 's3', 'jaeger'] as const;
 export type ServiceName = (typeof SERVICE_NAMES)[number];
+
+/** What `up`, `install` and `status` take without `--services`: Jaeger (a Go build) only when asked for. */
+export const DEFAULT_SERVICES: readonly ServiceName[] = ['kafka', 'registry', 's3'];
 
 export interface StackPorts {
   kafka: number;
@@ -13,6 +16,10 @@ export interface StackPorts {
   registry: number;
   registryManagement: number;
   s3: number;
+  /** Jaeger's OTLP/HTTP receiver, its query API and UI, and its query gRPC API. */
+  jaegerOtlp: number;
+  jaegerQuery: number;
+  jaegerQueryGrpc: number;
 }
 
 export interface StackOptions {
@@ -82,6 +89,9 @@ export const DEFAULT_PORTS: StackPorts = {
   registry: 8081,
   registryManagement: 9001,
   s3: 9002,
+  jaegerOtlp: 4318,
+  jaegerQuery: 16686,
+  jaegerQueryGrpc: 16685,
 };
 
 /** The environment variable that sets each port (the CLI's help names them). */
@@ -94,6 +104,9 @@ export const PORT_ENV: Record<keyof StackPorts, string> = {
   registry: 'DOCSTREAM_STACK_REGISTRY_PORT',
   registryManagement: 'DOCSTREAM_STACK_REGISTRY_MANAGEMENT_PORT',
   s3: 'DOCSTREAM_STACK_S3_PORT',
+  jaegerOtlp: 'DOCSTREAM_STACK_JAEGER_OTLP_PORT',
+  jaegerQuery: 'DOCSTREAM_STACK_JAEGER_QUERY_PORT',
+  jaegerQueryGrpc: 'DOCSTREAM_STACK_JAEGER_QUERY_GRPC_PORT',
 };
 
 /** Default ports, each overridable by an environment variable (DOCSTREAM_STACK_KAFKA_PORT, ...). */
@@ -159,8 +172,10 @@ export function kafkaNodePorts(o: Pick<StackOptions, 'ports' | 'brokers' | 'node
   return nodes;
 }
 
-export function selectedServices(opts: Pick<StackOptions, 'services'>): ServiceName[] {
-  const wanted = opts.services && opts.services.length > 0 ? opts.services : SERVICE_NAMES;
+/** The services named, else the default ones; `down` without a list stops every service, Jaeger too. */
+export function selectedServices(opts: Pick<StackOptions, 'services'>, all = false): ServiceName[] {
+  const wanted =
+    opts.services && opts.services.length > 0 ? opts.services : all ? SERVICE_NAMES : DEFAULT_SERVICES;
   return SERVICE_NAMES.filter((s) => wanted.includes(s));
 }
 

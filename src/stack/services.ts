@@ -13,6 +13,7 @@ import { delimiter, dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import {
   ensureApicurio,
+  ensureJaeger,
   ensureJdk4py,
   ensureKafka,
   ensureMoto,
@@ -508,4 +509,81 @@ const s3: ServiceDef = {
   },
 };
 
-export const SERVICES: Record<ServiceName, ServiceDef> = { kafka, registry, s3 };
+// ---------------------------------------------------------------------------------------------
+// Jaeger v2: traces (OTLP/HTTP in, query API and UI out), kept in memory
+
+/** Jaeger's configuration: OTLP/HTTP only, in-memory storage, every listener on loopback, no self-metrics. */
+export function jaegerConfig(o: Pick<StackOptions, 'ports'>): string {
+  return [
+    'service:',
+    '  extensions: [jaeger_storage, jaeger_query]',
+    '  pipelines:',
+    '    traces:',
+    '      receivers: [otlp]',
+    '      processors: [batch]',
+    '      exporters: [jaeger_storage_exporter]',
+    '  telemetry:',
+    '    metrics:',
+    '      level: none',
+    'extensions:',
+    '  jaeger_query:',
+    '    storage:',
+    '      traces: memstore',
+    '    http:',
+    `      endpoint: 127.0.0.1:${o.ports.jaegerQuery}`,
+    '    grpc:',
+    `      endpoint: 127.0.0.1:${o.ports.jaegerQueryGrpc}`,
+    '  jaeger_storage:',
+    '    backends:',
+    '      memstore:',
+    '        memory:',
+    '          max_traces: 100000',
+    'receivers:',
+    '  otlp:',
+    '    protocols:',
+    '      http:',
+    `        endpoint: 127.0.0.1:${o.ports.jaegerOtlp}`,
+    'processors:',
+    '  batch:',
+    'exporters:',
+    '  jaeger_storage_exporter:',
+    '    trace_storage: memstore',
+    '',
+  ].join('\n');
+}
+
+const jaeger: ServiceDef = {
+  name: 'jaeger',
+  ports: (o) => [
+    { label: 'jaeger otlp', port: o.ports.jaegerOtlp },
+    { label: 'jaeger query', port: o.ports.jaegerQuery },
+    { label: 'jaeger query grpc', port: o.ports.jaegerQueryGrpc },
+  ],
+  endpoint: (o) => `http://localhost:${o.ports.jaegerQuery}`,
+  async install(o) {
+    await ensureJaeger(o.cacheDir, o.log);
+  },
+  async prepare(o) {
+    const binary = await ensureJaeger(o.cacheDir, o.log);
+    const p = servicePaths(o.runDir, 'jaeger');
+    mkdirSync(p.dir, { recursive: true });
+    const config = join(p.dir, 'jaeger.yaml');
+    writeFileSync(config, jaegerConfig(o));
+    return {
+      command: binary,
+      args: ['--config', config],
+      cwd: p.dir,
+      env: { ...process.env },
+      outFile: p.outFile,
+    };
+  },
+  async healthy(o) {
+    return (await httpStatus(`http://127.0.0.1:${o.ports.jaegerQuery}/api/services`)) === 200;
+  },
+  logFiles: (o) => [servicePaths(o.runDir, 'jaeger').outFile],
+  wipe() {
+    /* Jaeger keeps traces in memory */
+  },
+};
+
+export const SERVICES: Record<ServiceName, ServiceDef> = { kafka, registry, s3, jaeger };

@@ -40,6 +40,9 @@ interface CommonFlags {
   registryPort?: number;
   registryManagementPort?: number;
   s3Port?: number;
+  jaegerOtlpPort?: number;
+  jaegerQueryPort?: number;
+  jaegerQueryGrpcPort?: number;
   timeout?: number;
   services?: ServiceName[];
   fresh?: boolean;
@@ -113,7 +116,7 @@ function withInstallOptions(cmd: Command): Command {
     )
     .option(
       '--services <list>',
-      `only these services (comma-separated, of ${SERVICE_NAMES.join(',')})`,
+      `only these services (comma-separated, of ${SERVICE_NAMES.join(',')}; default: all but jaeger, which up, install and status take only when named, and down stops too)`,
       parseServices,
     )
     .addOption(
@@ -173,6 +176,24 @@ function withCommonOptions(cmd: Command): Command {
     )
     .option('--s3-port <port>', port('port of the S3-compatible server', 's3'), parsePort, d.ports.s3)
     .option(
+      '--jaeger-otlp-port <port>',
+      port("port of Jaeger's OTLP/HTTP receiver", 'jaegerOtlp'),
+      parsePort,
+      d.ports.jaegerOtlp,
+    )
+    .option(
+      '--jaeger-query-port <port>',
+      port("port of Jaeger's query API and UI", 'jaegerQuery'),
+      parsePort,
+      d.ports.jaegerQuery,
+    )
+    .option(
+      '--jaeger-query-grpc-port <port>',
+      port("port of Jaeger's query gRPC API", 'jaegerQueryGrpc'),
+      parsePort,
+      d.ports.jaegerQueryGrpc,
+    )
+    .option(
       '--brokers <n>',
       `Kafka nodes: 1 (default), or 3 for a KRaft cluster of broker+controller nodes, replication 3 and min ISR 2, PLAINTEXT only; status and down find the layout running when it is not given (env: ${BROKERS_ENV})`,
       parseBrokers,
@@ -201,6 +222,9 @@ function toOptions(
       registry: flags.registryPort ?? d.ports.registry,
       registryManagement: flags.registryManagementPort ?? d.ports.registryManagement,
       s3: flags.s3Port ?? d.ports.s3,
+      jaegerOtlp: flags.jaegerOtlpPort ?? d.ports.jaegerOtlp,
+      jaegerQuery: flags.jaegerQueryPort ?? d.ports.jaegerQuery,
+      jaegerQueryGrpc: flags.jaegerQueryGrpcPort ?? d.ports.jaegerQueryGrpc,
     },
     timeoutMs: (flags.timeout ?? d.timeoutMs / 1000) * 1000,
     log,
