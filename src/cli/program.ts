@@ -18,6 +18,7 @@ import { applyDeprecated } from './deprecated.js';
 import { EXIT_INVALID_INPUT, exitCodeOf } from './exit-codes.js';
 import { examples, exitCodesHelp } from './help.js';
 import { printError, usageErrorLine } from './messages.js';
+import { DOCSTREAM_VERSION } from '../version.js';
 
 /** The top-level help lists the commands by what the user is doing, in this order. */
 const GROUPS: ReadonlyArray<[heading: string, commands: string[]]> = [
@@ -31,7 +32,7 @@ const GROUPS: ReadonlyArray<[heading: string, commands: string[]]> = [
 export function buildProgram(): Command {
   const program = new Command('docstream')
     .description('Kafka connector for the Document Analysis API.')
-    .version('0.1.0')
+    .version(DOCSTREAM_VERSION)
     .exitOverride((err) => {
       process.exit(err.exitCode === 0 ? 0 : EXIT_INVALID_INPUT);
     });

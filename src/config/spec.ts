@@ -283,6 +283,22 @@ export const CONFIG_SPEC = {
       0,
     ),
   },
+  tracing: {
+    enabled: f.bool(
+      false,
+      "Trace each document with OpenTelemetry (docs/operating.md, \"Traces\"): its span, a child of the event's traceparent, and one per step, exported over OTLP/HTTP (protobuf); outputs carry the document span's traceparent. Off: the producer's traceparent is passed through as before and nothing is recorded.",
+    ),
+    endpoint: f.string(
+      '',
+      'OTLP/HTTP traces endpoint, e.g. http://localhost:4318/v1/traces. Empty: the OpenTelemetry variables (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_HEADERS), else http://localhost:4318/v1/traces.',
+    ),
+    sampleRatio: f.number(
+      1,
+      "Share of the documents without a sampled producer's trace that are traced (0-1); a document whose event carries a traceparent follows its sampled flag.",
+      0,
+      1,
+    ),
+  },
   connector: {
     maxInFlight: f.int(
       500,

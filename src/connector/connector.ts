@@ -5,6 +5,8 @@
  * it is assigned), the consumer loop (`consumer-loop.ts`), the tail of decision webhook deliveries
  * and the receiver when enabled, and shuts down cleanly.
  */
+import { documentTraces, NO_TRACES, type DocumentTraces } from '../observability/tracing.js';
+import { DOCSTREAM_VERSION } from '../version.js';
 import type { Config } from '../config/index.js';
 import type { DocumentAnalysisClient } from '../client/client.js';
 import type { KafkaConsumer } from '../kafka/consumer.js';
@@ -31,6 +33,8 @@ export interface ConnectorOptions {
   config: Config;
   logger: Logger;
   metrics?: ConnectorMetrics;
+  /** Documents' traces; by default as `tracing.*` says (`observability/tracing.ts`). */
+  traces?: DocumentTraces;
   /** false: serve only the webhook receiver (`docstream webhooks`), consume no input. Default true. */
   consume?: boolean;
   /**
@@ -66,12 +70,14 @@ export class Connector {
   private inputPartitions = 1;
   private readonly log: Logger;
   private readonly groupShare: GroupShare;
+  private readonly traces: DocumentTraces;
 
   private constructor(private readonly options: ConnectorOptions) {
     const { config, logger } = options;
     this.log = logger;
     this.metrics = options.metrics ?? new ConnectorMetrics();
-    this.parts = buildParts(config, logger, this.metrics);
+    this.traces = options.traces ?? NO_TRACES;
+    this.parts = buildParts(config, logger, this.metrics, this.traces);
     this.engine = this.parts.engine;
     this.client = this.parts.client;
     this.metrics.observeApi(this.client.limiter, this.client.health);
@@ -165,7 +171,20 @@ export class Connector {
 
   /** Connects, prepares topics and schemas, reads the state, and starts consuming. */
   static async start(options: ConnectorOptions): Promise<Connector> {
-    const connector = new Connector(options);
+    const t = options.config.tracing;
+    const traces =
+      options.traces ??
+      (await documentTraces(
+        {
+          enabled: t.enabled,
+          endpoint: t.endpoint,
+          sampleRatio: t.sampleRatio,
+          serviceName: 'docstream',
+          serviceVersion: DOCSTREAM_VERSION,
+        },
+        options.logger,
+      ));
+    const connector = new Connector({ ...options, traces });
     try {
       await connector.boot();
     } catch (err) {
@@ -495,6 +514,8 @@ export class Connector {
         () => p.inputReader.stop(),
         () => p.producer.disconnect(),
         () => p.admin.disconnect(),
+        // The spans of the documents just stopped go out before the process exits.
+        () => this.traces.shutdown(left()),
       ]) {
         const outcome = await outcomeWithin(part(), left());
         if (outcome.state === 'failed')

@@ -7,6 +7,7 @@
  * `kafka/client-from-config.ts` and `serde/registry-from-config.ts`, as the CLI's commands take
  * theirs, so that the commands and the connector connect alike.
  */
+import { NO_TRACES, type DocumentTraces } from '../observability/tracing.js';
 import { createBlobSource, DEFAULT_CONNECTIONS_PER_HOST } from '../blobs/index.js';
 import { DocumentAnalysisClient } from '../client/client.js';
 import type { Config } from '../config/index.js';
@@ -208,7 +209,12 @@ type Clients = Pick<
  * Every part of one connector, built in order: the clients, the output, the state and its writer,
  * the engine over them, and the rules arrival events are checked against. Nothing connects yet.
  */
-export function buildParts(config: Config, logger: Logger, metrics: ConnectorMetrics): ConnectorParts {
+export function buildParts(
+  config: Config,
+  logger: Logger,
+  metrics: ConnectorMetrics,
+  traces: DocumentTraces = NO_TRACES,
+): ConnectorParts {
   const a: Assembly = {
     config,
     logger,
@@ -221,7 +227,7 @@ export function buildParts(config: Config, logger: Logger, metrics: ConnectorMet
   const inputReader = new RecordReader(clients.kafka, clients.admin, config.topics.arrived, logger);
   const scheduler = new PollScheduler();
   const deliveries = new RecentDeliveries(deliveryWindowMs(config.connector.deadlineMs));
-  const engine = engineOf(a, { clients, output, writer, inputReader, scheduler, deliveries });
+  const engine = engineOf(a, { clients, output, writer, inputReader, scheduler, deliveries, traces });
   return {
     ...clients,
     output,
@@ -342,6 +348,7 @@ function engineOf(
     inputReader: RecordReader;
     scheduler: PollScheduler;
     deliveries: RecentDeliveries;
+    traces: DocumentTraces;
   },
 ): DocumentEngine {
   const c = config.connector;
@@ -360,6 +367,7 @@ function engineOf(
       logger,
       deliveries: parts.deliveries,
       budget: client.limiter,
+      ...(parts.traces.enabled ? { traces: parts.traces } : {}),
     },
     {
       pollInitialMs: c.pollInitialMs,
@@ -370,6 +378,13 @@ function engineOf(
       attachReportUrl: c.attachReportUrl,
       awaitedOverride,
       unknownTenantGraceMs: config.tenants.unknownGraceMs,
+      traceTopics: {
+        fraud: config.topics.fraud,
+        quality: config.topics.quality,
+        classification: config.topics.classification,
+        decision: config.topics.decision,
+        dlq: config.topics.dlq,
+      },
       ...(tenants
         ? {
             tenantShares: {

@@ -24,6 +24,13 @@ import {
 } from '../outputs/dead-letters.js';
 import type { InFlight } from './in-flight.js';
 import type { TenantShares } from './tenant-shares.js';
+import {
+  NO_TRACES,
+  type DocumentTrace,
+  type DocumentTraces,
+  type TracedRecord,
+} from '../../observability/tracing.js';
+import type { Attributes } from '@opentelemetry/api';
 import { FAILED_AT, type CatalogueCode } from '../outputs/dead-letter-catalogue.js';
 import {
   ResultNotReady,
@@ -95,6 +102,7 @@ export class DocumentLife {
   readonly now: () => number;
   /** The consumer waits for a slot (`wantCapacity`): no record lingers. */
   private capacityWanted = false;
+  private readonly traces: DocumentTraces;
 
   constructor(
     private readonly ports: EnginePorts,
@@ -105,6 +113,7 @@ export class DocumentLife {
   ) {
     this.now = ports.now ?? Date.now;
     this.timing = new PollTiming(options, ports.random ?? Math.random, ports.budget);
+    this.traces = ports.traces ?? NO_TRACES;
   }
 
   // ---- admit → create → record: while the consumer holds the input record ----
@@ -127,6 +136,21 @@ export class DocumentLife {
     }
     // Nothing is read or created for a partition being revoked, or while Kafka takes no writes.
     this.gate.check(source.partition);
+    const trace = this.traces.start(tracedRecord(source, event), this.now());
+    try {
+      return await this.admitTraced(source, event, trace);
+    } catch (err) {
+      // Thrown: the consumer tries the record again (a new trace then), or it was given up.
+      trace.end('tried again', failureOf(err).message);
+      throw err;
+    }
+  }
+
+  private async admitTraced(
+    source: SourceRecord,
+    event: ArrivalEvent,
+    trace: DocumentTrace,
+  ): Promise<'started' | 'dead-lettered'> {
     const subject = {
       source,
       event_id: event.event_id,
@@ -140,20 +164,24 @@ export class DocumentLife {
     if (event.tenant !== undefined && !(await this.tenantKnownWithin(event.tenant, source.partition))) {
       const grace = this.options.unknownTenantGraceMs ?? 0;
       const message = `tenant ${event.tenant} is not in the tenant directory (tenants.directoryFile) after ${grace} ms; re-drive this dead letter once it is added`;
-      await this.deadLetter({ code: 'unknown_tenant', message }, subject, {
-        stage: 'validate',
-        fallbackCode: 'unknown_tenant',
-        attempts: 1,
-      });
+      await this.deadLetter(
+        { code: 'unknown_tenant', message },
+        subject,
+        { stage: 'validate', fallbackCode: 'unknown_tenant', attempts: 1 },
+        { trace },
+      );
       return 'dead-lettered';
     }
-    if (!this.shares) return this.submit(source, event, subject);
+    if (!this.shares) return this.submit(source, event, subject, trace);
     // Within its tenant's share of the slots, else waiting for its turn (holding no slot meanwhile).
+    const waitStarted = this.now();
     const release = await this.shares.acquire(event.tenant ?? '', source.partition);
+    if (this.now() > waitStarted)
+      trace.step('wait', waitStarted, { 'docstream.wait.reason': 'tenant_share' });
     try {
       // Waited: its partition may be being revoked by now, or Kafka away.
       this.gate.check(source.partition);
-      return await this.submit(source, event, subject);
+      return await this.submit(source, event, subject, trace);
     } finally {
       release();
     }
@@ -164,6 +192,7 @@ export class DocumentLife {
     source: SourceRecord,
     event: ArrivalEvent,
     subject: DeadLetterSubject,
+    trace: DocumentTrace,
   ): Promise<'started' | 'dead-lettered'> {
     // admit: the file must be readable before anything is submitted.
     let blob: OpenedBlob;
@@ -171,14 +200,21 @@ export class DocumentLife {
     try {
       blob = await this.ports.blobs.resolve(event.blob);
       this.events.onStage?.('blob', this.now() - blobStarted);
+      trace.step('fetch blob', blobStarted, blobAttributes(event.blob.url, blob.size));
     } catch (err) {
+      trace.step('fetch blob', blobStarted, blobAttributes(event.blob.url), failureOf(err).message);
       const outcome = this.blobFailure(event.event_id, source.partition, blobStarted, err);
       // Transient failure before the deadline: thrown, the consumer tries the record again after a back-off.
       if (outcome === 'again') throw err;
       // A blob error's own code names the problem; its retry count is not the API's (a deadline
       // dead letter counts the admission attempts).
       const { failure, attempts } = outcome;
-      await this.deadLetter(failure, subject, { stage: 'blob', fallbackCode: 'blob_unreadable', attempts });
+      await this.deadLetter(
+        failure,
+        subject,
+        { stage: 'blob', fallbackCode: 'blob_unreadable', attempts },
+        { trace },
+      );
       return 'dead-lettered';
     }
     this.blobRetries.delete(event.event_id);
@@ -190,6 +226,7 @@ export class DocumentLife {
     let settle: () => void = () => undefined;
     const settled = new Promise<void>((resolve) => (settle = resolve));
     let tracked = false;
+    let sentAt = 0;
     try {
       try {
         created = await this.apiOf(event.tenant).createSubmission(
@@ -204,18 +241,34 @@ export class DocumentLife {
               this.gate.check(source.partition);
               if (!tracked) this.gate.track(settled);
               tracked = true;
+              sentAt ||= this.now();
             },
           },
         );
         this.events.onStage?.('create', this.now() - createStarted);
+        trace.step(
+          'POST',
+          createStarted,
+          apiAttributes('POST', '/v2/submission', 201, createStarted, sentAt),
+          undefined,
+          'client',
+        );
       } catch (err) {
+        const f = failureOf(err);
+        trace.step(
+          'POST',
+          createStarted,
+          apiAttributes('POST', '/v2/submission', f.status, createStarted, sentAt),
+          f.message,
+          'client',
+        );
         await blob.cleanup();
         // Not sent (or not sent again) because the gate closed: the record is tried again later.
         if (err instanceof RevocationInProgressError || err instanceof KafkaUnavailableError) throw err;
         const failure = outlasted(err)
           ? deadlineFailure(err, `the API did not accept the submission within ${this.options.deadlineMs} ms`)
           : err;
-        await this.deadLetter(failure, subject, { stage: 'create', fallbackCode: 'api_error' });
+        await this.deadLetter(failure, subject, { stage: 'create', fallbackCode: 'api_error' }, { trace });
         return 'dead-lettered';
       }
 
@@ -232,6 +285,7 @@ export class DocumentLife {
       }
       const run = Run.process(state, event, source, this.now());
       run.blob = blob;
+      run.trace = trace;
       this.start(run);
       return 'started';
     } finally {
@@ -393,6 +447,10 @@ export class DocumentLife {
   // ---- from here on in the background: admitted, resumed and replayed documents ----
 
   start(run: Run): void {
+    run.trace ??= this.traces.start(
+      { ...tracedRecord(run.pointer, run.identity), resumed: true, traceparent: run.identity.traceparent },
+      this.now(),
+    );
     this.inFlight.add(run);
     this.inFlight.track(this.live(run));
   }
@@ -431,6 +489,7 @@ export class DocumentLife {
     if (!run.running) return false;
     const started = this.now();
     let stage: keyof typeof FAILED_AT = 'blob';
+    let stepAt = started;
     const input = run.input;
     if (!input) {
       // Resumed, but its input record left the input topic: the blob and characteristics are unknown.
@@ -442,16 +501,33 @@ export class DocumentLife {
       run.blob ??= await this.ports.blobs.resolve(input.blob);
       if (pending.characteristics_pending && input.characteristics) {
         stage = 'characteristics';
+        stepAt = this.now();
         await this.apiOf(run.identity.tenant).putCharacteristics(
           s.submission_id,
           pending.characteristics_url,
           input.characteristics,
         );
+        run.trace?.step(
+          'PUT',
+          stepAt,
+          apiAttributes('PUT', '/v2/submission/{id}/characteristics', 200),
+          undefined,
+          'client',
+        );
       }
       stage = 'upload';
-      if (pending.upload_url)
+      stepAt = this.now();
+      if (pending.upload_url) {
         await this.apiOf(run.identity.tenant).upload(pending.upload_url, run.blob, s.submission_id);
+        run.trace?.step('PUT', stepAt, apiAttributes('PUT', 'upload', 200), undefined, 'client');
+      }
     } catch (err) {
+      const f = failureOf(err);
+      if (stage === 'blob') run.trace?.step('fetch blob', stepAt, blobAttributes(input.blob.url), f.message);
+      else {
+        const route = stage === 'upload' ? 'upload' : '/v2/submission/{id}/characteristics';
+        run.trace?.step('PUT', stepAt, apiAttributes('PUT', route, f.status), f.message, 'client');
+      }
       // A resumed document's blob store answered with a transient failure: tried again until its deadline timer
       // ends it (`upload/deadline_exceeded`, naming the last blob error).
       if (stage === 'blob' && failureOf(err).retriable === true) {
@@ -582,6 +658,7 @@ export class DocumentLife {
     const learns = run.mode === 'process' && run.uploadedHere;
     const askedAt = this.now() - run.uploadedAt;
     let body: Record<string, unknown>;
+    const pollAt = this.now();
     const fetching = this.apiOf(run.identity.tenant).getResult(
       kind,
       run.state.submission_id,
@@ -593,6 +670,14 @@ export class DocumentLife {
       body = await fetching;
     } catch (err) {
       run.fetching.delete(kind);
+      const notReady = err instanceof ResultNotReady;
+      run.trace?.step(
+        'GET',
+        pollAt,
+        pollAttributes(kind, notReady ? 'not_ready' : 'failed', failureOf(err).status, spare),
+        notReady ? undefined : failureOf(err).message,
+        'client',
+      );
       if (!run.running) return;
       if (err instanceof ResultNotReady) {
         if (learns) (run.notReadyAt ??= new Map()).set(kind, askedAt);
@@ -612,6 +697,7 @@ export class DocumentLife {
       return;
     }
     run.fetching.delete(kind);
+    run.trace?.step('GET', pollAt, pollAttributes(kind, 'ready', 200, spare), undefined, 'client');
     if (learns)
       this.timing.observe(kind, run.notReadyAt?.get(kind) ?? 0, this.now() - run.uploadedAt, run.traits);
     // The decision is made from the fraud result: that is final too.
@@ -667,13 +753,35 @@ export class DocumentLife {
     run.publishing.add(kind);
     try {
       const reportUrl = kind === 'fraud' && this.options.attachReportUrl ? await this.reportUrl(run) : null;
+      const publishAt = this.now();
+      const traceparent = run.trace?.traceparent;
+      const topic = this.options.traceTopics?.[kind];
       try {
-        await this.ports.out.publishResult(kind, run.identity, body, {
-          report_url: reportUrl,
-          source,
-          inputPartition: run.state.input.partition,
-        });
+        await this.ports.out.publishResult(
+          kind,
+          traceparent ? { ...run.identity, traceparent } : run.identity,
+          body,
+          {
+            report_url: reportUrl,
+            source,
+            inputPartition: run.state.input.partition,
+          },
+        );
+        run.trace?.step(
+          `send ${topic ?? kind}`,
+          publishAt,
+          sendAttributes(topic, { 'docstream.result': kind, 'docstream.result.via': source }),
+          undefined,
+          'producer',
+        );
       } catch (err) {
+        run.trace?.step(
+          `send ${topic ?? kind}`,
+          publishAt,
+          sendAttributes(topic, { 'docstream.result': kind }),
+          failureOf(err).message,
+          'producer',
+        );
         // Too large for its topic: retrying cannot help, the document ends in a dead letter.
         if (isMessageTooLarge(err)) {
           await this.fail(run, err, 'publish', 'result_too_large');
@@ -733,12 +841,14 @@ export class DocumentLife {
         await this.record(run);
       }
       this.events.onFinished?.(run.summary(), 'replayed');
+      run.trace?.end('replayed');
       this.inFlight.remove(run, 'ended');
       return;
     }
     run.state = run.finished('DONE', this.now());
     await this.record(run, 'lazy');
     this.events.onFinished?.(run.summary(), 'done');
+    run.trace?.end('done');
     this.inFlight.remove(run, 'ended');
     if (this.options.deleteAfterPublish) this.inFlight.track(this.deleteSubmission(run, 0));
   }
@@ -823,7 +933,7 @@ export class DocumentLife {
       { source: await this.sourceOf(run), ...run.subject() },
       { stage, fallbackCode, ...(attempts === undefined ? {} : { attempts }) },
       // Exactly-once: the dead letter and the FAILED state below go in one transaction.
-      { stateFollows: run.mode === 'process' },
+      { stateFollows: run.mode === 'process', ...(run.trace ? { trace: run.trace } : {}) },
     );
     if (run.mode === 'process') {
       run.state = run.finished('FAILED', this.now());
@@ -833,14 +943,39 @@ export class DocumentLife {
     this.inFlight.remove(run, 'ended');
   }
 
+  /** `trace`: the document's, which the dead letter's traceparent names and which ends with it. */
   private async deadLetter(
     err: unknown,
     subject: DeadLetterSubject,
     context: DeadLetterContext,
-    options: { stateFollows?: boolean } = {},
+    options: { stateFollows?: boolean; trace?: DocumentTrace } = {},
   ): Promise<void> {
-    const deadLetter = deadLetterOf(err, subject, context);
-    await this.ports.out.deadLetter(deadLetter, options);
+    const { trace, ...outOptions } = options;
+    const traceparent = trace?.traceparent;
+    const traced =
+      traceparent && subject.source ? { ...subject, source: { ...subject.source, traceparent } } : subject;
+    const deadLetter = deadLetterOf(err, traced, context);
+    const topic = this.options.traceTopics?.dlq;
+    const sentAt = this.now();
+    const why = `${context.stage}/${deadLetter.error_code}`;
+    const attributes = sendAttributes(topic, {
+      'docstream.dead_letter.stage': context.stage,
+      'docstream.dead_letter.code': deadLetter.error_code,
+    });
+    try {
+      await this.ports.out.deadLetter(deadLetter, outOptions);
+    } catch (sendErr) {
+      trace?.step(
+        `send ${topic ?? 'dead letter'}`,
+        sentAt,
+        attributes,
+        failureOf(sendErr).message,
+        'producer',
+      );
+      throw sendErr;
+    }
+    trace?.step(`send ${topic ?? 'dead letter'}`, sentAt, attributes, undefined, 'producer');
+    trace?.end('dead-lettered', why);
     this.events.onDeadLetter?.(context.stage, deadLetter.error_code);
   }
 
@@ -917,5 +1052,69 @@ function deadlineFailure(
     code: 'deadline',
     message: `${what} (${err.attempts} tries; last: ${err.message})`,
     attempts: err.attempts,
+  };
+}
+
+/** What a document span names of its record (never the event's attributes or blob). */
+function tracedRecord(
+  where: { topic: string; partition: number; offset: string; traceparent?: string | null },
+  doc: { event_id: string; tenant?: string | null | undefined },
+): TracedRecord {
+  return {
+    topic: where.topic,
+    partition: where.partition,
+    offset: where.offset,
+    traceparent: where.traceparent ?? null,
+    eventId: doc.event_id,
+    tenant: doc.tenant,
+  };
+}
+
+/** A blob's scheme and size only: its address may name a person or carry a signature. */
+function blobAttributes(url: string, bytes?: number): Attributes {
+  const colon = url.indexOf(':');
+  return {
+    'url.scheme': colon > 0 ? url.slice(0, colon) : 'file',
+    ...(bytes !== undefined ? { 'docstream.blob.bytes': bytes } : {}),
+  };
+}
+
+/** An API call by the HTTP conventions (its route, never its address); the limiter's wait before a create. */
+function apiAttributes(
+  method: string,
+  route: string,
+  status: number | undefined,
+  startedAt?: number,
+  sentAt?: number,
+): Attributes {
+  return {
+    'http.request.method': method,
+    'url.template': route,
+    ...(status !== undefined ? { 'http.response.status_code': status } : {}),
+    ...(startedAt !== undefined && sentAt ? { 'docstream.limiter.wait_ms': sentAt - startedAt } : {}),
+  };
+}
+
+function pollAttributes(
+  kind: Awaitable,
+  outcome: string,
+  status: number | undefined,
+  spare: boolean,
+): Attributes {
+  return {
+    ...apiAttributes('GET', `/v2/submission/{id}/${kind}`, status),
+    'docstream.poll.outcome': outcome,
+    ...(spare ? { 'docstream.poll.spare': true } : {}),
+  };
+}
+
+/** A Kafka send by the messaging conventions. */
+function sendAttributes(topic: string | undefined, extra: Attributes): Attributes {
+  return {
+    'messaging.system': 'kafka',
+    'messaging.operation.type': 'send',
+    'messaging.operation.name': 'send',
+    ...(topic ? { 'messaging.destination.name': topic } : {}),
+    ...extra,
   };
 }

@@ -67,6 +67,8 @@ export class InFlight {
     const cancelled = how !== 'ended';
     // Stopped or revoked while its end was recorded: it stays so (its end's state write gave up).
     if (cancelled || !run.cancelled) run.transitionTo(how);
+    // Ended documents closed their trace with their outcome; this ends a stopped or revoked one's.
+    run.trace?.end(how);
     for (const kind of run.state.awaited) this.scheduler.cancel(run.key(kind));
     this.scheduler.cancel(run.key('deadline'));
     this.scheduler.cancel(run.key('upload'));

@@ -8,6 +8,7 @@
  * The life depends only on these, so it is tested in isolation (`engine.test.ts`) and wired to the
  * real modules in `wiring.ts`. Also here: the options it runs by and the events it reports.
  */
+import type { DocumentTraces } from '../../observability/tracing.js';
 import type { SubmissionCharacteristics, SubmissionRequest } from '../../api/schemas.js';
 import type { Logger } from '../../observability/logger.js';
 import type { PollScheduler } from '../../util/scheduler.js';
@@ -115,6 +116,8 @@ export interface EnginePorts {
   budget?: PollBudget;
   /** Decision webhook deliveries recorded recently (any instance's receiver): their decision is ready. */
   deliveries?: { has(submissionId: string): boolean };
+  /** Documents' traces (`observability/tracing.ts`); absent: not traced. */
+  traces?: DocumentTraces;
   now?: () => number;
   random?: () => number;
 }
@@ -129,6 +132,8 @@ export interface EngineOptions {
   awaitedOverride?: AwaitedOverride;
   /** How long a new document of a tenant the directory does not know waits for it (default 0). */
   unknownTenantGraceMs?: number;
+  /** The output topics that traces name (`send <topic>`). */
+  traceTopics?: Record<Awaitable | 'dlq', string>;
   /** With a tenant directory: each tenant's share of the in-flight slots (`tenant-shares.ts`). */
   tenantShares?: { maxInFlight: number; share: number; maxWaiting: number };
 }

@@ -5,6 +5,7 @@
  * finished document's results emitted again; only the replay generation is recorded). Also the
  * states a document passes through (created, finished) and which results it awaits.
  */
+import type { DocumentTrace } from '../../observability/tracing.js';
 import type { SubmissionCharacteristics } from '../../api/schemas.js';
 import { awaitedResults, type AwaitedOverride } from './awaited-results.js';
 import type { CreatedSubmission } from './ports.js';
@@ -90,6 +91,8 @@ export class Run {
   blobRetries: { tries: number; last: string } | null = null;
   /** A replay's generation (its marker's), recorded once every result was re-emitted. */
   replayGeneration = 0;
+  /** Its trace (`observability/tracing.ts`); unset until the engine traces it. */
+  trace: DocumentTrace | undefined;
   /** When the document was created (replays: when the replay started); the deadline counts from it. */
   readonly createdAt: number;
   constructor(
