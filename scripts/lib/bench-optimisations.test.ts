@@ -30,6 +30,8 @@ describe('the optimisations bench', () => {
     expect(parseVariants('packed-state-index', true)).toEqual(['all-on', 'before', 'packed-state-index']);
     expect(parseVariants('all', true).slice(0, 2)).toEqual(['all-on', 'before']);
     expect(() => parseVariants('packed-index')).toThrow(/packed-index is not an optimisation/);
+    // Tracing on, beside all on: what traces cost.
+    expect(parseVariants('tracing')).toEqual(['all-on', 'tracing']);
   });
 
   it('alternates the order from round to round', () => {

@@ -59,8 +59,15 @@ const PAUSE_MS = 1000;
 const NOT_HERE: Optimisation[] = ['s3-signed-get'];
 export const BENCHED_OPTIMISATIONS = OPTIMISATION_NAMES.filter((n) => !NOT_HERE.includes(n));
 
-/** all on, one optimisation switched off, or `before`: another build's CLI (`--before-cli`), all on. */
-export type Variant = 'all-on' | 'before' | Optimisation;
+/**
+ * all on, one optimisation switched off, `before`: another build's CLI (`--before-cli`), all on, or
+ * `tracing`: all on with document traces on (every document sampled), exported to the stack's Jaeger
+ * (`docstream stack up --services jaeger`), for what tracing costs.
+ */
+export type Variant = 'all-on' | 'before' | 'tracing' | Optimisation;
+
+/** Where the variant `tracing` exports: the OTLP/HTTP receiver of the stack's Jaeger. */
+const TRACING_ENDPOINT = 'http://127.0.0.1:4318/v1/traces';
 
 export interface OptimisationsParameters {
   variants: Variant[];
@@ -142,9 +149,11 @@ export function parseVariants(text: string, withBefore = false): Variant[] {
   if (text === 'all') return ['all-on', ...before, ...BENCHED_OPTIMISATIONS];
   const names = text.split(',').filter((n) => n !== '' && n !== 'all-on' && n !== 'before');
   for (const n of names)
-    if (!(OPTIMISATION_NAMES as string[]).includes(n))
-      throw new Error(`--optimisations: ${n} is not an optimisation (${OPTIMISATION_NAMES.join(', ')})`);
-  return ['all-on', ...before, ...(names as Optimisation[])];
+    if (n !== 'tracing' && !(OPTIMISATION_NAMES as string[]).includes(n))
+      throw new Error(
+        `--optimisations: ${n} is not an optimisation (${OPTIMISATION_NAMES.join(', ')}) nor tracing`,
+      );
+  return ['all-on', ...before, ...(names as Array<Optimisation | 'tracing'>)];
 }
 
 async function startInstance(
@@ -170,10 +179,13 @@ async function startInstance(
     if (!beforeCli) throw new Error('the variant before needs --before-cli');
     return new ConnectorProcess(config, httpPort, { asUserRuns: true, cli: beforeCli });
   }
-  return new ConnectorProcess(config, httpPort, {
-    asUserRuns: true,
-    ...(variant === 'all-on' ? {} : { env: { DOCSTREAM_OPTIMISATIONS_OFF: variant } }),
-  });
+  const env: Record<string, string> | undefined =
+    variant === 'all-on'
+      ? undefined
+      : variant === 'tracing'
+        ? { DOCSTREAM_TRACING_ENABLED: 'true', DOCSTREAM_TRACING_ENDPOINT: TRACING_ENDPOINT }
+        : { DOCSTREAM_OPTIMISATIONS_OFF: variant };
+  return new ConnectorProcess(config, httpPort, { asUserRuns: true, ...(env ? { env } : {}) });
 }
 
 function arrivals(file: string, prefix: string, n: number): Arrival[] {

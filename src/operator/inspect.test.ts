@@ -1,5 +1,5 @@
 import type { DeadLetterRecord } from './dead-letter-report.js';
-import { formatInspection, forTenants, inspectIdProblem, type Inspection } from './inspect.js';
+import { formatInspection, forTenants, inspectIdProblem, traceIdOf, type Inspection } from './inspect.js';
 
 describe('inspectIdProblem', () => {
   it('accepts event ids and submission ids', () => {
@@ -39,6 +39,7 @@ const result = (
   published_at: at,
   tenant,
   summary: { status: 'SUCCESS' },
+  trace_id: null,
 });
 
 const deadLetter = (tenant: string | null): DeadLetterRecord => ({
@@ -156,5 +157,14 @@ describe('formatInspection: tenants', () => {
     expect(formatInspection({ ...acmeDocument(), tenant: null })).toContain(
       '  tenant:      - (the default credentials)\n',
     );
+  });
+});
+
+describe('inspect: the trace of each result', () => {
+  it("reads the trace id of a result's traceparent", () => {
+    const id = '4bf92f3577b34da6a3ce929d0e0e4736';
+    expect(traceIdOf(`00-${id}-00f067aa0ba902b7-01`)).toBe(id);
+    expect(traceIdOf(null)).toBeNull();
+    expect(traceIdOf('not-a-traceparent')).toBeNull();
   });
 });

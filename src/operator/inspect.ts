@@ -42,6 +42,8 @@ interface ResultEvent {
   tenant: string | null;
   /** The result's status or verdict fields, when the value has them. */
   summary: Record<string, unknown>;
+  /** The trace its `traceparent` header names (with tracing on, the document's trace); null without one. */
+  trace_id: string | null;
 }
 
 export interface Inspection {
@@ -235,6 +237,7 @@ export async function inspect(
         published_at: Number(r.timestamp),
         tenant,
         summary,
+        trace_id: traceIdOf(headerOf(r, 'traceparent')),
       });
     }
   }
@@ -402,6 +405,7 @@ export function formatInspection(x: Inspection): string {
         {
           tenant: r.tenant ?? NO_TENANT,
           ...r.summary,
+          ...(r.trace_id ? { trace: r.trace_id } : {}),
         },
       )
         .map(([k, v]) => `${k}=${String(v)}`)
@@ -414,4 +418,12 @@ export function formatInspection(x: Inspection): string {
     );
   if (hidden) lines.push(`  not shown, of other tenants: ${hidden}`);
   return lines.join('\n');
+}
+
+/** The trace id of a W3C traceparent (`00-<trace id>-<span id>-<flags>`), or null. */
+export function traceIdOf(traceparent: string | null): string | null {
+  const m = traceparent
+    ? /^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$/.exec(traceparent.trim())
+    : null;
+  return m?.[1] ?? null;
 }

@@ -6,12 +6,16 @@
  * outputs carry its span's traceparent. A dead letter's trace says why (its span's error status). No
  * span names the blob's address.
  */
+import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import path from 'node:path';
+import { promisify } from 'node:util';
 import { sampleBytes } from '../../src/demo/corpus.js';
 import { defaultStackOptions, stackDown, stackUp } from '../../src/stack/index.js';
 import { arrival, E2E, waitFor } from '../harness/e2e.js';
 
 const JAEGER = 'http://127.0.0.1:16686';
+const CLI = path.resolve('dist/cli/index.js');
 
 interface JaegerSpan {
   spanID: string;
@@ -115,6 +119,16 @@ describe('document traces in Jaeger', () => {
     // The result names docstream's span: same trace, the document span as parent.
     const result = env.on('quality').find((o) => o.headers.event_id === 'evt-traced')!;
     expect(result.headers.traceparent).toBe(`00-${traceId}-${doc.spanID}-01`);
+
+    // `inspect` names each result's trace, the way from a document to its trace in Jaeger.
+    const env2 = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('DOCSTREAM_')));
+    const { stdout } = await promisify(execFile)(
+      process.execPath,
+      [CLI, 'inspect', '-c', env.writeConfig(), 'evt-traced', '--json'],
+      { env: env2, timeout: 60_000 },
+    );
+    const inspected = JSON.parse(stdout) as { results: Array<{ trace_id: string | null }> };
+    expect(inspected.results.map((r) => r.trace_id)).toEqual(inspected.results.map(() => traceId));
   }, 120_000);
 
   it("says why in a dead letter's trace", async () => {
