@@ -33,6 +33,11 @@ export interface Delivery {
   version: number;
   /** Epoch ms at which the receiver verified the delivery. */
   received_at: number;
+  /**
+   * The API's id of the tenant the event names (`tenant_id`); absent when it names none (an empty
+   * one) and in records written before docstream carried it.
+   */
+  tenant_id?: string;
 }
 
 /** A record of the webhook topic that is not a delivery (written by something else, or damaged). */
@@ -48,6 +53,7 @@ const DeliveryValue = z.object({
   received_at: z.number().int().nonnegative().optional(),
   /** What records of docstream ≤ 0.1 (a compacted dedupe log) called the time. */
   handled_at: z.number().int().nonnegative().optional(),
+  tenant_id: z.string().min(1).optional(),
 });
 
 export function encodeDelivery(d: Delivery): Buffer {
@@ -64,8 +70,15 @@ export function decodeDelivery(value: Buffer): Delivery {
   const parsed = DeliveryValue.safeParse(json);
   const at = parsed.success ? (parsed.data.received_at ?? parsed.data.handled_at) : undefined;
   if (!parsed.success || at === undefined) throw new DeliveryRecordError('webhook record is not a delivery');
-  const { webhook_id, submission_id, type, version } = parsed.data;
-  return { webhook_id, submission_id, type, version, received_at: at };
+  const { webhook_id, submission_id, type, version, tenant_id } = parsed.data;
+  return {
+    webhook_id,
+    submission_id,
+    type,
+    version,
+    received_at: at,
+    ...(tenant_id !== undefined ? { tenant_id } : {}),
+  };
 }
 
 interface Known {
@@ -76,17 +89,27 @@ interface Known {
   ids: string | string[];
   /** `type:version` of the events seen (interned: a handful of distinct values), the spec's other key. */
   events: string | string[];
+  /**
+   * The tenant ids the deliveries named (interned), `NO_TENANT_ID` for one that named none: a run
+   * acts on a delivery only when its tenant id is the run's tenant's (`document-life.ts`).
+   */
+  tenants: string | string[];
   at: number;
 }
 
+/** A delivery that named no tenant id, in `Known.tenants`. */
+const NO_TENANT_ID = '';
+
 const MAX_IDS = 8;
 const interned = new Map<string, string>();
+const internedTenants = new Map<string, string>();
 
-function intern(value: string): string {
-  let v = interned.get(value);
+function intern(value: string, into = interned, max = 64): string {
+  let v = into.get(value);
   if (v === undefined) {
-    // Bounded: event types and versions are few; anything beyond is simply not shared.
-    if (interned.size < 64) interned.set(value, value);
+    // Bounded: event types and versions are few, tenants as many as the organisation has; anything
+    // beyond is simply not shared.
+    if (into.size < max) into.set(value, value);
     v = value;
   }
   return v;
@@ -112,29 +135,49 @@ export class RecentDeliveries {
   ) {}
 
   /**
-   * Remembers a delivery. True when it is the first one of its submission in the window (the news a
-   * waiting document needs); false when already known or too old to matter.
+   * Remembers a delivery. True when it is the first one of its submission in the window, or the first
+   * naming its tenant id (the news a waiting document needs: one refused for its tenant id may take
+   * this one); false when already known or too old to matter.
    */
   add(d: Delivery): boolean {
     this.expire();
     if (d.received_at < this.now() - this.windowMs) return false;
     const known = this.bySubmission.get(d.submission_id);
     const event = intern(`${d.type}:${d.version}`);
+    const tenant = d.tenant_id ? intern(d.tenant_id, internedTenants, 4096) : NO_TENANT_ID;
     if (!known) {
-      this.bySubmission.set(d.submission_id, { ids: d.webhook_id, events: event, at: d.received_at });
+      this.bySubmission.set(d.submission_id, {
+        ids: d.webhook_id,
+        events: event,
+        tenants: tenant,
+        at: d.received_at,
+      });
       return true;
     }
+    const news = !includes(known.tenants, tenant);
     known.ids = added(known.ids, d.webhook_id, MAX_IDS);
     known.events = added(known.events, event, MAX_IDS);
+    known.tenants = added(known.tenants, tenant, MAX_IDS);
     known.at = Math.max(known.at, d.received_at);
     this.bySubmission.delete(d.submission_id);
     this.bySubmission.set(d.submission_id, known);
-    return false;
+    return news;
   }
 
   /** A delivery of this submission was recorded within the window: its decision is ready. */
   has(submissionId: string): boolean {
     return this.bySubmission.has(submissionId);
+  }
+
+  /**
+   * The tenant ids the deliveries of this submission recorded within the window named (null for one
+   * that named none); undefined when there was none.
+   */
+  tenantIdsOf(submissionId: string): Array<string | null> | undefined {
+    const known = this.bySubmission.get(submissionId);
+    if (!known) return undefined;
+    const list = typeof known.tenants === 'string' ? [known.tenants] : known.tenants;
+    return list.map((t) => (t === NO_TENANT_ID ? null : t));
   }
 
   /** Already recorded: same webhook-id, or same (submission, event type, version). */

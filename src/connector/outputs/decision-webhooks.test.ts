@@ -8,11 +8,16 @@ import { DecisionWebhooks, type DecisionEngine } from './decision-webhooks.js';
 
 const WINDOW = 60_000;
 
-function delivery(submissionId: string, version = 1, type = WEBHOOK_EVENT_DECISION_FINISHED): WebhookEvent {
+function delivery(
+  submissionId: string,
+  version = 1,
+  type = WEBHOOK_EVENT_DECISION_FINISHED,
+  tenantId = 't',
+): WebhookEvent {
   return {
     type,
     version,
-    tenant_id: 't',
+    tenant_id: tenantId,
     payload: { id: submissionId, status: 'SUCCESS', analysis_time: '2025-01-01T00:00:00Z', query_id: null },
   } as WebhookEvent;
 }
@@ -26,8 +31,11 @@ class FakeFeed implements RecordFeed {
 
 class FakeEngine implements DecisionEngine {
   ready: string[] = [];
-  decisionReady(submissionId: string): void {
+  /** The tenant id each call was given, in the same order. */
+  tenantIds: Array<string | null> = [];
+  decisionReady(submissionId: string, tenantId: string | null): void {
     this.ready.push(submissionId);
+    this.tenantIds.push(tenantId);
   }
 }
 
@@ -58,7 +66,7 @@ function setup(options: { engine?: boolean; now?: () => number } = {}) {
     ...(options.engine === false ? {} : { engine }),
   });
   /** What another instance's receiver wrote, as this instance's tail reads it. */
-  const fromTopic = (submissionId: string, webhookId: string, receivedAt = now()) =>
+  const fromTopic = (submissionId: string, webhookId: string, receivedAt = now(), tenantId?: string) =>
     feed.push({
       key: submissionId,
       value: encodeDelivery({
@@ -67,6 +75,7 @@ function setup(options: { engine?: boolean; now?: () => number } = {}) {
         type: WEBHOOK_EVENT_DECISION_FINISHED,
         version: 1,
         received_at: receivedAt,
+        ...(tenantId !== undefined ? { tenant_id: tenantId } : {}),
       }),
       partition: 0,
       offset: '0',
@@ -102,9 +111,40 @@ describe('DecisionWebhooks', () => {
       type: WEBHOOK_EVENT_DECISION_FINISHED,
       version: 1,
       received_at: 1_000_000,
+      tenant_id: 't',
     });
-    // Told on arrival, and again once recorded (the first delivery of the submission in the window).
+    // Told on arrival, and again once recorded (the first delivery of the submission in the window),
+    // with the tenant id the event names.
     expect(engine.ready).toEqual(['sub-1', 'sub-1']);
+    expect(engine.tenantIds).toEqual(['t', 't']);
+  });
+
+  it('records an empty tenant_id as none: the engine is told null, the record has no tenant_id', async () => {
+    const { service, sent, engine } = setup();
+    expect(await service.handler(delivery('sub-1', 1, WEBHOOK_EVENT_DECISION_FINISHED, ''), 'wh-1')).toBe(
+      'accepted',
+    );
+    expect(decodeDelivery(sent[0]!.message.value as Buffer)).not.toHaveProperty('tenant_id');
+    expect(JSON.parse((sent[0]!.message.value as Buffer).toString())).not.toHaveProperty('tenant_id');
+    expect(engine.tenantIds).toEqual([null, null]);
+  });
+
+  it("passes on the tenant id of other instances' records, and null for records without one", () => {
+    const { fromTopic, engine } = setup();
+    fromTopic('sub-1', 'wh-1', undefined, 'acme-id');
+    fromTopic('sub-2', 'wh-2');
+    expect(engine.ready).toEqual(['sub-1', 'sub-2']);
+    expect(engine.tenantIds).toEqual(['acme-id', null]);
+  });
+
+  it('tells the engine again of a delivery naming a tenant id not seen for its submission', () => {
+    const { fromTopic, engine, deliveries } = setup();
+    fromTopic('sub-1', 'wh-1', undefined, 'globex-id');
+    fromTopic('sub-1', 'wh-2', undefined, 'globex-id');
+    fromTopic('sub-1', 'wh-3', undefined, 'acme-id');
+    expect(engine.tenantIds).toEqual(['globex-id', 'acme-id']);
+    expect(deliveries.tenantIdsOf('sub-1')).toEqual(['globex-id', 'acme-id']);
+    expect(deliveries.tenantIdsOf('sub-2')).toBeUndefined();
   });
 
   it('answers only after Kafka acknowledged the record', async () => {
@@ -202,6 +242,22 @@ describe('DecisionWebhooks', () => {
       JSON.stringify({ webhook_id: 'w', submission_id: 's', type: 't', version: 0, handled_at: 5 }),
     );
     expect(decodeDelivery(value)).toMatchObject({ submission_id: 's', received_at: 5 });
+  });
+
+  it('reads records written before the tenant id was carried: they name none', () => {
+    const value = Buffer.from(
+      JSON.stringify({ v: 1, webhook_id: 'w', submission_id: 's', type: 't', version: 0, received_at: 5 }),
+    );
+    expect(decodeDelivery(value)).toEqual({
+      webhook_id: 'w',
+      submission_id: 's',
+      type: 't',
+      version: 0,
+      received_at: 5,
+    });
+    const recent = new RecentDeliveries(WINDOW, () => 5);
+    recent.add(decodeDelivery(value));
+    expect(recent.tenantIdsOf('s')).toEqual([null]);
   });
 });
 

@@ -6,7 +6,7 @@
  *   if it runs that submission and still waits for it (the instance owning the document's partition).
  *   The receiving instance tells its own engine at once, without waiting for Kafka.
  * So no instance needs another's state: the receiver knows nothing of documents, the owner knows its
- * own. The deliveries of the last deadline window are kept in memory (`decision-deliveries.ts`) for
+ * own (and its tenant: a delivery naming another tenant id than the run's tenant's is not acted on). The deliveries of the last deadline window are kept in memory (`decision-deliveries.ts`) for
  * deduplication and for documents resumed after a restart or a rebalance.
  */
 import { WEBHOOK_EVENT_DECISION_FINISHED, type WebhookEvent } from '../../api/schemas.js';
@@ -23,8 +23,11 @@ import {
 
 /** The engine of this instance as the decision fast path sees it: only its running documents. */
 export interface DecisionEngine {
-  /** The decision of this submission is ready; a no-op unless the document runs here and waits for it. */
-  decisionReady(submissionId: string): void;
+  /**
+   * The decision of this submission is ready, says a delivery naming `tenantId` (the API's id of the
+   * tenant; null when it names none); a no-op unless the document runs here and waits for it.
+   */
+  decisionReady(submissionId: string, tenantId: string | null): void;
 }
 
 interface DecisionWebhookDeps {
@@ -77,13 +80,16 @@ export class DecisionWebhooks {
     }
     // Running here, the document need not wait for the record: its decision event does not depend on
     // it, and the engine publishes it once whatever else says it is ready. The answer still waits.
-    this.deps.engine?.decisionReady(submissionId);
+    // An empty tenant id names no tenant.
+    const tenantId = event.tenant_id === '' ? null : event.tenant_id;
+    this.deps.engine?.decisionReady(submissionId, tenantId);
     const work = this.record({
       webhook_id: webhookId,
       submission_id: submissionId,
       type: event.type,
       version: event.version,
       received_at: this.now(),
+      ...(tenantId !== null ? { tenant_id: tenantId } : {}),
     });
     for (const k of keys) this.handling.set(k, work);
     try {
@@ -108,6 +114,7 @@ export class DecisionWebhooks {
   }
 
   private accept(delivery: Delivery): void {
-    if (this.deps.deliveries.add(delivery)) this.deps.engine?.decisionReady(delivery.submission_id);
+    if (this.deps.deliveries.add(delivery))
+      this.deps.engine?.decisionReady(delivery.submission_id, delivery.tenant_id ?? null);
   }
 }
