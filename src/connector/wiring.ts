@@ -150,6 +150,7 @@ function tenantPortsOf(tenants: Tenants, withMetadata: boolean): TenantPorts {
   const ports = new WeakMap<DocumentAnalysisClient, ApiPort>();
   return {
     known: (tenant) => tenants.clients.has(tenant),
+    tenantId: (tenant) => tenants.clients.tenantId(tenant),
     api: (tenant) => {
       const client = tenants.clients.client(tenant);
       if (!client) return undefined;
@@ -409,6 +410,7 @@ function engineOf(
           metrics.stageDuration.observe({ stage: 'end_to_end' }, (Date.now() - s.created_at) / 1000);
       },
       onDeadLetter: (stage, code) => metrics.failed.inc({ stage, reason: code }),
+      onDeliveryRefused: (reason) => metrics.webhookDeliveriesRefused.inc({ reason }),
       onStage: (stage, ms) => metrics.stageDuration.observe({ stage }, ms / 1000),
       onSubmissionsLeftEmpty: (count) => metrics.submissionsLeftEmpty.inc(count),
     },

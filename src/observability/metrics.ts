@@ -206,6 +206,13 @@ export class ConnectorMetrics {
     registers: [this.registry],
   });
 
+  readonly webhookDeliveriesRefused = new Counter({
+    name: 'docstream_webhook_deliveries_refused_total',
+    help: 'Webhook deliveries not acted on for a document run here (once per delivery and document), by reason (tenant_mismatch: it names another tenant id than the directory gives the document tenant)',
+    labelNames: ['reason'] as const,
+    registers: [this.registry],
+  });
+
   readonly consumerRestarts = new Counter({
     name: 'docstream_consumer_restarts_total',
     help: 'Restarts of the Kafka consumer after a crash',

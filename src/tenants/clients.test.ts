@@ -82,6 +82,26 @@ describe('TenantClients', () => {
     expect(clients.has('globex')).toBe(false);
   });
 
+  it("gives each tenant's tenantId from its current entry (null when not given or not known)", () => {
+    const { clients } = setup();
+    clients.apply(directory({ ...entry('acme'), tenantId: 'acme-id' }, entry('globex')), {
+      added: ['acme', 'globex'],
+      changed: [],
+      removed: [],
+    });
+    expect([clients.tenantId('acme'), clients.tenantId('globex'), clients.tenantId('initech')]).toEqual([
+      'acme-id',
+      null,
+      null,
+    ]);
+    clients.apply(directory({ ...entry('acme', '2'), tenantId: 'acme-id-2' }), {
+      added: [],
+      changed: ['acme'],
+      removed: ['globex'],
+    });
+    expect([clients.tenantId('acme'), clients.tenantId('globex')]).toEqual(['acme-id-2', null]);
+  });
+
   it("gives every tenant application the member's share of the group's limit, also one added later", () => {
     const { clients } = setup();
     clients.apply(directory(entry('acme')), { added: ['acme'], changed: [], removed: [] });

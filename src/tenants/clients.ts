@@ -44,6 +44,11 @@ export class TenantClients {
     return this.held.get(tenant)?.client;
   }
 
+  /** The API's id of this tenant (its entry's `tenantId`); null when not given or not known. */
+  tenantId(tenant: string): string | null {
+    return this.held.get(tenant)?.entry.tenantId ?? null;
+  }
+
   has(tenant: string): boolean {
     return this.held.has(tenant);
   }

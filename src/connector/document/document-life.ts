@@ -458,7 +458,11 @@ export class DocumentLife {
   private async live(run: Run): Promise<void> {
     this.armDeadline(run);
     // A resumed document's decision may have been delivered while nobody ran it.
-    if (this.awaitsDecision(run) && this.ports.deliveries?.has(run.state.submission_id))
+    const delivered = this.awaitsDecision(run)
+      ? this.ports.deliveries?.tenantIdsOf(run.state.submission_id)
+      : undefined;
+    // Every delivery is looked at, so that each refused one is logged.
+    if (delivered && delivered.map((tenantId) => this.deliveryFits(run, tenantId)).includes(true))
       run.decisionDelivered = true;
     await this.proceed(run, 0);
   }
@@ -609,15 +613,46 @@ export class DocumentLife {
   /**
    * A webhook delivery says the document's decision is ready: fetch it now (then publish it like a
    * polled one, `source: webhook`), and the fraud result it was made from. Retries after a failed
-   * fetch are the poll loop's, polling or not.
+   * fetch are the poll loop's, polling or not. `tenantId`: the API's tenant id the delivery names
+   * (null: none); one that is not the document's tenant's is refused (`deliveryFits`).
    */
-  decisionDelivered(run: Run): void {
+  decisionDelivered(run: Run, tenantId: string | null): void {
     if (!this.awaitsDecision(run) || run.decisionDelivered) return;
+    if (!this.deliveryFits(run, tenantId)) return;
     run.decisionDelivered = true;
     // Not uploaded yet: `live` schedules the fetches once it is.
     if (run.state.status === 'CREATED') return;
     this.awaitResult(run, 'decision', 0);
     this.pollNow(run, 'fraud');
+  }
+
+  /**
+   * Whether a delivery naming `tenantId` may be acted on for this document: not when the directory
+   * gives the document's tenant another tenant id, as the delivery is then about another tenant's
+   * submission (the document goes on polling as without it). A document without a tenant, a tenant
+   * without a `tenantId` or a delivery naming none: it may, as ever. A refusal is logged and counted
+   * once per delivery (tenant id) and document; tenant ids are not secrets.
+   */
+  private deliveryFits(run: Run, tenantId: string | null): boolean {
+    const tenant = run.identity.tenant;
+    if (tenantId === null || !tenant) return true;
+    const expected = this.ports.tenants?.tenantId?.(tenant) ?? null;
+    if (expected === null || expected === tenantId) return true;
+    const refused = (run.refusedTenantIds ??= new Set());
+    if (!refused.has(tenantId)) {
+      refused.add(tenantId);
+      this.ports.logger.warn(
+        {
+          submission_id: run.state.submission_id,
+          tenant,
+          tenant_id: expected,
+          delivery_tenant_id: tenantId,
+        },
+        `webhook delivery refused: it names tenant id ${tenantId}, the document's tenant ${tenant} is ${expected} in the tenant directory; the document goes on as without it`,
+      );
+      this.events.onDeliveryRefused?.('tenant_mismatch');
+    }
+    return false;
   }
 
   /**
@@ -908,7 +943,10 @@ export class DocumentLife {
       return;
     }
     if (missing.length === 1 && missing[0] === 'decision') {
-      const why = this.pollsDecision(run) ? '' : ' (decision polling is off and no webhook delivery arrived)';
+      const refused = run.refusedTenantIds?.size
+        ? ' (decision polling is off and the webhook deliveries named another tenant id than its tenant’s)'
+        : ' (decision polling is off and no webhook delivery arrived)';
+      const why = this.pollsDecision(run) ? '' : refused;
       const message = `decision not received within ${after}${why}`;
       await this.fail(run, { code: 'deadline', message }, 'decision', 'deadline', polls);
       return;

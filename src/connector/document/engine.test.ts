@@ -200,7 +200,7 @@ function setup(
       inputs,
       scheduler,
       logger: silentLogger,
-      deliveries: { has: (id) => delivered.includes(id) },
+      deliveries: { tenantIdsOf: (id) => (delivered.includes(id) ? [null] : undefined) },
       blobs: { resolve: () => blobs.resolve() },
     },
     {

@@ -296,9 +296,11 @@ export class DocumentEngine {
   /**
    * A webhook delivery (received by any instance) says this submission's decision is ready: fetched and
    * published here if this instance runs the document and still waits for it, else nothing.
+   * `tenantId`: the API's tenant id the delivery names (null: none); one that is not the document's
+   * tenant's is refused (`DocumentLife.decisionDelivered`).
    */
-  decisionReady(submissionId: string): void {
+  decisionReady(submissionId: string, tenantId: string | null = null): void {
     const run = this.inFlightRuns.ofSubmission(submissionId);
-    if (run) this.life.decisionDelivered(run);
+    if (run) this.life.decisionDelivered(run, tenantId);
   }
 }

@@ -67,6 +67,8 @@ export class ResultNotReady extends Error {
 export interface TenantPorts {
   known(tenant: string): boolean;
   api(tenant: string): ApiPort | undefined;
+  /** The API's id of the tenant (the directory's `tenantId`, what webhook deliveries name); null when not given. */
+  tenantId?(tenant: string): string | null;
 }
 
 /** A call for a tenant the directory does not know (now): transient, the tenant may be added back. */
@@ -114,8 +116,11 @@ export interface EnginePorts {
   logger: Logger;
   /** What the API's rate limiter has free: polls spend it for freshness (`poll-timing.ts`). */
   budget?: PollBudget;
-  /** Decision webhook deliveries recorded recently (any instance's receiver): their decision is ready. */
-  deliveries?: { has(submissionId: string): boolean };
+  /**
+   * Decision webhook deliveries recorded recently (any instance's receiver): their decision is ready.
+   * The tenant ids they named (null: none); undefined when there was none.
+   */
+  deliveries?: { tenantIdsOf(submissionId: string): ReadonlyArray<string | null> | undefined };
   /** Documents' traces (`observability/tracing.ts`); absent: not traced. */
   traces?: DocumentTraces;
   now?: () => number;
@@ -143,6 +148,8 @@ export interface EngineEvents {
   onPublished?(kind: Awaitable, doc: DocumentIdentity, body: Record<string, unknown>): void;
   onFinished?(doc: FinishedDoc, outcome: 'done' | 'failed' | 'replayed'): void;
   onDeadLetter?(stage: DeadLetterStage, code: string): void;
+  /** A webhook delivery was not acted on for a document (once per delivery and document). */
+  onDeliveryRefused?(reason: 'tenant_mismatch'): void;
   onStage?(stage: string, durationMs: number): void;
   /** Submissions created but not recorded before their partition was released: left empty. */
   onSubmissionsLeftEmpty?(count: number): void;

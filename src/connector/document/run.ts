@@ -76,6 +76,8 @@ export class Run {
   spare: Set<Awaitable> | undefined;
   /** A webhook delivery said the decision is ready: it is fetched now, polling or not. */
   decisionDelivered = false;
+  /** Tenant ids of the deliveries refused for this document (not its tenant's): each is logged once. */
+  refusedTenantIds: Set<string> | undefined;
   /** When the document fails if its results are not all published (epoch ms). */
   deadlineAt = Infinity;
   uploadedAt = 0;

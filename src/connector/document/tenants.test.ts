@@ -1,5 +1,5 @@
 import { Readable } from 'node:stream';
-import { silentLogger } from '../../observability/logger.js';
+import { createLogger } from '../../observability/logger.js';
 import { PollScheduler } from '../../util/scheduler.js';
 import type { IncomingMessage } from '../../kafka/consumer.js';
 import { decodeState, encodeState } from '../state/record.js';
@@ -52,11 +52,16 @@ class NamedApi implements ApiPort {
 }
 
 class Out implements OutputPort, StatePort {
-  results: Array<{ kind: Awaitable; doc: DocumentIdentity }> = [];
+  results: Array<{ kind: Awaitable; doc: DocumentIdentity; source?: string | undefined }> = [];
   deadLetters: DeadLetter[] = [];
   states: DocumentStateV2[] = [];
-  async publishResult(kind: Awaitable, doc: DocumentIdentity) {
-    this.results.push({ kind, doc });
+  async publishResult(
+    kind: Awaitable,
+    doc: DocumentIdentity,
+    _body: Record<string, unknown>,
+    extra?: { source?: string },
+  ) {
+    this.results.push({ kind, doc, source: extra?.source });
   }
   async deadLetter(deadLetter: DeadLetter) {
     this.deadLetters.push(deadLetter);
@@ -97,16 +102,32 @@ function event(id: string, tenant?: string): ArrivalEvent {
   };
 }
 
-function setup(graceMs = 300, options: Partial<EngineOptions> = {}) {
+function setup(
+  graceMs = 300,
+  options: Partial<EngineOptions> = {},
+  more: {
+    /** The directory's `tenantId` of each tenant (none given: null). */
+    tenantIds?: Record<string, string>;
+    /** What the recent deliveries say of a submission (a resumed document looks). */
+    delivered?: (submissionId: string) => Array<string | null> | undefined;
+  } = {},
+) {
   const calls: string[] = [];
   const defaultApi = new NamedApi('default', calls);
   const apps = new Map<string, NamedApi>([
     ['acme', new NamedApi('acme', calls)],
     ['globex', new NamedApi('globex', calls)],
   ]);
-  const tenants: TenantPorts = { known: (t) => apps.has(t), api: (t) => apps.get(t) };
+  const tenants: TenantPorts = {
+    known: (t) => apps.has(t),
+    api: (t) => apps.get(t),
+    tenantId: (t) => more.tenantIds?.[t] ?? null,
+  };
   const out = new Out();
   const inputs: InputPort = { recall: async (p) => p.map(() => null), read: async () => null };
+  const logLines: string[] = [];
+  const refused: string[] = [];
+  const delivered = more.delivered;
   const engine = new DocumentEngine(
     {
       api: defaultApi,
@@ -116,7 +137,8 @@ function setup(graceMs = 300, options: Partial<EngineOptions> = {}) {
       states: out,
       inputs,
       scheduler: new PollScheduler(),
-      logger: silentLogger,
+      logger: createLogger({ level: 'warn', stream: { write: (line: string) => logLines.push(line) } }),
+      ...(delivered ? { deliveries: { tenantIdsOf: delivered } } : {}),
     },
     {
       pollInitialMs: 5,
@@ -128,9 +150,12 @@ function setup(graceMs = 300, options: Partial<EngineOptions> = {}) {
       unknownTenantGraceMs: graceMs,
       ...options,
     },
+    { onDeliveryRefused: (reason) => refused.push(reason) },
   );
   engine.assigned([0]);
-  return { engine, out, calls, apps };
+  const warnings = () =>
+    logLines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.level === 40);
+  return { engine, out, calls, apps, warnings, refused };
 }
 
 const waitFor = async (what: () => boolean, ms = 3000) => {
@@ -227,6 +252,132 @@ describe('documents of tenants', () => {
     engine.holdCreates();
     await expect(admitted).rejects.toBeInstanceOf(RevocationInProgressError);
     expect(out.deadLetters).toEqual([]);
+  });
+});
+
+describe("a decision webhook delivery and the document's tenant", () => {
+  /** A new acme document awaiting its quality result and its decision, uploaded. */
+  const started = async (engine: DocumentEngine, out: Out, id: string, tenant?: string) => {
+    await engine.admit(source(id), { ...event(`e-${id}`, tenant), enable_decision: true });
+    await waitFor(() => out.states.some((s) => s.event_id === `e-${id}` && s.status === 'UPLOADED'));
+    return out.states.find((s) => s.event_id === `e-${id}`)!.submission_id;
+  };
+  const decisionFetches = (calls: string[], sub: string) =>
+    calls.filter((c) => c.endsWith(`:get:decision:${sub}`));
+  const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+  it("is acted on when it names the tenant id the directory gives the document's tenant", async () => {
+    const { engine, out, calls, warnings, refused } = setup(
+      300,
+      { decisionPolling: false },
+      { tenantIds: { acme: 'acme-id' } },
+    );
+    const sub = await started(engine, out, '20', 'acme');
+    engine.decisionReady(sub, 'acme-id');
+    await waitFor(() => out.results.some((r) => r.kind === 'decision'));
+    expect(decisionFetches(calls, sub)).toEqual([`acme:get:decision:${sub}`]);
+    expect(out.results.find((r) => r.kind === 'decision')?.source).toBe('webhook');
+    expect([warnings(), refused]).toEqual([[], []]);
+    await engine.stop(1000);
+  });
+
+  it('is refused when it names another tenant id: no fetch for it, one warning and one count per delivery', async () => {
+    const { engine, out, calls, warnings, refused } = setup(
+      300,
+      { decisionPolling: false },
+      { tenantIds: { acme: 'acme-id' } },
+    );
+    const sub = await started(engine, out, '21', 'acme');
+    // The receiving instance tells its engine at once and again once the record is written.
+    engine.decisionReady(sub, 'globex-id');
+    engine.decisionReady(sub, 'globex-id');
+    await pause(200);
+    expect(decisionFetches(calls, sub)).toEqual([]);
+    expect(out.results.some((r) => r.kind === 'decision')).toBe(false);
+    expect(refused).toEqual(['tenant_mismatch']);
+    expect(warnings()).toHaveLength(1);
+    expect(warnings()[0]).toMatchObject({
+      submission_id: sub,
+      tenant: 'acme',
+      tenant_id: 'acme-id',
+      delivery_tenant_id: 'globex-id',
+    });
+    // A later delivery that names the document's tenant id is acted on.
+    engine.decisionReady(sub, 'acme-id');
+    await waitFor(() => out.results.some((r) => r.kind === 'decision'));
+    expect(decisionFetches(calls, sub)).toEqual([`acme:get:decision:${sub}`]);
+    expect(refused).toEqual(['tenant_mismatch']);
+    await engine.stop(1000);
+  });
+
+  it('leaves a refused document to its polls: its decision comes from a poll (source poll)', async () => {
+    const { engine, out, warnings } = setup(300, {}, { tenantIds: { acme: 'acme-id' } });
+    const sub = await started(engine, out, '22', 'acme');
+    engine.decisionReady(sub, 'globex-id');
+    await waitFor(() => out.results.some((r) => r.kind === 'decision'));
+    expect(out.results.find((r) => r.kind === 'decision')?.source).toBe('poll');
+    expect(warnings()).toHaveLength(1);
+    await engine.stop(1000);
+  });
+
+  it('is acted on as before when either side has no tenant id, or the document has no tenant', async () => {
+    const { engine, out, calls, warnings, refused } = setup(
+      300,
+      { decisionPolling: false },
+      { tenantIds: { acme: 'acme-id' } },
+    );
+    // globex has no tenantId in the directory; the delivery to acme names none; e-24 has no tenant.
+    const subs = [
+      [await started(engine, out, '23', 'globex'), 'someone-id'],
+      [await started(engine, out, '24'), 'someone-id'],
+      [await started(engine, out, '25', 'acme'), null],
+    ] as const;
+    for (const [sub, tenantId] of subs) engine.decisionReady(sub, tenantId);
+    await waitFor(() => out.results.filter((r) => r.kind === 'decision').length === 3);
+    expect(subs.map(([sub]) => decisionFetches(calls, sub).length)).toEqual([1, 1, 1]);
+    expect(out.results.filter((r) => r.kind === 'decision').every((r) => r.source === 'webhook')).toBe(true);
+    expect([warnings(), refused]).toEqual([[], []]);
+    await engine.stop(1000);
+  });
+
+  it("a resumed document takes a recorded delivery only when one names its tenant's id", async () => {
+    const recorded: Record<string, Array<string | null>> = {
+      'acme-sub-00000000000000000051': ['globex-id'],
+      'acme-sub-00000000000000000052': ['globex-id', 'acme-id'],
+    };
+    const { engine, out, calls, warnings, refused } = setup(
+      300,
+      { decisionPolling: false },
+      { tenantIds: { acme: 'acme-id' }, delivered: (sub) => recorded[sub] },
+    );
+    for (const [i, sub] of Object.keys(recorded).entries()) {
+      const state: UnfinishedState = {
+        v: 2,
+        event_id: `e-resumed-${i}`,
+        submission_id: sub,
+        status: 'UPLOADED',
+        input: { topic: 'documents.arrived', partition: 0, offset: String(50 + i) },
+        awaited: ['decision'],
+        published: [],
+        created_at: Date.now(),
+        updated_at: Date.now(),
+        tenant: 'acme',
+      };
+      await engine.admit(source(String(50 + i)), event(`e-resumed-${i}`, 'acme'), {
+        recorded: { unfinished: state },
+        marker: undefined,
+      });
+    }
+    await waitFor(() => out.results.length === 1);
+    await pause(100);
+    expect(out.results.map((r) => [r.doc.submission_id, r.source])).toEqual([
+      ['acme-sub-00000000000000000052', 'webhook'],
+    ]);
+    expect(decisionFetches(calls, 'acme-sub-00000000000000000051')).toEqual([]);
+    // Both resumed documents refused their globex-id delivery, each once.
+    expect(refused).toEqual(['tenant_mismatch', 'tenant_mismatch']);
+    expect(warnings().map((w) => w.submission_id)).toEqual(Object.keys(recorded));
+    await engine.stop(1000);
   });
 });
 
