@@ -320,6 +320,20 @@ describe("a decision webhook delivery and the document's tenant", () => {
     await engine.stop(1000);
   });
 
+  it('dead-letters a refused document at its deadline with decision polling off, saying why', async () => {
+    const { engine, out } = setup(
+      300,
+      { decisionPolling: false, deadlineMs: 1000 },
+      { tenantIds: { acme: 'acme-id' } },
+    );
+    const sub = await started(engine, out, '26', 'acme');
+    engine.decisionReady(sub, 'globex-id');
+    await waitFor(() => out.deadLetters.length === 1, 5000);
+    expect([out.deadLetters[0]!.stage, out.deadLetters[0]!.error_code]).toEqual(['decision', 'deadline']);
+    expect(out.deadLetters[0]!.message).toMatch(/webhook deliveries named another tenant id/);
+    await engine.stop(1000);
+  });
+
   it('is acted on as before when either side has no tenant id, or the document has no tenant', async () => {
     const { engine, out, calls, warnings, refused } = setup(
       300,
