@@ -209,7 +209,10 @@ describe('docs/getting-started.md, the walk on one machine (SCRAM over TLS, secr
     expect(inspected).toMatch(/published fraud,quality,classification/);
     for (const kind of ['fraud', 'quality', 'classification'])
       expect(inspected).toMatch(
-        new RegExp(`^ +${kind} +\\S+ +${escape(topics[kind as 'fraud'])}\\[\\d\\]@\\d+ +tenant=- +status=SUCCESS`, 'm'),
+        new RegExp(
+          `^ +${kind} +\\S+ +${escape(topics[kind as 'fraud'])}\\[\\d\\]@\\d+ +tenant=- +status=SUCCESS`,
+          'm',
+        ),
       );
 
     // One submission at the API for the document, made with the client secret from the file.
