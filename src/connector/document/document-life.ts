@@ -136,12 +136,15 @@ export class DocumentLife {
     }
     // Nothing is read or created for a partition being revoked, or while Kafka takes no writes.
     this.gate.check(source.partition);
-    const trace = this.traces.start(tracedRecord(source, event), this.now());
+    // Tracing off: no trace, and `trace?.step(...)` builds none of its attributes.
+    const trace = this.traces.enabled
+      ? this.traces.start(tracedRecord(source, event), this.now())
+      : undefined;
     try {
       return await this.admitTraced(source, event, trace);
     } catch (err) {
       // Thrown: the consumer tries the record again (a new trace then), or it was given up.
-      trace.end('tried again', failureOf(err).message);
+      trace?.end('tried again', failureOf(err).message);
       throw err;
     }
   }
@@ -149,7 +152,7 @@ export class DocumentLife {
   private async admitTraced(
     source: SourceRecord,
     event: ArrivalEvent,
-    trace: DocumentTrace,
+    trace: DocumentTrace | undefined,
   ): Promise<'started' | 'dead-lettered'> {
     const subject = {
       source,
@@ -168,7 +171,7 @@ export class DocumentLife {
         { code: 'unknown_tenant', message },
         subject,
         { stage: 'validate', fallbackCode: 'unknown_tenant', attempts: 1 },
-        { trace },
+        trace ? { trace } : {},
       );
       return 'dead-lettered';
     }
@@ -177,7 +180,7 @@ export class DocumentLife {
     const waitStarted = this.now();
     const release = await this.shares.acquire(event.tenant ?? '', source.partition);
     if (this.now() > waitStarted)
-      trace.step('wait', waitStarted, { 'docstream.wait.reason': 'tenant_share' });
+      trace?.step('wait', waitStarted, { 'docstream.wait.reason': 'tenant_share' });
     try {
       // Waited: its partition may be being revoked by now, or Kafka away.
       this.gate.check(source.partition);
@@ -192,7 +195,7 @@ export class DocumentLife {
     source: SourceRecord,
     event: ArrivalEvent,
     subject: DeadLetterSubject,
-    trace: DocumentTrace,
+    trace: DocumentTrace | undefined,
   ): Promise<'started' | 'dead-lettered'> {
     // admit: the file must be readable before anything is submitted.
     let blob: OpenedBlob;
@@ -200,9 +203,9 @@ export class DocumentLife {
     try {
       blob = await this.ports.blobs.resolve(event.blob);
       this.events.onStage?.('blob', this.now() - blobStarted);
-      trace.step('fetch blob', blobStarted, blobAttributes(event.blob.url, blob.size));
+      trace?.step('fetch blob', blobStarted, blobAttributes(event.blob.url, blob.size));
     } catch (err) {
-      trace.step('fetch blob', blobStarted, blobAttributes(event.blob.url), failureOf(err).message);
+      trace?.step('fetch blob', blobStarted, blobAttributes(event.blob.url), failureOf(err).message);
       const outcome = this.blobFailure(event.event_id, source.partition, blobStarted, err);
       // Transient failure before the deadline: thrown, the consumer tries the record again after a back-off.
       if (outcome === 'again') throw err;
@@ -213,7 +216,7 @@ export class DocumentLife {
         failure,
         subject,
         { stage: 'blob', fallbackCode: 'blob_unreadable', attempts },
-        { trace },
+        trace ? { trace } : {},
       );
       return 'dead-lettered';
     }
@@ -246,7 +249,7 @@ export class DocumentLife {
           },
         );
         this.events.onStage?.('create', this.now() - createStarted);
-        trace.step(
+        trace?.step(
           'POST',
           createStarted,
           apiAttributes('POST', '/v2/submission', 201, createStarted, sentAt),
@@ -255,7 +258,7 @@ export class DocumentLife {
         );
       } catch (err) {
         const f = failureOf(err);
-        trace.step(
+        trace?.step(
           'POST',
           createStarted,
           apiAttributes('POST', '/v2/submission', f.status, createStarted, sentAt),
@@ -268,7 +271,12 @@ export class DocumentLife {
         const failure = outlasted(err)
           ? deadlineFailure(err, `the API did not accept the submission within ${this.options.deadlineMs} ms`)
           : err;
-        await this.deadLetter(failure, subject, { stage: 'create', fallbackCode: 'api_error' }, { trace });
+        await this.deadLetter(
+          failure,
+          subject,
+          { stage: 'create', fallbackCode: 'api_error' },
+          trace ? { trace } : {},
+        );
         return 'dead-lettered';
       }
 
@@ -285,7 +293,7 @@ export class DocumentLife {
       }
       const run = Run.process(state, event, source, this.now());
       run.blob = blob;
-      run.trace = trace;
+      if (trace) run.trace = trace;
       this.start(run);
       return 'started';
     } finally {
@@ -447,10 +455,11 @@ export class DocumentLife {
   // ---- from here on in the background: admitted, resumed and replayed documents ----
 
   start(run: Run): void {
-    run.trace ??= this.traces.start(
-      { ...tracedRecord(run.pointer, run.identity), resumed: true, traceparent: run.identity.traceparent },
-      this.now(),
-    );
+    if (this.traces.enabled)
+      run.trace ??= this.traces.start(
+        { ...tracedRecord(run.pointer, run.identity), resumed: true, traceparent: run.identity.traceparent },
+        this.now(),
+      );
     this.inFlight.add(run);
     this.inFlight.track(this.live(run));
   }
