@@ -149,11 +149,12 @@ export class DocumentAnalysisClient {
    * POST /v2/submission. Not idempotent: resent only on 429 or a connection refused before
    * sending (see http.ts). The characteristics URL, when present, is made absolute. `beforeSend`
    * runs right before each attempt leaves (after the rate limiter's wait): what it throws ends the
-   * call with that error, the request unsent.
+   * call with that error, the request unsent. `onLimited` runs when an attempt
+   * waits for the rate limiter.
    */
   async createSubmission(
     request: SubmissionRequest = {},
-    options: { beforeSend?: () => void } = {},
+    options: { beforeSend?: () => void; onLimited?: () => void } = {},
   ): Promise<SubmissionResponse> {
     const context = this.context('POST', ROUTES.submission);
     const body = validateBody(SubmissionRequest, request, context);
@@ -162,6 +163,7 @@ export class DocumentAnalysisClient {
       json: body,
       schema: SubmissionResponse,
       ...(options.beforeSend ? { beforeSend: options.beforeSend } : {}),
+      ...(options.onLimited ? { onLimited: options.onLimited } : {}),
     });
     const characteristicsUrl = response.submission_characteristics_upload_url;
     return characteristicsUrl === undefined

@@ -88,6 +88,8 @@ export interface SendRequest<T> {
   probe?: boolean;
   /** Runs right before each attempt is sent (after the limiter); what it throws ends the call unsent. */
   beforeSend?: () => void;
+  /** Runs when an attempt has to wait for the rate limiter (no call free now). */
+  onLimited?: () => void;
   /** Its turn at the limiter (default: `new` for a create, `submitted` for the rest). */
   priority?: CallPriority;
 }
@@ -246,10 +248,13 @@ export class HttpSender {
           throw err;
         }
       }
-      const releasedAt = request.limited
-        ? (limiter.tryAcquire() ??
-          (await limiter.acquire(request.priority ?? (request.retry === 'create' ? 'new' : 'submitted'))))
-        : 0;
+      let releasedAt = request.limited ? limiter.tryAcquire() : 0;
+      if (releasedAt === undefined) {
+        request.onLimited?.();
+        releasedAt = await limiter.acquire(
+          request.priority ?? (request.retry === 'create' ? 'new' : 'submitted'),
+        );
+      }
       request.beforeSend?.();
       let response: WireResponse;
       try {

@@ -240,6 +240,34 @@ describe('ConsumerLoop', () => {
     expect(consumer.calls).toEqual(['pause in 0,1']);
   });
 
+  it("does not hold a batch for admissions waiting for their tenant's share or rate limit", async () => {
+    const { engine, state, consumer } = setup(10);
+    const handled: string[] = [];
+    const loop = new ConsumerLoop({
+      topics,
+      maxInFlight: 10,
+      engine,
+      state,
+      // Offsets 1 and 3 wait for another tenant's limit (for good here); 2 is admitted at once.
+      arrivals: async (m, hooks) => {
+        handled.push(m.offset);
+        if (m.offset === '2') return;
+        hooks?.waiting();
+        await new Promise<void>(() => undefined);
+      },
+      feedback: async () => undefined,
+      logger: silentLogger,
+      admissionWaitMs: 60_000,
+    });
+    loop.attach(consumer);
+    const control = new FakeControl();
+    const started = Date.now();
+    await loop.onBatch(batch('in', 0, [1, 2, 3]), control);
+    expect(Date.now() - started).toBeLessThan(5000);
+    expect(handled).toEqual(['1', '2', '3']);
+    expect(control.resolved).toEqual(['3']);
+  });
+
   it('takes no record of a batch whose partition left while it was being prepared', async () => {
     const { loop, state, handled } = setup(3);
     let restored!: () => void;

@@ -292,13 +292,18 @@ export class ConsumerLoop {
         offsets.track(message.offset);
         last = message.offset;
         this.admitting += 1;
-        admissions.push(
-          this.settle(message, offsets, () => this.o.arrivals(message)).finally(() => {
+        // An admission waiting for its tenant's share or its rate limit goes on in the background at
+        // once: the batch's wait is for admissions that are under way, not for another tenant's limit.
+        let waiting!: () => void;
+        const waits = new Promise<boolean>((resolve) => (waiting = () => resolve(true)));
+        const settled = this.settle(message, offsets, () => this.o.arrivals(message, { waiting })).finally(
+          () => {
             this.admitting -= 1;
             this.wakeCapacityWaiters();
             this.wakeIdle();
-          }),
+          },
         );
+        admissions.push(Promise.race([settled, waits]));
       }
       // Every record taken ends here or in the background (tried again, or a dead letter): the fetch moves
       // past them all, and each offset is committed once its record is durable.

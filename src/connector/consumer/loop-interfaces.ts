@@ -62,12 +62,18 @@ export interface LoopState {
  */
 export type RecordHandler = (message: IncomingMessage) => Promise<void>;
 
+/**
+ * An arrival's handler; `waiting` is called when the admission waits for what no batch should wait
+ * for (its tenant's share of the slots, its application's rate limit).
+ */
+export type ArrivalHandler = (message: IncomingMessage, hooks?: { waiting(): void }) => Promise<void>;
+
 export interface ConsumerLoopOptions {
   topics: { arrived: string; feedback: string };
   maxInFlight: number;
   engine: LoopEngine;
   state: LoopState;
-  arrivals: RecordHandler;
+  arrivals: ArrivalHandler;
   feedback: RecordHandler;
   logger: Logger;
   /** Called whenever the number of documents in flight may have changed. */

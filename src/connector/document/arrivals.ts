@@ -19,6 +19,7 @@ import { KeyedSerial } from '../../util/keyed-serial.js';
 import { decodeDocumentArrived, TENANT_NAME, type AvroDecoder } from '../../serde/input.js';
 import { deadLetterOf, decodeStage, type DeadLetterSink } from '../outputs/dead-letters.js';
 import type { AdmitOutcome, Existing } from './engine.js';
+import type { AdmissionHooks } from './ports.js';
 import type { Recorded } from '../state/store.js';
 import type { ReplayMarker } from '../state/replay-marker.js';
 import type { ArrivalEvent, DeadLetter, SourceRecord } from '../types.js';
@@ -26,7 +27,12 @@ import type { ArrivalEvent, DeadLetter, SourceRecord } from '../types.js';
 interface ArrivalDeps {
   decoder: AvroDecoder;
   engine: {
-    admit(source: SourceRecord, event: ArrivalEvent, existing: Existing): Promise<AdmitOutcome>;
+    admit(
+      source: SourceRecord,
+      event: ArrivalEvent,
+      existing: Existing,
+      hooks?: AdmissionHooks,
+    ): Promise<AdmitOutcome>;
   };
   /** The state of the record's partition (owned and restored before its records are admitted). */
   state: {
@@ -126,9 +132,11 @@ export function sourceOf(message: IncomingMessage): SourceRecord {
   };
 }
 
-export function arrivalHandler(deps: ArrivalDeps): (message: IncomingMessage) => Promise<void> {
+export function arrivalHandler(
+  deps: ArrivalDeps,
+): (message: IncomingMessage, hooks?: AdmissionHooks) => Promise<void> {
   const admissions = new KeyedSerial();
-  return async (message) => {
+  return async (message, hooks) => {
     const source = sourceOf(message);
     const decoded = await decodeDocumentArrived(message.value, deps.decoder);
     if (!decoded.ok) {
@@ -180,10 +188,15 @@ export function arrivalHandler(deps: ArrivalDeps): (message: IncomingMessage) =>
     try {
       // The state is read once the admissions of this event before it ended: it holds what they recorded.
       outcome = await admissions.run(event.event_id, () =>
-        deps.engine.admit(source, event, {
-          recorded: deps.state.get(message.partition, event.event_id),
-          marker: deps.state.marker(message.partition),
-        }),
+        deps.engine.admit(
+          source,
+          event,
+          {
+            recorded: deps.state.get(message.partition, event.event_id),
+            marker: deps.state.marker(message.partition),
+          },
+          hooks,
+        ),
       );
     } catch (err) {
       // The size rule above measures the state before it exists; should a write still be refused as

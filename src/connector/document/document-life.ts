@@ -35,6 +35,7 @@ import { FAILED_AT, type CatalogueCode } from '../outputs/dead-letter-catalogue.
 import {
   ResultNotReady,
   UnknownTenantError,
+  type AdmissionHooks,
   type ApiPort,
   type CreatedSubmission,
   type EngineEvents,
@@ -123,7 +124,11 @@ export class DocumentLife {
    * its dead letter produced. Throws only when Kafka acknowledged neither, so the consumer retries
    * the record; the submission created meanwhile is then recorded, not created again.
    */
-  async admit(source: SourceRecord, event: ArrivalEvent): Promise<'started' | 'dead-lettered'> {
+  async admit(
+    source: SourceRecord,
+    event: ArrivalEvent,
+    hooks?: AdmissionHooks,
+  ): Promise<'started' | 'dead-lettered'> {
     const earlier = this.unrecorded.get(event.event_id);
     if (earlier) {
       await this.recordCreated(earlier);
@@ -141,7 +146,7 @@ export class DocumentLife {
       ? this.traces.start(tracedRecord(source, event), this.now())
       : undefined;
     try {
-      return await this.admitTraced(source, event, trace);
+      return await this.admitTraced(source, event, trace, hooks);
     } catch (err) {
       // Thrown: the consumer tries the record again (a new trace then), or it was given up.
       trace?.end('tried again', failureOf(err).message);
@@ -153,6 +158,7 @@ export class DocumentLife {
     source: SourceRecord,
     event: ArrivalEvent,
     trace: DocumentTrace | undefined,
+    hooks: AdmissionHooks | undefined,
   ): Promise<'started' | 'dead-lettered'> {
     const subject = {
       source,
@@ -175,16 +181,16 @@ export class DocumentLife {
       );
       return 'dead-lettered';
     }
-    if (!this.shares) return this.submit(source, event, subject, trace);
+    if (!this.shares) return this.submit(source, event, subject, trace, hooks);
     // Within its tenant's share of the slots, else waiting for its turn (holding no slot meanwhile).
     const waitStarted = this.now();
-    const release = await this.shares.acquire(event.tenant ?? '', source.partition);
+    const release = await this.shares.acquire(event.tenant ?? '', source.partition, hooks?.waiting);
     if (this.now() > waitStarted)
       trace?.step('wait', waitStarted, { 'docstream.wait.reason': 'tenant_share' });
     try {
       // Waited: its partition may be being revoked by now, or Kafka away.
       this.gate.check(source.partition);
-      return await this.submit(source, event, subject, trace);
+      return await this.submit(source, event, subject, trace, hooks);
     } finally {
       release();
     }
@@ -196,6 +202,7 @@ export class DocumentLife {
     event: ArrivalEvent,
     subject: DeadLetterSubject,
     trace: DocumentTrace | undefined,
+    hooks: AdmissionHooks | undefined,
   ): Promise<'started' | 'dead-lettered'> {
     // admit: the file must be readable before anything is submitted.
     let blob: OpenedBlob;
@@ -246,6 +253,7 @@ export class DocumentLife {
               tracked = true;
               sentAt ||= this.now();
             },
+            ...(hooks ? { onLimited: hooks.waiting } : {}),
           },
         );
         this.events.onStage?.('create', this.now() - createStarted);

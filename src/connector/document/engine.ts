@@ -15,7 +15,7 @@ import { DocumentLife } from './document-life.js';
 import { InFlight } from './in-flight.js';
 import { RevocationInProgressError } from './create-gate.js';
 import { TenantShares } from './tenant-shares.js';
-import type { EngineEvents, EngineOptions, EnginePorts } from './ports.js';
+import type { AdmissionHooks, EngineEvents, EngineOptions, EnginePorts } from './ports.js';
 import { finishedOf, identityOf, Run } from './run.js';
 import { anotherBlob, blobFingerprint } from '../state/blob-fingerprint.js';
 import type { Recorded } from '../state/store.js';
@@ -131,9 +131,10 @@ export class DocumentEngine {
     source: SourceRecord,
     event: ArrivalEvent,
     existing: Existing = { recorded: undefined, marker: undefined },
+    hooks?: AdmissionHooks,
   ): Promise<AdmitOutcome> {
     const recorded = existing.recorded;
-    if (!recorded || event.reprocess) return this.life.admit(source, event);
+    if (!recorded || event.reprocess) return this.life.admit(source, event, hooks);
     const known = 'unfinished' in recorded ? recorded.unfinished : recorded.finished;
     if (anotherBlob(known.blob, blobFingerprint(event.blob))) {
       await this.anotherBlob(source, event, known.submission_id);

@@ -38,7 +38,10 @@ export interface CreatedSubmission {
 /** The subset of the API client a document's life uses (adapted in `api-port.ts`). */
 export interface ApiPort {
   /** `beforeSend` runs right before each attempt leaves; what it throws ends the call unsent. */
-  createSubmission(req: SubmissionRequest, options?: { beforeSend?: () => void }): Promise<CreatedSubmission>;
+  createSubmission(
+    req: SubmissionRequest,
+    options?: { beforeSend?: () => void; onLimited?: () => void },
+  ): Promise<CreatedSubmission>;
   upload(uploadUrl: string, blob: OpenedBlob, submissionId: string): Promise<void>;
   putCharacteristics(
     submissionId: string,
@@ -141,6 +144,15 @@ export interface EngineOptions {
   traceTopics?: Record<Awaitable | 'dlq', string>;
   /** With a tenant directory: each tenant's share of the in-flight slots (`tenant-shares.ts`). */
   tenantShares?: { maxInFlight: number; share: number; maxWaiting: number };
+}
+
+/** What an admission tells the consumer while it runs. */
+export interface AdmissionHooks {
+  /**
+   * It waits for what no batch should wait for: its tenant's share of the slots, or its
+   * application's rate limit. The consumer need not hold the batch for it (`connector.admissionWaitMs`).
+   */
+  waiting(): void;
 }
 
 /** What the engine reports for metrics and the demo. */

@@ -63,9 +63,10 @@ export class TenantShares {
    * dead letter or a failure), when the tenant is within its share; waits in turn otherwise. Rejects
    * with the error given to `drop` or `dropAll`.
    */
-  acquire(tenant: TenantKey, partition: number): Promise<() => void> {
+  acquire(tenant: TenantKey, partition: number, onWait?: () => void): Promise<() => void> {
     const running = this.o.running();
     if (!this.waiters.has(tenant) && this.fits(tenant, running)) return Promise.resolve(this.take(tenant));
+    onWait?.();
     return new Promise((resolve, reject) => {
       const queue = this.waiters.get(tenant) ?? [];
       queue.push({ partition, resolve, reject });

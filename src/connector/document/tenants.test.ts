@@ -465,6 +465,17 @@ describe("each tenant's share of the slots", () => {
     expect(engine.uncounted).toBe(0);
   });
 
+  it('tells the consumer when an admission waits for its share (the batch goes on without it)', async () => {
+    const { engine, apps } = setup(300, shares);
+    apps.get('acme')!.limited = new Promise<void>(() => undefined);
+    const waited: string[] = [];
+    const hooks = (id: string) => ({ waiting: () => waited.push(id) });
+    for (let i = 0; i < 3; i++)
+      void engine.admit(source(String(i)), event(`a${i}`, 'acme'), undefined, hooks(`a${i}`));
+    await waitFor(() => engine.uncounted === 1);
+    expect(waited).toEqual(['a2']);
+  });
+
   it("a revoke ends the waiting documents of its partitions; they are tried again by the partition's owner", async () => {
     const { engine, apps } = setup(300, shares);
     apps.get('acme')!.limited = new Promise<void>(() => undefined);
