@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { PDFDocument } from 'pdf-lib';
-import { png, writeCorpus } from './corpus.js';
+import { png, writeCorpus, writeTenantPayslip } from './corpus.js';
 
 describe('demo corpus', () => {
   const dirs: string[] = [];
@@ -34,6 +34,23 @@ describe('demo corpus', () => {
     }
     const again = await writeCorpus(tmp());
     expect(again.map((s) => s.sha256)).toEqual(samples.map((s) => s.sha256));
+  });
+
+  it("writes each tenant's clean payslip with bytes of its own, as clean as the corpus's", async () => {
+    const dir = tmp();
+    const clean = (await writeCorpus(dir, ['clean-pdf']))[0]!;
+    const [acme, globex] = await Promise.all([
+      writeTenantPayslip(dir, 'acme'),
+      writeTenantPayslip(dir, 'globex'),
+    ]);
+    expect(new Set([clean.sha256, acme!.sha256, globex!.sha256]).size).toBe(3);
+    const doc = await PDFDocument.load(fs.readFileSync(acme!.file), { updateMetadata: false });
+    expect([doc.getTitle(), doc.getProducer(), doc.getModificationDate()]).toEqual([
+      'Payslip March, acme',
+      'PayrollSuite 4.2',
+      doc.getCreationDate(),
+    ]);
+    expect((await writeTenantPayslip(tmp(), 'acme')).sha256).toBe(acme!.sha256);
   });
 
   it('encodes the PNG size in its header', () => {

@@ -136,6 +136,28 @@ const EXTENSION: Record<SampleKind, string> = {
 
 const SAMPLE_KINDS = Object.keys(EXPECTED_TYPE) as SampleKind[];
 
+/**
+ * A clean PDF payslip of `tenant`, written into `dir`: its title names the tenant, so its bytes are
+ * its own and no other document of a run makes it a repeat (the sandbox's `serial_fraud` rule).
+ */
+export async function writeTenantPayslip(dir: string, tenant: string): Promise<Sample> {
+  await fs.mkdir(dir, { recursive: true });
+  const bytes = await pdf({
+    title: `Payslip March, ${tenant}`,
+    producer: 'PayrollSuite 4.2',
+    creator: 'PayrollSuite',
+  });
+  const file = path.join(dir, `clean-pdf-${tenant}.pdf`);
+  await fs.writeFile(file, bytes);
+  return {
+    kind: 'clean-pdf',
+    file,
+    sha256: createHash('sha256').update(bytes).digest('hex'),
+    size: bytes.length,
+    expectedFileType: 'pdf',
+  };
+}
+
 /** Writes one file per kind into `dir` and describes them. */
 export async function writeCorpus(
   dir: string,
