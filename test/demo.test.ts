@@ -33,13 +33,27 @@ describe('docstream demo', () => {
         throw err;
       }));
       expect(stdout).toContain('demo complete');
-      expect(stdout).toMatch(/12 events, 7 submissions, 5 dead letters/);
+      // The corpus's 12 events and one clean PDF of each of the two tenants.
+      expect(stdout).toMatch(/14 events, 9 submissions, 5 dead letters, 2 tenants in 2 cells/);
       expect(stdout).toMatch(/payslip-edited\s.*HIGH_RISK/);
       expect(stdout).toMatch(/outside\s.*blob\/blob_not_allowed/);
       // Its own lines (not the stack's log lines) fit 100 columns, the final table included.
       const own = stdout.split('\n').filter((l) => !l.startsWith('  stack '));
       expect(own.filter((l) => l.length > 100)).toEqual([]);
       expect(stdout).toMatch(/^event\s+fraud\s+quality\s+class\s+decision\s+dead letter$/m);
+      // Each tenant's document: its results in the table; created (the sandbox's record) in its own
+      // cell by its own application, and its results carry its tenant.
+      for (const [tenant, cell] of [
+        ['acme', 'eu-1'],
+        ['globex', 'us-1'],
+      ]) {
+        expect(stdout).toMatch(new RegExp(`^${tenant}-payslip\\s+NORMAL\\s+HIGH_QUALITY\\s+payslip$`, 'm'));
+        expect(stdout).toMatch(
+          new RegExp(`^${tenant}-payslip\\s+${tenant}\\s+${cell}\\s+${tenant}-app\\s+${tenant}$`, 'm'),
+        );
+      }
+      expect(stdout).toMatch(/^event\s+tenant\s+cell\s+application\s+results' tenant$/m);
+      expect(stdout).not.toContain('PRIVATE KEY');
     } finally {
       await deleteDemoTopics(stdout);
     }

@@ -2,7 +2,9 @@
  * `docstream demo`: the main job on the embedded default. Starts what is missing of the local stack,
  * the sandbox and the connector; sends a generated corpus (clean and suspicious PDFs, an image, an
  * unsupported file, and malformed events); shows each document as its results arrive; ends with a table
- * of results and dead letters; stops what it started.
+ * of results and dead letters; stops what it started. The sandbox also serves an organisation of two
+ * tenants in two cells (`tenants.ts`), the connector reads their directory, and a clean PDF of each
+ * tenant shows where its document was created and by which application.
  */
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
@@ -19,8 +21,17 @@ import { defaultStackOptions, stackDown, stackUp, type ServiceName } from '../st
 import { registryUrl } from '../stack/services.js';
 import { colourWanted } from '../util/progress.js';
 import { retry } from '../util/retry.js';
-import { writeCorpus, type Sample } from './corpus.js';
+import { writeCorpus, writeTenantPayslip, type Sample } from './corpus.js';
 import { fitTable, type Cell } from './table.js';
+import {
+  DEMO_TENANTS,
+  makeOrganisation,
+  sandboxSubmissions,
+  tenantOutcome,
+  tenantTable,
+  writeDirectory,
+  type SandboxSubmission,
+} from './tenants.js';
 
 interface DemoOptions {
   /** Keep the stack running afterwards even if the demo started it. */
@@ -43,6 +54,10 @@ export interface Row {
   expect: 'results' | 'dead letter';
   awaited: number;
   got: number;
+  /** The tenant the event names; absent: the default credentials. */
+  tenant?: string;
+  /** The tenant each of its results and dead letters carries (null: none). */
+  carried?: Array<string | null>;
 }
 
 // Colour only on a terminal, and never with NO_COLOR set.
@@ -156,15 +171,22 @@ export async function runDemo(options: DemoOptions): Promise<number> {
   say('1/4  local stack (Kafka, schema registry)');
   const run = `demo-${new Date().toISOString().slice(0, 19).replace(/[-:T]/g, '')}-${randomBytes(2).toString('hex')}`;
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'docstream-demo-'));
-  // The corpus and the sandbox need nothing of the stack: made while it starts.
+  // The tenants' keys and directory: a folder of their own, outside the blob roots (`dir`).
+  const keys = fs.mkdtempSync(path.join(os.tmpdir(), 'docstream-demo-tenants-'));
+  // The corpus, the tenants' keys and the sandbox need nothing of the stack: made while it starts.
   const corpus = writeCorpus(dir);
   corpus.catch(() => undefined);
+  const tenantCorpus = Promise.all(DEMO_TENANTS.map((t) => writeTenantPayslip(dir, t.name)));
+  tenantCorpus.catch(() => undefined);
+  const organisation = makeOrganisation(keys);
+  organisation.catch(() => undefined);
   let up: Awaited<ReturnType<typeof stackUp>> | undefined;
   let sandbox: Sandbox | null = null;
-  const sandboxStarting = listenable(8080).then(async (free) => {
+  const sandboxStarting = Promise.all([listenable(8080), organisation]).then(async ([free, org]) => {
     sandbox = await startSandbox({
       port: free ? 8080 : 0,
       processing: { distribution: 'uniform', meanMs: 900, minMs: 400, maxMs: 1400 },
+      ...org.sandbox,
     });
     return sandbox;
   });
@@ -188,6 +210,14 @@ export async function runDemo(options: DemoOptions): Promise<number> {
     step = Date.now();
     const api = await waitingFor(say, 'the sandbox', sandboxStarting);
     say(dim(`       ${api.baseUrl} (client sandbox-client), ready in ${seconds(Date.now() - step)}`));
+    const org = await organisation;
+    for (const t of org.tenants)
+      say(
+        dim(
+          `       ${api.cells[t.cell]?.baseUrl} cell ${t.cell}: tenant ${t.name}, application ${t.clientId}`,
+        ),
+      );
+    const directoryFile = await writeDirectory(org, api.cells);
 
     say('3/4  connector');
     step = Date.now();
@@ -210,6 +240,8 @@ export async function runDemo(options: DemoOptions): Promise<number> {
         webhooks: { enabled: false },
         connector: { pollInitialMs: 300, pollMaxMs: 2000 },
         blobs: { fileRoots: [dir] },
+        // The demo's two tenants, in the sandbox's cells, whatever the files say.
+        tenants: { directoryFile },
       },
     });
     await waitingFor(
@@ -224,6 +256,7 @@ export async function runDemo(options: DemoOptions): Promise<number> {
     );
     say(dim(`       input ${topics.arrived}`));
     say(dim(`       results on ${run}.documents.{fraud,quality,classification,decision,dlq}`));
+    say(dim(`       tenant directory: ${org.tenants.map((t) => `${t.name} in ${t.cell}`).join(', ')}`));
     say(dim(`       ready in ${seconds(Date.now() - step)}`));
 
     say('4/4  sending a generated corpus\n');
@@ -238,6 +271,7 @@ export async function runDemo(options: DemoOptions): Promise<number> {
       expect: Row['expect'],
       pipeline = 'FRAUD_ONLY',
       awaited = 3,
+      tenant?: string,
     ): void => {
       rows.set(id, {
         event: id,
@@ -246,6 +280,8 @@ export async function runDemo(options: DemoOptions): Promise<number> {
         expect,
         awaited: expect === 'results' ? awaited : 1,
         got: 0,
+        carried: [],
+        ...(tenant ? { tenant } : {}),
       });
       events.push({ key: id, value: typeof value === 'string' ? value : JSON.stringify(value) });
     };
@@ -325,6 +361,18 @@ export async function runDemo(options: DemoOptions): Promise<number> {
       'dead letter',
       '-',
     );
+    // One clean PDF of each tenant: created in its tenant's cell by its tenant's application.
+    const tenantSamples = await tenantCorpus;
+    for (const [i, t] of org.tenants.entries())
+      add(
+        `${t.name}-payslip`,
+        `clean PDF payslip of ${t.name}`,
+        doc(`${t.name}-payslip`, tenantSamples[i]!, { tenant: t.name }),
+        'results',
+        'FRAUD_ONLY',
+        3,
+        t.name,
+      );
 
     const registry = new Registry({ url: config.registry.url });
     let done = 0;
@@ -339,7 +387,10 @@ export async function runDemo(options: DemoOptions): Promise<number> {
           ]
             .filter(Boolean)
             .join('  ');
-      say(`  [${String(done).padStart(2)}/${rows.size}] ${row.event.padEnd(18)} ${detail}`);
+      const tenant = row.tenant
+        ? dim(`  tenant ${[...new Set(row.carried)].map((t) => t ?? '-').join(',')}`)
+        : '';
+      say(`  [${String(done).padStart(2)}/${rows.size}] ${row.event.padEnd(18)} ${detail}${tenant}`);
     };
     collector = new OutputReader({ kafka, topics, groupId: `${run}-viewer`, decoder: registry });
     const producing = producer.connect();
@@ -358,6 +409,7 @@ export async function runDemo(options: DemoOptions): Promise<number> {
       else if (m.kind === 'classification') row.classification = (v.document_type as string | null) ?? status;
       else if (m.kind === 'decision') row.decision = (v.decision as string | null) ?? status;
       else row.dead = `${v.stage as string}/${v.error_code as string}`;
+      row.carried?.push((v.tenant as string | null | undefined) ?? null);
       row.got += 1;
       if (row.got === row.awaited) finished(row);
     });
@@ -376,14 +428,30 @@ export async function runDemo(options: DemoOptions): Promise<number> {
     say('');
     say(resultTable([...rows.values()], tableWidth()).join('\n'));
     const stats = api.stats();
+    // Where each tenant's document was created and by which application: the sandbox's record.
+    const submissions: SandboxSubmission[] = await sandboxSubmissions(api.baseUrl).catch(() => []);
+    const outcomes = [...rows.values()].flatMap((r) => {
+      const tenant = org.tenants.find((t) => t.name === r.tenant);
+      return tenant ? [tenantOutcome(r.event, tenant, r.carried ?? [], submissions)] : [];
+    });
+    say('');
+    say(tenantTable(outcomes, tableWidth()).join('\n'));
+    const ofTenants = submissions.filter((s) => s.tenant_id !== null);
+    const tenantsSeen = new Set(ofTenants.map((s) => s.tenant_id)).size;
+    const cellsSeen = new Set(ofTenants.map((s) => s.cell)).size;
     const incomplete = [...rows.values()].filter((r) => r.got < r.awaited);
-    const wrong = [...rows.values()].filter((r) => (r.expect === 'dead letter') !== (r.dead !== undefined));
+    const wrong = [
+      ...[...rows.values()].filter((r) => (r.expect === 'dead letter') !== (r.dead !== undefined)),
+      ...outcomes.filter((o) => !o.ok),
+    ];
     say(
       `\n${rows.size} events, ${stats.submissionsCreated} submissions, ` +
-        `${[...rows.values()].filter((r) => r.dead).length} dead letters, in ${((Date.now() - started) / 1000).toFixed(1)} s`,
+        `${[...rows.values()].filter((r) => r.dead).length} dead letters, ` +
+        `${tenantsSeen} tenants in ${cellsSeen} cells, in ${((Date.now() - started) / 1000).toFixed(1)} s`,
     );
     if (incomplete.length > 0 || wrong.length > 0) {
-      say(red(`demo incomplete: ${[...incomplete, ...wrong].map((r) => r.event).join(', ')}`));
+      const events = new Set([...incomplete, ...wrong].map((r) => r.event));
+      say(red(`demo incomplete: ${[...events].join(', ')}`));
       return 1;
     }
     say(green('demo complete'));
@@ -398,7 +466,10 @@ export async function runDemo(options: DemoOptions): Promise<number> {
     await sandboxStarting.catch(() => undefined);
     await (sandbox as Sandbox | null)?.close().catch(() => undefined);
     await corpus.catch(() => undefined);
+    await tenantCorpus.catch(() => undefined);
+    await organisation.catch(() => undefined);
     fs.rmSync(dir, { recursive: true, force: true });
+    fs.rmSync(keys, { recursive: true, force: true });
     if (connector) say(dim(`stopped in ${seconds(Date.now() - stopping)}`));
     if (!options.keepStack && up && up.started.length > 0) {
       say(dim(`stopping what the demo started: ${up.started.join(', ')}`));
