@@ -63,13 +63,20 @@ describe('a broker with the authorizer on', () => {
       ssl: { ca: [fs.readFileSync(kafka.secure.caFile, 'utf8')] },
       sasl: { mechanism: 'scram-sha-512', username: user.username, password: user.password },
       logLevel: logLevel.NOTHING,
+      // No retry, so that a refusal shows at once; but a TLS + SCRAM connect on a loaded machine can
+      // take longer than kafkajs's default 1 s (a CI run timed out there).
       retry: { retries: 0 },
+      connectionTimeout: 10_000,
     });
   }
 
   it('a principal writes only where an ACL lets it; the admin on the plain listener grants it', async () => {
     const topic = `acl-${randomBytes(4).toString('hex')}`;
-    const admin = new Kafka({ brokers: kafka.brokers, logLevel: logLevel.NOTHING }).admin();
+    const admin = new Kafka({
+      brokers: kafka.brokers,
+      logLevel: logLevel.NOTHING,
+      connectionTimeout: 10_000,
+    }).admin();
     await admin.connect();
     const connector = client(kafka.secure.scramTls).producer();
     const operator = client(kafka.secure.scramTls.operator!).producer();
@@ -168,7 +175,11 @@ describe('a broker with the authorizer on', () => {
 
     beforeAll(async () => {
       env = await new E2E(1, { brokers: kafka.brokers }).start();
-      admin = new Kafka({ brokers: kafka.brokers, logLevel: logLevel.NOTHING }).admin();
+      admin = new Kafka({
+        brokers: kafka.brokers,
+        logLevel: logLevel.NOTHING,
+        connectionTimeout: 10_000,
+      }).admin();
       await admin.connect();
       connectorConfig = env.writeConfig({ kafka: scram(kafka.secure.scramTls) });
       operatorConfig = env.writeConfig({ kafka: scram(kafka.secure.scramTls.operator!) });
