@@ -76,7 +76,8 @@ export interface UploadOptions {
   contentLength?: number;
 }
 
-const ROUTES = {
+/** The API's routes as templates (what metrics and traces name a call by, never its address). */
+export const ROUTES = {
   submission: '/v2/submission',
   submissionById: '/v2/submission/{id}',
   characteristics: '/v2/submission/{id}/characteristics',

@@ -44,6 +44,7 @@ import {
 } from './ports.js';
 import { PollTiming } from './poll-timing.js';
 import { createdState, Run } from './run.js';
+import { ROUTES } from '../../client/client.js';
 import { ApiError } from '../../client/errors.js';
 import { retry } from '../../util/retry.js';
 import { within } from '../../util/within.js';
@@ -177,7 +178,7 @@ export class DocumentLife {
         { code: 'unknown_tenant', message },
         subject,
         { stage: 'validate', fallbackCode: 'unknown_tenant', attempts: 1 },
-        trace ? { trace } : {},
+        { trace },
       );
       return 'dead-lettered';
     }
@@ -223,7 +224,7 @@ export class DocumentLife {
         failure,
         subject,
         { stage: 'blob', fallbackCode: 'blob_unreadable', attempts },
-        trace ? { trace } : {},
+        { trace },
       );
       return 'dead-lettered';
     }
@@ -260,7 +261,7 @@ export class DocumentLife {
         trace?.step(
           'POST',
           createStarted,
-          apiAttributes('POST', '/v2/submission', 201, createStarted, sentAt),
+          apiAttributes('POST', ROUTES.submission, 201, createStarted, sentAt),
           undefined,
           'client',
         );
@@ -269,7 +270,7 @@ export class DocumentLife {
         trace?.step(
           'POST',
           createStarted,
-          apiAttributes('POST', '/v2/submission', f.status, createStarted, sentAt),
+          apiAttributes('POST', ROUTES.submission, f.status, createStarted, sentAt),
           f.message,
           'client',
         );
@@ -279,12 +280,7 @@ export class DocumentLife {
         const failure = outlasted(err)
           ? deadlineFailure(err, `the API did not accept the submission within ${this.options.deadlineMs} ms`)
           : err;
-        await this.deadLetter(
-          failure,
-          subject,
-          { stage: 'create', fallbackCode: 'api_error' },
-          trace ? { trace } : {},
-        );
+        await this.deadLetter(failure, subject, { stage: 'create', fallbackCode: 'api_error' }, { trace });
         return 'dead-lettered';
       }
 
@@ -531,7 +527,7 @@ export class DocumentLife {
         run.trace?.step(
           'PUT',
           stepAt,
-          apiAttributes('PUT', '/v2/submission/{id}/characteristics', 200),
+          apiAttributes('PUT', ROUTES.characteristics, 200),
           undefined,
           'client',
         );
@@ -540,13 +536,13 @@ export class DocumentLife {
       stepAt = this.now();
       if (pending.upload_url) {
         await this.apiOf(run.identity.tenant).upload(pending.upload_url, run.blob, s.submission_id);
-        run.trace?.step('PUT', stepAt, apiAttributes('PUT', 'upload', 200), undefined, 'client');
+        run.trace?.step('PUT', stepAt, apiAttributes('PUT', ROUTES.upload, 200), undefined, 'client');
       }
     } catch (err) {
       const f = failureOf(err);
       if (stage === 'blob') run.trace?.step('fetch blob', stepAt, blobAttributes(input.blob.url), f.message);
       else {
-        const route = stage === 'upload' ? 'upload' : '/v2/submission/{id}/characteristics';
+        const route = stage === 'upload' ? ROUTES.upload : ROUTES.characteristics;
         run.trace?.step('PUT', stepAt, apiAttributes('PUT', route, f.status), f.message, 'client');
       }
       // A resumed document's blob store answered with a transient failure: tried again until its deadline timer
@@ -988,7 +984,7 @@ export class DocumentLife {
       { source: await this.sourceOf(run), ...run.subject() },
       { stage, fallbackCode, ...(attempts === undefined ? {} : { attempts }) },
       // Exactly-once: the dead letter and the FAILED state below go in one transaction.
-      { stateFollows: run.mode === 'process', ...(run.trace ? { trace: run.trace } : {}) },
+      { stateFollows: run.mode === 'process', trace: run.trace },
     );
     if (run.mode === 'process') {
       run.state = run.finished('FAILED', this.now());
@@ -1003,7 +999,7 @@ export class DocumentLife {
     err: unknown,
     subject: DeadLetterSubject,
     context: DeadLetterContext,
-    options: { stateFollows?: boolean; trace?: DocumentTrace } = {},
+    options: { stateFollows?: boolean; trace?: DocumentTrace | undefined } = {},
   ): Promise<void> {
     const { trace, ...outOptions } = options;
     const traceparent = trace?.traceparent;
@@ -1157,7 +1153,7 @@ function pollAttributes(
   spare: boolean,
 ): Attributes {
   return {
-    ...apiAttributes('GET', `/v2/submission/{id}/${kind}`, status),
+    ...apiAttributes('GET', ROUTES.result(kind), status),
     'docstream.poll.outcome': outcome,
     ...(spare ? { 'docstream.poll.spare': true } : {}),
   };
