@@ -167,4 +167,45 @@ describe('the rejoin barrier', () => {
     await jest.advanceTimersByTimeAsync(10_000);
     expect(heartbeat).toHaveBeenCalledTimes(2);
   });
+  it('has a member whose join failed join again at its next heartbeat, until a join succeeds', async () => {
+    expect(installRejoinBarrier()).toBe(true);
+    const { isRebalancing } = kafkajsInternal<{ isRebalancing(e: unknown): boolean }>('errors.js');
+    type RealGroup = {
+      memberId: string | null;
+      generationId: number | null;
+      coordinator: unknown;
+      retrier: unknown;
+      joinAndSync(): Promise<void>;
+      heartbeat(options: { interval: number }): Promise<void>;
+    };
+    const ConsumerGroup = kafkajsInternal<new (options: object) => RealGroup>('consumer/consumerGroup.js');
+    const quiet = { debug() {}, info() {}, warn() {}, error() {} };
+    // kafkajs's own member, its join on kafkajs's own retrier: the coordinator cannot be found in time.
+    const group = new ConsumerGroup({
+      retry: { retries: 0 },
+      cluster: { findGroupCoordinator: () => Promise.reject(new Error('Request timed out')) },
+      groupId: 'g',
+      topics: ['in'],
+      logger: { namespace: () => quiet },
+      instrumentationEmitter: { emit() {} },
+      assigners: [],
+    });
+    await expect(group.joinAndSync()).rejects.toThrow('Request timed out');
+    // As kafkajs's runner leaves a member the coordinator forgot: no member id, so kafkajs alone
+    // would send no heartbeat and never learn that it must join.
+    group.memberId = null;
+    const beat = group.heartbeat({ interval: 0 });
+    await expect(beat).rejects.toMatchObject({ type: 'REBALANCE_IN_PROGRESS' });
+    expect(isRebalancing(await beat.catch((e: unknown) => e))).toBe(true);
+    await expect(group.heartbeat({ interval: 0 })).rejects.toThrow(
+      /last join of its group failed \(Request timed out\)/,
+    );
+
+    group.retrier = () => Promise.resolve();
+    await group.joinAndSync();
+    const heartbeat = jest.fn(() => Promise.resolve());
+    Object.assign(group, { memberId: 'member-1', generationId: 4, coordinator: { heartbeat } });
+    await group.heartbeat({ interval: 0 });
+    expect(heartbeat).toHaveBeenCalledWith({ groupId: 'g', memberId: 'member-1', groupGenerationId: 4 });
+  });
 });

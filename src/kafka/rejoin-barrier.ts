@@ -2,16 +2,16 @@
  * A "before the partitions are released" callback for kafkajs consumers, which have none.
  *
  * kafkajs re-joins its group as soon as it learns of a rebalance, and under the eager protocol a
- * join gives up every partition the member holds. docstream must first record what it did for them
- * (the submissions it created), as Kafka Streams commits a task before it hands the task over;
- * otherwise the next owner reads no state and submits the same documents again.
+ * join gives up every partition the member holds. docstream first records the submissions it created
+ * for them (as Kafka Streams commits a task before handing it over), or their next owner submits them again.
  *
  * How: `ConsumerGroup.prototype.joinAndSync`, the one path every (re)join takes (start, rebalance,
  * unknown member, stale metadata), awaits the hook that the member's own partition assigner carries
  * under `BEFORE_REJOIN` before it joins. The hook bounds its own wait; the join then goes on as
- * kafkajs wrote it, the member heartbeating meanwhile (`keepAlive`). Applied only to the kafkajs version it was written against; on any other the
- * consumer joins without the barrier, `installRejoinBarrier` says so, and the Kafka client's one
- * start-up line (`unpatchedNotice`) names it. Restarts rejoin as the crashed member: `rejoinAsCrashedMember`.
+ * kafkajs wrote it, the member heartbeating meanwhile (`keepAlive`). A join that fails leaves the
+ * member marked to join again (`rejoinNeeded`). Applied only to the kafkajs version it was written
+ * against; on any other nothing is wrapped and the Kafka client's start-up line (`unpatchedNotice`)
+ * says so. Restarts rejoin as the crashed member: `rejoinAsCrashedMember`.
  */
 import { installedKafkajsVersion, kafkajsInternal, PATCHED_KAFKAJS_VERSION } from './kafkajs-internals.js';
 
@@ -41,7 +41,12 @@ interface ConsumerGroupLike {
   /** The consumer's cluster: one per kafkajs consumer, kept across its restarts. */
   cluster: object;
   joinAndSync(): Promise<void>;
+  heartbeat(options: { interval: number }): Promise<void>;
+  [REJOIN_NEEDED]?: Error;
 }
+
+/** Set on a group member whose last join failed (the error it failed with); cleared by a join. */
+const REJOIN_NEEDED = Symbol('docstream.rejoinNeeded');
 
 let installed: boolean | undefined;
 
@@ -69,9 +74,44 @@ export function installRejoinBarrier(version: string = installedKafkajsVersion()
       }
     }
     rejoinAsCrashedMember(this);
-    return joinAndSync.call(this);
+    try {
+      await joinAndSync.call(this);
+      delete this[REJOIN_NEEDED];
+    } catch (err) {
+      this[REJOIN_NEEDED] = err instanceof Error ? err : new Error(String(err));
+      throw err;
+    }
+  };
+  const heartbeat = proto.heartbeat;
+  proto.heartbeat = function (this: ConsumerGroupLike, options: { interval: number }) {
+    const failed = this[REJOIN_NEEDED];
+    if (failed !== undefined) return Promise.reject(rejoinNeeded(failed));
+    return heartbeat.call(this, options);
   };
   return (installed = true);
+}
+
+interface ProtocolErrorClass {
+  new (e: { type: string; code: number; retriable: boolean; message: string }): Error;
+}
+
+/**
+ * The error a member whose last join failed gets at its next heartbeat, so that it joins again, as
+ * Kafka's Java consumer keeps `rejoinNeeded` set until a join succeeds. kafkajs's runner tries a
+ * failed join's fetch again without joining; a member whose id was cleared (UNKNOWN_MEMBER_ID) then
+ * sends no heartbeat (kafkajs sends none without a member id), learns of no rebalance and fetches
+ * on its old assignment for good, its commits refused. The error has REBALANCE_IN_PROGRESS's type:
+ * the runner's "the group is rebalancing" path, which joins (through this barrier) and fetches again.
+ * Joins that keep failing run out the runner's retries and crash the consumer, which restarts.
+ */
+function rejoinNeeded(failed: Error): Error {
+  const { KafkaJSProtocolError } = kafkajsInternal<{ KafkaJSProtocolError: ProtocolErrorClass }>('errors.js');
+  return new KafkaJSProtocolError({
+    type: 'REBALANCE_IN_PROGRESS',
+    code: 27,
+    retriable: false,
+    message: `the member's last join of its group failed (${failed.message}): joining again`,
+  });
 }
 
 /** Heartbeats per session timeout while a barrier waits (Kafka's clients send about three). */
