@@ -129,7 +129,7 @@ describe('docstream inspect and status', () => {
       JSON.parse(await cli(['inspect', id, '--json', '--config', config])) as InspectionJson;
     // A document's owner is the member that holds its partition when inspect asks. The group may
     // rebalance between two commands (a session lost on a loaded machine), so inspect's answer is
-    // checked against the owner the group showed just before and just after it.
+    // checked against the owner the last status before it showed and the one just after it.
     const ownerOf = (g: GroupStatus, partition: number) =>
       g.members.find((m) => m.partitions.includes(partition))?.member_id;
     let lastStatus: GroupStatus = s;
