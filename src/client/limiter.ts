@@ -79,6 +79,50 @@ class LastSecond {
   }
 }
 
+/** The times of the last accepted calls' answers, newest last (a ring of `capacity`). */
+class RecentTimes {
+  private readonly times: number[];
+  private next = 0;
+  private size = 0;
+
+  constructor(private readonly capacity: number) {
+    this.times = new Array<number>(capacity).fill(0);
+  }
+
+  add(now: number): void {
+    this.times[this.next] = now;
+    this.next = (this.next + 1) % this.capacity;
+    this.size = Math.min(this.size + 1, this.capacity);
+  }
+
+  /**
+   * Calls per second from the oldest time kept that is after `since` up to `now`: a refused call
+   * answered now came an interval after the newest, so at a steady pace this is that pace.
+   */
+  perSecond(now: number, since: number): number {
+    let count = 0;
+    let oldest = now;
+    for (let i = 1; i <= this.size; i++) {
+      const at = this.times[(this.next - i + this.capacity) % this.capacity]!;
+      if (at <= since) break;
+      count += 1;
+      oldest = at;
+    }
+    return count === 0 ? 0 : count / (Math.max(1, now - oldest) / 1000);
+  }
+}
+
+/**
+ * Below this rate a 429 measures what the API accepted from the last MEASURED_CALLS answers, not the
+ * last second: at 5/s a second holds one call more or less, a fifth of the limit, and a longer window
+ * would average in the climb back after the last 429, so each 429 would lower the limit found.
+ */
+const MEASURED_CALLS = 10;
+/** How far back those answers may be, in ms (a limit that fell is still followed within seconds). */
+const MEASURE_MAX_MS = 5000;
+/** Rates from which the last second holds enough calls for the measure. */
+const MEASURE_BY_SECOND_FROM = 20;
+
 /** Share of the gap to the remembered limit closed per second of use. */
 const RECOVERY = 0.5;
 /** Smallest step per second of use, as a fraction of the limit (the last part of the way back). */
@@ -100,8 +144,9 @@ const LATE_KEPT_MS = 20;
  *   429s, not a wave of them, and a ceiling of tens per second is reached within half a second of use
  *   (a limit of thousands per second within a few seconds);
  * - a 429 (once per round: a 429 for a call released before the last decrease is the same signal)
- *   remembers the rate the API actually accepted over the last second as `limit` (lowering it by a
- *   tenth at most per round), and sets the rate to `decreaseFactor` (0.9) of it;
+ *   remembers the rate the API actually accepted over the last second (below 20/s, the pace of its
+ *   last ten answers) as `limit` (lowering it by a tenth at most per round), and sets the rate to
+ *   `decreaseFactor` (0.9) of it;
  * - below `limit` each accepted call closes part of the gap (half of it per second of use): back
  *   near the limit within a few seconds; above it, probing is slow at first and speeds up the longer
  *   no 429 comes (a limit that rose is followed within seconds);
@@ -143,6 +188,8 @@ export class AdaptiveRateLimiter {
   private tat = Number.NEGATIVE_INFINITY;
   private lastDecreaseAt = Number.NEGATIVE_INFINITY;
   private readonly accepted = new LastSecond();
+  /** When the last accepted calls were answered, for the measure at low rates. */
+  private readonly recentAccepted = new RecentTimes(MEASURED_CALLS);
   private readonly released = new LastSecond();
   private readonly urgent: Waiter[] = [];
   private readonly later: Waiter[] = [];
@@ -262,6 +309,7 @@ export class AdaptiveRateLimiter {
   onSuccess(): void {
     const now = this.clock.now();
     this.accepted.add(now);
+    this.recentAccepted.add(now);
     // Only while the calls use the rate: an app-limited rate proves nothing about the API. Calls
     // waiting for a slot show the rate is what holds them, even when the last second was idle (the
     // first calls after a quiet spell, whose last second counts the quiet).
@@ -284,8 +332,7 @@ export class AdaptiveRateLimiter {
     const now = this.clock.now();
     if (releasedAt < this.lastDecreaseAt) return;
     // What the API accepted per second lately; with nothing accepted, only that the rate was too high.
-    const span = Math.min(1000, Math.max(100, now - (this.firstReleaseAt ?? now))) / 1000;
-    const accepted = this.accepted.total(now) / span;
+    const accepted = this.acceptedPerSecond(now);
     const found = accepted > 0 ? Math.min(this.rate, accepted) : this.rate / 2;
     // One 429 can come from calls bunched on their way below the limit: the memory falls by a tenth
     // at most per round (a limit that really fell is followed within a few rounds).
@@ -293,6 +340,16 @@ export class AdaptiveRateLimiter {
     this.probed = 0;
     this.lastDecreaseAt = now;
     this.setRate(this.limit * this.decreaseFactor);
+  }
+
+  /**
+   * What the API accepted per second lately: the calls answered over the last second, or below
+   * MEASURE_BY_SECOND_FROM the pace of the last MEASURED_CALLS answers (at most MEASURE_MAX_MS old).
+   */
+  private acceptedPerSecond(now: number): number {
+    if (this.rate < MEASURE_BY_SECOND_FROM) return this.recentAccepted.perSecond(now, now - MEASURE_MAX_MS);
+    const span = Math.min(1000, Math.max(100, now - (this.firstReleaseAt ?? now))) / 1000;
+    return this.accepted.total(now) / span;
   }
 
   private callsWaiting(): boolean {
